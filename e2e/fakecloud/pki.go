@@ -1,0 +1,118 @@
+package fakecloud
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"time"
+)
+
+// CA is a throw-away certificate authority for the fakes. Nothing it issues is
+// trusted anywhere but in the test or demo that created it.
+type CA struct {
+	Cert *x509.Certificate
+	Key  crypto.Signer
+	// PEM is Cert in PEM form, ready to be written as a CA bundle.
+	PEM []byte
+}
+
+// NewCA makes a self-signed CA valid from an hour ago for ten years.
+func NewCA(commonName string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"fakecloud"}},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, Key: key, PEM: pemCert(der)}, nil
+}
+
+// Issue returns a TLS server certificate for hosts (IP literals become IP
+// SANs, anything else DNS SANs), signed by the CA. The first host is the CN.
+func (ca *CA) Issue(hosts ...string) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, leafTemplate(hosts), ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// SelfSigned returns a self-signed server certificate for hosts and its PEM,
+// shaped like the region servers' certificates that SLES pins one file per
+// server (RSA, CN and SAN = the host).
+func SelfSigned(hosts ...string) (tls.Certificate, []byte, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := leafTemplate(hosts)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pemCert(der), nil
+}
+
+// CertPEM returns the leaf of c in PEM form.
+func CertPEM(c tls.Certificate) []byte { return pemCert(c.Certificate[0]) }
+
+func leafTemplate(hosts []string) *x509.Certificate {
+	t := &x509.Certificate{
+		SerialNumber: serial(),
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if len(hosts) > 0 {
+		t.Subject = pkix.Name{CommonName: hosts[0]}
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			t.IPAddresses = append(t.IPAddresses, ip)
+		} else {
+			t.DNSNames = append(t.DNSNames, h)
+		}
+	}
+	return t
+}
+
+func pemCert(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		panic(fmt.Sprintf("fakecloud: crypto/rand failed: %v", err)) // only in tests; the OS RNG does not fail
+	}
+	return n
+}

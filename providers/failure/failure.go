@@ -1,0 +1,34 @@
+// Package failure carries the one classification every error of a run needs:
+// is it worth trying again? The answer decides the process exit code, and with
+// it whether the Kubernetes Job retries (transient) or fails at once through
+// its podFailurePolicy (permanent). A permanent error that is misclassified as
+// transient makes the Job hammer Azure and the region servers for nothing; a
+// transient one marked permanent leaves a cluster unregistered until the next
+// schedule. Both providers and job use it, so it depends on nothing.
+package failure
+
+import "errors"
+
+// ErrPermanent marks an error that another attempt cannot fix: bad
+// configuration, no supported cloud, a Marketplace plan mismatch, a forged
+// attested document. Test with errors.Is or IsPermanent.
+var ErrPermanent = errors.New("permanent failure")
+
+// Permanent marks err as permanent. The message is unchanged; errors.Is(err,
+// ErrPermanent) becomes true and errors.Is/As still reach the wrapped error.
+// Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil || errors.Is(err, ErrPermanent) {
+		return err
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err, or anything it wraps, is permanent.
+func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string        { return e.err.Error() }
+func (e permanentError) Unwrap() error        { return e.err }
+func (e permanentError) Is(target error) bool { return target == ErrPermanent }
