@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// errNotVerified is returned when a document was read but did not verify.
+var errNotVerified = failure.Permanent(errors.New("attestation: the document did not verify"))
+
+// runAttestation is `registration-engine attestation inspect`: the support
+// engineer's view of an attested document a customer sent.
+func runAttestation(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	usage := func() {
+		fmt.Fprint(stderr, `Usage: registration-engine attestation inspect [flags] FILE|-
+
+Reads an Azure attested document (the IMDS JSON {"encoding":"pkcs7","signature":...},
+the bare base64 PKCS#7, or an instanceData <document>...</document>), prints the
+signed JSON and three separate verdicts: the signature over the content, the
+signer's name, and the certificate chain at the given time. Exit 0 only when all
+three hold.
+
+Flags:
+`)
+	}
+	if len(args) == 0 || args[0] != "inspect" {
+		usage()
+		return failure.Permanent(errors.New("attestation: want the subcommand inspect"))
+	}
+	fs := flag.NewFlagSet("attestation inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(); fs.PrintDefaults() }
+	at := fs.String("at", "", "check the chain at this time (RFC 3339), e.g. for an old document; default now")
+	roots := fs.String("roots", "", "PEM file of trust anchors instead of the pinned Azure roots")
+	inters := fs.String("intermediates", "", "PEM file of intermediate certificates to use")
+	offline := fs.Bool("offline", false, "never fetch intermediates from the AIA URL")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return failure.Permanent(fmt.Errorf("attestation: %w", err))
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return failure.Permanent(errors.New("attestation: want exactly one FILE, or - for standard input"))
+	}
+	opts := azure.InspectOptions{At: time.Now(), Offline: *offline}
+	if *at != "" {
+		t, err := time.Parse(time.RFC3339, *at)
+		if err != nil {
+			return failure.Permanent(fmt.Errorf("attestation: --at %q: want RFC 3339 such as 2024-05-01T12:00:00Z", *at))
+		}
+		opts.At = t
+	}
+	var err error
+	if *roots != "" {
+		if opts.Roots, err = readCerts(*roots); err != nil {
+			return err
+		}
+	}
+	if *inters != "" {
+		if opts.Intermediates, err = readCerts(*inters); err != nil {
+			return err
+		}
+	}
+	var input []byte
+	if name := fs.Arg(0); name == "-" {
+		input, err = io.ReadAll(io.LimitReader(stdin, 1<<20))
+	} else {
+		input, err = readLimited(name)
+	}
+	if err != nil {
+		return failure.Permanent(fmt.Errorf("attestation: %w", err))
+	}
+	report, err := azure.Inspect(ctx, input, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "registration-engine: %v\n", err)
+		return failure.Permanent(fmt.Errorf("attestation: %w", err))
+	}
+	if err := report.WriteText(stdout); err != nil {
+		return err
+	}
+	if !report.OK() {
+		return errNotVerified
+	}
+	return nil
+}
+
+func readLimited(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 1<<20))
+}
+
+func readCerts(name string) ([]*x509.Certificate, error) {
+	data, err := readLimited(name)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("attestation: %w", err))
+	}
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, failure.Permanent(fmt.Errorf("attestation: %s: %w", name, err))
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, failure.Permanent(fmt.Errorf("attestation: %s holds no PEM certificate", name))
+	}
+	return out, nil
+}

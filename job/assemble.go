@@ -1,0 +1,159 @@
+package job
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/rancher/registration-engine/job/happyeyeballs"
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/regionconfig"
+	"github.com/rancher/registration-engine/job/smt"
+	"github.com/rancher/registration-engine/providers"
+	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// New assembles the Job that cfg describes: production collaborators pointed
+// at the configured endpoints. stdout receives the dry run's Secret.
+func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
+	httpClient, err := tlsClient(cfg.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	j := &Job{
+		Log: log,
+		Detector: &providers.Detector{
+			AzureEndpoints: []string{cfg.AzureIMDSEndpoint},
+			GCPEndpoints:   cfg.GCPMetadataEndpoints,
+			AWSEndpoints:   cfg.AWSIMDSEndpoints,
+			Budget:         cfg.DetectBudget,
+			DMI:            os.DirFS(cfg.DMIDir),
+			Dmidecode:      providers.RunDmidecode,
+			Log:            log,
+		},
+		Prover: func(c providers.Cloud) (providers.Prover, error) {
+			if c != providers.Azure {
+				return nil, failure.Permanent(fmt.Errorf("this is %s, but only Azure Marketplace deployments can prove their identity so far", c))
+			}
+			return azure.New(azure.Config{
+				ClientID:            cfg.AzureClientID,
+				TenantID:            cfg.AzureTenantID,
+				TokenFile:           cfg.AzureTokenFile,
+				AuthorityHost:       cfg.AzureAuthorityHost,
+				ARMEndpoint:         cfg.ARMEndpoint,
+				IMDSEndpoint:        cfg.AzureIMDSEndpoint,
+				ExtensionResourceID: cfg.ExtensionResourceID,
+				Publisher:           cfg.PublisherID,
+				Offer:               cfg.OfferID,
+				Plan:                cfg.PlanID,
+				RetryMax:            cfg.VerifyRetryMax,
+				RetryBackoff:        cfg.VerifyRetryBackoff,
+				HTTPClient:          httpClient,
+				Log:                 log,
+			})
+		},
+		LoadSettings: func() (regionconfig.Settings, error) { return regionconfig.Load(cfg.RegionConfigPath) },
+		Finder: &smt.Finder{
+			Log:          log,
+			RegionPort:   cfg.RegionServerPort,
+			HTTPSPort:    cfg.UpdateHTTPSPort,
+			HTTPPort:     cfg.UpdateHTTPPort,
+			PassTimeouts: cfg.RegionPassTimeouts,
+			PassPauses:   cfg.RegionPassPauses,
+		},
+		Racer:     &happyeyeballs.Racer{Port: cfg.UpdateHTTPSPort},
+		RegCode:   cfg.RegCode,
+		Deadline:  cfg.RunDeadline,
+		SleepMax:  cfg.StartupSleepMax,
+		Scheduled: kube.ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
+	}
+
+	switch {
+	case cfg.DryRun:
+		j.Store = PrintStore{W: stdout, Namespace: cfg.SecretNamespace, Name: cfg.SecretName}
+		return j, nil
+	case cfg.Output != "":
+		j.Store = FileStore{Path: cfg.Output, Namespace: cfg.SecretNamespace, Name: cfg.SecretName}
+		return j, nil
+	}
+
+	rc, err := kube.RESTConfig(kube.ClientOptions{
+		Kubeconfig: cfg.Kubeconfig,
+		Host:       cfg.KubeHost,
+		Port:       cfg.KubePort,
+		TokenFile:  cfg.KubeToken,
+		CACert:     cfg.KubeCACert,
+		UserAgent:  "registration-engine/" + Version,
+	}, log)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := kube.NewClients(rc)
+	if err != nil {
+		return nil, err
+	}
+	holder := cfg.PodName
+	if holder == "" {
+		holder, _ = os.Hostname()
+	}
+	j.Store = &kube.SecretStore{
+		Secrets:      clients.Secrets,
+		Namespace:    cfg.SecretNamespace,
+		Name:         cfg.SecretName,
+		RetryMax:     cfg.K8sRetryMax,
+		RetryBackoff: cfg.K8sRetryBackoff,
+		Log:          log,
+	}
+	j.Lock = &kube.Lease{
+		Leases:    clients.Leases,
+		Namespace: cfg.SecretNamespace,
+		Name:      cfg.LeaseName,
+		Holder:    holder,
+		Duration:  cfg.RunDeadline,
+		Clock:     clock.RealClock{},
+		Log:       log,
+	}
+	if cfg.InClusterDNS {
+		j.DNS = &kube.HostsEntry{
+			ConfigMaps:  clients.ConfigMaps,
+			Deployments: clients.Deployments,
+			Namespace:   "kube-system",
+			Clock:       clock.RealClock{},
+			Log:         log,
+		}
+	}
+	return j, nil
+}
+
+// tlsClient is the client for Entra and ARM: the system roots plus, when
+// given, the PEM bundle of --ca-file / SSL_CERT_FILE.
+func tlsClient(caFile string) (*http.Client, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	pemBytes, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("config: SSL_CERT_FILE: %w", err))
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		return nil, failure.Permanent(fmt.Errorf("config: SSL_CERT_FILE %s holds no PEM certificate", caFile))
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}, nil
+}
+
+// Version is set at build time with -ldflags "-X ...job.Version=v1.2.3".
+var Version = "dev"

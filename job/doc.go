@@ -1,0 +1,7 @@
+// Package job is the engine: one run, start to finish. main builds a Config
+// (LoadConfig), assembles a Job from it (New) and calls Run once; Run takes
+// the startup sleep and the Lease, executes the six phases in order, writes
+// the Secret and returns an error whose class ExitCode turns into the exit
+// code. Everything cloud-specific lives in providers; the region-server,
+// update-server, Happy Eyeballs and Kubernetes pieces live in subpackages.
+package job

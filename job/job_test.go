@@ -1,0 +1,284 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/regionconfig"
+	"github.com/rancher/registration-engine/job/smt"
+	"github.com/rancher/registration-engine/providers"
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// recorder is every collaborator of a Job at once: it records the order of
+// calls and fails the phase named in failAt.
+type recorder struct {
+	mu       sync.Mutex
+	calls    []string
+	failAt   string
+	failWith error
+	block    string // phase that blocks until ctx is done
+	written  []kube.Registration
+	released bool
+	leaseErr error
+	changed  bool
+}
+
+func (r *recorder) step(ctx context.Context, name string) error {
+	r.mu.Lock()
+	r.calls = append(r.calls, name)
+	r.mu.Unlock()
+	if r.block == name {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if r.failAt == name {
+		return r.failWith
+	}
+	return nil
+}
+
+func (r *recorder) Detect(ctx context.Context) (providers.Detection, error) {
+	return providers.Detection{Cloud: providers.Azure, Source: "imds"}, r.step(ctx, "detect")
+}
+
+func (r *recorder) Prove(ctx context.Context) (*providers.Evidence, error) {
+	if err := r.step(ctx, "prove"); err != nil {
+		return nil, err
+	}
+	return &providers.Evidence{Cloud: providers.Azure, InstanceData: "<document>{}</document>", RegionHint: "westeurope"}, nil
+}
+
+func (r *recorder) Find(ctx context.Context, _ regionconfig.Settings, hint string) (smt.UpdateServer, error) {
+	if hint != "westeurope" {
+		return smt.UpdateServer{}, errors.New("region hint not passed on")
+	}
+	return smt.UpdateServer{Name: "smt-azure.example", IPv4: netip.MustParseAddr("192.0.2.10"), IPv6: netip.MustParseAddr("2001:db8::10"), CertPEM: []byte("PEM")}, r.step(ctx, "find")
+}
+
+func (r *recorder) Race(ctx context.Context, v6, _ netip.Addr) (netip.Addr, error) {
+	return v6, r.step(ctx, "race")
+}
+
+func (r *recorder) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (bool, error) {
+	return true, r.step(ctx, "dns")
+}
+
+func (r *recorder) Write(ctx context.Context, reg kube.Registration) (bool, error) {
+	if err := r.step(ctx, "write"); err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	r.written = append(r.written, reg)
+	r.mu.Unlock()
+	return r.changed, nil
+}
+
+func (r *recorder) Acquire(ctx context.Context) (func(context.Context) error, error) {
+	if err := r.step(ctx, "lease"); err != nil {
+		return nil, err
+	}
+	if r.leaseErr != nil {
+		return nil, r.leaseErr
+	}
+	return func(ctx context.Context) error {
+		if ctx.Err() != nil {
+			return ctx.Err() // a release must get a live context of its own
+		}
+		r.mu.Lock()
+		r.released = true
+		r.mu.Unlock()
+		return nil
+	}, nil
+}
+
+func newJob(r *recorder, logs *bytes.Buffer) *Job {
+	return &Job{
+		Log:          slog.New(slog.NewJSONHandler(logs, nil)),
+		Detector:     r,
+		Prover:       func(providers.Cloud) (providers.Prover, error) { return r, nil },
+		LoadSettings: func() (regionconfig.Settings, error) { return regionconfig.Settings{}, r.step(context.Background(), "config") },
+		Finder:       r,
+		Racer:        r,
+		DNS:          r,
+		Store:        r,
+		Lock:         r,
+		RegCode:      "REGCODE-SECRET",
+		Deadline:     time.Minute,
+	}
+}
+
+func logLines(t *testing.T, logs *bytes.Buffer) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestRunExecutesEveryPhaseOnceInOrder(t *testing.T) {
+	r := &recorder{changed: true}
+	var logs bytes.Buffer
+	res, err := newJob(r, &logs).Run(context.Background())
+	require.NoError(t, err)
+
+	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find", "race", "dns", "write"}, r.calls)
+	assert.True(t, r.released)
+	assert.Equal(t, OutcomeRegistered, res.Outcome)
+	require.Len(t, r.written, 1)
+	assert.Equal(t, kube.Registration{URL: "https://smt-azure.example", RegCode: "REGCODE-SECRET", InstanceData: "<document>{}</document>", CertPEM: []byte("PEM")}, r.written[0])
+
+	var phases []string
+	lines := logLines(t, &logs)
+	for _, l := range lines {
+		if l["msg"] == "phase done" {
+			phases = append(phases, l["phase"].(string))
+			assert.Contains(t, l, "durationMs")
+			assert.Equal(t, "ok", l["outcome"])
+		}
+	}
+	assert.Equal(t, []string{"detect", "prove", "load-config", "find-update-server", "race-addresses", "write-secret"}, phases)
+	last := lines[len(lines)-1]
+	assert.Equal(t, "run finished", last["msg"])
+	assert.Equal(t, "registered", last["outcome"])
+	assert.Equal(t, "2001:db8::10", last["address"])
+	assert.NotContains(t, logs.String(), "REGCODE-SECRET")
+}
+
+func TestRunUnchangedSecretIsSuccess(t *testing.T) {
+	r := &recorder{changed: false}
+	res, err := newJob(r, &bytes.Buffer{}).Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeUnchanged, res.Outcome)
+}
+
+func TestRunStopsAtTheFailingPhase(t *testing.T) {
+	tests := map[string]struct {
+		failAt    string
+		err       error
+		wantCalls []string
+		wantPhase string
+		wantExit  int
+	}{
+		"no cloud is permanent": {
+			failAt: "detect", err: failure.Permanent(errors.New("no supported cloud")),
+			wantCalls: []string{"lease", "detect"}, wantPhase: "detect", wantExit: ExitPermanent,
+		},
+		"plan mismatch is permanent": {
+			failAt: "prove", err: failure.Permanent(errors.New("plan mismatch")),
+			wantCalls: []string{"lease", "detect", "prove"}, wantPhase: "prove", wantExit: ExitPermanent,
+		},
+		"region servers down is transient": {
+			failAt: "find", err: errors.New("no region server answered"),
+			wantCalls: []string{"lease", "detect", "prove", "config", "find"}, wantPhase: "find-update-server", wantExit: ExitTransient,
+		},
+		"CoreDNS failure means no Secret": {
+			failAt: "dns", err: errors.New("coredns: conflict"),
+			wantCalls: []string{"lease", "detect", "prove", "config", "find", "race", "dns"}, wantPhase: "write-secret", wantExit: ExitTransient,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := &recorder{failAt: tc.failAt, failWith: tc.err}
+			var logs bytes.Buffer
+			res, err := newJob(r, &logs).Run(context.Background())
+			require.Error(t, err)
+			assert.ErrorIs(t, err, tc.err)
+			assert.Equal(t, tc.wantCalls, r.calls)
+			assert.Empty(t, r.written, "nothing may be written after a failed phase")
+			assert.True(t, r.released, "the Lease is released after a failure")
+			assert.Equal(t, tc.wantPhase, res.Failed)
+			assert.Equal(t, tc.wantExit, ExitCode(err))
+			lines := logLines(t, &logs)
+			assert.Equal(t, "failed", lines[len(lines)-1]["outcome"])
+		})
+	}
+}
+
+func TestRunSkipsWhenTheLeaseIsHeld(t *testing.T) {
+	r := &recorder{leaseErr: errors.Join(kube.ErrLeaseHeld, errors.New(`held by "registration-engine-29000000-abcde"`))}
+	var logs bytes.Buffer
+	res, err := newJob(r, &logs).Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeSkipped, res.Outcome)
+	assert.Equal(t, []string{"lease"}, r.calls)
+	assert.Contains(t, logs.String(), "registration-engine-29000000-abcde")
+	assert.Equal(t, ExitOK, ExitCode(err))
+}
+
+func TestRunCancelledBySignalReleasesTheLease(t *testing.T) {
+	r := &recorder{block: "find"}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		for {
+			r.mu.Lock()
+			n := len(r.calls)
+			r.mu.Unlock()
+			if n >= 5 {
+				cancel(ErrTerminated)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	_, err := newJob(r, &bytes.Buffer{}).Run(ctx)
+	require.Error(t, err)
+	assert.Equal(t, ExitTerminated, ExitCode(err))
+	assert.True(t, r.released)
+	assert.Empty(t, r.written)
+}
+
+func TestRunDeadline(t *testing.T) {
+	r := &recorder{block: "race"}
+	j := newJob(r, &bytes.Buffer{})
+	j.Deadline = 20 * time.Millisecond
+	_, err := j.Run(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, ExitDeadline, ExitCode(err))
+	assert.True(t, r.released)
+}
+
+func TestStartupSleepOnlyForScheduledRuns(t *testing.T) {
+	for _, scheduled := range []bool{true, false} {
+		r := &recorder{}
+		j := newJob(r, &bytes.Buffer{})
+		j.Scheduled = scheduled
+		j.SleepMax = time.Hour
+		j.RandDuration = func(n time.Duration) time.Duration { return n / 4 }
+		var slept []time.Duration
+		j.Sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
+		_, err := j.Run(context.Background())
+		require.NoError(t, err)
+		if scheduled {
+			assert.Equal(t, []time.Duration{15 * time.Minute}, slept)
+		} else {
+			assert.Empty(t, slept)
+		}
+	}
+}
+
+func TestStartupSleepInterruptedBySIGTERM(t *testing.T) {
+	r := &recorder{}
+	j := newJob(r, &bytes.Buffer{})
+	j.Scheduled, j.SleepMax = true, time.Hour
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrTerminated)
+	_, err := j.Run(ctx) // the real, ctx-aware sleep
+	require.Error(t, err)
+	assert.Equal(t, ExitTerminated, ExitCode(err))
+	assert.Empty(t, r.calls, "no Lease taken, no phase run")
+}

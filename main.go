@@ -1,0 +1,70 @@
+// Command registration-engine registers a Rancher / SUSE Pay-As-You-Go
+// deployment from the Azure Marketplace with SUSE's update infrastructure and
+// writes the Secret rancher/scc-operator reads. It runs once and exits; see
+// README.md for the exit codes.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/rancher/registration-engine/job"
+)
+
+func main() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	go func() { <-sigs; cancel(job.ErrTerminated) }()
+
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	cancel(nil)
+	os.Exit(job.ExitCode(err))
+}
+
+// run is the whole program minus the process: tests call it with their own
+// arguments, environment and streams.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "attestation" {
+		return runAttestation(ctx, args[1:], stdin, stdout, stderr)
+	}
+	cfg, err := job.LoadConfig(args, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "registration-engine: %v\n", err)
+		return err
+	}
+	if cfg.ShowHelp {
+		job.WriteHelp(stdout)
+		return nil
+	}
+	if cfg.ShowVersion {
+		fmt.Fprintln(stdout, "registration-engine", job.Version)
+		return nil
+	}
+	log := newLogger(stderr, cfg)
+	klog.SetSlogLogger(log)
+	log.Info("registration-engine starting", slog.String("version", job.Version), slog.Any("config", cfg))
+
+	j, err := job.New(cfg, log, stdout)
+	if err != nil {
+		log.Error("cannot start the run", slog.String("error", err.Error()), slog.Int("exitCode", job.ExitCode(err)))
+		return err
+	}
+	_, err = j.Run(ctx)
+	return err
+}
+
+func newLogger(w io.Writer, cfg *job.Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
