@@ -1,0 +1,182 @@
+package azure
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+const (
+	// maxARMBytes bounds the extension resource and ARM error bodies.
+	maxARMBytes = 1 << 20
+	// armTryTimeout bounds one ARM attempt (the reference engine: 10 s).
+	armTryTimeout = 10 * time.Second
+	moduleName    = "registration-engine"
+	moduleVersion = "v1"
+)
+
+// entraHosts are the Entra authorities MSAL knows; only for these is
+// instance discovery left on (MSAL then answers it from built-in metadata).
+var entraHosts = map[string]bool{
+	"login.microsoftonline.com": true, "login.microsoftonline.us": true, "login.chinacloudapi.cn": true,
+	"login.partner.microsoftonline.cn": true, "login.microsoftonline.de": true, "login.microsoft.com": true,
+	"login.windows.net": true, "sts.windows.net": true, "login.usgovcloudapi.net": true,
+}
+
+// armClient reads the cluster extension with the workload identity's token
+// through azcore's pipeline (bearer-token and retry policies).
+type armClient struct {
+	pipeline runtime.Pipeline
+	url      string
+}
+
+func newARMClient(cfg Config) (*armClient, error) {
+	authority := cfg.AuthorityHost
+	if authority == "" {
+		authority = cloud.AzurePublic.ActiveDirectoryAuthorityHost
+	}
+	if !strings.HasSuffix(authority, "/") {
+		authority += "/"
+	}
+	u, _ := url.Parse(authority) // validated in New
+	copts := azcore.ClientOptions{Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}}
+	if cfg.HTTPClient != nil {
+		copts.Transport = cfg.HTTPClient
+	}
+	cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
+		ClientOptions:            copts,
+		ClientID:                 cfg.ClientID,
+		TenantID:                 cfg.TenantID,
+		TokenFilePath:            cfg.TokenFile,
+		DisableInstanceDiscovery: !entraHosts[strings.ToLower(u.Hostname())],
+	})
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("azure: %w: workload identity credential: %w; %s", ErrConfig, err, wiHint))
+	}
+	popts := policy.ClientOptions{
+		Retry: policy.RetryOptions{
+			MaxRetries:    int32(cfg.RetryMax - 1),
+			TryTimeout:    armTryTimeout,
+			RetryDelay:    time.Duration(cfg.RetryBackoff * float64(time.Second)),
+			MaxRetryDelay: 60 * time.Second,
+			// nil StatusCodes: azcore's set, 408 429 500 502 503 504.
+		},
+	}
+	if popts.Retry.MaxRetries == 0 {
+		popts.Retry.MaxRetries = -1 // azcore reads 0 as "default 3"; one attempt means no retry
+	}
+	if cfg.HTTPClient != nil {
+		popts.Transport = cfg.HTTPClient
+	}
+	bearer := runtime.NewBearerTokenPolicy(cred, []string{armScope}, nil)
+	pl := runtime.NewPipeline(moduleName, moduleVersion, runtime.PipelineOptions{PerRetry: []policy.Policy{bearer}}, &popts)
+	return &armClient{pipeline: pl, url: cfg.ARMEndpoint + cfg.ExtensionResourceID + "?api-version=" + ExtensionAPIVersion}, nil
+}
+
+// extensionPlan is the ARM common-types Plan at the top level of the
+// extension resource (a sibling of properties).
+type extensionPlan struct {
+	Name      string `json:"name"`
+	Publisher string `json:"publisher"`
+	Product   string `json:"product"`
+}
+
+type extensionResource struct {
+	ID   string         `json:"id"`
+	Type string         `json:"type"`
+	Plan *extensionPlan `json:"plan"`
+}
+
+// parseExtension decodes the extension resource; a body that is not a JSON
+// object is an error, a missing plan is not (the caller decides).
+func parseExtension(b []byte) (*extensionResource, error) {
+	var r extensionResource
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("extension resource is not JSON: %w", err)
+	}
+	return &r, nil
+}
+
+// getExtension reads the extension. Errors are classified: a token Entra
+// refused and ARM's 401/403/404 are permanent with a hint at the likely
+// cause; throttling, 5xx and network trouble (after azcore's retries) are
+// transient.
+func (c *armClient) getExtension(ctx context.Context) (*extensionResource, error) {
+	req, err := runtime.NewRequest(ctx, http.MethodGet, c.url)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("%w: %w", ErrARM, err))
+	}
+	req.Raw().Header.Set("Accept", "application/json")
+	resp, err := c.pipeline.Do(req)
+	if err != nil {
+		return nil, classifyTokenError(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxARMBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read extension: %w", ErrARM, err)
+	}
+	if len(body) > maxARMBytes {
+		return nil, fmt.Errorf("%w: extension response larger than %d bytes", ErrARM, maxARMBytes)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		rerr := runtime.NewResponseError(resp)
+		switch resp.StatusCode {
+		case http.StatusUnauthorized:
+			return nil, failure.Permanent(fmt.Errorf("%w: ARM refused the workload identity's token (check that the federated "+
+				"identity credential and AZURE_TENANT_ID belong to the tenant of the subscription): %w", ErrARM, rerr))
+		case http.StatusForbidden:
+			return nil, failure.Permanent(fmt.Errorf("%w: the workload identity may not read the extension: give it a role "+
+				"assignment with Microsoft.KubernetesConfiguration/extensions/read on the cluster (e.g. Reader): %w", ErrARM, rerr))
+		case http.StatusNotFound:
+			return nil, failure.Permanent(fmt.Errorf("%w: extension not found: EXTENSION_RESOURCE_ID is wrong or the extension "+
+				"was removed: %w", ErrARM, rerr))
+		default:
+			return nil, fmt.Errorf("%w: %w", ErrARM, rerr)
+		}
+	}
+	r, err := parseExtension(body)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("%w: %w", ErrARM, err))
+	}
+	return r, nil
+}
+
+// classifyTokenError sorts a pipeline error: Entra refusing the federated
+// token is permanent (it will refuse it again); anything else is network
+// trouble that outlived the retries.
+func classifyTokenError(err error) error {
+	var afe *azidentity.AuthenticationFailedError
+	if errors.As(err, &afe) {
+		if afe.RawResponse != nil && afe.RawResponse.StatusCode >= 400 && afe.RawResponse.StatusCode < 500 &&
+			afe.RawResponse.StatusCode != http.StatusTooManyRequests && afe.RawResponse.StatusCode != http.StatusRequestTimeout {
+			return failure.Permanent(fmt.Errorf("%w: Entra ID refused the service account token: check the federated identity "+
+				"credential of AZURE_CLIENT_ID (issuer = the cluster's OIDC issuer, subject = system:serviceaccount:<namespace>:<name>, "+
+				"audience api://AzureADTokenExchange): %w", ErrToken, err))
+		}
+		return fmt.Errorf("%w: %w", ErrToken, err)
+	}
+	var fromCredential interface{ NonRetriable() }
+	if errors.As(err, &fromCredential) {
+		// The bearer policy marks every credential failure non-retriable;
+		// one without an Entra response is Entra being unreachable.
+		return fmt.Errorf("%w: %w", ErrToken, err)
+	}
+	return fmt.Errorf("%w: %w", ErrARM, err)
+}

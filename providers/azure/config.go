@@ -1,0 +1,261 @@
+// Package azure proves, in phase 2, that the engine runs on Azure as part of
+// the Marketplace offer it claims, and produces the instanceData the SUSE
+// update server verifies.
+//
+// Three independent facts are established, and the run fails closed when
+// any of them is missing:
+//
+//  1. The pod's workload identity (azidentity.NewWorkloadIdentityCredential,
+//     never DefaultAzureCredential, which would fall back to the node's
+//     managed identity) may read the cluster extension from ARM, and that
+//     extension carries exactly the configured Marketplace plan.
+//  2. The extension lives in the subscription of the machine IMDS describes.
+//  3. IMDS signs an attested document whose nonce is derived from the plan
+//     URN, and that document verifies locally: signature over the content,
+//     signer named under metadata.azure.com (or the sovereign clouds'
+//     names), chain to pinned roots, our nonce, not expired.
+//
+// Inspect runs the same verification on a document a customer sends, for
+// the `attestation inspect` command.
+package azure
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// Production endpoints and the API versions the engine pins.
+const (
+	DefaultARMEndpoint  = "https://management.azure.com"
+	DefaultIMDSEndpoint = "http://169.254.169.254"
+	// ExtensionAPIVersion is the ARM api-version of the extension GET (the
+	// one the reference engine uses; top-level plan is present in it).
+	ExtensionAPIVersion = "2023-05-01"
+	// IMDSAPIVersion is ≥ 2020-09-01, so the signed content carries
+	// subscriptionId, sku and licenseType.
+	IMDSAPIVersion = "2021-02-01"
+	// armScope is the token scope for ARM.
+	armScope = "https://management.azure.com/.default"
+	// extensionType is the only resource type EXTENSION_RESOURCE_ID may name.
+	extensionType = "Microsoft.KubernetesConfiguration/extensions"
+	// wiHint says how workload identity reaches a pod; every missing WI
+	// variable points there.
+	wiHint = `the workload identity webhook injects it only into pods labelled azure.workload.identity/use: "true" ` +
+		`whose service account carries the annotation azure.workload.identity/client-id`
+)
+
+// Config is everything the Azure prover needs. The caller reads the
+// environment; this package never does.
+type Config struct {
+	// ClientID, TenantID and TokenFile come from AZURE_CLIENT_ID,
+	// AZURE_TENANT_ID and AZURE_FEDERATED_TOKEN_FILE, which the workload
+	// identity webhook injects.
+	ClientID, TenantID, TokenFile string
+	// AuthorityHost is AZURE_AUTHORITY_HOST; "" means the public cloud's
+	// https://login.microsoftonline.com/. Must be https. For a host that is
+	// not a known Entra host (a test fake) instance discovery is turned off,
+	// so nothing is ever sent to login.microsoftonline.com on its behalf.
+	AuthorityHost string
+	// ARMEndpoint defaults to DefaultARMEndpoint. Must be https: the bearer
+	// token is never sent in clear text.
+	ARMEndpoint string
+	// IMDSEndpoint defaults to DefaultIMDSEndpoint.
+	IMDSEndpoint string
+	// ExtensionResourceID is EXTENSION_RESOURCE_ID, the full ARM ID of the
+	// cluster extension (…/providers/Microsoft.KubernetesConfiguration/extensions/<name>).
+	ExtensionResourceID string
+	// Publisher, Offer and Plan are MARKETPLACE_PUBLISHER_ID, _OFFER_ID and
+	// _PLAN_ID; compared exactly (case-sensitive) with the extension's plan.
+	Publisher, Offer, Plan string
+	// RetryMax is VERIFY_RETRY_MAX: attempts per ARM call (azcore retry
+	// policy) and per IMDS call (retry-go); 0 means 5, at most 20.
+	RetryMax int
+	// RetryBackoff is VERIFY_RETRY_BACKOFF (0 means 2.0, at most 60): for
+	// IMDS the delays are 1 s × RetryBackoff^n; for ARM it is azcore's base
+	// delay in seconds (azcore grows it as (2^n−1)·base, Retry-After wins).
+	RetryBackoff float64
+	// HTTPClient carries Entra and ARM traffic (TLS); nil uses azcore's
+	// default transport. Tests pass a client that trusts their fake CA.
+	HTTPClient *http.Client
+	// IMDSClient carries IMDS traffic. nil builds one that never uses a
+	// proxy (Go's default transport would send 169.254.169.254 to
+	// HTTP_PROXY) and dials with IMDSDialContext.
+	IMDSClient *http.Client
+	// IMDSDialContext dials for the default IMDS client; nil is a plain
+	// net.Dialer. Tests use it to reach a loopback fake at the real address.
+	IMDSDialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Roots are the trust anchors of attested documents; nil means the
+	// pinned production roots (roots.go). Never the system pool.
+	Roots *x509.CertPool
+	// AIAClient fetches issuing CAs from the leaf's AIA URL; nil builds one
+	// with short timeouts. AIAAllowedHosts limits where it may go; nil means
+	// DefaultAIAAllowedHosts. "host:port" entries allow that exact port.
+	AIAClient       *http.Client
+	AIAAllowedHosts []string
+	// Clock tells the time for the expiry check and the chain; nil is time.Now.
+	Clock func() time.Time
+	// Sleep waits between IMDS attempts; nil sleeps for real, returning
+	// early with ctx's error. Tests inject a recorder.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Log receives one line per step; nil discards. Tokens and documents are
+	// never logged.
+	Log *slog.Logger
+}
+
+// Prover proves Azure identity for one run. It implements providers.Prover.
+type Prover struct {
+	cfg      Config
+	resource *arm.ResourceID
+	urn      string
+	nonce    string
+	log      *slog.Logger
+	arm      *armClient
+	imds     *imdsClient
+	chain    *chainVerifier
+}
+
+// New validates cfg and builds the clients. Every problem is reported at
+// once; all of them are permanent (failure.Permanent, ErrConfig): a missing
+// workload identity variable names the variable and the pod label that
+// makes the webhook inject it.
+func New(cfg Config) (*Prover, error) {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	for _, v := range []struct{ name, value string }{
+		{"AZURE_CLIENT_ID", cfg.ClientID}, {"AZURE_TENANT_ID", cfg.TenantID}, {"AZURE_FEDERATED_TOKEN_FILE", cfg.TokenFile},
+	} {
+		if strings.TrimSpace(v.value) == "" {
+			bad("%s is not set: %s", v.name, wiHint)
+		}
+	}
+	if cfg.TokenFile != "" {
+		if f, err := os.Open(cfg.TokenFile); err != nil {
+			bad("AZURE_FEDERATED_TOKEN_FILE: cannot read the service account token: %w; %s", err, wiHint)
+		} else {
+			_ = f.Close()
+		}
+	}
+	if cfg.AuthorityHost != "" {
+		if u, err := url.Parse(cfg.AuthorityHost); err != nil || u.Scheme != "https" || u.Host == "" {
+			bad("AZURE_AUTHORITY_HOST %q: must be an https URL", cfg.AuthorityHost)
+		}
+	}
+	if cfg.ARMEndpoint == "" {
+		cfg.ARMEndpoint = DefaultARMEndpoint
+	}
+	if u, err := url.Parse(cfg.ARMEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
+		bad("ARM endpoint %q: must be an https URL", cfg.ARMEndpoint)
+	}
+	cfg.ARMEndpoint = strings.TrimRight(cfg.ARMEndpoint, "/")
+	if cfg.IMDSEndpoint == "" {
+		cfg.IMDSEndpoint = DefaultIMDSEndpoint
+	}
+	if u, err := url.Parse(cfg.IMDSEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("IMDS endpoint %q: must be an http URL", cfg.IMDSEndpoint)
+	}
+	cfg.IMDSEndpoint = strings.TrimRight(cfg.IMDSEndpoint, "/")
+
+	var rid *arm.ResourceID
+	switch {
+	case strings.TrimSpace(cfg.ExtensionResourceID) == "":
+		bad("EXTENSION_RESOURCE_ID is not set: it is the ARM ID of this cluster extension, " +
+			"/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.ContainerService/managedClusters/<cluster>/providers/" + extensionType + "/<name>")
+	default:
+		id, err := arm.ParseResourceID(cfg.ExtensionResourceID)
+		switch {
+		case err != nil:
+			bad("EXTENSION_RESOURCE_ID %q: %w", cfg.ExtensionResourceID, err)
+		case !strings.EqualFold(id.ResourceType.String(), extensionType):
+			bad("EXTENSION_RESOURCE_ID %q: names a %s, want a %s", cfg.ExtensionResourceID, id.ResourceType.String(), extensionType)
+		case id.SubscriptionID == "":
+			bad("EXTENSION_RESOURCE_ID %q: has no subscription", cfg.ExtensionResourceID)
+		default:
+			rid = id
+		}
+	}
+	for _, v := range []struct{ name, value string }{
+		{"MARKETPLACE_PUBLISHER_ID", cfg.Publisher}, {"MARKETPLACE_OFFER_ID", cfg.Offer}, {"MARKETPLACE_PLAN_ID", cfg.Plan},
+	} {
+		if strings.TrimSpace(v.value) == "" {
+			bad("%s is not set: the Marketplace plan this deployment must carry", v.name)
+		}
+	}
+	switch {
+	case cfg.RetryMax == 0:
+		cfg.RetryMax = 5
+	case cfg.RetryMax < 0 || cfg.RetryMax > 20:
+		bad("VERIFY_RETRY_MAX %d: must be between 1 and 20", cfg.RetryMax)
+	}
+	switch {
+	case cfg.RetryBackoff == 0:
+		cfg.RetryBackoff = 2.0
+	case !(cfg.RetryBackoff > 0 && cfg.RetryBackoff <= 60):
+		bad("VERIFY_RETRY_BACKOFF %g: must be more than 0 and at most 60", cfg.RetryBackoff)
+	}
+	if len(errs) > 0 {
+		return nil, failure.Permanent(fmt.Errorf("azure: %w: %w", ErrConfig, errors.Join(errs...)))
+	}
+
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepCtx
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	log = log.With("cloud", "azure")
+	var tr trust
+	if cfg.Roots != nil {
+		tr = trustFromPool(cfg.Roots)
+	} else {
+		roots, err := productionRoots()
+		if err != nil {
+			return nil, failure.Permanent(fmt.Errorf("azure: %w: pinned roots: %w", ErrConfig, err))
+		}
+		tr = trustFromCerts(roots)
+	}
+	p := &Prover{
+		cfg:      cfg,
+		resource: rid,
+		urn:      URN(cfg.Publisher, cfg.Offer, cfg.Plan),
+		log:      log,
+		chain:    &chainVerifier{trust: tr, fetch: newAIAFetcher(cfg.AIAClient, cfg.AIAAllowedHosts)},
+	}
+	p.nonce = Nonce(p.urn)
+	var err error
+	if p.arm, err = newARMClient(cfg); err != nil {
+		return nil, err
+	}
+	p.imds = newIMDSClient(cfg, log)
+	return p, nil
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,44 @@
+package azure
+
+import "errors"
+
+// Sentinels of phase 2 on Azure. Every error Prove returns wraps one of them
+// (test with errors.Is); whether another attempt can help is carried
+// separately by failure.Permanent, as noted per sentinel.
+var (
+	// ErrConfig: a required setting is missing or malformed (permanent).
+	ErrConfig = errors.New("invalid configuration")
+	// ErrToken: Entra ID did not issue a token for the workload identity.
+	// Permanent when Entra rejected the request (federated credential,
+	// client or tenant wrong), transient when it could not be reached.
+	ErrToken = errors.New("no workload identity token")
+	// ErrARM: reading the extension from ARM failed. Permanent for 401, 403
+	// and 404 (identity, role assignment, resource ID); transient otherwise.
+	ErrARM = errors.New("cannot read the extension")
+	// ErrPlanMismatch: the extension has no Marketplace plan or another one
+	// than configured (permanent: the deployment is not what it claims).
+	ErrPlanMismatch = errors.New("marketplace plan mismatch")
+	// ErrSubscriptionMismatch: the extension lives in another subscription
+	// than the machine IMDS describes (permanent: a cross-subscription
+	// extension is tampering).
+	ErrSubscriptionMismatch = errors.New("subscription mismatch")
+	// ErrIMDS: the instance metadata service failed or answered nonsense
+	// (transient: IMDS recovers, and its 410/429/500 are already retried).
+	ErrIMDS = errors.New("instance metadata unavailable")
+	// ErrAttestation: the attested document failed verification: bad
+	// signature, signer not an Azure metadata name, chain to an unknown
+	// root, malformed envelope or content (permanent).
+	ErrAttestation = errors.New("attested document rejected")
+	// ErrNonceMismatch: IMDS kept serving a document signed for another nonce
+	// (a cache primed by another caller on the node) after every retry.
+	// Transient: the signature is genuine and the cache expires within
+	// minutes, so the next Job attempt or the next schedule succeeds.
+	ErrNonceMismatch = errors.New("nonce mismatch")
+	// ErrDocumentExpired: the signed expiresOn has passed. Transient: IMDS
+	// hands out a fresh document; a persistent one points at the node clock.
+	ErrDocumentExpired = errors.New("attested document expired")
+	// ErrIntermediateUnavailable: the signer's issuing CA could not be
+	// fetched from its AIA URL, so the chain could not be checked at all.
+	// Transient (network), and never reported as a forgery.
+	ErrIntermediateUnavailable = errors.New("intermediate certificate unavailable")
+)

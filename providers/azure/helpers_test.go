@@ -1,0 +1,126 @@
+package azure_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/providers/azure"
+)
+
+// env is a complete fake Azure on loopback: Entra and ARM over TLS with a
+// throw-away CA, IMDS over plain HTTP, and a Config that points at them.
+type env struct {
+	fake     *fakecloud.Azure
+	cfg      azure.Config
+	imds     *httptest.Server
+	imdsHost string
+
+	mu       sync.Mutex
+	sleeps   []time.Duration
+	armTimes []time.Time
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	fake, err := fakecloud.NewAzure(fakecloud.AzureConfig{})
+	require.NoError(t, err)
+	e := &env{fake: fake}
+
+	ca, err := fakecloud.NewCA("azure test CA")
+	require.NoError(t, err)
+	cert, err := ca.Issue("127.0.0.1", "localhost")
+	require.NoError(t, err)
+	startTLS := func(h http.Handler) *httptest.Server {
+		s := httptest.NewUnstartedServer(h)
+		s.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		s.StartTLS()
+		t.Cleanup(s.Close)
+		return s
+	}
+	entra := startTLS(fake.EntraHandler())
+	arm := startTLS(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		e.armTimes = append(e.armTimes, time.Now())
+		e.mu.Unlock()
+		fake.ARMHandler().ServeHTTP(w, r)
+	}))
+	e.imds = httptest.NewServer(fake.IMDSHandler())
+	t.Cleanup(e.imds.Close)
+	e.imdsHost = strings.TrimPrefix(e.imds.URL, "http://")
+
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, Proxy: nil}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+
+	tokenFile := filepath.Join(t.TempDir(), "azure-identity-token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(fake.Config().FederatedToken), 0o600))
+	roots := x509.NewCertPool()
+	roots.AddCert(fake.Root())
+
+	fc := fake.Config()
+	e.cfg = azure.Config{
+		ClientID:            fc.ClientID,
+		TenantID:            fc.TenantID,
+		TokenFile:           tokenFile,
+		AuthorityHost:       entra.URL + "/",
+		ARMEndpoint:         arm.URL,
+		IMDSEndpoint:        e.imds.URL,
+		ExtensionResourceID: fc.ExtensionResourceID,
+		Publisher:           fc.Plan.Publisher,
+		Offer:               fc.Plan.Product,
+		Plan:                fc.Plan.Name,
+		RetryMax:            3,
+		RetryBackoff:        0.001, // azcore's base delay: 1 ms, so 5xx retries take no time
+		HTTPClient:          client,
+		Roots:               roots,
+		AIAAllowedHosts:     []string{e.imdsHost},
+		Sleep: func(_ context.Context, d time.Duration) error {
+			e.mu.Lock()
+			e.sleeps = append(e.sleeps, d)
+			e.mu.Unlock()
+			return nil
+		},
+		Log: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	}
+	return e
+}
+
+func (e *env) recordedSleeps() []time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]time.Duration(nil), e.sleeps...)
+}
+
+func (e *env) armRequestTimes() []time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]time.Time(nil), e.armTimes...)
+}
+
+// testWriter sends log lines to t.Log, so they show only for failing tests.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+func base64Encode(b []byte) string          { return base64.StdEncoding.EncodeToString(b) }

@@ -1,0 +1,157 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/avast/retry-go/v4"
+
+	"github.com/rancher/registration-engine/providers"
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// Prove runs phase 2 on Azure: IMDS compute (subscription, region), the ARM
+// plan check of the extension, then the attested document for the plan's
+// nonce, verified locally. The error wraps one of the package's sentinels
+// and is failure.Permanent when another attempt cannot help.
+func (p *Prover) Prove(ctx context.Context) (*providers.Evidence, error) {
+	start := p.cfg.Clock()
+	comp, err := p.imds.instanceCompute(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("azure imds: %w", err)
+	}
+	if !strings.EqualFold(comp.SubscriptionID, p.resource.SubscriptionID) {
+		return nil, failure.Permanent(fmt.Errorf("azure: %w: EXTENSION_RESOURCE_ID is in subscription %s but this machine is in %s "+
+			"(an extension of another subscription proves nothing about this cluster)",
+			ErrSubscriptionMismatch, p.resource.SubscriptionID, comp.SubscriptionID))
+	}
+
+	if err := p.checkPlan(ctx); err != nil {
+		return nil, err
+	}
+	p.log.Info("marketplace plan verified", "phase", "prove", "publisher", p.cfg.Publisher, "offer", p.cfg.Offer,
+		"plan", p.cfg.Plan, "durationMs", p.cfg.Clock().Sub(start).Milliseconds())
+
+	sig, err := p.attestedDocument(ctx, comp.SubscriptionID)
+	if err != nil {
+		return nil, err
+	}
+	p.log.Info("attested document verified", "phase", "prove", "region", strings.ToLower(comp.Location),
+		"durationMs", p.cfg.Clock().Sub(start).Milliseconds())
+	return &providers.Evidence{
+		Cloud:        providers.Azure,
+		InstanceData: InstanceData(comp.SubscriptionID, sig, p.urn),
+		RegionHint:   strings.ToLower(comp.Location),
+	}, nil
+}
+
+// checkPlan reads the extension and compares its plan with the configured
+// one, field by field.
+func (p *Prover) checkPlan(ctx context.Context) error {
+	ext, err := p.arm.getExtension(ctx)
+	if err != nil {
+		return fmt.Errorf("azure arm: %w", err)
+	}
+	if ext.Plan == nil {
+		return failure.Permanent(fmt.Errorf("azure arm: %w: the extension has no plan (expected publisher %q, offer %q, plan %q): "+
+			"it was not deployed from the Marketplace offer", ErrPlanMismatch, p.cfg.Publisher, p.cfg.Offer, p.cfg.Plan))
+	}
+	var diffs []string
+	for _, f := range []struct{ what, want, got string }{
+		{"publisher (MARKETPLACE_PUBLISHER_ID vs plan.publisher)", p.cfg.Publisher, ext.Plan.Publisher},
+		{"offer (MARKETPLACE_OFFER_ID vs plan.product)", p.cfg.Offer, ext.Plan.Product},
+		{"plan (MARKETPLACE_PLAN_ID vs plan.name)", p.cfg.Plan, ext.Plan.Name},
+	} {
+		if f.want != f.got {
+			diffs = append(diffs, fmt.Sprintf("%s: expected %q, got %q", f.what, f.want, f.got))
+		}
+	}
+	if len(diffs) > 0 {
+		return failure.Permanent(fmt.Errorf("azure arm: %w: %s", ErrPlanMismatch, strings.Join(diffs, "; ")))
+	}
+	return nil
+}
+
+// attestedDocument fetches the document for our nonce and verifies it; it
+// returns the base64 signature exactly as IMDS sent it.
+//
+// A document signed for another nonce is retried (IMDS may serve one cached
+// for another caller on the node) within the IMDS retry budget, and is
+// ErrNonceMismatch, transient, when the budget is spent. Everything that
+// says the document itself is wrong is ErrAttestation, permanent.
+func (p *Prover) attestedDocument(ctx context.Context, subscriptionID string) (string, error) {
+	var (
+		sig     string
+		doc     *document
+		content *signedContent
+	)
+	reject := func(err error) error {
+		return retry.Unrecoverable(failure.Permanent(fmt.Errorf("%w: %w", ErrAttestation, err)))
+	}
+	err := p.imds.retryIMDS(ctx, "attested", func() error {
+		r, err := p.imds.attested(ctx, p.nonce)
+		if err != nil {
+			var se *imdsStatusError
+			if errors.As(err, &se) || isTransport(err) {
+				return err
+			}
+			return reject(err)
+		}
+		d, err := parseDocument(r.Signature)
+		if err != nil {
+			return reject(err)
+		}
+		if err := d.verifySignature(); err != nil {
+			return reject(err)
+		}
+		if _, err := d.checkSigner(); err != nil {
+			return reject(err)
+		}
+		c, err := d.parseContent()
+		if err != nil {
+			return reject(err)
+		}
+		if c.Nonce != p.nonce {
+			return fmt.Errorf("%w: signed nonce %q, requested %q (IMDS served a cached document)", ErrNonceMismatch, c.Nonce, p.nonce)
+		}
+		sig, doc, content = r.Signature, d, c
+		return nil
+	}, func(err error) bool { return errors.Is(err, ErrNonceMismatch) })
+	if err != nil {
+		if errors.Is(err, ErrAttestation) || errors.Is(err, ErrNonceMismatch) {
+			return "", fmt.Errorf("azure imds: attested document: %w", err)
+		}
+		return "", fmt.Errorf("azure imds: attested document: %w: %w", ErrIMDS, err)
+	}
+
+	now := p.cfg.Clock()
+	res := p.chain.verify(ctx, doc, now)
+	switch {
+	case res.missing != nil && !errors.Is(res.err, errAIANotAllowed):
+		return "", fmt.Errorf("azure imds: attested document: %w: %w", ErrIntermediateUnavailable, res.err)
+	case res.err != nil:
+		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: %w", ErrAttestation, res.err))
+	}
+	// The library's own combined check, with the completed chain, as the
+	// final gate: signature and chain in one call, with a non-nil pool.
+	if err := doc.p7.VerifyWithChainAtTime(p.chain.trust.pool, now); err != nil {
+		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: %w", ErrAttestation, err))
+	}
+	exp, err := content.expiresOn()
+	if err != nil {
+		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: %w", ErrAttestation, err))
+	}
+	if !exp.After(now) {
+		return "", fmt.Errorf("azure imds: attested document: %w: expiresOn %s is not after %s (check the node clock)",
+			ErrDocumentExpired, exp.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if content.SubscriptionID != "" && !strings.EqualFold(content.SubscriptionID, subscriptionID) {
+		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: signed subscriptionId %s, compute metadata says %s",
+			ErrAttestation, content.SubscriptionID, subscriptionID))
+	}
+	p.log.Info("attested document chain verified", "phase", "prove", "chain", describeChain(res.chain))
+	return sig, nil
+}

@@ -1,0 +1,370 @@
+package azure_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/smallstep/pkcs7"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/providers"
+	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// signedNonce digs the signed nonce out of instanceData, as the update
+// server does.
+func signedNonce(t *testing.T, instanceData string) (nonce, offer string) {
+	t.Helper()
+	require.True(t, strings.HasPrefix(instanceData, "<document>") && strings.HasSuffix(instanceData, "</document>"))
+	var v struct {
+		SubscriptionID string `json:"subscriptionId"`
+		AttestedData   struct {
+			Signature string `json:"signature"`
+		} `json:"attestedData"`
+		Offer string `json:"offer"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimPrefix(instanceData, "<document>"), "</document>")), &v))
+	der, err := base64.StdEncoding.DecodeString(v.AttestedData.Signature)
+	require.NoError(t, err)
+	p7, err := pkcs7.Parse(der)
+	require.NoError(t, err)
+	var c struct {
+		Nonce string `json:"nonce"`
+	}
+	require.NoError(t, json.Unmarshal(p7.Content, &c))
+	return c.Nonce, v.Offer
+}
+
+func TestProve(t *testing.T) {
+	tests := map[string]struct {
+		setup func(t *testing.T, e *env)
+		// wantErr nil means success.
+		wantErr   error
+		permanent bool
+		check     func(t *testing.T, e *env, ev *providers.Evidence, err error)
+	}{
+		"success": {
+			check: func(t *testing.T, e *env, ev *providers.Evidence, _ error) {
+				assert.Equal(t, providers.Azure, ev.Cloud)
+				assert.Equal(t, "westeurope", ev.RegionHint)
+				nonce, offer := signedNonce(t, ev.InstanceData)
+				assert.Equal(t, "suse:sles-15-sp7:premium", offer)
+				assert.Equal(t, "2jejosSbpvfywfLc2RcplWnHyDyAxWS_", nonce, "the signed nonce is the hash of the verified plan")
+				assert.Contains(t, ev.InstanceData, `{"subscriptionId": "`+e.fake.Config().SubscriptionID+`", "attestedData": {"signature": "`)
+				assert.Equal(t, int32(1), e.fake.TokenRequests.Load(), "one token per run")
+				assert.Equal(t, int32(1), e.fake.AIARequests.Load(), "the intermediate is fetched from the leaf's AIA URL")
+			},
+		},
+		"plan publisher mismatch": {
+			setup:   func(t *testing.T, e *env) { p := e.fake.Plan(); p.Publisher = "evil"; e.fake.SetPlan(p) },
+			wantErr: azure.ErrPlanMismatch, permanent: true,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.Contains(t, err.Error(), `expected "suse", got "evil"`, "the operator sees expected and got")
+				assert.Zero(t, e.fake.AttestedRequests.Load(), "no document is requested for a wrong plan")
+			},
+		},
+		"plan offer mismatch": {
+			setup:   func(t *testing.T, e *env) { p := e.fake.Plan(); p.Product = "sles-15-sp6"; e.fake.SetPlan(p) },
+			wantErr: azure.ErrPlanMismatch, permanent: true,
+			check: func(t *testing.T, _ *env, _ *providers.Evidence, err error) {
+				assert.Contains(t, err.Error(), `expected "sles-15-sp7", got "sles-15-sp6"`)
+			},
+		},
+		"plan name mismatch": {
+			setup:   func(t *testing.T, e *env) { p := e.fake.Plan(); p.Name = "Premium"; e.fake.SetPlan(p) },
+			wantErr: azure.ErrPlanMismatch, permanent: true,
+			check: func(t *testing.T, _ *env, _ *providers.Evidence, err error) {
+				assert.Contains(t, err.Error(), `expected "premium", got "Premium"`, "the comparison is case-sensitive")
+			},
+		},
+		"missing plan": {
+			setup:   func(t *testing.T, e *env) { e.fake.NoPlan.Store(true) },
+			wantErr: azure.ErrPlanMismatch, permanent: true,
+		},
+		"429 then success honours Retry-After": {
+			setup: func(t *testing.T, e *env) { e.fake.ARM429.Store(1) },
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				times := e.armRequestTimes()
+				require.Len(t, times, 2)
+				// The base delay is 1 ms; only Retry-After: 1 explains a 1 s gap.
+				assert.GreaterOrEqual(t, times[1].Sub(times[0]), 900*time.Millisecond)
+			},
+		},
+		"503 retried then success": {
+			setup: func(t *testing.T, e *env) { e.fake.ARM5xx.Store(2) },
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Equal(t, int32(3), e.fake.ARMRequests.Load())
+			},
+		},
+		"503 beyond VERIFY_RETRY_MAX is transient": {
+			setup:   func(t *testing.T, e *env) { e.fake.ARM5xx.Store(100) },
+			wantErr: azure.ErrARM,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Equal(t, int32(3), e.fake.ARMRequests.Load(), "RetryMax attempts, no more")
+			},
+		},
+		"403 fails at once and names the role assignment": {
+			setup:   func(t *testing.T, e *env) { e.fake.ARMStatus.Store(http.StatusForbidden) },
+			wantErr: azure.ErrARM, permanent: true,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.Equal(t, int32(1), e.fake.ARMRequests.Load(), "no retry")
+				assert.Contains(t, err.Error(), "role assignment")
+				assert.Contains(t, err.Error(), "Microsoft.KubernetesConfiguration/extensions/read")
+			},
+		},
+		"404 fails at once and names the resource ID": {
+			setup:   func(t *testing.T, e *env) { e.fake.ARMStatus.Store(http.StatusNotFound) },
+			wantErr: azure.ErrARM, permanent: true,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.Equal(t, int32(1), e.fake.ARMRequests.Load())
+				assert.Contains(t, err.Error(), "EXTENSION_RESOURCE_ID")
+			},
+		},
+		"federated token refused by Entra": {
+			setup: func(t *testing.T, e *env) {
+				require.NoError(t, os.WriteFile(e.cfg.TokenFile, []byte("someone-elses-token"), 0o600))
+			},
+			wantErr: azure.ErrToken, permanent: true,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.Zero(t, e.fake.ARMRequests.Load())
+				assert.Contains(t, err.Error(), "federated identity credential")
+			},
+		},
+		"extension in another subscription": {
+			setup: func(t *testing.T, e *env) {
+				e.cfg.ExtensionResourceID = strings.Replace(e.cfg.ExtensionResourceID, e.fake.Config().SubscriptionID,
+					"00000000-0000-0000-0000-000000000bad", 1)
+			},
+			wantErr: azure.ErrSubscriptionMismatch, permanent: true,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Zero(t, e.fake.ARMRequests.Load())
+			},
+		},
+		"tampered document": {
+			setup:   func(t *testing.T, e *env) { e.fake.TamperDocument.Store(true) },
+			wantErr: azure.ErrAttestation, permanent: true,
+		},
+		"chain to an unknown root": {
+			setup:   func(t *testing.T, e *env) { e.fake.UnknownRoot.Store(true) },
+			wantErr: azure.ErrAttestation, permanent: true,
+		},
+		"wrong signer name": {
+			setup:   func(t *testing.T, e *env) { e.fake.WrongSigner.Store(true) },
+			wantErr: azure.ErrAttestation, permanent: true,
+		},
+		"expired signer certificate": {
+			setup:   func(t *testing.T, e *env) { e.fake.ExpiredLeaf.Store(true) },
+			wantErr: azure.ErrAttestation, permanent: true,
+		},
+		"cached nonce retried then success": {
+			setup: func(t *testing.T, e *env) { e.fake.CachedNonce.Store(1) },
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Equal(t, int32(2), e.fake.AttestedRequests.Load())
+				assert.Equal(t, []time.Duration{time.Second}, e.recordedSleeps())
+			},
+		},
+		"replayed nonce retried then rejected": {
+			setup:   func(t *testing.T, e *env) { e.fake.CachedNonce.Store(100) },
+			wantErr: azure.ErrNonceMismatch, permanent: false,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Equal(t, int32(3), e.fake.AttestedRequests.Load(), "bounded by RetryMax")
+				assert.Len(t, e.recordedSleeps(), 2)
+			},
+		},
+		"IMDS 429, 410 and 500 are backed off": {
+			setup: func(t *testing.T, e *env) { e.fake.IMDS429.Store(1); e.fake.IMDS410.Store(1) },
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				// compute: 429, 410, 200 → two waits growing by VERIFY_RETRY_BACKOFF
+				s := e.recordedSleeps()
+				require.Len(t, s, 2)
+				assert.Equal(t, time.Second, s[0])
+				assert.Equal(t, time.Duration(float64(time.Second)*e.cfg.RetryBackoff), s[1])
+			},
+		},
+		"IMDS unavailable is transient": {
+			setup:   func(t *testing.T, e *env) { e.fake.IMDS500.Store(100) },
+			wantErr: azure.ErrIMDS,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Equal(t, int32(3), e.fake.IMDSRequests.Load())
+			},
+		},
+		"intermediate host not on the allow-list": {
+			setup:   func(t *testing.T, e *env) { e.cfg.AIAAllowedHosts = nil },
+			wantErr: azure.ErrAttestation, permanent: true,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Zero(t, e.fake.AIARequests.Load(), "nothing is fetched from a host off the list")
+			},
+		},
+		"intermediate unreachable is transient": {
+			setup: func(t *testing.T, e *env) {
+				e.cfg.AIAClient = &http.Client{Transport: &http.Transport{
+					DialContext: func(context.Context, string, string) (net.Conn, error) {
+						return nil, errors.New("network unreachable")
+					},
+				}}
+			},
+			wantErr: azure.ErrIntermediateUnavailable,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			if tc.setup != nil {
+				tc.setup(t, e)
+			}
+			p, err := azure.New(e.cfg)
+			require.NoError(t, err)
+			ev, err := p.Prove(context.Background())
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				require.NotNil(t, ev)
+			} else {
+				require.Error(t, err)
+				t.Logf("error: %v", err)
+				assert.ErrorIs(t, err, tc.wantErr)
+				assert.Equal(t, tc.permanent, failure.IsPermanent(err), "permanent: %v", err)
+				assert.Nil(t, ev)
+			}
+			if tc.check != nil {
+				tc.check(t, e, ev, err)
+			}
+		})
+	}
+}
+
+func TestProveRegionHintLowerCase(t *testing.T) {
+	e := newEnv(t)
+	fake, err := fakecloud.NewAzure(fakecloud.AzureConfig{Location: "WestEurope"})
+	require.NoError(t, err)
+	imds := httptest.NewServer(fake.IMDSHandler())
+	t.Cleanup(imds.Close)
+	e.cfg.IMDSEndpoint = imds.URL
+	e.cfg.Roots.AddCert(fake.Root())
+	e.cfg.AIAAllowedHosts = []string{strings.TrimPrefix(imds.URL, "http://")}
+	p, err := azure.New(e.cfg)
+	require.NoError(t, err)
+	ev, err := p.Prove(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "westeurope", ev.RegionHint)
+}
+
+// TestIMDSNeverUsesProxy points HTTP_PROXY at a trap and IMDS at its real
+// address; the default IMDS client must dial 169.254.169.254 itself (the
+// dial is redirected to the loopback fake) and never the proxy.
+func TestIMDSNeverUsesProxy(t *testing.T) {
+	var trapHits atomic.Int32
+	trap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		trapHits.Add(1)
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	t.Cleanup(trap.Close)
+	t.Setenv("HTTP_PROXY", trap.URL)
+	t.Setenv("http_proxy", trap.URL)
+	t.Setenv("HTTPS_PROXY", trap.URL)
+	t.Setenv("NO_PROXY", "")
+
+	e := newEnv(t)
+	var imdsDials atomic.Int32
+	// Redirect the real IMDS address to the fake; anything else must be
+	// loopback (the trap), so a proxied request would reach the trap.
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if host == "169.254.169.254" {
+			imdsDials.Add(1)
+			addr = e.imdsHost
+		} else if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return nil, errors.New("test refuses to dial a non-loopback address")
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	e.cfg.IMDSEndpoint = "http://169.254.169.254"
+	e.cfg.IMDSClient = nil
+	e.cfg.IMDSDialContext = dial
+	// The leaf's AIA URL now names 169.254.169.254 too.
+	e.cfg.AIAAllowedHosts = []string{"169.254.169.254"}
+	e.cfg.AIAClient = &http.Client{Transport: &http.Transport{DialContext: dial, Proxy: nil}}
+
+	p, err := azure.New(e.cfg)
+	require.NoError(t, err)
+	_, err = p.Prove(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, trapHits.Load(), "IMDS traffic went through HTTP_PROXY")
+	assert.GreaterOrEqual(t, imdsDials.Load(), int32(1), "IMDS was dialled directly")
+}
+
+func TestNewReportsMissingSettings(t *testing.T) {
+	tests := map[string]struct {
+		mutate func(c *azure.Config)
+		names  []string // what the message must name
+	}{
+		"AZURE_CLIENT_ID": {
+			mutate: func(c *azure.Config) { c.ClientID = "" },
+			names:  []string{"AZURE_CLIENT_ID", `azure.workload.identity/use: "true"`},
+		},
+		"AZURE_TENANT_ID": {
+			mutate: func(c *azure.Config) { c.TenantID = "" },
+			names:  []string{"AZURE_TENANT_ID", `azure.workload.identity/use: "true"`},
+		},
+		"AZURE_FEDERATED_TOKEN_FILE": {
+			mutate: func(c *azure.Config) { c.TokenFile = "" },
+			names:  []string{"AZURE_FEDERATED_TOKEN_FILE", `azure.workload.identity/use: "true"`},
+		},
+		"unreadable token file": {
+			mutate: func(c *azure.Config) { c.TokenFile = filepath.Join(os.TempDir(), "does-not-exist", "token") },
+			names:  []string{"AZURE_FEDERATED_TOKEN_FILE", `azure.workload.identity/use: "true"`},
+		},
+		"all three at once": {
+			mutate: func(c *azure.Config) { c.ClientID, c.TenantID, c.TokenFile = "", "", "" },
+			names:  []string{"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE"},
+		},
+		"EXTENSION_RESOURCE_ID": {
+			mutate: func(c *azure.Config) { c.ExtensionResourceID = "" },
+			names:  []string{"EXTENSION_RESOURCE_ID"},
+		},
+		"EXTENSION_RESOURCE_ID of the wrong type": {
+			mutate: func(c *azure.Config) {
+				c.ExtensionResourceID = "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm"
+			},
+			names: []string{"EXTENSION_RESOURCE_ID", "Microsoft.KubernetesConfiguration/extensions"},
+		},
+		"Marketplace IDs": {
+			mutate: func(c *azure.Config) { c.Publisher, c.Offer, c.Plan = "", "", "" },
+			names:  []string{"MARKETPLACE_PUBLISHER_ID", "MARKETPLACE_OFFER_ID", "MARKETPLACE_PLAN_ID"},
+		},
+		"authority host without TLS": {
+			mutate: func(c *azure.Config) { c.AuthorityHost = "http://127.0.0.1:1/" },
+			names:  []string{"AZURE_AUTHORITY_HOST", "https"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.mutate(&e.cfg)
+			p, err := azure.New(e.cfg)
+			require.Error(t, err)
+			assert.Nil(t, p)
+			assert.ErrorIs(t, err, azure.ErrConfig)
+			assert.True(t, failure.IsPermanent(err))
+			for _, n := range tc.names {
+				assert.Contains(t, err.Error(), n)
+			}
+		})
+	}
+}

@@ -1,0 +1,291 @@
+package azure
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/smallstep/pkcs7"
+)
+
+// maxDocumentBytes bounds an attested document (real ones are about 4 KiB of
+// base64); anything larger is refused before it is decoded.
+const maxDocumentBytes = 256 << 10
+
+// signerDomains are the names Azure signs attested documents with; the
+// signer's CN or a DNS SAN must be one of them or a subdomain
+// ("westeurope.metadata.azure.com"). Public, US Gov, China and the retired
+// German cloud.
+var signerDomains = []string{"metadata.azure.com", "metadata.azure.us", "metadata.azure.cn", "metadata.microsoftazure.de"}
+
+// timeLayout is the layout of timeStamp.createdOn/expiresOn, e.g.
+// "02/21/20 14:53:22 -0000".
+const timeLayout = "01/02/06 15:04:05 -0700"
+
+// document is a parsed, not yet trusted attested document.
+type document struct {
+	p7      *pkcs7.PKCS7
+	signer  *x509.Certificate
+	content []byte
+}
+
+// signedContent is the part of the signed JSON the engine checks.
+type signedContent struct {
+	Nonce string `json:"nonce"`
+	Plan  struct {
+		Name      string `json:"name"`
+		Product   string `json:"product"`
+		Publisher string `json:"publisher"`
+	} `json:"plan"`
+	SubscriptionID string `json:"subscriptionId"`
+	VMID           string `json:"vmId"`
+	TimeStamp      struct {
+		CreatedOn string `json:"createdOn"`
+		ExpiresOn string `json:"expiresOn"`
+	} `json:"timeStamp"`
+}
+
+// parseDocument decodes the base64 PKCS#7 of an attested document. It does
+// not verify anything; it only makes sure there is exactly one signer whose
+// certificate is in the envelope, and works around Azure's digest OID quirk.
+func parseDocument(signature string) (doc *document, err error) {
+	if len(signature) > maxDocumentBytes {
+		return nil, fmt.Errorf("signature is %d bytes, more than %d", len(signature), maxDocumentBytes)
+	}
+	der, err := decodeBase64(signature)
+	if err != nil {
+		return nil, fmt.Errorf("signature is not base64: %w", err)
+	}
+	// The PKCS#7 parser is a third-party ASN.1/BER walker fed with bytes
+	// from the network: if it ever trips over its own feet, that must be a
+	// rejected document, not a crashed run.
+	defer func() {
+		if r := recover(); r != nil {
+			doc, err = nil, fmt.Errorf("pkcs7: malformed envelope (%v)", r)
+		}
+	}()
+	p7, err := pkcs7.Parse(der)
+	if err != nil {
+		return nil, fmt.Errorf("pkcs7: %w", err)
+	}
+	if len(p7.Signers) != 1 {
+		return nil, fmt.Errorf("pkcs7: %d signers, want exactly 1", len(p7.Signers))
+	}
+	signer := p7.GetOnlySigner()
+	if signer == nil {
+		return nil, errors.New("pkcs7: the signer's certificate is not in the envelope")
+	}
+	if len(p7.Content) == 0 {
+		return nil, errors.New("pkcs7: no signed content")
+	}
+	// Azure writes sha256WithRSAEncryption where RFC 2315 wants the digest
+	// OID sha256. smallstep/pkcs7 accepts that when there are no
+	// authenticated attributes (Azure's case); with attributes it would
+	// look the OID up as a hash and fail, so normalise it here.
+	for i := range p7.Signers {
+		if len(p7.Signers[i].AuthenticatedAttributes) > 0 &&
+			p7.Signers[i].DigestAlgorithm.Algorithm.Equal(pkcs7.OIDEncryptionAlgorithmRSASHA256) {
+			p7.Signers[i].DigestAlgorithm.Algorithm = pkcs7.OIDDigestAlgorithmSHA256
+		}
+	}
+	return &document{p7: p7, signer: signer, content: p7.Content}, nil
+}
+
+// decodeBase64 accepts standard base64 with or without padding and with
+// line breaks, as documents arrive from files and e-mails.
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\n', '\r', '\t':
+			return -1
+		}
+		return r
+	}, s)
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+}
+
+// verifySignature checks the signature over the content against the
+// signer's public key, and nothing else. A document whose chain is perfect
+// but whose content was swapped fails here (Coder's GHSA-6x44-w3xg-hqqf).
+func (d *document) verifySignature() error {
+	// A nil trust store makes the library skip the chain, not the signature.
+	if err := d.p7.VerifyWithChainAtTime(nil, time.Now()); err != nil {
+		return fmt.Errorf("signature over the content does not verify: %w", err)
+	}
+	return nil
+}
+
+// signerName returns the name that makes the signer an Azure metadata
+// certificate, or false with the names it does carry.
+func signerName(c *x509.Certificate) (string, bool) {
+	var names []string
+	for _, n := range append([]string{c.Subject.CommonName}, c.DNSNames...) {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, n := range names {
+		n = strings.TrimSuffix(strings.ToLower(n), ".")
+		for _, d := range signerDomains {
+			if n == d || strings.HasSuffix(n, "."+d) {
+				return n, true
+			}
+		}
+	}
+	return strings.Join(names, ", "), false
+}
+
+// checkSigner rejects a signer that is not an Azure metadata certificate.
+func (d *document) checkSigner() (string, error) {
+	name, ok := signerName(d.signer)
+	if !ok {
+		return name, fmt.Errorf("signer %q is not under %s", name, strings.Join(signerDomains, ", "))
+	}
+	return name, nil
+}
+
+func (d *document) parseContent() (*signedContent, error) {
+	var c signedContent
+	if err := json.Unmarshal(d.content, &c); err != nil {
+		return nil, fmt.Errorf("signed content is not JSON: %w", err)
+	}
+	return &c, nil
+}
+
+// expiresOn parses the signed expiry.
+func (c *signedContent) expiresOn() (time.Time, error) {
+	t, err := time.Parse(timeLayout, c.TimeStamp.ExpiresOn)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("timeStamp.expiresOn %q: %w", c.TimeStamp.ExpiresOn, err)
+	}
+	return t, nil
+}
+
+// trust is a set of trust anchors: the pool for x509, the subjects to tell
+// "issuer is a root" from "issuer is missing".
+type trust struct {
+	pool     *x509.CertPool
+	subjects map[string]bool
+}
+
+func trustFromCerts(certs []*x509.Certificate) trust {
+	t := trust{pool: x509.NewCertPool(), subjects: map[string]bool{}}
+	for _, c := range certs {
+		t.pool.AddCert(c)
+		t.subjects[string(c.RawSubject)] = true
+	}
+	return t
+}
+
+func trustFromPool(p *x509.CertPool) trust {
+	t := trust{pool: p, subjects: map[string]bool{}}
+	//lint:ignore SA1019 the pool is never the system pool here; Subjects is exact for pools built with AddCert.
+	for _, s := range p.Subjects() { //nolint:staticcheck // see above
+		t.subjects[string(s)] = true
+	}
+	return t
+}
+
+// chainResult is the outcome of a chain check: err nil means verified;
+// missing non-nil means a link could not be found (nothing about the
+// document is known to be wrong, the chain simply could not be built).
+type chainResult struct {
+	chain   []*x509.Certificate
+	missing *x509.Certificate // the certificate whose issuer is unavailable
+	err     error
+}
+
+// chainVerifier checks the signer's chain to the trust anchors at a given
+// time, completing it from the leaf's AIA URL when fetch is non-nil.
+type chainVerifier struct {
+	trust         trust
+	intermediates []*x509.Certificate
+	fetch         *aiaFetcher // nil: offline
+}
+
+// missingLink walks from the leaf towards a root through the known
+// certificates and returns the first certificate whose issuer is neither a
+// root nor known, provided that certificate names where to get its issuer
+// (an AIA URL). A chain ending in a self-signed or AIA-less certificate
+// that is not trusted is an unknown root, not a missing link.
+func (v *chainVerifier) missingLink(leaf *x509.Certificate, known []*x509.Certificate) *x509.Certificate {
+	cur := leaf
+	for range 8 {
+		if v.trust.subjects[string(cur.RawIssuer)] {
+			return nil
+		}
+		var next *x509.Certificate
+		for _, c := range known {
+			if bytes.Equal(c.RawSubject, cur.RawIssuer) && !c.Equal(cur) && cur.CheckSignatureFrom(c) == nil {
+				next = c
+				break
+			}
+		}
+		if next == nil {
+			if bytes.Equal(cur.RawIssuer, cur.RawSubject) || len(cur.IssuingCertificateURL) == 0 {
+				return nil
+			}
+			return cur
+		}
+		cur = next
+	}
+	return nil
+}
+
+// verify checks d's signer chain at time at. Certificates fetched from AIA
+// are added to d.p7 so that the final library check sees them too.
+func (v *chainVerifier) verify(ctx context.Context, d *document, at time.Time) chainResult {
+	known := append([]*x509.Certificate{}, d.p7.Certificates...)
+	known = append(known, v.intermediates...)
+	if v.fetch != nil {
+		for range 3 {
+			m := v.missingLink(d.signer, known)
+			if m == nil {
+				break
+			}
+			c, err := v.fetch.issuer(ctx, m)
+			if err != nil {
+				return chainResult{missing: m, err: err}
+			}
+			known = append(known, c)
+		}
+	}
+	if m := v.missingLink(d.signer, known); m != nil {
+		return chainResult{missing: m, err: fmt.Errorf("issuer %q of %q is not available (caIssuers %s)",
+			m.Issuer.CommonName, m.Subject.CommonName, strings.Join(m.IssuingCertificateURL, " "))}
+	}
+	inter := x509.NewCertPool()
+	for _, c := range known {
+		inter.AddCert(c)
+	}
+	chains, err := d.signer.Verify(x509.VerifyOptions{
+		Roots:         v.trust.pool,
+		Intermediates: inter,
+		CurrentTime:   at,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
+	})
+	if err != nil {
+		return chainResult{err: fmt.Errorf("chain of %q: %w", d.signer.Subject.CommonName, err)}
+	}
+	d.p7.Certificates = known
+	return chainResult{chain: chains[0]}
+}
+
+// describeChain names the certificates of a verified chain, leaf first.
+func describeChain(chain []*x509.Certificate) string {
+	names := make([]string, 0, len(chain))
+	for _, c := range chain {
+		names = append(names, c.Subject.CommonName)
+	}
+	return strings.Join(names, " → ")
+}
