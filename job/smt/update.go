@@ -1,0 +1,164 @@
+package smt
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// choose returns the first entry that passes every check, trying siblings
+// (entries in the first entry's region) before the rest.
+func (f *Finder) choose(ctx context.Context, entries []Entry, source string, httpsOnly bool) (UpdateServer, error) {
+	candidates := slices.Clone(entries)
+	region := candidates[0].Region
+	slices.SortStableFunc(candidates, func(a, b Entry) int {
+		return boolRank(a.Region != region) - boolRank(b.Region != region)
+	})
+
+	// The update servers are asked by IP and their names are not in public
+	// DNS, so their certificates cannot be verified on these connections
+	// (cloudregister sends verify=False too). Nothing received here is
+	// trusted as is: the health answer only decides which server to try,
+	// and the certificate is accepted only when its SHA-1 matches the
+	// fingerprint that came over the pinned region-server connection.
+	tr := &http.Transport{
+		DialContext:       f.Dial,
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // see above
+		DisableKeepAlives: true,
+	}
+	client := &http.Client{Transport: tr, CheckRedirect: noRedirect}
+
+	var rejected []error
+	for _, e := range candidates {
+		certPEM, err := f.check(ctx, client, e, httpsOnly)
+		if err == nil {
+			return UpdateServer{
+				Name: e.Name, IPv4: e.IPv4, IPv6: e.IPv6,
+				Registry: e.Registry, Region: e.Region, Fingerprint: e.Fingerprint,
+				CertPEM: certPEM,
+			}, nil
+		}
+		if ctx.Err() != nil {
+			return UpdateServer{}, fmt.Errorf("smt: update servers: %w", ctx.Err())
+		}
+		f.Log.Warn("update server rejected", slog.String("server", e.Name), slog.String("region", e.Region), slog.Any("error", err))
+		rejected = append(rejected, fmt.Errorf("%s (%s): %w", e.Name, addrList(e), err))
+	}
+	return UpdateServer{}, fmt.Errorf("smt: update servers from %s: %w: %w", source, ErrNoUpdateServer, errorList(rejected))
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// addrs are the entry's addresses, IPv6 first as in cloudregister.
+func addrs(e Entry) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range []netip.Addr{e.IPv6, e.IPv4} {
+		if a.IsValid() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func addrList(e Entry) string {
+	var parts []string
+	for _, a := range addrs(e) {
+		parts = append(parts, a.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// check runs the health check and the certificate download for one entry
+// and returns the verified certificate.
+func (f *Finder) check(ctx context.Context, client *http.Client, e Entry, httpsOnly bool) ([]byte, error) {
+	answered, body, err := f.health(ctx, client, e, httpsOnly)
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		// Ask the address that answered the health check first: an
+		// unroutable IPv6 would otherwise cost a timeout per file name.
+		order := append([]netip.Addr{answered}, slices.DeleteFunc(addrs(e), func(a netip.Addr) bool { return a == answered })...)
+		body, err = f.fetchCert(ctx, client, order, httpsOnly)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return verifyCert(body, e.Fingerprint)
+}
+
+// health asks https://<ip>/api/health/status on each address, IPv6 first,
+// and returns the address that answered. A 200 decides at once: "online"
+// or not responsive, without trying the other address (as cloudregister).
+// A 404 is an old SMT without the health API: it is alive if its
+// certificate downloads, and that download is returned as body. Errors and
+// other statuses move on to the next address.
+func (f *Finder) health(ctx context.Context, client *http.Client, e Entry, httpsOnly bool) (answered netip.Addr, body []byte, err error) {
+	var failed []error
+	for _, a := range addrs(e) {
+		u := "https://" + hostPort(a.String(), f.HTTPSPort, DefaultPort) + "/api/health/status"
+		resp, err := f.get(ctx, client, u, f.HealthTimeout)
+		var status *StatusError
+		switch {
+		case err == nil:
+			var h struct {
+				State string `json:"state"`
+			}
+			if err := json.Unmarshal(resp, &h); err != nil {
+				return netip.Addr{}, nil, fmt.Errorf("%w: %s: %w", ErrNotResponsive, u, err)
+			}
+			if h.State != "online" {
+				return netip.Addr{}, nil, fmt.Errorf("%w: %s: state %q", ErrNotResponsive, u, h.State)
+			}
+			return a, nil, nil
+		case errors.As(err, &status) && status.Code == http.StatusNotFound:
+			body, err := f.fetchCert(ctx, client, []netip.Addr{a}, httpsOnly)
+			if err == nil {
+				return a, body, nil
+			}
+			failed = append(failed, fmt.Errorf("no health API and %w", err))
+		default:
+			failed = append(failed, err)
+		}
+		if ctx.Err() != nil {
+			return netip.Addr{}, nil, ctx.Err()
+		}
+	}
+	return netip.Addr{}, nil, fmt.Errorf("%w: %w", ErrNotResponsive, errorList(failed))
+}
+
+// fetchCert downloads smt.crt, then rmt.crt, from each address in order,
+// over https when httpsOnly (http otherwise), and returns the first 200
+// body. The body is unverified.
+func (f *Finder) fetchCert(ctx context.Context, client *http.Client, order []netip.Addr, httpsOnly bool) ([]byte, error) {
+	scheme, port, def := "http", f.HTTPPort, DefaultHTTPPort
+	if httpsOnly {
+		scheme, port, def = "https", f.HTTPSPort, DefaultPort
+	}
+	var failed []error
+	for _, name := range []string{"smt.crt", "rmt.crt"} {
+		for _, a := range order {
+			body, err := f.get(ctx, client, scheme+"://"+hostPort(a.String(), port, def)+"/"+name, f.CertTimeout)
+			if err == nil {
+				return body, nil
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			failed = append(failed, err)
+		}
+	}
+	return nil, fmt.Errorf("%w: %w", ErrNoCertificate, errorList(failed))
+}
