@@ -28,6 +28,10 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	roots, err := attestationRoots(cfg.AttestationRoots)
+	if err != nil {
+		return nil, err
+	}
 	j := &Job{
 		Log: log,
 		Detector: &providers.Detector{
@@ -57,6 +61,8 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 				RetryMax:            cfg.VerifyRetryMax,
 				RetryBackoff:        cfg.VerifyRetryBackoff,
 				HTTPClient:          httpClient,
+				Roots:               roots,
+				AIAAllowedHosts:     cfg.AIAAllowedHosts,
 				Log:                 log,
 			})
 		},
@@ -153,6 +159,27 @@ func tlsClient(caFile string) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}, nil
+}
+
+// attestationRoots reads the trust anchors that replace the pinned Azure
+// roots; nil (the pinned roots) when path is empty.
+func attestationRoots(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("config: ATTESTATION_ROOTS_FILE: %w", err))
+	}
+	certs, err := azure.ParsePEMCertificates(data)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("config: ATTESTATION_ROOTS_FILE %s: %w", path, err))
+	}
+	pool := x509.NewCertPool()
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	return pool, nil
 }
 
 // Version is set at build time with -ldflags "-X ...job.Version=v1.2.3".

@@ -51,6 +51,8 @@ type Config struct {
 	AzureTokenFile      string
 	AzureAuthorityHost  string
 	ARMEndpoint         string
+	AttestationRoots    string
+	AIAAllowedHosts     []string
 
 	// Metadata endpoints (overridable for tests and the demo only).
 	AzureIMDSEndpoint    string
@@ -283,6 +285,8 @@ var settings = []setting{
 	{flag: "azure-federated-token-file", envs: []string{"AZURE_FEDERATED_TOKEN_FILE"}, help: "projected ServiceAccount token file (injected by the webhook)", set: str(func(c *Config) *string { return &c.AzureTokenFile })},
 	{flag: "azure-authority-host", envs: []string{"AZURE_AUTHORITY_HOST"}, help: "Entra authority host, https (injected by the webhook; default public cloud)", set: endpoint(true, func(c *Config) *string { return &c.AzureAuthorityHost })},
 	{flag: "arm-endpoint", envs: []string{"ARM_ENDPOINT"}, def: DefaultARM, help: "Azure Resource Manager endpoint, https", set: endpoint(true, func(c *Config) *string { return &c.ARMEndpoint })},
+	{flag: "attestation-roots", envs: []string{"ATTESTATION_ROOTS_FILE"}, help: "PEM trust anchors for IMDS attested documents instead of the pinned Azure roots (tests and the fake cloud only)", set: str(func(c *Config) *string { return &c.AttestationRoots })},
+	{flag: "aia-allowed-hosts", envs: []string{"AIA_ALLOWED_HOSTS"}, help: "hosts the attested document's intermediate may be fetched from, comma-separated (default Microsoft's and DigiCert's)", set: func(c *Config, v string) error { c.AIAAllowedHosts = splitList(v); return nil }},
 	{flag: "verify-retry-max", envs: []string{"VERIFY_RETRY_MAX"}, def: "5", help: "attempts for ARM and IMDS calls", set: integer(1, func(c *Config) *int { return &c.VerifyRetryMax })},
 	{flag: "verify-retry-backoff", envs: []string{"VERIFY_RETRY_BACKOFF"}, def: "2.0", help: "backoff multiplier between ARM/IMDS attempts (first pause 1s)", set: float(1, func(c *Config) *float64 { return &c.VerifyRetryBackoff })},
 
@@ -440,9 +444,12 @@ func (c *Config) Validate() error {
 	if c.DryRun && c.Output != "" {
 		problems = append(problems, errors.New("--dry-run and --output exclude each other: a dry run writes nothing"))
 	}
-	if c.CAFile != "" {
-		if _, err := os.Stat(c.CAFile); err != nil {
-			problems = append(problems, fmt.Errorf("SSL_CERT_FILE: %w", err))
+	for _, f := range []struct{ name, path string }{{"ATTESTATION_ROOTS_FILE", c.AttestationRoots}, {"SSL_CERT_FILE", c.CAFile}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			problems = append(problems, fmt.Errorf("%s: %w", f.name, err))
 		}
 	}
 	return errors.Join(problems...)

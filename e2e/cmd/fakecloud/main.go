@@ -1,0 +1,88 @@
+// Command fakecloud serves, on loopback, every peer registration-engine
+// talks to: Azure IMDS, Entra, ARM, two region servers and two update
+// servers. It writes the files and the environment the engine needs into
+// --dir, then a file named "ready", and serves until SIGTERM or SIGINT.
+// `make demo` runs it; so does the e2e pod.
+//
+//	fakecloud --dir DIR [--fault NAME[,NAME…]] [--plan publisher:offer:plan]
+//	fakecloud --list-faults
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "fakecloud:", err)
+		stop()
+		os.Exit(2)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("fakecloud", flag.ContinueOnError)
+	dir := fs.String("dir", getenv("FAKECLOUD_DIR"), "directory for the engine's files and env (FAKECLOUD_DIR)")
+	faults := fs.String("fault", getenv("FAKECLOUD_FAULTS"), "faults to switch on, comma-separated (FAKECLOUD_FAULTS); see --list-faults")
+	plan := fs.String("plan", getenv("FAKECLOUD_PLAN"), "Marketplace plan ARM reports, publisher:offer:plan (FAKECLOUD_PLAN)")
+	host := fs.String("host", "127.0.0.1", "address of IMDS, Entra and ARM")
+	name := fs.String("update-server-name", "smt-azure.susecloud.net", "name the region servers hand out")
+	list := fs.Bool("list-faults", false, "list the faults and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *list {
+		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "make demo FAULT=<name>, one of:")
+		for _, f := range fakecloud.Faults {
+			fmt.Fprintf(tw, "  %s\t%s\n", f.Name, f.Effect)
+		}
+		return tw.Flush()
+	}
+	if *dir == "" {
+		return errors.New("--dir is required")
+	}
+	opts := fakecloud.Options{Dir: *dir, Host: *host, UpdateServerName: *name}
+	if *plan != "" {
+		p := strings.Split(*plan, ":")
+		if len(p) != 3 {
+			return fmt.Errorf("--plan %q: want publisher:offer:plan", *plan)
+		}
+		opts.Plan = fakecloud.AzurePlan{Publisher: p[0], Product: p[1], Name: p[2]}
+	}
+	for _, f := range strings.Split(*faults, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			opts.Faults = append(opts.Faults, f)
+		}
+	}
+	c, err := fakecloud.Start(opts)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	for _, kv := range c.Environ() {
+		fmt.Fprintln(stdout, kv)
+	}
+	if err := os.WriteFile(filepath.Join(*dir, "ready"), nil, 0o644); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}

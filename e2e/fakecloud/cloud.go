@@ -1,0 +1,361 @@
+package fakecloud
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options shape a whole fake cloud.
+type Options struct {
+	// Dir receives the files the engine needs (see Cloud.Env).
+	Dir string
+	// Host is the address every plain listener binds (default 127.0.0.1).
+	Host string
+	// RegionIPs and UpdateIPs are the loopback addresses of the two region
+	// servers and the two update servers (defaults 127.0.0.2/3 and
+	// 127.0.0.4/5; the first update server also gets [::1] when the machine
+	// has IPv6 loopback).
+	RegionIPs, UpdateIPs []string
+	// UpdateServerName is the FQDN the region servers hand out.
+	UpdateServerName string
+	// Plan is what ARM reports for the extension (default suse/sles-15-sp7/premium).
+	Plan AzurePlan
+	// Faults to switch on at start (see Faults).
+	Faults []string
+}
+
+// Cloud is every fake peer of one engine run, serving on loopback.
+type Cloud struct {
+	Azure   *Azure
+	Regions []*RegionServer
+	Updates []*UpdateServer
+
+	opts  Options
+	env   map[string]string
+	stops []func()
+	ipv6  bool
+
+	starting bool
+}
+
+// Fault is one failure the fake cloud can play, by name.
+type Fault struct {
+	Name, Effect string
+	apply        func(c *Cloud) error
+}
+
+// Faults lists every fault Start and the admin endpoint accept.
+var Faults = []Fault{
+	{"wrong-plan", "ARM reports a different Marketplace plan: the run fails, permanent", func(c *Cloud) error {
+		p := c.Azure.Plan()
+		p.Name += "-other"
+		c.Azure.SetPlan(p)
+		return nil
+	}},
+	{"no-plan", "ARM reports the extension without a plan: permanent", func(c *Cloud) error { c.Azure.NoPlan.Store(true); return nil }},
+	{"arm-403", "ARM answers 403 AuthorizationFailed: permanent, names the role assignment", func(c *Cloud) error { c.Azure.ARMStatus.Store(403); return nil }},
+	{"arm-429", "ARM throttles twice (Retry-After: 1): succeeds after backoff", func(c *Cloud) error {
+		c.Azure.ARM429.Store(2)
+		c.Azure.RetryAfterSeconds.Store(1)
+		return nil
+	}},
+	{"arm-5xx", "ARM answers 503 twice: succeeds after backoff", func(c *Cloud) error { c.Azure.ARM5xx.Store(2); return nil }},
+	{"imds-429", "IMDS throttles twice: succeeds after backoff", func(c *Cloud) error { c.Azure.IMDS429.Store(2); return nil }},
+	{"imds-500", "IMDS answers 500 twice: succeeds after backoff", func(c *Cloud) error { c.Azure.IMDS500.Store(2); return nil }},
+	{"tampered-document", "one byte of the signed content changes: the signature check fails, permanent", func(c *Cloud) error { c.Azure.TamperDocument.Store(true); return nil }},
+	{"cached-nonce", "IMDS serves a stale nonce twice: retried, then succeeds", func(c *Cloud) error { c.Azure.CachedNonce.Store(2); return nil }},
+	{"unknown-root", "the attested document chains to an unknown root: permanent", func(c *Cloud) error { c.Azure.UnknownRoot.Store(true); return nil }},
+	{"wrong-signer", "the attested document is signed by a certificate not named metadata.azure.com: permanent", func(c *Cloud) error { c.Azure.WrongSigner.Store(true); return nil }},
+	{"slow-imds", "IMDS answers after 1 s: succeeds, slower", func(c *Cloud) error { c.Azure.Slow.Store(int64(time.Second)); return nil }},
+	{"region-down", "the first region server refuses connections: the second answers, succeeds", func(c *Cloud) error {
+		c.Regions[0].SetFaults(RegionFaults{Down: true})
+		return nil
+	}},
+	{"region-garbage", "both region servers send garbage XML: transient failure naming them", func(c *Cloud) error {
+		for _, r := range c.Regions {
+			r.SetFaults(RegionFaults{GarbageXML: true})
+		}
+		return nil
+	}},
+	{"update-server-offline", "the first update server reports offline: its sibling is chosen", func(c *Cloud) error {
+		c.Updates[0].SetFaults(UpdateFaults{Offline: true})
+		return nil
+	}},
+	{"wrong-fingerprint", "every update server's certificate mismatches its fingerprint: fails", func(c *Cloud) error {
+		for _, u := range c.Updates {
+			u.SetFaults(UpdateFaults{WrongCert: true})
+		}
+		return nil
+	}},
+	{"health-404", "the update servers are old SMTs without /api/health/status: the certificate fallback finds them alive", func(c *Cloud) error {
+		for _, u := range c.Updates {
+			u.SetFaults(UpdateFaults{Health404: true})
+		}
+		return nil
+	}},
+	{"ipv6-blackhole", "the update server's IPv6 address never answers a connect: succeeds over IPv4 (start-up only)", func(c *Cloud) error {
+		if !c.starting {
+			return errors.New("fakecloud: ipv6-blackhole can only be chosen at start")
+		}
+		return nil
+	}},
+}
+
+// FaultNames returns the names of Faults.
+func FaultNames() []string {
+	var out []string
+	for _, f := range Faults {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// Start serves a whole fake cloud on loopback and writes into opts.Dir:
+// ca.pem (trust for Entra and ARM), attestation-roots.pem (the fake IMDS
+// root), certs/<ip>.pem (the region servers' certificates),
+// regionserverclnt.cfg, token (the federated token), dmi/ (an Azure DMI
+// tree) and env (KEY=value lines: every override the engine needs).
+func Start(opts Options) (_ *Cloud, err error) {
+	if opts.Dir == "" {
+		return nil, errors.New("fakecloud: no directory to write into")
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if len(opts.RegionIPs) == 0 {
+		opts.RegionIPs = []string{"127.0.0.2", "127.0.0.3"}
+	}
+	if len(opts.UpdateIPs) == 0 {
+		opts.UpdateIPs = []string{"127.0.0.4", "127.0.0.5"}
+	}
+	if opts.UpdateServerName == "" {
+		opts.UpdateServerName = "smt-azure.susecloud.net"
+	}
+	c := &Cloud{opts: opts, env: map[string]string{}, ipv6: HasIPv6Loopback(), starting: true}
+	defer func() { c.starting = false }()
+	blackhole := slices.Contains(opts.Faults, "ipv6-blackhole")
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	azCfg := DefaultAzureConfig()
+	if opts.Plan != (AzurePlan{}) {
+		azCfg.Plan = opts.Plan
+	}
+	if c.Azure, err = NewAzure(azCfg); err != nil {
+		return nil, err
+	}
+	azCfg = c.Azure.Config()
+	for _, d := range []string{opts.Dir, filepath.Join(opts.Dir, "certs"), filepath.Join(opts.Dir, "dmi")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+
+	// Entra and ARM speak TLS with a certificate from our CA.
+	ca, err := NewCA("fakecloud CA")
+	if err != nil {
+		return nil, err
+	}
+	cert, err := ca.Issue(opts.Host, "localhost")
+	if err != nil {
+		return nil, err
+	}
+	imds, err := c.serve(opts.Host, c.adminMux(c.Azure.IMDSHandler()), nil)
+	if err != nil {
+		return nil, err
+	}
+	entra, err := c.serve(opts.Host, c.Azure.EntraHandler(), &cert)
+	if err != nil {
+		return nil, err
+	}
+	arm, err := c.serve(opts.Host, c.Azure.ARMHandler(), &cert)
+	if err != nil {
+		return nil, err
+	}
+
+	// Two update servers sharing one name, as siblings in a region do.
+	servers := map[string]*UpdateServer{}
+	var infos []SMTInfo
+	for i, ip := range opts.UpdateIPs {
+		u, _, err := NewUpdateServer(opts.UpdateServerName)
+		if err != nil {
+			return nil, err
+		}
+		c.Updates = append(c.Updates, u)
+		servers[ip] = u
+		v6 := ""
+		if i == 0 && c.ipv6 {
+			v6 = "::1"
+			if !blackhole {
+				servers[v6] = u
+			}
+		}
+		infos = append(infos, u.Info(ip, v6, azCfg.Location))
+	}
+	httpsPort, httpPort, stop, err := ServeUpdateServers(servers)
+	if err != nil {
+		return nil, err
+	}
+	c.stops = append(c.stops, stop)
+	if blackhole && c.ipv6 {
+		stop, err := blackholeListener("::1", httpsPort)
+		if err != nil {
+			return nil, fmt.Errorf("fakecloud: ipv6-blackhole: %w", err)
+		}
+		c.stops = append(c.stops, stop)
+	}
+
+	regions := map[string]http.Handler{}
+	for _, ip := range opts.RegionIPs {
+		r := NewRegionServer(infos...)
+		c.Regions = append(c.Regions, r)
+		regions[ip] = r
+	}
+	certDir := filepath.Join(opts.Dir, "certs")
+	regionPort, stop, err := ServeRegionServers(certDir, regions)
+	if err != nil {
+		return nil, err
+	}
+	c.stops = append(c.stops, stop)
+
+	cfg := fmt.Sprintf(`[server]
+api = regionInfo
+certLocation = %s
+regionsrv = %s
+
+[instance]
+dataProvider = /usr/bin/azuremetadata --api latest --subscriptionId --billingTag --attestedData --signature --xml
+instanceArgs = msftazure
+httpsOnly = true
+`, certDir, strings.Join(opts.RegionIPs, ", "))
+	files := map[string][]byte{
+		"ca.pem":                c.Azure.RootPEM(),
+		"attestation-roots.pem": c.Azure.RootPEM(),
+		"regionserverclnt.cfg":  []byte(cfg),
+		"token":                 []byte(azCfg.FederatedToken),
+		"dmi/sys_vendor":        []byte("Microsoft Corporation\n"),
+		"dmi/product_name":      []byte("Virtual Machine\n"),
+		"dmi/chassis_asset_tag": []byte("7783-7084-3265-9085-8269-3286-77\n"),
+	}
+	files["ca.pem"] = ca.PEM
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(opts.Dir, name), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	p := c.Azure.Plan()
+	c.env = map[string]string{
+		"AZURE_IMDS_ENDPOINT":        "http://" + imds,
+		"GCP_METADATA_ENDPOINTS":     "http://" + imds,
+		"AWS_IMDS_ENDPOINTS":         "http://" + imds,
+		"AZURE_AUTHORITY_HOST":       "https://" + entra + "/",
+		"ARM_ENDPOINT":               "https://" + arm,
+		"AZURE_CLIENT_ID":            azCfg.ClientID,
+		"AZURE_TENANT_ID":            azCfg.TenantID,
+		"AZURE_FEDERATED_TOKEN_FILE": filepath.Join(opts.Dir, "token"),
+		"EXTENSION_RESOURCE_ID":      azCfg.ExtensionResourceID,
+		"MARKETPLACE_PUBLISHER_ID":   p.Publisher,
+		"MARKETPLACE_OFFER_ID":       p.Product,
+		"MARKETPLACE_PLAN_ID":        p.Name,
+		"SSL_CERT_FILE":              filepath.Join(opts.Dir, "ca.pem"),
+		"ATTESTATION_ROOTS_FILE":     filepath.Join(opts.Dir, "attestation-roots.pem"),
+		"AIA_ALLOWED_HOSTS":          imds,
+		"REGIONSRV_CONFIG":           filepath.Join(opts.Dir, "regionserverclnt.cfg"),
+		"DMI_DIR_PATH":               filepath.Join(opts.Dir, "dmi"),
+		"REGION_SERVER_PORT":         strconv.Itoa(regionPort),
+		"UPDATE_SERVER_HTTPS_PORT":   strconv.Itoa(httpsPort),
+		"UPDATE_SERVER_HTTP_PORT":    strconv.Itoa(httpPort),
+		"STARTUP_SLEEP_MAX":          "0",
+		"VERIFY_RETRY_BACKOFF":       "1",
+	}
+	for _, name := range opts.Faults {
+		if err := c.SetFault(name); err != nil {
+			return nil, err
+		}
+	}
+	var lines []string
+	for k, v := range c.env {
+		lines = append(lines, k+"="+v)
+	}
+	sort.Strings(lines)
+	if err := os.WriteFile(filepath.Join(opts.Dir, "env"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Env is the engine's environment for this cloud: every endpoint override,
+// the Workload Identity variables and the Marketplace plan.
+func (c *Cloud) Env() map[string]string {
+	out := make(map[string]string, len(c.env))
+	for k, v := range c.env {
+		out[k] = v
+	}
+	return out
+}
+
+// Environ is Env as KEY=value strings, for exec.Cmd.Env.
+func (c *Cloud) Environ() []string {
+	var out []string
+	for k, v := range c.env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SetFault switches on the fault called name.
+func (c *Cloud) SetFault(name string) error {
+	for _, f := range Faults {
+		if f.Name == name {
+			return f.apply(c)
+		}
+	}
+	return fmt.Errorf("fakecloud: unknown fault %q (known: %s)", name, strings.Join(FaultNames(), ", "))
+}
+
+// Stop shuts every server down.
+func (c *Cloud) Stop() {
+	for i := len(c.stops) - 1; i >= 0; i-- {
+		c.stops[i]()
+	}
+	c.stops = nil
+}
+
+// serve runs h on a fresh port of host (TLS when cert is set) and returns
+// host:port.
+func (c *Cloud) serve(host string, h http.Handler, cert *tls.Certificate) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", err
+	}
+	c.stops = append(c.stops, smtServe(l, h, cert))
+	return l.Addr().String(), nil
+}
+
+// adminMux adds POST /fakecloud/fault?name=X beside the IMDS routes, so a
+// test or an operator can switch a fault on while the cloud runs.
+func (c *Cloud) adminMux(imds http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", imds)
+	mux.HandleFunc("POST /fakecloud/fault", func(w http.ResponseWriter, r *http.Request) {
+		if err := c.SetFault(r.URL.Query().Get("name")); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return mux
+}
