@@ -121,8 +121,8 @@ func FaultNames() []string {
 }
 
 // Start serves a whole fake cloud on loopback and writes into opts.Dir:
-// ca.pem (trust for Entra and ARM), attestation-roots.pem (the fake IMDS
-// root), certs/<ip>.pem (the region servers' certificates),
+// ca.pem (trust for Entra and ARM), attestation-roots.pem and
+// attestation-intermediate.pem (the fake IMDS chain), certs/<ip>.pem (the region servers' certificates),
 // regionserverclnt.cfg, token (the federated token), dmi/ (an Azure DMI
 // tree) and env (KEY=value lines: every override the engine needs).
 func Start(opts Options) (_ *Cloud, err error) {
@@ -241,13 +241,15 @@ instanceArgs = msftazure
 httpsOnly = true
 `, certDir, strings.Join(opts.RegionIPs, ", "))
 	files := map[string][]byte{
-		"ca.pem":                c.Azure.RootPEM(),
-		"attestation-roots.pem": c.Azure.RootPEM(),
-		"regionserverclnt.cfg":  []byte(cfg),
-		"token":                 []byte(azCfg.FederatedToken),
-		"dmi/sys_vendor":        []byte("Microsoft Corporation\n"),
-		"dmi/product_name":      []byte("Virtual Machine\n"),
-		"dmi/chassis_asset_tag": []byte("7783-7084-3265-9085-8269-3286-77\n"),
+		"ca.pem":                       c.Azure.RootPEM(),
+		"attestation-roots.pem":        c.Azure.RootPEM(),
+		"attestation-intermediate.pem": c.Azure.IntermediatePEM(),
+		"regionserverclnt.cfg":         []byte(cfg),
+		"token":                        []byte(azCfg.FederatedToken),
+		"access-token":                 []byte(azCfg.AccessToken), // for tests that prove it never reaches a log
+		"dmi/sys_vendor":               []byte("Microsoft Corporation\n"),
+		"dmi/product_name":             []byte("Virtual Machine\n"),
+		"dmi/chassis_asset_tag":        []byte("7783-7084-3265-9085-8269-3286-77\n"),
 	}
 	files["ca.pem"] = ca.PEM
 	for name, data := range files {

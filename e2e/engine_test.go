@@ -1,0 +1,343 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// The binaries under test, built once by TestMain.
+var engineBin, fakecloudBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "registration-engine-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	engineBin = filepath.Join(dir, "registration-engine")
+	fakecloudBin = filepath.Join(dir, "fakecloud")
+	for bin, pkg := range map[string]string{engineBin: "..", fakecloudBin: "./cmd/fakecloud"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cloud is a running fakecloud process.
+type cloud struct {
+	Dir string
+	Env []string
+}
+
+func (c cloud) file(t *testing.T, name string) string {
+	data, err := os.ReadFile(filepath.Join(c.Dir, name))
+	require.NoError(t, err)
+	return string(data)
+}
+
+// startCloud runs the fakecloud binary with faults and waits until it is
+// ready; it stops with the test.
+func startCloud(t *testing.T, faults ...string) cloud {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(fakecloudBin, "--dir", dir, "--fault", strings.Join(faults, ","))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "fakecloud not ready: %s", out.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+	env := strings.Fields(cloud{Dir: dir}.file(t, "env"))
+	return cloud{Dir: dir, Env: env}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// runEngine runs the engine binary with only env (nothing of the test's own
+// environment leaks in, so no real endpoint can be reached by accident).
+func runEngine(t *testing.T, ctx context.Context, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, engineBin, args...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	res := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		res.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run engine: %v", err)
+	}
+	return res
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d after %s\n--- stdout\n%s--- stderr\n%s", r.code, r.took, r.stdout, r.stderr)
+}
+
+// logLines parses the engine's JSON log lines.
+func logLines(t *testing.T, stderr string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "not a JSON log line: %s", line)
+		out = append(out, m)
+	}
+	return out
+}
+
+func summary(t *testing.T, stderr string) map[string]any {
+	lines := logLines(t, stderr)
+	require.NotEmpty(t, lines)
+	last := lines[len(lines)-1]
+	require.Equal(t, "run finished", last["msg"])
+	return last
+}
+
+func TestEngineAgainstFakeCloud(t *testing.T) {
+	tests := map[string]struct {
+		fault       string
+		wantCode    int
+		wantOutcome string
+		wantAddress string
+		wantInLog   []string
+	}{
+		"healthy cloud":         {wantCode: 0, wantOutcome: "registered"},
+		"wrong plan":            {fault: "wrong-plan", wantCode: 2, wantOutcome: "failed", wantInLog: []string{`expected \"premium\", got \"premium-other\"`}},
+		"no plan":               {fault: "no-plan", wantCode: 2, wantOutcome: "failed"},
+		"tampered document":     {fault: "tampered-document", wantCode: 2, wantOutcome: "failed", wantInLog: []string{"signature over the content does not verify"}},
+		"unknown root":          {fault: "unknown-root", wantCode: 2, wantOutcome: "failed"},
+		"ARM 403":               {fault: "arm-403", wantCode: 2, wantOutcome: "failed", wantInLog: []string{"role"}},
+		"wrong fingerprint":     {fault: "wrong-fingerprint", wantCode: 1, wantOutcome: "failed", wantInLog: []string{"fingerprint"}},
+		"region server down":    {fault: "region-down", wantCode: 0, wantOutcome: "registered"},
+		"update server offline": {fault: "update-server-offline", wantCode: 0, wantOutcome: "registered", wantAddress: "127.0.0.5"},
+		"IPv6 black hole":       {fault: "ipv6-blackhole", wantCode: 0, wantOutcome: "registered", wantAddress: "127.0.0.4"},
+		"IMDS throttles":        {fault: "imds-429", wantCode: 0, wantOutcome: "registered"},
+		"ARM throttles":         {fault: "arm-429", wantCode: 0, wantOutcome: "registered"},
+		"cached nonce":          {fault: "cached-nonce", wantCode: 0, wantOutcome: "registered"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := startCloud(t, tc.fault)
+			res := runEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE=E2E-CODE"), "--dry-run")
+			require.Equal(t, tc.wantCode, res.code, res.String())
+			s := summary(t, res.stderr)
+			assert.Equal(t, tc.wantOutcome, s["outcome"], res.String())
+			if tc.wantAddress != "" {
+				assert.Equal(t, tc.wantAddress, s["address"])
+			}
+			for _, want := range tc.wantInLog {
+				assert.Contains(t, res.stderr, want)
+			}
+			if tc.wantCode == 0 {
+				var secret struct {
+					StringData map[string]string `json:"stringData"`
+				}
+				require.NoError(t, yaml.Unmarshal([]byte(strings.SplitN(res.stdout, "\n", 2)[1]), &secret), res.stdout)
+				assert.Equal(t, "https://smt-azure.susecloud.net", secret.StringData["registrationUrl"])
+				assert.Equal(t, "online", secret.StringData["registrationType"])
+				assert.Contains(t, secret.StringData["registrationUrlCert"], "BEGIN CERTIFICATE")
+				assert.Regexp(t, `^REDACTED`, secret.StringData["regCode"])
+				assert.Regexp(t, `^REDACTED`, secret.StringData["instanceData"])
+			} else {
+				assert.Empty(t, res.stdout, "a failed run prints no Secret")
+			}
+		})
+	}
+}
+
+// TestSecretsNeverLeak runs a whole registration at DEBUG with a known
+// registration code and asserts that neither it, nor the federated token,
+// nor the ARM access token, nor the attested document's signature appears
+// in any log line or in the dry run's output.
+func TestSecretsNeverLeak(t *testing.T) {
+	c := startCloud(t)
+	const regCode = "LEAKCHECK-REGCODE-7f3a9c"
+	env := append(c.Env, "REGISTRATION_CODE="+regCode, "LOG_LEVEL=DEBUG")
+
+	out := filepath.Join(t.TempDir(), "secret.yaml")
+	full := runEngine(t, context.Background(), env, "--output", out)
+	require.Equal(t, 0, full.code, full.String())
+	dry := runEngine(t, context.Background(), env, "--dry-run")
+	require.Equal(t, 0, dry.code, dry.String())
+
+	manifest, err := os.ReadFile(out)
+	require.NoError(t, err)
+	info, err := os.Stat(out)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the output file holds the registration code")
+	signature := regexp.MustCompile(`\\"signature\\": \\"([^\\]+)\\"|"signature": "([^"]+)"`).FindStringSubmatch(string(manifest))
+	require.NotNil(t, signature, "the output file carries the attested document: %s", manifest)
+	sig := signature[1] + signature[2]
+
+	secrets := map[string]string{
+		"registration code":  regCode,
+		"federated token":    c.file(t, "token"),
+		"ARM access token":   c.file(t, "access-token"),
+		"document signature": sig[:64],
+	}
+	assert.Contains(t, string(manifest), regCode, "--output writes the real code")
+	assert.Greater(t, strings.Count(full.stderr, "\n")+strings.Count(dry.stderr, "\n"), 20, "DEBUG logging is on")
+	for what, value := range secrets {
+		for name, text := range map[string]string{"logs of --output": full.stderr, "logs of --dry-run": dry.stderr, "dry-run output": dry.stdout, "stdout of --output": full.stdout} {
+			assert.NotContains(t, text, value, "%s leaked into the %s", what, name)
+		}
+	}
+}
+
+func TestOutputFileUnchangedOnSecondRun(t *testing.T) {
+	c := startCloud(t)
+	out := filepath.Join(t.TempDir(), "secret.yaml")
+	env := append(c.Env, "REGISTRATION_CODE=E2E-CODE")
+	first := runEngine(t, context.Background(), env, "--output", out)
+	require.Equal(t, 0, first.code, first.String())
+	assert.Equal(t, "registered", summary(t, first.stderr)["outcome"])
+	before, err := os.ReadFile(out)
+	require.NoError(t, err)
+
+	second := runEngine(t, context.Background(), env, "--output", out)
+	require.Equal(t, 0, second.code, second.String())
+	after, err := os.ReadFile(out)
+	require.NoError(t, err)
+	// The attested document is signed anew each run, so the file changes;
+	// what must hold is that it is always complete and parseable.
+	for _, data := range [][]byte{before, after} {
+		var s struct {
+			Kind       string            `json:"kind"`
+			StringData map[string]string `json:"stringData"`
+		}
+		require.NoError(t, yaml.Unmarshal(data, &s))
+		assert.Equal(t, "Secret", s.Kind)
+		assert.Len(t, s.StringData, 5)
+	}
+}
+
+func TestSIGTERMMidRun(t *testing.T) {
+	// The IPv6 black hole holds phase 4 for seconds: time enough to stop it.
+	c := startCloud(t, "ipv6-blackhole")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, engineBin, "--dry-run")
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, c.Env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	time.Sleep(700 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, stderr.String())
+	assert.Equal(t, 143, exit.ExitCode(), stderr.String())
+	assert.Empty(t, stdout.String(), "nothing half-written")
+	assert.Contains(t, stderr.String(), "terminated by signal")
+}
+
+func TestBrokenConfigReportsEveryProblem(t *testing.T) {
+	res := runEngine(t, context.Background(), []string{
+		"VERIFY_RETRY_MAX=abc", "K8S_RETRY_MAX=0", "RUN_DEADLINE=forever", "ARM_ENDPOINT=ftp://x", "REGISTRATION_CODE=DONT-SHOW-ME",
+	})
+	assert.Equal(t, 2, res.code)
+	for _, want := range []string{`VERIFY_RETRY_MAX="abc"`, `K8S_RETRY_MAX="0"`, `RUN_DEADLINE="forever"`, `ARM_ENDPOINT="ftp://x"`} {
+		assert.Contains(t, res.stderr, want)
+	}
+	assert.NotContains(t, res.stderr+res.stdout, "DONT-SHOW-ME")
+}
+
+func TestNoCloudIsPermanent(t *testing.T) {
+	// Every metadata endpoint is a closed loopback port; DMI says bare metal.
+	dmi := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dmi, "sys_vendor"), []byte("Dell Inc.\n"), 0o644))
+	closed := "http://127.0.0.1:9"
+	res := runEngine(t, context.Background(), []string{
+		"AZURE_IMDS_ENDPOINT=" + closed, "GCP_METADATA_ENDPOINTS=" + closed, "AWS_IMDS_ENDPOINTS=" + closed,
+		"DMI_DIR_PATH=" + dmi, "DETECT_BUDGET=500ms",
+	}, "--dry-run")
+	assert.Equal(t, 2, res.code, res.String())
+	s := summary(t, res.stderr)
+	assert.Equal(t, "detect", s["failedPhase"])
+	assert.Contains(t, s["error"], "Dell Inc.")
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	help := runEngine(t, context.Background(), nil, "--help")
+	assert.Equal(t, 0, help.code)
+	for _, want := range []string{"--registration-code", "REGISTRATION_CODE | REG_CODE | REGCODE", "EXTENSION_RESOURCE_ID", "Exit codes"} {
+		assert.Contains(t, help.stdout, want)
+	}
+	version := runEngine(t, context.Background(), nil, "--version")
+	assert.Equal(t, 0, version.code)
+	assert.True(t, strings.HasPrefix(version.stdout, "registration-engine "))
+}
+
+func TestAttestationInspect(t *testing.T) {
+	c := startCloud(t)
+	out := filepath.Join(t.TempDir(), "secret.yaml")
+	res := runEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE=X"), "--output", out)
+	require.Equal(t, 0, res.code, res.String())
+	var s struct {
+		StringData map[string]string `json:"stringData"`
+	}
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &s))
+	doc := filepath.Join(t.TempDir(), "document.xml")
+	require.NoError(t, os.WriteFile(doc, []byte(s.StringData["instanceData"]), 0o600))
+	args := []string{"attestation", "inspect", "--offline", "--roots", filepath.Join(c.Dir, "attestation-roots.pem"),
+		"--intermediates", filepath.Join(c.Dir, "attestation-intermediate.pem")}
+
+	good := runEngine(t, context.Background(), nil, append(args, doc)...)
+	assert.Equal(t, 0, good.code, good.String())
+	assert.Contains(t, good.stdout, `"nonce"`)
+
+	// One character of the signature changed: the PKCS#7 no longer verifies.
+	sig := regexp.MustCompile(`"signature": "([^"]{200})`).FindStringSubmatchIndex(s.StringData["instanceData"])
+	require.NotNil(t, sig)
+	bad := []byte(s.StringData["instanceData"])
+	i := sig[3] - 20
+	if bad[i] == 'A' {
+		bad[i] = 'B'
+	} else {
+		bad[i] = 'A'
+	}
+	require.NoError(t, os.WriteFile(doc, bad, 0o600))
+	tampered := runEngine(t, context.Background(), nil, append(args, doc)...)
+	assert.Equal(t, 2, tampered.code, tampered.String())
+}
