@@ -1,0 +1,293 @@
+package controlplane_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/rancher/registration-engine/e2e/controlplane"
+)
+
+const (
+	sccNamespace = "cattle-scc-system"
+	engineSA     = "registration-engine"
+	secretName   = "scc-registration"
+	leaseName    = "registration-engine"
+)
+
+// manifestsBase is the kustomization whose RBAC is under test.
+var manifestsBase = filepath.Join("..", "..", "manifests", "base")
+
+// rbacFixture is what a cluster holds besides the engine's manifests: the
+// namespace Rancher creates, Secrets the engine must not reach (one in its
+// namespace, one of the same name in another), and CoreDNS's objects in
+// kube-system next to one it must not reach.
+const rbacFixture = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: cattle-scc-system}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: someone-elses, namespace: cattle-scc-system}
+stringData: {password: not-yours}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: scc-registration, namespace: default}
+stringData: {regCode: not-yours}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: coredns, namespace: kube-system}
+data: {Corefile: ".:53 {\n    forward . /etc/resolv.conf\n}\n"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kube-proxy, namespace: kube-system}
+data: {config.conf: "mode: iptables"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: coredns, namespace: kube-system}
+spec:
+  selector: {matchLabels: {k8s-app: kube-dns}}
+  template:
+    metadata: {labels: {k8s-app: kube-dns}}
+    spec:
+      containers: [{name: coredns, image: coredns/coredns:1.12.0}]
+`
+
+const (
+	applyType = "application/apply-patch+yaml"
+	mergeType = "application/merge-patch+json"
+	jsonType  = "application/json"
+	// apply carries fieldManager, which server-side apply requires.
+	apply = "?fieldManager=registration-engine&force=true"
+)
+
+func secretPath(ns, name string) string { return "/api/v1/namespaces/" + ns + "/secrets/" + name }
+func leasePath(ns, name string) string {
+	return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases/" + name
+}
+func configMapPath(ns, name string) string { return "/api/v1/namespaces/" + ns + "/configmaps/" + name }
+func deploymentPath(ns, name string) string {
+	return "/apis/apps/v1/namespaces/" + ns + "/deployments/" + name
+}
+
+func secretApply(ns, name string) string {
+	return `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"` + name + `","namespace":"` + ns +
+		`"},"type":"Opaque","data":{"registrationType":"b25saW5l"}}`
+}
+
+func leaseApply(ns, name string) string {
+	return `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"` + name + `","namespace":"` + ns +
+		`"},"spec":{"holderIdentity":"run-1","leaseDurationSeconds":60}}`
+}
+
+// TestEngineRBAC proves, with real requests as the ServiceAccount of
+// manifests/base (a TokenRequest token, not `auth can-i`, which answers
+// "yes" for a named create that a POST can never use), that its Roles are
+// sufficient for what the engine does and refuse everything else:
+// server-side apply creates the Secret and the Lease by name, a POST-create
+// is refused, no other Secret, Lease or namespace is reachable, and in
+// kube-system only CoreDNS's ConfigMap and Deployment are.
+func TestEngineRBAC(t *testing.T) {
+	p := controlplane.Shared(t)
+	p.Apply(t, []byte(rbacFixture))
+	p.Apply(t, p.Kustomize(t, manifestsBase))
+	admin := p.AdminClient(t)
+	as := p.ClientAs(t, p.ServiceAccountToken(t, sccNamespace, engineSA))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	review, err := kubernetes.NewForConfigOrDie(as).AuthenticationV1().SelfSubjectReviews().
+		Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "system:serviceaccount:cattle-scc-system:registration-engine", review.Status.UserInfo.Username)
+
+	// Creation comes first and in order: everything below needs the objects.
+	code, body := request(t, as, http.MethodPatch, secretPath(sccNamespace, secretName)+apply, applyType, secretApply(sccNamespace, secretName))
+	require.Equal(t, http.StatusCreated, code, "server-side apply must create the absent Secret: %s", body)
+	code, body = request(t, as, http.MethodPatch, leasePath(sccNamespace, leaseName)+apply, applyType, leaseApply(sccNamespace, leaseName))
+	require.Equal(t, http.StatusCreated, code, "server-side apply must create the absent Lease: %s", body)
+	created, err := admin.CoreV1().Secrets(sccNamespace).Get(ctx, secretName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "online", string(created.Data["registrationType"]))
+
+	// asRead returns the object as the SA would PUT it back after a get.
+	asRead := func(path string) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			code, body := request(t, as, http.MethodGet, path, "", "")
+			require.Equal(t, http.StatusOK, code, body)
+			return body
+		}
+	}
+
+	tests := map[string]struct {
+		method, path, contentType, body string
+		bodyFrom                        func(t *testing.T) string
+		want                            int
+	}{
+		"get the Secret": {
+			method: http.MethodGet, path: secretPath(sccNamespace, secretName), want: http.StatusOK,
+		},
+		"server-side apply the existing Secret": {
+			method: http.MethodPatch, path: secretPath(sccNamespace, secretName) + apply, contentType: applyType,
+			body: secretApply(sccNamespace, secretName), want: http.StatusOK,
+		},
+		"merge-patch the Secret's data": {
+			method: http.MethodPatch, path: secretPath(sccNamespace, secretName), contentType: mergeType,
+			body: `{"data":{"regCode":"Y29kZQ=="}}`, want: http.StatusOK,
+		},
+		"update the Secret": {
+			method: http.MethodPut, path: secretPath(sccNamespace, secretName), contentType: jsonType,
+			bodyFrom: asRead(secretPath(sccNamespace, secretName)), want: http.StatusOK,
+		},
+		"POST-create the Secret is refused": {
+			// Refused, not 409 AlreadyExists: the rule's resourceNames
+			// never match a POST, which carries no name in its URL.
+			method: http.MethodPost, path: "/api/v1/namespaces/" + sccNamespace + "/secrets", contentType: jsonType,
+			body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"scc-registration"}}`, want: http.StatusForbidden,
+		},
+		"delete the Secret is refused": {
+			method: http.MethodDelete, path: secretPath(sccNamespace, secretName), want: http.StatusForbidden,
+		},
+		"get another Secret is refused": {
+			method: http.MethodGet, path: secretPath(sccNamespace, "someone-elses"), want: http.StatusForbidden,
+		},
+		"merge-patch another Secret is refused": {
+			method: http.MethodPatch, path: secretPath(sccNamespace, "someone-elses"), contentType: mergeType,
+			body: `{"data":{"password":"b3duZWQ="}}`, want: http.StatusForbidden,
+		},
+		"server-side apply another Secret is refused": {
+			method: http.MethodPatch, path: secretPath(sccNamespace, "scc-registration-2") + apply, contentType: applyType,
+			body: secretApply(sccNamespace, "scc-registration-2"), want: http.StatusForbidden,
+		},
+		"list Secrets is refused": {
+			method: http.MethodGet, path: "/api/v1/namespaces/" + sccNamespace + "/secrets", want: http.StatusForbidden,
+		},
+		"watch Secrets is refused": {
+			method: http.MethodGet, path: "/api/v1/namespaces/" + sccNamespace + "/secrets?watch=true&timeoutSeconds=1",
+			want: http.StatusForbidden,
+		},
+		"get the Lease": {
+			method: http.MethodGet, path: leasePath(sccNamespace, leaseName), want: http.StatusOK,
+		},
+		"server-side apply the existing Lease": {
+			method: http.MethodPatch, path: leasePath(sccNamespace, leaseName) + apply, contentType: applyType,
+			body: leaseApply(sccNamespace, leaseName), want: http.StatusOK,
+		},
+		"update the Lease": {
+			method: http.MethodPut, path: leasePath(sccNamespace, leaseName), contentType: jsonType,
+			bodyFrom: asRead(leasePath(sccNamespace, leaseName)), want: http.StatusOK,
+		},
+		"POST-create the Lease is refused": {
+			method: http.MethodPost, path: "/apis/coordination.k8s.io/v1/namespaces/" + sccNamespace + "/leases",
+			contentType: jsonType, body: leaseApply(sccNamespace, leaseName), want: http.StatusForbidden,
+		},
+		"server-side apply another Lease is refused": {
+			method: http.MethodPatch, path: leasePath(sccNamespace, "other-lock") + apply, contentType: applyType,
+			body: leaseApply(sccNamespace, "other-lock"), want: http.StatusForbidden,
+		},
+		"get the same-named Secret in default is refused": {
+			method: http.MethodGet, path: secretPath("default", secretName), want: http.StatusForbidden,
+		},
+		"server-side apply the Secret in default is refused": {
+			method: http.MethodPatch, path: secretPath("default", secretName) + apply, contentType: applyType,
+			body: secretApply("default", secretName), want: http.StatusForbidden,
+		},
+		"server-side apply the Lease in default is refused": {
+			method: http.MethodPatch, path: leasePath("default", leaseName) + apply, contentType: applyType,
+			body: leaseApply("default", leaseName), want: http.StatusForbidden,
+		},
+		"list pods in default is refused": {
+			method: http.MethodGet, path: "/api/v1/namespaces/default/pods", want: http.StatusForbidden,
+		},
+		"get the CoreDNS ConfigMap": {
+			method: http.MethodGet, path: configMapPath("kube-system", "coredns"), want: http.StatusOK,
+		},
+		"merge-patch the CoreDNS ConfigMap": {
+			method: http.MethodPatch, path: configMapPath("kube-system", "coredns"), contentType: mergeType,
+			body: `{"data":{"Corefile":".:53 {\n    hosts {\n      fallthrough\n    }\n}\n"}}`, want: http.StatusOK,
+		},
+		"patch the CoreDNS Deployment's template": {
+			method: http.MethodPatch, path: deploymentPath("kube-system", "coredns"), contentType: mergeType,
+			body: `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-01-01T00:00:00Z"}}}}}`,
+			want: http.StatusOK,
+		},
+		"delete the CoreDNS ConfigMap is refused": {
+			method: http.MethodDelete, path: configMapPath("kube-system", "coredns"), want: http.StatusForbidden,
+		},
+		"get another kube-system ConfigMap is refused": {
+			method: http.MethodGet, path: configMapPath("kube-system", "kube-proxy"), want: http.StatusForbidden,
+		},
+		"POST-create a kube-system ConfigMap is refused": {
+			method: http.MethodPost, path: "/api/v1/namespaces/kube-system/configmaps", contentType: jsonType,
+			body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"coredns-custom"}}`, want: http.StatusForbidden,
+		},
+		"list kube-system Secrets is refused": {
+			method: http.MethodGet, path: "/api/v1/namespaces/kube-system/secrets", want: http.StatusForbidden,
+		},
+		"list namespaces is refused": {
+			method: http.MethodGet, path: "/api/v1/namespaces", want: http.StatusForbidden,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			body := tc.body
+			if tc.bodyFrom != nil {
+				body = tc.bodyFrom(t)
+			}
+			code, resp := request(t, as, tc.method, tc.path, tc.contentType, body)
+			assert.Equal(t, tc.want, code, "%s %s: %s", tc.method, tc.path, resp)
+			if tc.want == http.StatusForbidden {
+				var status metav1.Status
+				require.NoError(t, json.Unmarshal([]byte(resp), &status), resp)
+				assert.Equal(t, metav1.StatusReasonForbidden, status.Reason)
+			}
+		})
+	}
+
+	other, err := admin.CoreV1().Secrets(sccNamespace).Get(ctx, "someone-elses", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "not-yours", string(other.Data["password"]), "a refused patch must not have changed another Secret")
+}
+
+// request sends one raw request authenticated by cfg and returns the status
+// code and the (size-limited) body.
+func request(t *testing.T, cfg *rest.Config, method, path, contentType, body string) (int, string) {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, cfg.Host+path, rd)
+	require.NoError(t, err)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
