@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# make fuzz [FUZZTIME=30s]: runs every fuzz target of the module, one after
+# another, each for FUZZTIME, and prints executions per second. Fails on the
+# first crash; go test then writes the failing input under the package's
+# testdata/fuzz/<target>/ so that `go test` replays it from then on.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+fuzztime=${1:-30s}
+summary=()
+while IFS= read -r line; do
+  file=${line%%:*}
+  target=$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' <<<"${line#*:}")
+  pkg=./$(dirname "$file")
+  echo "== $pkg $target ($fuzztime)"
+  out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg" 2>&1) || { echo "$out"; echo "fuzz: $target FAILED"; exit 1; }
+  last=$(grep -E 'execs: [0-9]+' <<<"$out" | tail -1)
+  execs=$(sed -n 's/.*execs: \([0-9]*\) .*/\1/p' <<<"$last")
+  secs=$(sed -n 's/.*elapsed: \([0-9]*\)s.*/\1/p' <<<"$last")
+  rate=$(( execs / (secs > 0 ? secs : 1) ))
+  summary+=("$(printf '%-34s %-24s %10s execs  %8s/s' "$pkg" "$target" "$execs" "$rate")")
+done < <(grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . | sort)
+echo
+echo "fuzz: every target ran $fuzztime without a failure"
+printf '%s\n' "${summary[@]}"
