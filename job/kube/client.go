@@ -1,0 +1,149 @@
+package kube
+
+import (
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// In-cluster defaults: where the kubelet mounts the ServiceAccount.
+const (
+	DefaultTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	DefaultCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+
+	// InsecureCACert is the seed's KUBERNETES_CA_CERT value that turns off
+	// verification of the API server's certificate.
+	InsecureCACert = "False"
+
+	// RequestTimeout bounds every API request, also with a kubeconfig that
+	// sets none.
+	RequestTimeout = 15 * time.Second
+)
+
+// ClientOptions says how to reach the API server. The zero value means
+// in-cluster with the kubelet's ServiceAccount files.
+type ClientOptions struct {
+	// Kubeconfig (--kubeconfig, or KUBECONFIG with its list of files)
+	// wins over everything else: a run from a workstation.
+	Kubeconfig string
+	// Host and Port are KUBERNETES_SERVICE_HOST/_PORT, which Kubernetes
+	// injects into every pod. An empty Host means "not in a cluster".
+	Host, Port string
+	// TokenFile is the bearer token file (KUBERNETES_TOKEN). It is re-read
+	// as the kubelet rotates it. Default DefaultTokenFile.
+	TokenFile string
+	// CACert is the API server's CA file (KUBERNETES_CA_CERT), or "False"
+	// to skip verification, which logs a warning. Default DefaultCAFile.
+	CACert    string
+	UserAgent string
+}
+
+// RESTConfig builds the client configuration: from the kubeconfig when one
+// is given, otherwise in-cluster from the options. Outside a cluster with no
+// kubeconfig it fails with a permanent ErrNotInCluster; an unreadable token
+// or CA file fails permanently too, naming the file.
+func RESTConfig(o ClientOptions, log *slog.Logger) (*rest.Config, error) {
+	var cfg *rest.Config
+	if o.Kubeconfig != "" {
+		// One file must exist; a KUBECONFIG-style list merges the files
+		// that do, as kubectl does.
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: o.Kubeconfig}
+		if paths := filepath.SplitList(o.Kubeconfig); len(paths) > 1 {
+			rules = &clientcmd.ClientConfigLoadingRules{Precedence: paths}
+		}
+		c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return nil, failure.Permanent(fmt.Errorf("kube: kubeconfig %s: %w", o.Kubeconfig, err))
+		}
+		cfg = c
+	} else {
+		c, err := inCluster(o, logger(log))
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	}
+	if o.UserAgent != "" {
+		cfg.UserAgent = o.UserAgent
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = RequestTimeout
+	}
+	return cfg, nil
+}
+
+func inCluster(o ClientOptions, log *slog.Logger) (*rest.Config, error) {
+	if o.Host == "" {
+		return nil, failure.Permanent(fmt.Errorf("kube: %w: KUBERNETES_SERVICE_HOST is unset; pass --kubeconfig to run from a workstation", ErrNotInCluster))
+	}
+	port := orDefault(o.Port, "443")
+	tokenFile := orDefault(o.TokenFile, DefaultTokenFile)
+	if fi, err := os.Stat(tokenFile); err != nil {
+		return nil, failure.Permanent(fmt.Errorf("kube: token file (KUBERNETES_TOKEN): %w", err))
+	} else if fi.IsDir() {
+		return nil, failure.Permanent(fmt.Errorf("kube: token file (KUBERNETES_TOKEN) %s is a directory", tokenFile))
+	}
+	cfg := &rest.Config{
+		Host:            "https://" + net.JoinHostPort(strings.Trim(o.Host, "[]"), port),
+		BearerTokenFile: tokenFile,
+	}
+	switch ca := orDefault(o.CACert, DefaultCAFile); {
+	case strings.EqualFold(ca, InsecureCACert):
+		log.Warn("KUBERNETES_CA_CERT is False: the API server's certificate is not verified; anyone on the path can read the registration code")
+		cfg.Insecure = true
+	default:
+		pemBytes, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, failure.Permanent(fmt.Errorf("kube: CA file (KUBERNETES_CA_CERT): %w", err))
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pemBytes) {
+			return nil, failure.Permanent(fmt.Errorf("kube: CA file (KUBERNETES_CA_CERT) %s holds no PEM certificate", ca))
+		}
+		cfg.CAFile = ca
+	}
+	return cfg, nil
+}
+
+// Clients are the typed clients the engine needs, and only those: the full
+// clientset links every API group into the binary.
+type Clients struct {
+	Secrets     corev1client.SecretsGetter
+	ConfigMaps  corev1client.ConfigMapsGetter
+	Deployments appsv1client.DeploymentsGetter
+	Leases      coordv1client.LeasesGetter
+}
+
+// NewClients builds the clients on one shared HTTP client, so they share
+// connections and the token.
+func NewClients(cfg *rest.Config) (*Clients, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("kube: http client: %w", err))
+	}
+	core, err := corev1client.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("kube: core/v1 client: %w", err))
+	}
+	apps, err := appsv1client.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("kube: apps/v1 client: %w", err))
+	}
+	coord, err := coordv1client.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("kube: coordination/v1 client: %w", err))
+	}
+	return &Clients{Secrets: core, ConfigMaps: core, Deployments: apps, Leases: coord}, nil
+}

@@ -1,0 +1,88 @@
+package kube
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+const testCertPEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+
+func testRegistration() Registration {
+	return Registration{
+		URL:          "https://smt-azure.susecloud.net",
+		RegCode:      "INTERNAL-USE-ONLY-0000-0000",
+		InstanceData: "<document>c2lnbmVk</document>",
+		CertPEM:      []byte(testCertPEM),
+	}
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create %s", path)
+	assert.Equal(t, string(want), string(got))
+}
+
+// The operator reads these exact keys; the golden files are what a reviewer
+// compares with rancher/scc-operator when either side changes.
+func TestRegistrationDataGolden(t *testing.T) {
+	tests := map[string]struct {
+		render func(Registration) any
+		golden string
+	}{
+		"data": {
+			render: func(r Registration) any { return r.Data() },
+			golden: "registration-data.golden",
+		},
+		"redacted": {
+			render: func(r Registration) any { return r.Redacted() },
+			golden: "registration-redacted.golden",
+		},
+		// The body of the server-side apply: type and data only, no
+		// labels or annotations, data rather than stringData.
+		"apply configuration": {
+			render: func(r Registration) any { return secretApplyConfig(Namespace, SecretName, r.Data()) },
+			golden: "secret-apply.golden",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			require.NoError(t, enc.Encode(tc.render(testRegistration())))
+			golden(t, tc.golden, out.Bytes())
+		})
+	}
+}
+
+func TestRedactedHidesSecretsOnly(t *testing.T) {
+	r := testRegistration()
+	red := r.Redacted()
+	for _, k := range registrationKeys {
+		assert.Contains(t, red, k)
+	}
+	assert.NotContains(t, red[KeyRegCode], r.RegCode)
+	assert.NotContains(t, red[KeyInstanceData], "c2lnbmVk")
+	assert.Equal(t, r.URL, red[KeyRegistrationURL])
+	assert.Equal(t, testCertPEM, red[KeyRegistrationURLCert])
+
+	// A missing code stays visibly missing.
+	r.RegCode = ""
+	assert.Empty(t, r.Redacted()[KeyRegCode])
+}

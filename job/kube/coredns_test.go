@@ -1,0 +1,278 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+const (
+	smtName = "smt-azure.susecloud.net"
+	// kindCorefile is the Corefile kind and kubeadm ship.
+	kindCorefile = `.:53 {
+    errors
+    health {
+       lameduck 5s
+    }
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+       ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf {
+       max_concurrent 1000
+    }
+    cache 30
+    loop
+    reload
+    loadbalance
+}
+`
+)
+
+var (
+	smtIP    = netip.MustParseAddr("20.38.0.87")
+	smtIPNew = netip.MustParseAddr("2603:1030:501::dd")
+)
+
+func cm(name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", ResourceVersion: "42"}, Data: data}
+}
+
+func corednsDeployment(annotations map[string]string) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: CoreDNSDeployment, Namespace: "kube-system"}}
+	d.Spec.Template.Annotations = annotations
+	return d
+}
+
+func newHostsEntry(c *fake.Clientset) *HostsEntry {
+	return &HostsEntry{
+		ConfigMaps: c.CoreV1(), Deployments: c.AppsV1(), Namespace: "kube-system",
+		Clock: clocktesting.NewFakePassiveClock(t0),
+	}
+}
+
+func getCM(t *testing.T, c *fake.Clientset, name string) *corev1.ConfigMap {
+	t.Helper()
+	got, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return got
+}
+
+func getDeployment(t *testing.T, c *fake.Clientset) *appsv1.Deployment {
+	t.Helper()
+	got, err := c.AppsV1().Deployments("kube-system").Get(context.Background(), CoreDNSDeployment, metav1.GetOptions{})
+	require.NoError(t, err)
+	return got
+}
+
+func TestHostsEntryCorednsCustom(t *testing.T) {
+	block := hostsBlock("", smtName, smtIP) + "\n"
+	restartedFor := map[string]string{HostsHashAnnotation: hostsHash(block)}
+
+	tests := map[string]struct {
+		custom      map[string]string
+		annotations map[string]string
+		changed     bool
+		restart     bool
+		cmActions   []string
+	}{
+		"key absent: written, CoreDNS restarted": {
+			custom:    map[string]string{"other.server": "example.org:53 {\n  forward . 10.0.0.1\n}\n"},
+			changed:   true,
+			restart:   true,
+			cmActions: []string{"get", "patch:application/merge-patch+json"},
+		},
+		"key with an older address: rewritten, CoreDNS restarted": {
+			custom:      map[string]string{DefaultHostsKey: hostsBlock("", smtName, netip.MustParseAddr("20.38.0.1")) + "\n"},
+			annotations: map[string]string{HostsHashAnnotation: "stale"},
+			changed:     true,
+			restart:     true,
+			cmActions:   []string{"get", "patch:application/merge-patch+json"},
+		},
+		"key current, CoreDNS restarted for it: nothing written": {
+			custom:      map[string]string{DefaultHostsKey: block},
+			annotations: restartedFor,
+			changed:     false,
+			restart:     false,
+			cmActions:   []string{"get"},
+		},
+		"key current, but the last restart never happened: restarted": {
+			custom:    map[string]string{DefaultHostsKey: block},
+			changed:   false,
+			restart:   true,
+			cmActions: []string{"get"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			core := cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})
+			c := fake.NewClientset(cm(CoreDNSCustom, tc.custom), core, corednsDeployment(tc.annotations))
+
+			changed, err := newHostsEntry(c).Ensure(context.Background(), smtName, smtIP)
+
+			require.NoError(t, err)
+			assert.Equal(t, tc.changed, changed)
+			assert.Equal(t, tc.cmActions, verbs(c, "configmaps"))
+			got := getCM(t, c, CoreDNSCustom)
+			assert.Equal(t, block, got.Data[DefaultHostsKey])
+			for k, v := range tc.custom {
+				if k != DefaultHostsKey {
+					assert.Equal(t, v, got.Data[k], "other keys untouched")
+				}
+			}
+			assert.Equal(t, kindCorefile, getCM(t, c, CoreDNSConfigMap).Data[CorefileKey], "the Corefile is AKS's, never ours")
+
+			ann := getDeployment(t, c).Spec.Template.Annotations
+			if tc.restart {
+				assert.Equal(t, t0.Format(time.RFC3339), ann[RestartedAtAnnotation])
+				assert.Equal(t, hostsHash(block), ann[HostsHashAnnotation])
+			} else {
+				assert.NotContains(t, ann, RestartedAtAnnotation)
+				assert.NotContains(t, verbs(c, "deployments"), "patch:application/merge-patch+json")
+			}
+		})
+	}
+}
+
+// The merge patch of coredns-custom carries the resourceVersion it read, so a
+// concurrent edit conflicts instead of being lost.
+func TestHostsEntryPatchCarriesResourceVersion(t *testing.T) {
+	c := fake.NewClientset(cm(CoreDNSCustom, nil), corednsDeployment(nil))
+	var patch map[string]any
+	c.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		require.NoError(t, json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &patch))
+		return false, nil, nil
+	})
+
+	_, err := newHostsEntry(c).Ensure(context.Background(), smtName, smtIP)
+
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"resourceVersion": "42"}, patch["metadata"])
+	assert.Equal(t, map[string]any{DefaultHostsKey: hostsBlock("", smtName, smtIP) + "\n"}, patch["data"])
+}
+
+func TestHostsEntryRefusesSecondHostsBlock(t *testing.T) {
+	c := fake.NewClientset(
+		cm(CoreDNSCustom, map[string]string{"mine.override": "hosts {\n  10.1.1.1 db.internal\n  fallthrough\n}\n"}),
+		corednsDeployment(nil))
+
+	_, err := newHostsEntry(c).Ensure(context.Background(), smtName, smtIP)
+
+	require.ErrorIs(t, err, ErrCorefile)
+	assert.True(t, failure.IsPermanent(err))
+	assert.Equal(t, []string{"get"}, verbs(c, "configmaps"), "nothing written")
+	assert.Empty(t, verbs(c, "deployments"), "CoreDNS not restarted into a crash loop")
+}
+
+func TestHostsEntryCorefile(t *testing.T) {
+	noReload := "" +
+		".:53 {\n" +
+		"    errors\n" +
+		"    forward . /etc/resolv.conf\n" +
+		"}\n"
+
+	tests := map[string]struct {
+		corefile string
+		ip       netip.Addr
+		changed  bool
+		restart  bool
+	}{
+		"kind Corefile: hosts block added, reload picks it up": {
+			corefile: kindCorefile, ip: smtIP, changed: true,
+		},
+		"entry already in place: nothing written": {
+			corefile: mustSet(t, kindCorefile, smtIP), ip: smtIP, changed: false,
+		},
+		"entry with an older address: replaced": {
+			corefile: mustSet(t, kindCorefile, smtIP), ip: smtIPNew, changed: true,
+		},
+		"no reload plugin: CoreDNS restarted": {
+			corefile: noReload, ip: smtIP, changed: true, restart: true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 kind-control-plane"}), corednsDeployment(nil))
+
+			changed, err := newHostsEntry(c).Ensure(context.Background(), smtName, tc.ip)
+
+			require.NoError(t, err)
+			assert.Equal(t, tc.changed, changed)
+			if !tc.changed {
+				assert.Equal(t, []string{"get", "get"}, verbs(c, "configmaps"), "coredns-custom, then coredns; no write")
+			}
+			got := getCM(t, c, CoreDNSConfigMap)
+			assert.Equal(t, mustSet(t, tc.corefile, tc.ip), got.Data[CorefileKey])
+			assert.Equal(t, "172.18.0.2 kind-control-plane", got.Data["NodeHosts"])
+			_, restarted := getDeployment(t, c).Spec.Template.Annotations[RestartedAtAnnotation]
+			assert.Equal(t, tc.restart, restarted)
+		})
+	}
+}
+
+func TestHostsEntryFailures(t *testing.T) {
+	tests := map[string]struct {
+		objects []runtime.Object
+		fqdn    string
+		ip      netip.Addr
+		want    error
+	}{
+		"no CoreDNS at all":     {fqdn: smtName, ip: smtIP, want: ErrNoCoreDNS},
+		"name with a brace":     {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: "smt}.example.com", ip: smtIP, want: ErrInvalidHostsEntry},
+		"name with a newline":   {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: "smt.example.com\nerrors", ip: smtIP, want: ErrInvalidHostsEntry},
+		"no address":            {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: smtName, want: ErrInvalidHostsEntry},
+		"Corefile without root": {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: "example.org {\n  whoami\n}\n"})}, fqdn: smtName, ip: smtIP, want: ErrCorefile},
+		"forbidden by the Role": {
+			objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})},
+			fqdn:    smtName, ip: smtIP, want: ErrForbidden,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientset(tc.objects...)
+			if tc.want == ErrForbidden {
+				c.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, forbiddenErr("configmaps")
+				})
+			}
+
+			changed, err := newHostsEntry(c).Ensure(context.Background(), tc.fqdn, tc.ip)
+
+			require.ErrorIs(t, err, tc.want)
+			assert.True(t, failure.IsPermanent(err))
+			assert.False(t, changed)
+			assert.NotContains(t, verbs(c, "deployments"), "patch:application/merge-patch+json")
+		})
+	}
+}
+
+func mustSet(t *testing.T, corefile string, ip netip.Addr) string {
+	t.Helper()
+	out, err := SetCorefileHostsEntry(corefile, smtName, ip)
+	require.NoError(t, err)
+	return out
+}
+
+func forbiddenErr(resource string) error {
+	return apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "coredns", errors.New("denied"))
+}

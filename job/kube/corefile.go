@@ -1,0 +1,250 @@
+package kube
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// SetCorefileHostsEntry returns corefile with "<ip> <fqdn>" in the hosts
+// block of its root server block (".:53 {" or ". {"), where queries for the
+// update server's name land. It is idempotent: an entry already in place
+// leaves the text byte for byte as it was, so the caller can compare to
+// decide whether to write.
+//
+//   - An entry for fqdn with another address is rewritten; duplicates are
+//     dropped; fqdn is taken out of a line that also names other hosts.
+//   - Without an entry, the line goes first into the existing hosts block.
+//     CoreDNS allows one hosts directive per server block, so a second block
+//     would stop CoreDNS from starting.
+//   - Without a hosts block, one with fallthrough is inserted at the top of
+//     the root server block, so every other name still resolves as before.
+//
+// Entries for names other than fqdn are never touched, including entries an
+// earlier run wrote for a server that is no longer chosen.
+func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error) {
+	fqdn, ip, err := validHostsEntry(fqdn, ip)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(corefile) == "" {
+		return "", fmt.Errorf("%w: the Corefile is empty", ErrCorefile)
+	}
+	lines := parseCorefile(corefile)
+
+	root, rootEnd := -1, -1
+	for i, l := range lines {
+		if l.depth == 0 && l.opens == 1 && l.closes == 0 && strings.HasSuffix(l.code, "{") && isRootServerBlock(l) {
+			root = i
+			rootEnd = blockEnd(lines, i)
+			break
+		}
+	}
+	if root < 0 || rootEnd < 0 {
+		return "", fmt.Errorf("%w: no root server block (.:53 { … }) in the Corefile", ErrCorefile)
+	}
+
+	hosts, hostsEnd := -1, -1
+	for i := root + 1; i < rootEnd; i++ {
+		if l := lines[i]; l.depth == 1 && len(l.fields) > 0 && l.fields[0] == "hosts" {
+			if l.opens != 1 || l.closes != 0 || !strings.HasSuffix(l.code, "{") {
+				return "", fmt.Errorf("%w: the root server block has a hosts directive without a block of its own (line %d); add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, i+1, ip.String()+" "+fqdn)
+			}
+			hosts, hostsEnd = i, blockEnd(lines, i)
+			break
+		}
+	}
+
+	out := make([]string, 0, len(lines)+4)
+	for _, l := range lines {
+		out = append(out, l.text)
+	}
+
+	if hosts < 0 {
+		indent := "    "
+		for i := root + 1; i < rootEnd; i++ {
+			if lines[i].depth == 1 && len(lines[i].fields) > 0 {
+				indent = lines[i].indent
+				break
+			}
+		}
+		block := strings.Split(hostsBlock(indent, fqdn, ip), "\n")
+		return strings.Join(slices.Insert(out, root+1, block...), "\n"), nil
+	}
+	if hostsEnd < 0 {
+		return "", fmt.Errorf("%w: the hosts block at line %d is not closed", ErrCorefile, hosts+1)
+	}
+
+	entry := ip.String() + " " + fqdn
+	// New lines take the indent of the block's first line, so that the
+	// block keeps its look.
+	indent := lines[hosts].indent + "    "
+	for i := hosts + 1; i < hostsEnd; i++ {
+		if lines[i].depth == 2 && len(lines[i].fields) > 0 {
+			indent = lines[i].indent
+			break
+		}
+	}
+	placed := false
+	var drop []int
+	for i := hosts + 1; i < hostsEnd; i++ {
+		l := lines[i]
+		if l.depth != 2 || len(l.fields) < 2 {
+			continue
+		}
+		addr, err := netip.ParseAddr(l.fields[0])
+		if err != nil {
+			continue
+		}
+		names := l.fields[1:]
+		others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.EqualFold(strings.TrimSuffix(n, "."), fqdn) })
+		switch {
+		case len(others) == len(names):
+			// another host's entry
+		case len(others) > 0:
+			out[i] = l.indent + l.fields[0] + " " + strings.Join(others, " ")
+		case placed:
+			drop = append(drop, i)
+		default:
+			placed = true
+			if addr.Unmap() != ip || len(names) != 1 {
+				out[i] = l.indent + entry
+			}
+		}
+	}
+	for _, i := range slices.Backward(drop) {
+		out = slices.Delete(out, i, i+1)
+	}
+	if !placed {
+		out = slices.Insert(out, hosts+1, indent+entry)
+	}
+	return strings.Join(out, "\n"), nil
+}
+
+// hostsBlock is the block the engine writes: the entry, then fallthrough so
+// that every other name goes on to the next plugin.
+func hostsBlock(indent, fqdn string, ip netip.Addr) string {
+	return indent + "hosts {\n" +
+		indent + "    " + ip.String() + " " + fqdn + "\n" +
+		indent + "    fallthrough\n" +
+		indent + "}"
+}
+
+// hasDirective reports whether any line of a Corefile (or of a snippet)
+// starts with the directive name.
+func hasDirective(text, name string) bool {
+	for _, l := range parseCorefile(text) {
+		if len(l.fields) > 0 && l.fields[0] == name {
+			return true
+		}
+	}
+	return false
+}
+
+type corefileLine struct {
+	text   string   // as written
+	code   string   // without comment, trimmed
+	indent string   // leading white space
+	fields []string // of code, with braces split off
+	depth  int      // brace depth before the line
+	opens  int
+	closes int
+}
+
+// parseCorefile splits a Corefile into lines with their brace depth. It
+// knows just enough Caddyfile syntax for SetCorefileHostsEntry: comments
+// start with # at the beginning of a token, and braces nest.
+func parseCorefile(text string) []corefileLine {
+	raw := strings.Split(text, "\n")
+	lines := make([]corefileLine, len(raw))
+	depth := 0
+	for i, t := range raw {
+		code := t
+		for j := 0; j < len(code); j++ {
+			if code[j] == '#' && (j == 0 || code[j-1] == ' ' || code[j-1] == '\t') {
+				code = code[:j]
+				break
+			}
+		}
+		code = strings.TrimSpace(code)
+		l := corefileLine{
+			text:   t,
+			code:   code,
+			indent: t[:len(t)-len(strings.TrimLeft(t, " \t"))],
+			depth:  depth,
+			opens:  strings.Count(code, "{"),
+			closes: strings.Count(code, "}"),
+		}
+		spaced := strings.NewReplacer("{", " { ", "}", " } ").Replace(code)
+		l.fields = strings.Fields(spaced)
+		depth = max(0, depth+l.opens-l.closes)
+		lines[i] = l
+	}
+	return lines
+}
+
+// blockEnd returns the line that closes the block opened on line start, or
+// -1 when it is never closed.
+func blockEnd(lines []corefileLine, start int) int {
+	open := lines[start].depth
+	for i := start + 1; i < len(lines); i++ {
+		if lines[i].closes > 0 && lines[i].depth+lines[i].opens-lines[i].closes <= open {
+			return i
+		}
+	}
+	return -1
+}
+
+// isRootServerBlock reports whether a server block's keys include the root
+// zone on port 53 or on the default port: ".", ".:53", "dns://.:53".
+func isRootServerBlock(l corefileLine) bool {
+	for _, k := range l.fields {
+		if k == "{" {
+			break
+		}
+		k = strings.TrimPrefix(k, "dns://")
+		if k == "." || k == ".:53" {
+			return true
+		}
+	}
+	return false
+}
+
+// validHostsEntry checks what is about to be written into CoreDNS's
+// configuration and returns it normalised: the name lower case without a
+// trailing dot, the address without an IPv4-in-IPv6 mapping. Both come from
+// a region server's answer, and a stray brace or newline in them would
+// break cluster DNS for every pod.
+func validHostsEntry(fqdn string, ip netip.Addr) (string, netip.Addr, error) {
+	name := strings.ToLower(strings.TrimSuffix(fqdn, "."))
+	if !isHostname(name) {
+		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: %q is not a DNS host name", ErrInvalidHostsEntry, fqdn))
+	}
+	ip = ip.Unmap()
+	if !ip.IsValid() || ip.IsUnspecified() || ip.Zone() != "" {
+		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: %q is not a usable IP address", ErrInvalidHostsEntry, ip.String()))
+	}
+	return name, ip, nil
+}
+
+// isHostname accepts RFC 1123 host names with at least two labels: letters,
+// digits and inner hyphens, 63 bytes a label, 253 in all.
+func isHostname(s string) bool {
+	if len(s) == 0 || len(s) > 253 || !strings.Contains(s, ".") {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(label) {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,150 @@
+package kube
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSetCorefileHostsEntry(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		ip   netip.Addr
+		want string
+		err  error
+	}{
+		"root block without hosts: block inserted with the block's indent": {
+			in: ".:53 {\n\terrors\n\tforward . /etc/resolv.conf\n\treload\n}\n",
+			ip: smtIP,
+			want: ".:53 {\n" +
+				"\thosts {\n\t    20.38.0.87 smt-azure.susecloud.net\n\t    fallthrough\n\t}\n" +
+				"\terrors\n\tforward . /etc/resolv.conf\n\treload\n}\n",
+		},
+		"existing hosts block (k3s): entry added first, block kept": {
+			in:   ".:53 {\n    errors\n    hosts /etc/coredns/NodeHosts {\n      ttl 60\n      reload 15s\n      fallthrough\n    }\n    reload\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    errors\n    hosts /etc/coredns/NodeHosts {\n      20.38.0.87 smt-azure.susecloud.net\n      ttl 60\n      reload 15s\n      fallthrough\n    }\n    reload\n}\n",
+		},
+		"older entry for the name: address replaced in place": {
+			in:   ".:53 {\n    hosts {\n        10.0.0.9 other.example.com\n        20.38.0.1 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts {\n        10.0.0.9 other.example.com\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+		},
+		"entry already current: unchanged byte for byte": {
+			in:   ".:53 {\n    hosts {\n        20.38.0.87\tSMT-Azure.susecloud.net.  # ours\n        fallthrough\n    }\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts {\n        20.38.0.87\tSMT-Azure.susecloud.net.  # ours\n        fallthrough\n    }\n}\n",
+		},
+		"duplicates dropped, shared line split": {
+			in:   ".:53 {\n    hosts {\n        20.38.0.1 a.example.com smt-azure.susecloud.net\n        20.38.0.2 smt-azure.susecloud.net\n        20.38.0.3 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts {\n        20.38.0.1 a.example.com\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+		},
+		"IPv6 address": {
+			in:   ".:53 {\n    hosts {\n        fallthrough\n    }\n}\n",
+			ip:   smtIPNew,
+			want: ".:53 {\n    hosts {\n        2603:1030:501::dd smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+		},
+		"IPv4-mapped address written as IPv4": {
+			in:   ".:53 {\n    hosts {\n        fallthrough\n    }\n}\n",
+			ip:   netip.MustParseAddr("::ffff:20.38.0.87"),
+			want: ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+		},
+		"only the root block is edited, not a zone block before it": {
+			in: "example.org:53 {\n    hosts {\n        10.0.0.1 www.example.org\n    }\n}\n. {\n    forward . 8.8.8.8\n}\n",
+			ip: smtIP,
+			want: "example.org:53 {\n    hosts {\n        10.0.0.1 www.example.org\n    }\n}\n. {\n" +
+				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n" +
+				"    forward . 8.8.8.8\n}\n",
+		},
+		"braces in comments are ignored": {
+			in: "# {{ generated }}\n.:53 { # main {\n    errors\n}\n",
+			ip: smtIP,
+			want: "# {{ generated }}\n.:53 { # main {\n" +
+				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n" +
+				"    errors\n}\n",
+		},
+		"empty Corefile":            {in: "  \n", ip: smtIP, err: ErrCorefile},
+		"no root server block":      {in: "example.org {\n    whoami\n}\n", ip: smtIP, err: ErrCorefile},
+		"root block never closed":   {in: ".:53 {\n    errors\n", ip: smtIP, err: ErrCorefile},
+		"hosts without a block":     {in: ".:53 {\n    hosts /etc/hosts\n}\n", ip: smtIP, err: ErrCorefile},
+		"hosts block on one line":   {in: ".:53 {\n    hosts { 10.0.0.1 a.example.com }\n}\n", ip: smtIP, err: ErrCorefile},
+		"hosts block never closed":  {in: ".:53 {\n    hosts {\n        fallthrough\n", ip: smtIP, err: ErrCorefile},
+		"unspecified address":       {in: kindCorefile, ip: netip.IPv4Unspecified(), err: ErrInvalidHostsEntry},
+		"address with a zone":       {in: kindCorefile, ip: netip.MustParseAddr("fe80::1%eth0"), err: ErrInvalidHostsEntry},
+		"zero address (none found)": {in: kindCorefile, err: ErrInvalidHostsEntry},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := SetCorefileHostsEntry(tc.in, smtName, tc.ip)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+
+			again, err := SetCorefileHostsEntry(got, smtName, tc.ip)
+			require.NoError(t, err)
+			assert.Equal(t, got, again, "idempotent")
+		})
+	}
+}
+
+func TestValidHostsEntryNames(t *testing.T) {
+	tests := map[string]struct {
+		name string
+		ok   bool
+	}{
+		"update server":     {name: "smt-azure.susecloud.net", ok: true},
+		"upper case, dot":   {name: "SMT-EC2.SUSECLOUD.NET.", ok: true},
+		"digits":            {name: "rmt-1.westeurope.example.com", ok: true},
+		"single label":      {name: "localhost"},
+		"empty":             {name: ""},
+		"space":             {name: "smt azure.susecloud.net"},
+		"brace":             {name: "smt{.susecloud.net"},
+		"hash":              {name: "smt#.susecloud.net"},
+		"leading hyphen":    {name: "-smt.susecloud.net"},
+		"empty label":       {name: "smt..susecloud.net"},
+		"underscore":        {name: "smt_azure.susecloud.net"},
+		"label too long":    {name: strings.Repeat("a", 64) + ".example.com"},
+		"name too long":     {name: strings.Repeat("a.", 127) + "com"},
+		"IP literal":        {name: "20.38.0.87", ok: true}, // digits-only labels are legal host names
+		"newline injection": {name: "smt.example.com\n}\n"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := validHostsEntry(tc.name, smtIP)
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, ErrInvalidHostsEntry)
+			}
+		})
+	}
+}
+
+// Whatever Corefile a cluster has, the edit never panics, and a successful
+// edit is a fixed point: the next run changes nothing.
+func FuzzSetCorefileHostsEntry(f *testing.F) {
+	f.Add(kindCorefile)
+	f.Add(".:53 {\n    hosts /etc/coredns/NodeHosts {\n      ttl 60\n      fallthrough\n    }\n}\n")
+	f.Add(".:53 {\n    hosts {\n        20.38.0.1 a.example.com smt-azure.susecloud.net\n    }\n}\n")
+	f.Add("}}}{{{ .:53 {")
+	f.Fuzz(func(t *testing.T, corefile string) {
+		out, err := SetCorefileHostsEntry(corefile, smtName, smtIP)
+		if err != nil {
+			return
+		}
+		again, err := SetCorefileHostsEntry(out, smtName, smtIP)
+		if err != nil {
+			t.Fatalf("edited Corefile no longer accepted: %v\n%s", err, out)
+		}
+		if again != out {
+			t.Fatalf("not idempotent:\n%s\n---\n%s", out, again)
+		}
+	})
+}

@@ -1,0 +1,221 @@
+package kube
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
+	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// ReleaseTimeout bounds the release of the Lease. Release runs after the run
+// may have been cancelled, so it gets a context of its own.
+const ReleaseTimeout = 5 * time.Second
+
+// Lease keeps two runs apart: the CronJob's concurrencyPolicy Forbid stops
+// two scheduled runs, but not a manual Job started beside a scheduled one.
+// It is a coordination.k8s.io/v1 Lease in the Secret's namespace, held by
+// the pod's name for the run deadline.
+//
+// It is not leader election: a one-shot run takes the Lease once, never
+// renews it, and releases it at the end. A run that dies without releasing
+// blocks others only until the Lease expires, which is why Duration must be
+// the run deadline and not longer.
+type Lease struct {
+	Leases    coordv1client.LeasesGetter
+	Namespace string // default Namespace
+	Name      string // LEASE_NAME; required
+	// Holder is this run's identity (the pod name); required. Two runs with
+	// the same holder are one run as far as the Lease knows.
+	Holder string
+	// Duration is how long the Lease protects a run (the run deadline).
+	Duration time.Duration
+	Clock    clock.PassiveClock // nil means the real clock
+	Log      *slog.Logger
+}
+
+// Acquire takes the Lease, or returns a *LeaseHeldError (errors.Is
+// ErrLeaseHeld) when another run holds it and it has not expired. The
+// returned release gives the Lease up; call it when the run ends, failed or
+// not, even with a cancelled context: it uses a context of its own bounded by
+// ReleaseTimeout.
+//
+// An absent Lease is created by server-side apply (the Role limits leases by
+// resourceNames, which a POST can never satisfy), without Force and under a
+// field manager of this holder: two runs racing to create it then conflict
+// instead of both winning. An existing Lease is taken over by an Update
+// carrying the resourceVersion just read, so of two runs taking over an
+// expired Lease only one succeeds; the other gets ErrLeaseHeld.
+func (l *Lease) Acquire(ctx context.Context) (release func(context.Context) error, err error) {
+	ns := orDefault(l.Namespace, Namespace)
+	if l.Name == "" || l.Holder == "" || l.Duration <= 0 {
+		return nil, failure.Permanent(fmt.Errorf("kube: lease: name, holder and a positive duration are required (name %q, holder %q, duration %s)", l.Name, l.Holder, l.Duration))
+	}
+	need := access{verbs: []string{"get", "create", "update", "patch"}, resource: "leases/" + l.Name, namespace: ns}
+	wrap := func(err error) error { return fmt.Errorf("kube: lease %s/%s: %w", ns, l.Name, err) }
+	leases := l.Leases.Leases(ns)
+	now := l.now()
+
+	cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cfg := coordv1ac.Lease(l.Name, ns).WithSpec(coordv1ac.LeaseSpec().
+			WithHolderIdentity(l.Holder).
+			WithLeaseDurationSeconds(l.durationSeconds()).
+			WithAcquireTime(metav1.NewMicroTime(now)).
+			WithRenewTime(metav1.NewMicroTime(now)))
+		_, err := leases.Apply(ctx, cfg, metav1.ApplyOptions{FieldManager: l.fieldManager(), Force: false})
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			return nil, l.heldBy(ctx, ns)
+		}
+		if err != nil {
+			return nil, wrap(apiError(err, need))
+		}
+	case err != nil:
+		return nil, wrap(apiError(err, need))
+	default:
+		holder, until := holderOf(cur)
+		if holder != "" && holder != l.Holder && now.Before(until) {
+			return nil, &LeaseHeldError{Namespace: ns, Name: l.Name, Holder: holder, Until: until}
+		}
+		next := cur.DeepCopy()
+		next.Spec.HolderIdentity = &l.Holder
+		d := l.durationSeconds()
+		next.Spec.LeaseDurationSeconds = &d
+		next.Spec.AcquireTime = ptrMicro(now)
+		next.Spec.RenewTime = ptrMicro(now)
+		if holder != l.Holder {
+			n := int32(1)
+			if cur.Spec.LeaseTransitions != nil {
+				n = *cur.Spec.LeaseTransitions + 1
+			}
+			next.Spec.LeaseTransitions = &n
+		}
+		_, err := leases.Update(ctx, next, metav1.UpdateOptions{FieldManager: l.fieldManager()})
+		if apierrors.IsConflict(err) {
+			return nil, l.heldBy(ctx, ns)
+		}
+		if err != nil {
+			return nil, wrap(apiError(err, need))
+		}
+		if holder != "" && holder != l.Holder {
+			logger(l.Log).Info("took over an expired lease", slog.String("lease", ns+"/"+l.Name), slog.String("previousHolder", holder), slog.Time("expired", until))
+		}
+	}
+	logger(l.Log).Debug("lease acquired", slog.String("lease", ns+"/"+l.Name), slog.String("holder", l.Holder))
+	return func(ctx context.Context) error { return l.release(ctx, ns) }, nil
+}
+
+// release clears holderIdentity if we still hold the Lease. It updates with
+// the resourceVersion it read (the Role grants no delete), retries only on
+// conflicts, and leaves a Lease another run has taken over alone.
+func (l *Lease) release(ctx context.Context, ns string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+	defer cancel()
+	leases := l.Leases.Leases(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if holder, _ := holderOf(cur); holder != l.Holder {
+			return nil
+		}
+		next := cur.DeepCopy()
+		next.Spec.HolderIdentity = nil
+		_, err = leases.Update(ctx, next, metav1.UpdateOptions{FieldManager: l.fieldManager()})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("kube: lease %s/%s: release: %w", ns, l.Name, apiError(err, access{verbs: []string{"get", "update"}, resource: "leases/" + l.Name, namespace: ns}))
+	}
+	logger(l.Log).Debug("lease released", slog.String("lease", ns+"/"+l.Name))
+	return nil
+}
+
+// heldBy reads the Lease back after losing a race, to name the winner. If it
+// cannot be read, the error still says the Lease was taken.
+func (l *Lease) heldBy(ctx context.Context, ns string) error {
+	held := &LeaseHeldError{Namespace: ns, Name: l.Name}
+	if cur, err := l.Leases.Leases(ns).Get(ctx, l.Name, metav1.GetOptions{}); err == nil {
+		held.Holder, held.Until = holderOf(cur)
+		if held.Holder == l.Holder {
+			// Our own write landed although the call reported a conflict;
+			// still step back: the caller has no release to call.
+			held.Holder = ""
+		}
+	} else if !errors.Is(err, context.Canceled) {
+		logger(l.Log).Debug("could not read the lease after losing it", slog.String("error", err.Error()))
+	}
+	return held
+}
+
+// holderOf returns the holder and the expiry of a Lease: renewTime (or
+// acquireTime) plus leaseDurationSeconds. A Lease without times has expired.
+func holderOf(le *coordinationv1.Lease) (holder string, until time.Time) {
+	if le.Spec.HolderIdentity != nil {
+		holder = *le.Spec.HolderIdentity
+	}
+	var since *metav1.MicroTime
+	switch {
+	case le.Spec.RenewTime != nil:
+		since = le.Spec.RenewTime
+	case le.Spec.AcquireTime != nil:
+		since = le.Spec.AcquireTime
+	default:
+		return holder, time.Time{}
+	}
+	var secs int32
+	if le.Spec.LeaseDurationSeconds != nil {
+		secs = *le.Spec.LeaseDurationSeconds
+	}
+	return holder, since.Add(time.Duration(secs) * time.Second)
+}
+
+func (l *Lease) now() time.Time {
+	if l.Clock == nil {
+		return time.Now()
+	}
+	return l.Clock.Now()
+}
+
+// durationSeconds rounds Duration up to whole seconds, the Lease's unit.
+func (l *Lease) durationSeconds() int32 {
+	s := math.Ceil(l.Duration.Seconds())
+	return int32(min(s, math.MaxInt32))
+}
+
+// fieldManager is a manager per holder. Server-side apply lets one manager
+// overwrite its own fields freely, so two runs sharing a manager would both
+// "create" the Lease; with a manager each, the second apply conflicts. The
+// API server allows 128 characters; longer holders are shortened with a
+// hash so that two of them still differ.
+func (l *Lease) fieldManager() string {
+	m := FieldManager + "/" + l.Holder
+	if len(m) <= 128 {
+		return m
+	}
+	sum := sha256.Sum256([]byte(l.Holder))
+	return m[:128-17] + "-" + hex.EncodeToString(sum[:8])
+}
+
+func ptrMicro(t time.Time) *metav1.MicroTime {
+	m := metav1.NewMicroTime(t)
+	return &m
+}

@@ -1,0 +1,140 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// SecretStore writes the Registration into the operator's Secret (phase 6).
+//
+// It reads the Secret first and writes nothing when our five keys already
+// hold the wanted values: every write that changes regCode, registrationUrl
+// or registrationType makes the operator deregister and register afresh, and
+// an unchanged run must cost one GET and no write. When something differs it
+// applies our keys with server-side apply; see Write for why that is the
+// only write that works under the Role in manifests/base.
+type SecretStore struct {
+	Secrets   corev1client.SecretsGetter
+	Namespace string // default Namespace
+	Name      string // default SecretName
+
+	// RetryMax is the number of attempts (K8S_RETRY_MAX, default 5);
+	// RetryBackoff multiplies the pause after each one (K8S_RETRY_BACKOFF,
+	// default 2.0), starting at 1 s and capped at 30 s.
+	RetryMax     int
+	RetryBackoff float64
+	// Sleep waits between attempts; nil means a real timer. Tests inject
+	// one that returns at once.
+	Sleep func(ctx context.Context, d time.Duration) error
+	Log   *slog.Logger
+}
+
+// Write makes the Secret carry r, and reports whether it wrote anything.
+//
+// The write is a server-side apply of only our five data keys and the type,
+// with Force and FieldManager "registration-engine":
+//   - Absent, the apply creates the Secret. The API server authorizes that as
+//     "create" with the Secret's name, which a Role limited by resourceNames
+//     allows; a POST carries no name and is always denied.
+//   - Present, the apply changes only the fields in our apply configuration.
+//     Labels, annotations, the salt and any data key another manager set are
+//     not in it, so they stay; we never set app.kubernetes.io/managed-by,
+//     which would make the operator refuse the Secret. Force takes over our
+//     keys from whoever wrote them before (kubectl, the Python engine).
+//   - We apply data, not stringData: the API server folds stringData into
+//     data only after the apply, so managedFields would record stringData
+//     keys that are never stored, and we would never own the data keys.
+//
+// Conflicts, throttling, 5xx and network errors are retried (the whole
+// read-compare-apply, so a retry re-reads); a 403 fails at once with an
+// error naming what the Role must allow.
+func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, err error) {
+	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
+	log := logger(s.Log).With(slog.String("secret", ns+"/"+name))
+	need := access{verbs: []string{"get", "create", "patch"}, resource: "secrets/" + name, namespace: ns}
+	want := r.Data()
+
+	err = newRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
+		cur, err := s.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			cur = nil
+		case err != nil:
+			return apiError(err, need)
+		}
+		diff := differingKeys(cur, want)
+		if cur != nil {
+			if cur.Type != "" && cur.Type != corev1.SecretTypeOpaque {
+				return failure.Permanent(fmt.Errorf("%w: %s is %q, the operator reads an Opaque Secret and a type cannot change; delete it (which deregisters the cluster) and the next run recreates it", ErrSecretType, name, cur.Type))
+			}
+			if len(diff) == 0 {
+				changed = false
+				return nil
+			}
+		}
+
+		cfg := secretApplyConfig(ns, name, want)
+		if _, err := s.Secrets.Secrets(ns).Apply(ctx, cfg, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+			return apiError(err, need)
+		}
+		changed = true
+		log.Info("registration secret written", slog.Bool("created", cur == nil), slog.Any("changedKeys", diff))
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("kube: secret %s/%s: %w", ns, name, err)
+	}
+	if !changed {
+		log.Debug("registration secret unchanged")
+	}
+	return changed, nil
+}
+
+// secretApplyConfig is the whole of what we claim in the Secret: its type
+// and our data keys. No labels, no annotations: whatever is not in here is
+// left to the operator.
+func secretApplyConfig(ns, name string, want map[string]string) *corev1ac.SecretApplyConfiguration {
+	data := make(map[string][]byte, len(want))
+	for k, v := range want {
+		data[k] = []byte(v)
+	}
+	return corev1ac.Secret(name, ns).WithType(corev1.SecretTypeOpaque).WithData(data)
+}
+
+// differingKeys lists, in registrationKeys order, the keys whose stored value
+// differs from want (all of them when cur is nil). Only the names are
+// returned: the values are secret.
+func differingKeys(cur *corev1.Secret, want map[string]string) []string {
+	var diff []string
+	for _, k := range registrationKeys {
+		v, ok := want[k]
+		if !ok {
+			continue
+		}
+		if cur == nil {
+			diff = append(diff, k)
+			continue
+		}
+		if have, ok := cur.Data[k]; !ok || string(have) != v {
+			diff = append(diff, k)
+		}
+	}
+	return diff
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
