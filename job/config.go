@@ -288,7 +288,7 @@ var settings = []setting{
 	{flag: "attestation-roots", envs: []string{"ATTESTATION_ROOTS_FILE"}, help: "PEM trust anchors for IMDS attested documents instead of the pinned Azure roots (tests and the fake cloud only)", set: str(func(c *Config) *string { return &c.AttestationRoots })},
 	{flag: "aia-allowed-hosts", envs: []string{"AIA_ALLOWED_HOSTS"}, help: "hosts the attested document's intermediate may be fetched from, comma-separated (default Microsoft's and DigiCert's)", set: func(c *Config, v string) error { c.AIAAllowedHosts = splitList(v); return nil }},
 	{flag: "verify-retry-max", envs: []string{"VERIFY_RETRY_MAX"}, def: "5", help: "attempts for ARM and IMDS calls", set: integer(1, func(c *Config) *int { return &c.VerifyRetryMax })},
-	{flag: "verify-retry-backoff", envs: []string{"VERIFY_RETRY_BACKOFF"}, def: "2.0", help: "backoff multiplier between ARM/IMDS attempts (first pause 1s)", set: float(1, func(c *Config) *float64 { return &c.VerifyRetryBackoff })},
+	{flag: "verify-retry-backoff", envs: []string{"VERIFY_RETRY_BACKOFF"}, def: "2.0", help: "backoff factor: IMDS waits 1s × factor^n between attempts; ARM starts at factor seconds and doubles (Retry-After wins)", set: float(1, func(c *Config) *float64 { return &c.VerifyRetryBackoff })},
 
 	{group: "Cloud detection"},
 	{flag: "azure-imds-endpoint", envs: []string{"AZURE_IMDS_ENDPOINT"}, def: DefaultAzureIMDS, help: "Azure IMDS base URL", set: endpoint(false, func(c *Config) *string { return &c.AzureIMDSEndpoint })},

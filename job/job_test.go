@@ -220,26 +220,35 @@ func TestRunSkipsWhenTheLeaseIsHeld(t *testing.T) {
 	assert.Equal(t, ExitOK, ExitCode(err))
 }
 
-func TestRunCancelledBySignalReleasesTheLease(t *testing.T) {
-	r := &recorder{block: "find"}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() {
-		for {
-			r.mu.Lock()
-			n := len(r.calls)
-			r.mu.Unlock()
-			if n >= 5 {
-				cancel(ErrTerminated)
-				return
+// TestSIGTERMInEveryPhase cancels the run the way main does on SIGTERM
+// while each phase is in flight: exit 143, the Lease released, nothing
+// written.
+func TestSIGTERMInEveryPhase(t *testing.T) {
+	for _, phase := range []string{"lease", "detect", "prove", "find", "race", "dns", "write"} {
+		t.Run(phase, func(t *testing.T) {
+			r := &recorder{block: phase}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			go func() {
+				for {
+					r.mu.Lock()
+					inPhase := len(r.calls) > 0 && r.calls[len(r.calls)-1] == phase
+					r.mu.Unlock()
+					if inPhase {
+						cancel(ErrTerminated)
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}()
+			_, err := newJob(r, &bytes.Buffer{}).Run(ctx)
+			require.Error(t, err)
+			assert.Equal(t, ExitTerminated, ExitCode(err), "%v", err)
+			assert.Empty(t, r.written, "nothing half-written")
+			if phase != "lease" {
+				assert.True(t, r.released, "the Lease is released")
 			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	_, err := newJob(r, &bytes.Buffer{}).Run(ctx)
-	require.Error(t, err)
-	assert.Equal(t, ExitTerminated, ExitCode(err))
-	assert.True(t, r.released)
-	assert.Empty(t, r.written)
+		})
+	}
 }
 
 func TestRunDeadline(t *testing.T) {

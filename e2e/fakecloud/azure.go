@@ -133,6 +133,10 @@ type Azure struct {
 
 	mu   sync.Mutex
 	plan AzurePlan
+	// issued remembers when a document for a nonce was first signed: real
+	// IMDS serves the same document for a while, so two runs minutes apart
+	// send identical instance data (and the Secret is not rewritten).
+	issued map[string]time.Time
 }
 
 // NewAzure generates the fake's PKI and applies DefaultAzureConfig to the
@@ -534,6 +538,22 @@ func azureTime(t time.Time) string {
 	return strings.Replace(t.UTC().Format("01/02/06 15:04:05 -0700"), "+0000", "-0000", 1)
 }
 
+// documentCache is how long the fake serves the same document for a nonce.
+const documentCache = 10 * time.Minute
+
+func (a *Azure) issuedAt(nonce string, now time.Time) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.issued == nil {
+		a.issued = map[string]time.Time{}
+	}
+	if t, ok := a.issued[nonce]; ok && now.Sub(t) < documentCache {
+		return t
+	}
+	a.issued[nonce] = now
+	return now
+}
+
 func (a *Azure) attested(w http.ResponseWriter, r *http.Request) {
 	a.AttestedRequests.Add(1)
 	nonce := r.URL.Query().Get("nonce")
@@ -548,6 +568,7 @@ func (a *Azure) attested(w http.ResponseWriter, r *http.Request) {
 	if take(&a.CachedNonce) {
 		nonce = "cachedcachedcachedcachedcached00"
 	}
+	now = a.issuedAt(nonce, now)
 	kind := leafGood
 	switch {
 	case a.ExpiredLeaf.Load():

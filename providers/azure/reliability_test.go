@@ -1,0 +1,211 @@
+package azure_test
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// The failures of the reliability matrix (docs/RELIABILITY.md) that phase 2
+// must survive or report clearly. Each wraps the fake's handler to break one
+// thing the way a real peer or network does.
+
+// withIMDS serves wrap(fake IMDS) and points the config at it.
+func (e *env) withIMDS(t *testing.T, wrap func(next http.Handler) http.Handler) {
+	srv := httptest.NewServer(wrap(e.fake.IMDSHandler()))
+	t.Cleanup(srv.Close)
+	e.cfg.IMDSEndpoint = srv.URL
+	e.cfg.AIAAllowedHosts = []string{strings.TrimPrefix(srv.URL, "http://")}
+}
+
+// withARM serves wrap(fake ARM) over TLS and points the config at it.
+func (e *env) withARM(t *testing.T, wrap func(next http.Handler) http.Handler) {
+	ca, err := fakecloud.NewCA("arm test CA")
+	require.NoError(t, err)
+	cert, err := ca.Issue("127.0.0.1")
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(wrap(e.fake.ARMHandler()))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	tr := e.cfg.HTTPClient.Transport.(*http.Transport)
+	pool := tr.TLSClientConfig.RootCAs.Clone()
+	pool.AddCert(ca.Cert)
+	tr = tr.Clone()
+	tr.TLSClientConfig.RootCAs = pool
+	e.cfg.HTTPClient = &http.Client{Transport: tr, Timeout: e.cfg.HTTPClient.Timeout}
+	e.cfg.ARMEndpoint = srv.URL
+}
+
+// resetFirst closes the connection without an answer for the first n
+// requests: a TCP reset mid-request.
+func resetFirst(n int32, hits *atomic.Int32) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if hits.Add(1) <= n {
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err == nil {
+					if tc, ok := conn.(interface{ SetLinger(int) error }); ok {
+						_ = tc.SetLinger(0) // RST, not FIN
+					}
+					_ = conn.Close()
+				}
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// rewrite lets next answer, then replaces the body of responses to path.
+func rewrite(path string, body func(orig []byte) []byte) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != path {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length")
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(body(rec.Body.Bytes()))
+		})
+	}
+}
+
+func TestReliability(t *testing.T) {
+	tests := map[string]struct {
+		setup     func(t *testing.T, e *env)
+		wantErr   error // nil: the run survives
+		permanent bool
+		check     func(t *testing.T, e *env, err error)
+	}{
+		"ARM connection reset mid-request is retried": {
+			setup: func(t *testing.T, e *env) {
+				var hits atomic.Int32
+				e.withARM(t, resetFirst(2, &hits))
+			},
+		},
+		"ARM resets on every attempt: transient after VERIFY_RETRY_MAX": {
+			setup: func(t *testing.T, e *env) {
+				var hits atomic.Int32
+				e.withARM(t, resetFirst(100, &hits))
+			},
+			wantErr: azure.ErrARM,
+		},
+		"ARM 429 storm: transient after VERIFY_RETRY_MAX attempts": {
+			setup: func(t *testing.T, e *env) {
+				e.fake.ARM429.Store(100)
+				e.fake.RetryAfterSeconds.Store(0)
+			},
+			wantErr: azure.ErrARM,
+			check: func(t *testing.T, e *env, _ error) {
+				assert.Len(t, e.armRequestTimes(), e.cfg.RetryMax, "bounded: exactly VERIFY_RETRY_MAX attempts")
+			},
+		},
+		"IMDS compute without subscriptionId": {
+			setup: func(t *testing.T, e *env) {
+				e.withIMDS(t, rewrite("/metadata/instance/compute", func([]byte) []byte { return []byte(`{"vmId":"x","location":"westeurope"}`) }))
+			},
+			wantErr: azure.ErrIMDS,
+		},
+		"IMDS compute with non-UTF-8 bytes": {
+			setup: func(t *testing.T, e *env) {
+				e.withIMDS(t, rewrite("/metadata/instance/compute", func([]byte) []byte { return []byte("{\"subscriptionId\":\"\xff\xfe\xfd\"}") }))
+			},
+			// Garbage is not this machine's subscription: fail closed.
+			wantErr: azure.ErrSubscriptionMismatch, permanent: true,
+		},
+		"IMDS compute is not JSON": {
+			setup: func(t *testing.T, e *env) {
+				e.withIMDS(t, rewrite("/metadata/instance/compute", func([]byte) []byte { return []byte("<html>captive portal</html>") }))
+			},
+			wantErr: azure.ErrIMDS,
+		},
+		"attested document without signature": {
+			setup: func(t *testing.T, e *env) {
+				e.withIMDS(t, rewrite("/metadata/attested/document", func([]byte) []byte { return []byte(`{"encoding":"pkcs7"}`) }))
+			},
+			// Fail closed: a document that cannot be verified is never sent.
+			wantErr: azure.ErrAttestation, permanent: true,
+		},
+		"attested document signature is not base64": {
+			setup: func(t *testing.T, e *env) {
+				e.withIMDS(t, rewrite("/metadata/attested/document", func([]byte) []byte { return []byte(`{"encoding":"pkcs7","signature":"%%%"}`) }))
+			},
+			wantErr: azure.ErrAttestation, permanent: true,
+		},
+		"IMDS sends an endless body": {
+			setup: func(t *testing.T, e *env) {
+				e.withIMDS(t, rewrite("/metadata/instance/compute", func([]byte) []byte {
+					return []byte(`{"subscriptionId":"` + strings.Repeat("a", 8<<20) + `"}`)
+				}))
+			},
+			wantErr: azure.ErrIMDS,
+		},
+		"IMDS versions list is never needed: the API version is pinned": {
+			setup: func(t *testing.T, e *env) {
+				e.withIMDS(t, func(next http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						if r.URL.Path == "/metadata/versions" {
+							t.Errorf("the engine asked for /metadata/versions")
+							_, _ = w.Write([]byte(`{"apiVersions":[]}`))
+							return
+						}
+						next.ServeHTTP(w, r)
+					})
+				})
+			},
+		},
+		"federated token file disappears after start": {
+			setup: func(t *testing.T, e *env) {},
+			// kubelet replaces the projected token atomically; a missing
+			// file mid-run is worth one more attempt of the Job.
+			wantErr: azure.ErrToken,
+			check: func(t *testing.T, e *env, err error) {
+				assert.Contains(t, err.Error(), e.cfg.TokenFile, "the message names the file")
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.setup(t, e)
+			p, err := azure.New(e.cfg)
+			require.NoError(t, err)
+			if name == "federated token file disappears after start" {
+				// Removed after New checked it, before the token is requested.
+				require.NoError(t, os.Remove(e.cfg.TokenFile))
+			}
+			ev, err := p.Prove(context.Background())
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				require.NotNil(t, ev)
+				return
+			}
+			require.Error(t, err)
+			t.Logf("error: %v", err)
+			assert.ErrorIs(t, err, tc.wantErr)
+			assert.Equal(t, tc.permanent, failure.IsPermanent(err), "permanent: %v", err)
+			if tc.check != nil {
+				tc.check(t, e, err)
+			}
+		})
+	}
+}
