@@ -106,17 +106,19 @@ func (r *recorder) Acquire(ctx context.Context) (func(context.Context) error, er
 
 func newJob(r *recorder, logs *bytes.Buffer) *Job {
 	return &Job{
-		Log:          slog.New(slog.NewJSONHandler(logs, nil)),
-		Detector:     r,
-		Prover:       func(providers.Cloud) (providers.Prover, error) { return r, nil },
-		LoadSettings: func() (regionconfig.Settings, error) { return regionconfig.Settings{}, r.step(context.Background(), "config") },
-		Finder:       r,
-		Racer:        r,
-		DNS:          r,
-		Store:        r,
-		Lock:         r,
-		RegCode:      "REGCODE-SECRET",
-		Deadline:     time.Minute,
+		Log:      slog.New(slog.NewJSONHandler(logs, nil)),
+		Detector: r,
+		Prover:   func(providers.Cloud) (providers.Prover, error) { return r, nil },
+		LoadSettings: func() (regionconfig.Settings, error) {
+			return regionconfig.Settings{}, r.step(context.Background(), "config")
+		},
+		Finder:   r,
+		Racer:    r,
+		DNS:      r,
+		Store:    r,
+		Lock:     r,
+		RegCode:  "REGCODE-SECRET",
+		Deadline: time.Minute,
 	}
 }
 
