@@ -402,6 +402,9 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 				shown = "REDACTED"
 			}
 			problems = append(problems, fmt.Errorf("%s=%q: %w", from, shown, err))
+			if s.def != "" {
+				_ = s.set(c, s.def) // so Validate does not report the same setting twice
+			}
 		}
 	}
 	if err := c.Validate(); err != nil {
