@@ -54,10 +54,14 @@ func newARMClient(cfg Config) (*armClient, error) {
 		authority += "/"
 	}
 	u, _ := url.Parse(authority) // validated in New
-	copts := azcore.ClientOptions{Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}}
-	if cfg.HTTPClient != nil {
-		copts.Transport = cfg.HTTPClient
+	// Entra's and ARM's answers are read by the SDK; the transport caps
+	// every body so that a broken or hostile peer cannot fill memory.
+	inner := cfg.HTTPClient
+	if inner == nil {
+		inner = &http.Client{}
 	}
+	transport := limitedTransport{client: inner, max: maxARMBytes}
+	copts := azcore.ClientOptions{Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}, Transport: transport}
 	cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
 		ClientOptions:            copts,
 		ClientID:                 cfg.ClientID,
@@ -80,9 +84,7 @@ func newARMClient(cfg Config) (*armClient, error) {
 	if popts.Retry.MaxRetries == 0 {
 		popts.Retry.MaxRetries = -1 // azcore reads 0 as "default 3"; one attempt means no retry
 	}
-	if cfg.HTTPClient != nil {
-		popts.Transport = cfg.HTTPClient
-	}
+	popts.Transport = transport
 	bearer := runtime.NewBearerTokenPolicy(cred, []string{armScope}, nil)
 	pl := runtime.NewPipeline(moduleName, moduleVersion, runtime.PipelineOptions{PerRetry: []policy.Policy{bearer}}, &popts)
 	return &armClient{pipeline: pl, url: cfg.ARMEndpoint + cfg.ExtensionResourceID + "?api-version=" + ExtensionAPIVersion}, nil
@@ -122,6 +124,9 @@ func (c *armClient) getExtension(ctx context.Context) (*extensionResource, error
 		return nil, failure.Permanent(fmt.Errorf("%w: %w", ErrARM, err))
 	}
 	req.Raw().Header.Set("Accept", "application/json")
+	// azcore would otherwise read the whole body into memory before we
+	// see it; an endless body must meet our size limit instead.
+	runtime.SkipBodyDownload(req)
 	resp, err := c.pipeline.Do(req)
 	if err != nil {
 		return nil, classifyTokenError(err)
@@ -180,3 +185,47 @@ func classifyTokenError(err error) error {
 	}
 	return fmt.Errorf("%w: %w", ErrARM, err)
 }
+
+// errBodyTooLarge marks a response body over the transport's cap.
+var errBodyTooLarge = errors.New("response body too large")
+
+// limitedTransport is the SDK's HTTP transport with a cap on every response
+// body: reading past max bytes fails instead of buffering without end.
+type limitedTransport struct {
+	client *http.Client
+	max    int64
+}
+
+// Do implements policy.Transporter.
+func (t limitedTransport) Do(req *http.Request) (*http.Response, error) {
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.max, max: t.max}
+	return resp, nil
+}
+
+type limitedBody struct {
+	rc        io.ReadCloser
+	left, max int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells "exactly max" from "more than max".
+		var one [1]byte
+		if n, _ := b.rc.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("%w: more than %d bytes", errBodyTooLarge, b.max)
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }

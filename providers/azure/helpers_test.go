@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,11 @@ type env struct {
 	cfg      azure.Config
 	imds     *httptest.Server
 	imdsHost string
+
+	// served and check let a reliability case count what a fake sent
+	// and assert on it after the run.
+	served atomic.Int64
+	check  func(t *testing.T)
 
 	mu       sync.Mutex
 	sleeps   []time.Duration

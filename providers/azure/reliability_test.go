@@ -32,11 +32,16 @@ func (e *env) withIMDS(t *testing.T, wrap func(next http.Handler) http.Handler) 
 
 // withARM serves wrap(fake ARM) over TLS and points the config at it.
 func (e *env) withARM(t *testing.T, wrap func(next http.Handler) http.Handler) {
-	ca, err := fakecloud.NewCA("arm test CA")
+	e.cfg.ARMEndpoint = e.serveTLS(t, wrap(e.fake.ARMHandler()))
+}
+
+// serveTLS serves h over TLS with a new CA that the config's client trusts.
+func (e *env) serveTLS(t *testing.T, h http.Handler) string {
+	ca, err := fakecloud.NewCA("test CA")
 	require.NoError(t, err)
 	cert, err := ca.Issue("127.0.0.1")
 	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(wrap(e.fake.ARMHandler()))
+	srv := httptest.NewUnstartedServer(h)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -46,7 +51,40 @@ func (e *env) withARM(t *testing.T, wrap func(next http.Handler) http.Handler) {
 	tr = tr.Clone()
 	tr.TLSClientConfig.RootCAs = pool
 	e.cfg.HTTPClient = &http.Client{Transport: tr, Timeout: e.cfg.HTTPClient.Timeout}
-	e.cfg.ARMEndpoint = srv.URL
+	return srv.URL
+}
+
+// withEntra serves wrap(fake Entra) over TLS and points the config at it.
+func (e *env) withEntra(t *testing.T, wrap func(next http.Handler) http.Handler) {
+	url := e.serveTLS(t, wrap(e.fake.EntraHandler()))
+	e.cfg.AuthorityHost = url + "/"
+}
+
+// endless streams a JSON prefix and then bytes without end, counting them.
+func endless(e *env, prefix string) func(http.Handler) http.Handler {
+	return func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(prefix))
+			chunk := []byte(strings.Repeat("a", 64<<10))
+			for r.Context().Err() == nil {
+				n, err := w.Write(chunk)
+				e.served.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+}
+
+// boundedRead asserts after the run that the engine stopped reading.
+func boundedRead(e *env) {
+	e.check = func(t *testing.T) {
+		// The cap is 1 MiB; socket buffers let a few more through.
+		// Without a cap this is gigabytes.
+		assert.Less(t, e.served.Load(), int64(64<<20), "the engine read an unbounded body")
+	}
 }
 
 // resetFirst closes the connection without an answer for the first n
@@ -159,6 +197,28 @@ func TestReliability(t *testing.T) {
 			},
 			wantErr: azure.ErrIMDS,
 		},
+		"ARM sends an endless body": {
+			setup: func(t *testing.T, e *env) {
+				boundedRead(e)
+				e.withARM(t, endless(e, `{"plan":{"name":"`))
+			},
+			wantErr: azure.ErrARM,
+		},
+		"Entra sends an endless body": {
+			setup: func(t *testing.T, e *env) {
+				boundedRead(e)
+				e.withEntra(t, func(next http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						if strings.HasSuffix(r.URL.Path, "/token") {
+							endless(e, `{"access_token":"`)(nil).ServeHTTP(w, r)
+							return
+						}
+						next.ServeHTTP(w, r)
+					})
+				})
+			},
+			wantErr: azure.ErrToken,
+		},
 		"IMDS versions list is never needed: the API version is pinned": {
 			setup: func(t *testing.T, e *env) {
 				e.withIMDS(t, func(next http.Handler) http.Handler {
@@ -205,6 +265,9 @@ func TestReliability(t *testing.T) {
 			assert.Equal(t, tc.permanent, failure.IsPermanent(err), "permanent: %v", err)
 			if tc.check != nil {
 				tc.check(t, e, err)
+			}
+			if e.check != nil {
+				e.check(t)
 			}
 		})
 	}
