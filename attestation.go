@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -110,24 +109,9 @@ func readCerts(name string) ([]*x509.Certificate, error) {
 	if err != nil {
 		return nil, failure.Permanent(fmt.Errorf("attestation: %w", err))
 	}
-	var out []*x509.Certificate
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, failure.Permanent(fmt.Errorf("attestation: %s: %w", name, err))
-		}
-		out = append(out, c)
+	certs, err := azure.ParsePEMCertificates(data)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("attestation: %s: %w", name, err))
 	}
-	if len(out) == 0 {
-		return nil, failure.Permanent(fmt.Errorf("attestation: %s holds no PEM certificate", name))
-	}
-	return out, nil
+	return certs, nil
 }

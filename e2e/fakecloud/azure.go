@@ -225,18 +225,7 @@ func take(c *atomic.Int32) bool {
 }
 
 func (a *Azure) slow(r *http.Request) bool {
-	d := time.Duration(a.Slow.Load())
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-		return false
-	}
+	return smtWait(r, time.Duration(a.Slow.Load()))
 }
 
 func (a *Azure) retryAfter() string {
