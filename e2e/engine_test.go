@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/rancher/registration-engine/e2e/controlplane"
 )
 
 // The binaries under test, built once by TestMain.
@@ -39,7 +42,8 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	// Main also stops the control plane the cluster tests share.
+	code := controlplane.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -62,8 +66,9 @@ func startCloud(t *testing.T, faults ...string) cloud {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command(fakecloudBin, "--dir", dir, "--fault", strings.Join(faults, ","))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// Read while the process writes it, so it is locked.
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -79,6 +84,24 @@ func startCloud(t *testing.T, faults ...string) cloud {
 	}
 	env := strings.Fields(cloud{Dir: dir}.file(t, "env"))
 	return cloud{Dir: dir, Env: env}
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 type result struct {
