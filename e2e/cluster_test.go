@@ -587,16 +587,17 @@ func (e *clusterEnv) testScheduledRun(t *testing.T) {
 	require.Equal(t, batchv1.JobComplete, cond.Type, "%s: %s\n%s", cond.Reason, cond.Message, pr[0].res)
 	sleep := logLine(t, pr[0].res.stderr, scheduledSleepMsg)
 	require.NotNil(t, sleep, "the scheduled run takes the startup sleep:\n%s", pr[0].res.stderr)
-	// slog's JSON handler writes durations as nanoseconds.
-	assert.Equal(t, float64(2*time.Second), sleep["sleepMax"])
-	slept, _ := sleep["sleep"].(float64)
-	assert.Less(t, slept, float64(2*time.Second))
+	assert.Equal(t, "2s", sleep["sleepMax"])
+	sleepText, _ := sleep["sleep"].(string)
+	slept, err := time.ParseDuration(sleepText)
+	require.NoError(t, err, "the sleep is logged as a duration: %v", sleep["sleep"])
+	assert.Less(t, slept, 2*time.Second)
 	assert.Equal(t, job.OutcomeRegistered, summary(t, pr[0].res.stderr)["outcome"])
 	s, err := e.admin.CoreV1().Secrets(ns.Name).Get(ctx, kube.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assertRegistration(t, s, overlayRegCode)
 	t.Logf("proved: the controller-manager created Job %s %s after the CronJob, its pod took the startup sleep (%s of at most 2s) and the Job completed",
-		scheduled.Name, fired.Round(time.Second), time.Duration(slept).Round(time.Millisecond))
+		scheduled.Name, fired.Round(time.Second), slept.Round(time.Millisecond))
 }
 
 // ---- running the engine ----------------------------------------------

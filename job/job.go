@@ -253,7 +253,7 @@ func withCause(ctx context.Context, err error) error {
 
 func (j *Job) startupSleep(ctx context.Context, log *slog.Logger) error {
 	if !j.Scheduled || j.SleepMax <= 0 {
-		log.Info("starting without a startup sleep", slog.Bool("scheduled", j.Scheduled), slog.Duration("sleepMax", j.SleepMax))
+		log.Info("starting without a startup sleep", slog.Bool("scheduled", j.Scheduled), slog.String("sleepMax", j.SleepMax.String()))
 		return nil
 	}
 	randDur := j.RandDuration
@@ -261,7 +261,7 @@ func (j *Job) startupSleep(ctx context.Context, log *slog.Logger) error {
 		randDur = func(n time.Duration) time.Duration { return time.Duration(rand.Int64N(int64(n))) }
 	}
 	d := randDur(j.SleepMax)
-	log.Info("scheduled run: sleeping before the first request so that clusters spread their load", slog.Duration("sleep", d), slog.Duration("sleepMax", j.SleepMax))
+	log.Info("scheduled run: sleeping before the first request so that clusters spread their load", slog.String("sleep", d.String()), slog.String("sleepMax", j.SleepMax.String()))
 	sleep := j.Sleep
 	if sleep == nil {
 		sleep = sleepCtx
