@@ -34,7 +34,12 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 
 .PHONY: test
 test: testbin ## unit tests and the real-control-plane tests (go test -race)
-	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) $(GO) test -race -count=1 -timeout 20m ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '/e2e(/controlplane)?$$')
+	@echo "--- end-to-end: the built binaries, then a real kube-apiserver (full log: _out/e2e-test.log)"
+	@mkdir -p _out; set -o pipefail; \
+	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) $(GO) test -race -count=1 -v -timeout 20m ./e2e ./e2e/controlplane 2>&1 \
+	  | tee _out/e2e-test.log | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|proved:|control plane (started|stopped)|^(ok|FAIL|panic)' \
+	  || { echo "e2e tests failed; the failing part of _out/e2e-test.log:"; grep -B2 -A40 -- '--- FAIL' _out/e2e-test.log | head -300; exit 1; }
 
 .PHONY: unit
 unit: ## only the hermetic unit tests (no control plane)
