@@ -1,0 +1,139 @@
+package main
+
+import (
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The report is only as right as the parsing of what it reports: these
+// tests pin the readers of go test output, API server metrics, request
+// paths and symbol names.
+
+func TestParseGoBench(t *testing.T) {
+	out := `goos: linux
+pkg: github.com/rancher/registration-engine/providers
+cpu: AMD EPYC
+BenchmarkDetectNothingListening-2   	       1	2001234567 ns/op	         2.001 seconds/op	  137920 B/op	    1009 allocs/op
+BenchmarkDetectNothingListening-2   	       1	2003000000 ns/op	         2.003 seconds/op	  137000 B/op	    1000 allocs/op
+BenchmarkDetectNothingListening-2   	       1	2002000000 ns/op	         2.002 seconds/op	  138000 B/op	    1010 allocs/op
+PASS
+pkg: github.com/rancher/registration-engine/job/smt
+BenchmarkParseRegionData-2   	   48866	     26200 ns/op	  56.40 MB/s	   14200 B/op	     246 allocs/op
+ok  	github.com/rancher/registration-engine/job/smt	6.1s
+`
+	list := parseGoBench(out)
+	require.Len(t, list, 2)
+
+	detect := find(list, "BenchmarkDetectNothingListening")
+	require.NotNil(t, detect)
+	assert.Equal(t, "github.com/rancher/registration-engine/providers", detect.pkg)
+	ns, ok := detect.median("ns/op")
+	assert.True(t, ok)
+	assert.InDelta(t, 2002000000, ns, 0.5, "median of three repetitions")
+	assert.Len(t, detect.iters, 3)
+
+	parse := find(list, "BenchmarkParseRegionData")
+	require.NotNil(t, parse)
+	mbs, ok := parse.median("MB/s")
+	assert.True(t, ok)
+	assert.InDelta(t, 56.4, mbs, 1e-9)
+	_, ok = parse.median("seconds/op")
+	assert.False(t, ok, "a unit the benchmark does not report")
+}
+
+func TestClassify(t *testing.T) {
+	tests := map[string]struct {
+		method, contentType, path                 string
+		wantVerb, wantResource, wantSub, wantName string
+	}{
+		"get a secret":       {"GET", "", "/api/v1/namespaces/cattle-scc-system/secrets/scc-registration", "GET", "secrets", "", "scc-registration"},
+		"list secrets":       {"GET", "", "/api/v1/namespaces/cattle-scc-system/secrets", "LIST", "secrets", "", ""},
+		"watch leases":       {"GET", "", "/apis/coordination.k8s.io/v1/namespaces/x/leases?watch=true", "WATCH", "leases", "", ""},
+		"server-side apply":  {"PATCH", "application/apply-patch+yaml", "/api/v1/namespaces/x/secrets/s", "APPLY", "secrets", "", "s"},
+		"merge patch":        {"PATCH", "application/merge-patch+json", "/api/v1/namespaces/kube-system/configmaps/coredns", "PATCH", "configmaps", "", "coredns"},
+		"update a lease":     {"PUT", "application/json", "/apis/coordination.k8s.io/v1/namespaces/x/leases/l", "PUT", "leases", "", "l"},
+		"subresource":        {"PATCH", "application/merge-patch+json", "/apis/apps/v1/namespaces/kube-system/deployments/coredns/scale", "PATCH", "deployments", "scale", "coredns"},
+		"a namespace itself": {"GET", "", "/api/v1/namespaces/cattle-scc-system", "GET", "namespaces", "", "cattle-scc-system"},
+		"not a resource":     {"GET", "", "/version", "GET", "/version", "", ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			u, err := url.Parse(tc.path)
+			require.NoError(t, err)
+			verb, resource, sub, obj := classify(tc.method, tc.contentType, u)
+			assert.Equal(t, tc.wantVerb, verb)
+			assert.Equal(t, tc.wantResource, resource)
+			assert.Equal(t, tc.wantSub, sub)
+			assert.Equal(t, tc.wantName, obj)
+		})
+	}
+}
+
+func TestParseRequestTotals(t *testing.T) {
+	metrics := `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="GET",version="v1"} 3
+apiserver_request_total{code="404",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="GET",version="v1"} 1
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="APPLY",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="scale",verb="PATCH",version="v1"} 1
+apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",subresource="/metrics",verb="GET",version=""} 9
+apiserver_request_duration_seconds_count{resource="secrets",verb="GET"} 40
+`
+	assert.Equal(t, map[string]float64{
+		"GET secrets":             4,
+		"APPLY leases":            2,
+		"PATCH deployments/scale": 1,
+	}, parseRequestTotals(metrics))
+}
+
+func TestSymbolPackage(t *testing.T) {
+	tests := map[string]struct{ symbol, want string }{
+		"method":              {"k8s.io/api/core/v1.(*PodSpec).Unmarshal", "k8s.io/api/core/v1"},
+		"type descriptor":     {"type:*k8s.io/api/core/v1.Pod", "k8s.io/api/core/v1"},
+		"interface table":     {"go:itab.*k8s.io/api/apps/v1.ReplicaSet,k8s.io/apimachinery/pkg/runtime.Object", "k8s.io/api/apps/v1"},
+		"equality function":   {"type:.eq.k8s.io/api/core/v1.Toleration", "k8s.io/api/core/v1"},
+		"generic method":      {"k8s.io/client-go/gentype.(*Client[go.shape.*uint8]).Get", "k8s.io/client-go/gentype"},
+		"standard library":    {"crypto/tls.(*Conn).Read", "crypto/tls"},
+		"runtime":             {"runtime.mallocgc", "runtime"},
+		"escaped dot":         {"gopkg.in/yaml%2ev3.(*parser).parse", "gopkg.in/yaml.v3"},
+		"the engine's own":    {"github.com/rancher/registration-engine/job/smt.ParseRegionData", "github.com/rancher/registration-engine/job/smt"},
+		"closure in init":     {"k8s.io/api/core/v1.init.func1", "k8s.io/api/core/v1"},
+		"module with a dot":   {"go.yaml.in/yaml/v3.(*decoder).unmarshal", "go.yaml.in/yaml/v3"},
+		"package-level value": {"main.main", "main"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, symbolPackage(tc.symbol))
+		})
+	}
+	assert.Equal(t, "Kubernetes API types (k8s.io/api)", origin("k8s.io/api/core/v1"))
+	assert.Equal(t, "Go standard library and runtime", origin("crypto/tls"))
+	assert.Equal(t, "registration-engine itself", origin("main"))
+	assert.Equal(t, otherModules, origin("github.com/json-iterator/go"))
+}
+
+func TestSummarize(t *testing.T) {
+	tests := map[string]struct {
+		in   []time.Duration
+		want stats[time.Duration]
+	}{
+		"odd count":  {[]time.Duration{5, 1, 3}, stats[time.Duration]{median: 3, min: 1, max: 5}},
+		"even count": {[]time.Duration{4, 1, 2, 3}, stats[time.Duration]{median: 2, min: 1, max: 4}},
+		"empty":      {nil, stats[time.Duration]{}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, summarize(tc.in))
+		})
+	}
+}
+
+func TestJudge(t *testing.T) {
+	format := func(f float64) string { return fmtDur(time.Duration(f)) }
+	assert.Equal(t, "**pass** (90.0 ms to spare)", judge(float64(2010*time.Millisecond), float64(targetOffCloud), format))
+	assert.Equal(t, "**miss** by 100.0 ms (20%)", judge(float64(600*time.Millisecond), float64(targetHealthy), format))
+}
