@@ -10,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
-	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -117,13 +114,13 @@ func inCluster(o ClientOptions, log *slog.Logger) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// Clients are the typed clients the engine needs, and only those: the full
-// clientset links every API group into the binary.
+// Clients are the parts of the API the engine uses, and only those (see
+// api.go for why not the typed clientset).
 type Clients struct {
-	Secrets     corev1client.SecretsGetter
-	ConfigMaps  corev1client.ConfigMapsGetter
-	Deployments appsv1client.DeploymentsGetter
-	Leases      coordv1client.LeasesGetter
+	Secrets     SecretsGetter
+	ConfigMaps  ConfigMapsGetter
+	Deployments DeploymentsGetter
+	Leases      LeasesGetter
 }
 
 // NewClients builds the clients on one shared HTTP client, so they share
@@ -133,17 +130,9 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, failure.Permanent(fmt.Errorf("kube: http client: %w", err))
 	}
-	core, err := corev1client.NewForConfigAndClient(cfg, httpClient)
+	a, err := newAPI(cfg, httpClient)
 	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("kube: core/v1 client: %w", err))
+		return nil, err
 	}
-	apps, err := appsv1client.NewForConfigAndClient(cfg, httpClient)
-	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("kube: apps/v1 client: %w", err))
-	}
-	coord, err := coordv1client.NewForConfigAndClient(cfg, httpClient)
-	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("kube: coordination/v1 client: %w", err))
-	}
-	return &Clients{Secrets: core, ConfigMaps: core, Deployments: apps, Leases: coord}, nil
+	return &Clients{Secrets: a, ConfigMaps: a, Deployments: a, Leases: a}, nil
 }

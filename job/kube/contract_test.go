@@ -55,7 +55,13 @@ func TestRegistrationDataGolden(t *testing.T) {
 		// The body of the server-side apply: type and data only, no
 		// labels or annotations, data rather than stringData.
 		"apply configuration": {
-			render: func(r Registration) any { return secretApplyConfig(Namespace, SecretName, r.Data()) },
+			render: func(r Registration) any {
+				body, err := secretApplyPatch(Namespace, SecretName, r.Data())
+				if err != nil {
+					return err
+				}
+				return json.RawMessage(body)
+			},
 			golden: "secret-apply.golden",
 		},
 	}

@@ -14,8 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
@@ -61,8 +59,8 @@ const (
 // Deployment is restarted only if the Corefile has no reload directive.
 // Either way a run that finds the entry in place writes nothing.
 type HostsEntry struct {
-	ConfigMaps  corev1client.ConfigMapsGetter
-	Deployments appsv1client.DeploymentsGetter
+	ConfigMaps  ConfigMapsGetter
+	Deployments DeploymentsGetter
 	Namespace   string // default kube-system
 	Key         string // key in coredns-custom; default DefaultHostsKey
 	Clock       clock.PassiveClock
@@ -189,7 +187,7 @@ func (h *HostsEntry) now() time.Time {
 // patchConfigMapKey merge-patches one data key, with the resourceVersion
 // just read as a precondition: a concurrent edit of the same ConfigMap gets
 // a conflict (and a re-read) instead of being overwritten.
-func patchConfigMapKey(ctx context.Context, cms corev1client.ConfigMapInterface, name, resourceVersion, key, value string) error {
+func patchConfigMapKey(ctx context.Context, cms ConfigMapInterface, name, resourceVersion, key, value string) error {
 	meta := map[string]any{}
 	if resourceVersion != "" {
 		meta["resourceVersion"] = resourceVersion

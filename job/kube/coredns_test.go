@@ -66,7 +66,7 @@ func corednsDeployment(annotations map[string]string) *appsv1.Deployment {
 
 func newHostsEntry(c *fake.Clientset) *HostsEntry {
 	return &HostsEntry{
-		ConfigMaps: c.CoreV1(), Deployments: c.AppsV1(), Namespace: "kube-system",
+		ConfigMaps: typed{c}, Deployments: typed{c}, Namespace: "kube-system",
 		Clock: clocktesting.NewFakePassiveClock(t0),
 	}
 }

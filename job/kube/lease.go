@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,8 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
-	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
@@ -35,7 +35,7 @@ const ReleaseTimeout = 5 * time.Second
 // blocks others only until the Lease expires, which is why Duration must be
 // the run deadline and not longer.
 type Lease struct {
-	Leases    coordv1client.LeasesGetter
+	Leases    LeasesGetter
 	Namespace string // default Namespace
 	Name      string // LEASE_NAME; required
 	// Holder is this run's identity (the pod name); required. Two runs with
@@ -72,12 +72,22 @@ func (l *Lease) Acquire(ctx context.Context) (release func(context.Context) erro
 	cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		cfg := coordv1ac.Lease(l.Name, ns).WithSpec(coordv1ac.LeaseSpec().
-			WithHolderIdentity(l.Holder).
-			WithLeaseDurationSeconds(l.durationSeconds()).
-			WithAcquireTime(metav1.NewMicroTime(now)).
-			WithRenewTime(metav1.NewMicroTime(now)))
-		_, err := leases.Apply(ctx, cfg, metav1.ApplyOptions{FieldManager: l.fieldManager(), Force: false})
+		body, err := json.Marshal(map[string]any{
+			"apiVersion": coordinationv1.SchemeGroupVersion.String(),
+			"kind":       "Lease",
+			"metadata":   map[string]string{"name": l.Name, "namespace": ns},
+			"spec": map[string]any{
+				"holderIdentity":       l.Holder,
+				"leaseDurationSeconds": l.durationSeconds(),
+				"acquireTime":          metav1.NewMicroTime(now),
+				"renewTime":            metav1.NewMicroTime(now),
+			},
+		})
+		if err != nil {
+			return nil, wrap(failure.Permanent(err))
+		}
+		force := false
+		_, err = leases.Patch(ctx, l.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: l.fieldManager(), Force: &force})
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 			return nil, l.heldBy(ctx, ns)
 		}

@@ -31,7 +31,7 @@ var (
 
 func newLease(c *fake.Clientset, holder string, now time.Time) *Lease {
 	return &Lease{
-		Leases: c.CoordinationV1(), Namespace: Namespace, Name: leaseName,
+		Leases: typed{c}, Namespace: Namespace, Name: leaseName,
 		Holder: holder, Duration: 10 * time.Minute,
 		Clock: clocktesting.NewFakePassiveClock(now),
 	}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,8 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/rancher/registration-engine/providers/failure"
 )
@@ -24,7 +24,7 @@ import (
 // applies our keys with server-side apply; see Write for why that is the
 // only write that works under the Role in manifests/base.
 type SecretStore struct {
-	Secrets   corev1client.SecretsGetter
+	Secrets   SecretsGetter
 	Namespace string // default Namespace
 	Name      string // default SecretName
 
@@ -83,8 +83,12 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 			}
 		}
 
-		cfg := secretApplyConfig(ns, name, want)
-		if _, err := s.Secrets.Secrets(ns).Apply(ctx, cfg, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		body, err := secretApplyPatch(ns, name, want)
+		if err != nil {
+			return failure.Permanent(err)
+		}
+		force := true
+		if _, err := s.Secrets.Secrets(ns).Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
 			return apiError(err, need)
 		}
 		changed = true
@@ -100,15 +104,21 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 	return changed, nil
 }
 
-// secretApplyConfig is the whole of what we claim in the Secret: its type
-// and our data keys. No labels, no annotations: whatever is not in here is
-// left to the operator.
-func secretApplyConfig(ns, name string, want map[string]string) *corev1ac.SecretApplyConfiguration {
+// secretApplyPatch is the whole of what we claim in the Secret, as a
+// server-side apply body: its type and our data keys. No labels, no
+// annotations: whatever is not in here is left to the operator.
+func secretApplyPatch(ns, name string, want map[string]string) ([]byte, error) {
 	data := make(map[string][]byte, len(want))
 	for k, v := range want {
-		data[k] = []byte(v)
+		data[k] = []byte(v) // encoding/json writes []byte as base64, as data wants
 	}
-	return corev1ac.Secret(name, ns).WithType(corev1.SecretTypeOpaque).WithData(data)
+	return json.Marshal(map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Secret",
+		"metadata":   map[string]string{"name": name, "namespace": ns},
+		"type":       corev1.SecretTypeOpaque,
+		"data":       data,
+	})
 }
 
 // differingKeys lists, in registrationKeys order, the keys whose stored value

@@ -88,7 +88,7 @@ func operatorSecret(r Registration) *corev1.Secret {
 }
 
 func newStore(c *fake.Clientset, s *sleeps) *SecretStore {
-	return &SecretStore{Secrets: c.CoreV1(), Namespace: Namespace, Name: SecretName, Sleep: s.sleep}
+	return &SecretStore{Secrets: typed{c}, Namespace: Namespace, Name: SecretName, Sleep: s.sleep}
 }
 
 func getSecret(t *testing.T, c *fake.Clientset) *corev1.Secret {
