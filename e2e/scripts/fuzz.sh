@@ -9,8 +9,9 @@ fuzztime=${1:-30s}
 summary=()
 while IFS= read -r line; do
   file=${line%%:*}
-  target=$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' <<<"${line#*:}")
-  pkg=./$(dirname "$file")
+  target=$(sed -n 's/.*func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' <<<"$line")
+  pkg=$(dirname "$file")
+  [[ -n "$target" ]] || { echo "fuzz: cannot read a target from: $line" >&2; exit 1; }
   echo "== $pkg $target ($fuzztime)"
   out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg" 2>&1) || { echo "$out"; echo "fuzz: $target FAILED"; exit 1; }
   last=$(grep -E 'execs: [0-9]+' <<<"$out" | tail -1)
@@ -18,7 +19,7 @@ while IFS= read -r line; do
   secs=$(sed -n 's/.*elapsed: \([0-9]*\)s.*/\1/p' <<<"$last")
   rate=$(( execs / (secs > 0 ? secs : 1) ))
   summary+=("$(printf '%-34s %-24s %10s execs  %8s/s' "$pkg" "$target" "$execs" "$rate")")
-done < <(grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . | sort)
+done < <(grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' ./job ./providers ./e2e | sort)
 echo
 echo "fuzz: every target ran $fuzztime without a failure"
 printf '%s\n' "${summary[@]}"
