@@ -2,11 +2,14 @@ package fakecloud
 
 import (
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,7 +22,9 @@ import (
 type Options struct {
 	// Dir receives the files the engine needs (see Cloud.Env).
 	Dir string
-	// Host is the address every plain listener binds (default 127.0.0.1).
+	// Host is the address of IMDS, Entra and ARM: the one they bind and
+	// the one their certificate and Env name (default 127.0.0.1); with
+	// Listen, only the one named.
 	Host string
 	// RegionIPs and UpdateIPs are the loopback addresses of the two region
 	// servers and the two update servers (defaults 127.0.0.2/3 and
@@ -32,6 +37,33 @@ type Options struct {
 	Plan AzurePlan
 	// Faults to switch on at start (see Faults).
 	Faults []string
+
+	// Listen, when set, is the one address every server binds (a pod's
+	// "0.0.0.0"); Host, RegionIPs and UpdateIPs are then only what is
+	// advertised in certificates, the region servers' answers and Env, so
+	// there is one region server and one update server, each on its own
+	// port, and no [::1]. Host may then be a name (a Service's), which is
+	// also the regionsrv entry unless RegionIPs says otherwise; UpdateIPs
+	// must be an IP the engine can reach (a pod's), default Host. Empty:
+	// every server binds the loopback address it is known by.
+	Listen string
+	// Ports fixes ports, for a Service in front of a pod: IMDS, Entra and
+	// ARM always, the region and update servers only with Listen (on
+	// loopback they share a port over several addresses and get a free
+	// one). 0 picks a free port.
+	Ports Ports
+	// FederatedSubject, when set, makes Entra accept as client_assertion a
+	// Kubernetes ServiceAccount token with this subject
+	// ("system:serviceaccount:<namespace>:<name>"), audience
+	// api://AzureADTokenExchange and an expiry in the future, as a federated
+	// identity credential does, besides the configured federated token. Its
+	// signature is not checked: the fake has no way to the cluster's keys.
+	FederatedSubject string
+}
+
+// Ports are fixed ports of a fake cloud; 0 means any free port.
+type Ports struct {
+	IMDS, Entra, ARM, Region, UpdateHTTPS, UpdateHTTP int
 }
 
 // Cloud is every fake peer of one engine run, serving on loopback.
@@ -132,6 +164,21 @@ func Start(opts Options) (_ *Cloud, err error) {
 	if opts.Host == "" {
 		opts.Host = "127.0.0.1"
 	}
+	if opts.Listen != "" {
+		if len(opts.RegionIPs) == 0 {
+			opts.RegionIPs = []string{opts.Host}
+		}
+		if len(opts.UpdateIPs) == 0 {
+			opts.UpdateIPs = []string{opts.Host}
+		}
+		if net.ParseIP(opts.UpdateIPs[0]) == nil {
+			return nil, fmt.Errorf("fakecloud: the update server's address %q is not an IP (region servers hand out IPs)", opts.UpdateIPs[0])
+		}
+		if len(opts.RegionIPs) != 1 || len(opts.UpdateIPs) != 1 {
+			return nil, fmt.Errorf("fakecloud: listening on %s serves one region server and one update server, not %v and %v",
+				opts.Listen, opts.RegionIPs, opts.UpdateIPs)
+		}
+	}
 	if len(opts.RegionIPs) == 0 {
 		opts.RegionIPs = []string{"127.0.0.2", "127.0.0.3"}
 	}
@@ -141,7 +188,7 @@ func Start(opts Options) (_ *Cloud, err error) {
 	if opts.UpdateServerName == "" {
 		opts.UpdateServerName = "smt-azure.susecloud.net"
 	}
-	c := &Cloud{opts: opts, env: map[string]string{}, ipv6: HasIPv6Loopback(), starting: true}
+	c := &Cloud{opts: opts, env: map[string]string{}, ipv6: opts.Listen == "" && HasIPv6Loopback(), starting: true}
 	defer func() { c.starting = false }()
 	blackhole := slices.Contains(opts.Faults, "ipv6-blackhole")
 	defer func() {
@@ -172,15 +219,19 @@ func Start(opts Options) (_ *Cloud, err error) {
 	if err != nil {
 		return nil, err
 	}
-	imds, err := c.serve(opts.Host, c.adminMux(c.Azure.IMDSHandler()), nil)
+	imds, err := c.serve(opts.Host, opts.Ports.IMDS, c.adminMux(c.Azure.IMDSHandler()), nil)
 	if err != nil {
 		return nil, err
 	}
-	entra, err := c.serve(opts.Host, c.Azure.EntraHandler(), &cert)
+	var entraHandler http.Handler = c.Azure.EntraHandler()
+	if opts.FederatedSubject != "" {
+		entraHandler = acceptServiceAccount(entraHandler, opts.FederatedSubject, azCfg.FederatedToken)
+	}
+	entra, err := c.serve(opts.Host, opts.Ports.Entra, entraHandler, &cert)
 	if err != nil {
 		return nil, err
 	}
-	arm, err := c.serve(opts.Host, c.Azure.ARMHandler(), &cert)
+	arm, err := c.serve(opts.Host, opts.Ports.ARM, c.Azure.ARMHandler(), &cert)
 	if err != nil {
 		return nil, err
 	}
@@ -204,11 +255,22 @@ func Start(opts Options) (_ *Cloud, err error) {
 		}
 		infos = append(infos, u.Info(ip, v6, azCfg.Location))
 	}
-	httpsPort, httpPort, stop, err := ServeUpdateServers(servers)
-	if err != nil {
-		return nil, err
+	var httpsPort, httpPort int
+	if opts.Listen != "" {
+		u := c.Updates[0]
+		if httpsPort, err = c.listenPort(opts.Ports.UpdateHTTPS, u, &u.cert); err != nil {
+			return nil, err
+		}
+		if httpPort, err = c.listenPort(opts.Ports.UpdateHTTP, u, nil); err != nil {
+			return nil, err
+		}
+	} else {
+		var stop func()
+		if httpsPort, httpPort, stop, err = ServeUpdateServers(servers); err != nil {
+			return nil, err
+		}
+		c.stops = append(c.stops, stop)
 	}
-	c.stops = append(c.stops, stop)
 	if blackhole && c.ipv6 {
 		stop, err := blackholeListener("::1", httpsPort)
 		if err != nil {
@@ -224,11 +286,26 @@ func Start(opts Options) (_ *Cloud, err error) {
 		regions[ip] = r
 	}
 	certDir := filepath.Join(opts.Dir, "certs")
-	regionPort, stop, err := ServeRegionServers(certDir, regions)
-	if err != nil {
-		return nil, err
+	var regionPort int
+	if opts.Listen != "" {
+		ip := opts.RegionIPs[0]
+		cert, pemBytes, err := SelfSigned(ip)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(certDir, ip+".pem"), pemBytes, 0o644)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fakecloud: region server %s: %w", ip, err)
+		}
+		if regionPort, err = c.listenPort(opts.Ports.Region, regions[ip], &cert); err != nil {
+			return nil, err
+		}
+	} else {
+		var stop func()
+		if regionPort, stop, err = ServeRegionServers(certDir, regions); err != nil {
+			return nil, err
+		}
+		c.stops = append(c.stops, stop)
 	}
-	c.stops = append(c.stops, stop)
 
 	cfg := fmt.Sprintf(`[server]
 api = regionInfo
@@ -336,22 +413,51 @@ func (c *Cloud) Stop() {
 	c.stops = nil
 }
 
-// serve runs h on a fresh port of host (TLS when cert is set) and returns
-// host:port.
-func (c *Cloud) serve(host string, h http.Handler, cert *tls.Certificate) (string, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+// serve runs h on port (0: a free one) of host, or of Options.Listen when
+// set (TLS when cert is set), and returns host:port.
+func (c *Cloud) serve(host string, port int, h http.Handler, cert *tls.Certificate) (string, error) {
+	bind := host
+	if c.opts.Listen != "" {
+		bind = c.opts.Listen
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(bind, strconv.Itoa(port)))
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("fakecloud: %w", err)
 	}
 	c.stops = append(c.stops, smtServe(l, h, cert))
-	return l.Addr().String(), nil
+	return net.JoinHostPort(host, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), nil
+}
+
+// listenPort runs h on port of Options.Listen and returns the port.
+func (c *Cloud) listenPort(port int, h http.Handler, cert *tls.Certificate) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(c.opts.Listen, strconv.Itoa(port)))
+	if err != nil {
+		return 0, fmt.Errorf("fakecloud: %w", err)
+	}
+	c.stops = append(c.stops, smtServe(l, h, cert))
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // adminMux adds POST /fakecloud/fault?name=X beside the IMDS routes, so a
-// test or an operator can switch a fault on while the cloud runs.
+// test or an operator can switch a fault on while the cloud runs, and
+// GET /fakecloud/files/{name}, which serves the public files of Start
+// (ca.pem, attestation-roots.pem, attestation-intermediate.pem and
+// certs/<ip>.pem) to an engine that cannot read Dir, such as a pod's
+// (the federated and access tokens are not served).
 func (c *Cloud) adminMux(imds http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", imds)
+	mux.HandleFunc("GET /fakecloud/files/{name...}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		dir, file := path.Split(name)
+		public := (dir == "" && (file == "ca.pem" || strings.HasPrefix(file, "attestation-"))) ||
+			(dir == "certs/" && strings.HasSuffix(file, ".pem"))
+		if !public || path.Clean(name) != name {
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeFile(w, r, filepath.Join(c.opts.Dir, filepath.FromSlash(name)))
+	})
 	mux.HandleFunc("POST /fakecloud/fault", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.SetFault(r.URL.Query().Get("name")); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -360,4 +466,54 @@ func (c *Cloud) adminMux(imds http.Handler) http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return mux
+}
+
+// acceptServiceAccount lets Entra's token endpoint take a Kubernetes
+// ServiceAccount token of subject sub for the configured federated token,
+// the way a federated identity credential binds an Entra application to one
+// ServiceAccount. Anything else reaches Entra unchanged and fails there.
+func acceptServiceAccount(entra http.Handler, sub, federatedToken string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/oauth2/v2.0/token") {
+			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			if err := r.ParseForm(); err != nil {
+				writeJSON(w, http.StatusBadRequest, entraError("invalid_request", 900144, "The request body must be a form."))
+				return
+			}
+			if serviceAccountToken(r.PostForm.Get("client_assertion"), sub, time.Now()) {
+				r.PostForm.Set("client_assertion", federatedToken)
+			}
+		}
+		entra.ServeHTTP(w, r)
+	})
+}
+
+// serviceAccountToken reports whether jwt's claims name subject sub, the
+// audience api://AzureADTokenExchange and an expiry after now.
+func serviceAccountToken(jwt, sub string, now time.Time) bool {
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return false
+	}
+	var claims struct {
+		Sub string          `json:"sub"`
+		Aud json.RawMessage `json:"aud"`
+		Exp int64           `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Sub != sub || claims.Exp <= now.Unix() {
+		return false
+	}
+	var auds []string
+	if json.Unmarshal(claims.Aud, &auds) != nil {
+		var one string
+		if json.Unmarshal(claims.Aud, &one) != nil {
+			return false
+		}
+		auds = []string{one}
+	}
+	return slices.Contains(auds, "api://AzureADTokenExchange")
 }

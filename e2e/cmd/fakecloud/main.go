@@ -2,9 +2,13 @@
 // talks to: Azure IMDS, Entra, ARM, two region servers and two update
 // servers. It writes the files and the environment the engine needs into
 // --dir, then a file named "ready", and serves until SIGTERM or SIGINT.
-// `make demo` runs it; so does the e2e pod.
+// `make demo` runs it; so does the kind e2e's pod, with --listen (every
+// server on the pod's address, one region and one update server, fixed
+// ports), --host naming the Service the engine dials and --update-ip the
+// pod's own address, which the region server hands out.
 //
 //	fakecloud --dir DIR [--fault NAME[,NAME…]] [--plan publisher:offer:plan]
+//	fakecloud --dir DIR --listen 0.0.0.0 --host SERVICE --update-ip POD-IP --imds-port N … [--federated-subject SUB]
 //	fakecloud --list-faults
 package main
 
@@ -39,7 +43,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	dir := fs.String("dir", getenv("FAKECLOUD_DIR"), "directory for the engine's files and env (FAKECLOUD_DIR)")
 	faults := fs.String("fault", getenv("FAKECLOUD_FAULTS"), "faults to switch on, comma-separated (FAKECLOUD_FAULTS); see --list-faults")
 	plan := fs.String("plan", getenv("FAKECLOUD_PLAN"), "Marketplace plan ARM reports, publisher:offer:plan (FAKECLOUD_PLAN)")
-	host := fs.String("host", "127.0.0.1", "address of IMDS, Entra and ARM")
+	host := fs.String("host", "127.0.0.1", "address of IMDS, Entra and ARM (with --listen: of every server, as the engine dials it)")
+	listen := fs.String("listen", "", "bind every server to this address (a pod's 0.0.0.0) and advertise --host; one region and one update server")
+	updateIP := fs.String("update-ip", "", "with --listen: the IP the region server hands out for the update server (a pod's own; default --host)")
+	subject := fs.String("federated-subject", "", "also accept a ServiceAccount token of this subject (system:serviceaccount:NS:NAME) at Entra")
+	var ports fakecloud.Ports
+	for _, p := range []struct {
+		v    *int
+		name string
+	}{
+		{&ports.IMDS, "imds"}, {&ports.Entra, "entra"}, {&ports.ARM, "arm"},
+		{&ports.Region, "region"}, {&ports.UpdateHTTPS, "update-https"}, {&ports.UpdateHTTP, "update-http"},
+	} {
+		fs.IntVar(p.v, p.name+"-port", 0, "fixed port of "+p.name+" (0: any free; region and update only with --listen)")
+	}
 	name := fs.String("update-server-name", "smt-azure.susecloud.net", "name the region servers hand out")
 	list := fs.Bool("list-faults", false, "list the faults and exit")
 	if err := fs.Parse(args); err != nil {
@@ -59,7 +76,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if *dir == "" {
 		return errors.New("--dir is required")
 	}
-	opts := fakecloud.Options{Dir: *dir, Host: *host, UpdateServerName: *name}
+	opts := fakecloud.Options{Dir: *dir, Host: *host, UpdateServerName: *name, Listen: *listen, Ports: ports, FederatedSubject: *subject}
+	if *updateIP != "" {
+		opts.UpdateIPs = []string{*updateIP}
+	}
 	if *plan != "" {
 		p := strings.Split(*plan, ":")
 		if len(p) != 3 {
