@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -68,6 +69,10 @@ func typed(kind string) any {
 		return &rbacv1.RoleBinding{}
 	case "CronJob":
 		return &batchv1.CronJob{}
+	case "Service": // overlays/e2e: the fake cloud
+		return &corev1.Service{}
+	case "Deployment":
+		return &appsv1.Deployment{}
 	}
 	return nil
 }

@@ -1,0 +1,8 @@
+// Package kind is the kind tier of the end-to-end tests: the engine's image,
+// its CronJob from manifests/overlays/e2e and the fake cloud as a pod, in a
+// kind cluster whose node image is built on this machine with no registry
+// pull (host.sh, bins.sh, images.sh here). `make e2e-kind` builds
+// everything and runs the tests, which carry the build tag e2e so that
+// `go test ./...` never needs Docker. README.md, "kind e2e", says what each
+// step proves and what it costs.
+package kind

@@ -1,0 +1,576 @@
+//go:build e2e
+
+package kind
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	kindlog "sigs.k8s.io/kind/pkg/log"
+
+	"github.com/rancher/registration-engine/job/kube"
+)
+
+// What manifests/overlays/e2e fixes.
+const (
+	cronJobName    = "registration-engine"
+	engineName     = "registration-engine" // the CronJob's container
+	fakecloudName  = "fakecloud"           // its Deployment and Service
+	fakecloudHost  = "fakecloud.cattle-scc-system.svc"
+	updateServer   = "smt-azure.susecloud.net"
+	overlayRegCode = "E2E-REGISTRATION-CODE"
+	planEnv        = "MARKETPLACE_PLAN_ID"
+	exitPermanent  = 2
+)
+
+// settings are the harness's choices; make e2e-kind sets them.
+type settings struct {
+	nodeImage, image, fakecloudImage string
+	kubectl                          string
+	clusterName                      string
+	artifacts                        string
+	keep                             bool
+}
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func load(t *testing.T) settings {
+	t.Helper()
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	s := settings{
+		nodeImage:      env("KIND_NODE_IMAGE", "local/kind-node:v1.34.4"),
+		image:          env("E2E_IMAGE", "registration-engine:latest"),
+		fakecloudImage: env("E2E_FAKECLOUD_IMAGE", "registration-engine-fakecloud:latest"),
+		kubectl:        filepath.Join(os.Getenv("K8S_TESTBIN"), "kubectl"),
+		clusterName:    env("E2E_CLUSTER_NAME", "registration-engine-e2e"),
+		artifacts:      env("E2E_ARTIFACTS", filepath.Join(repo, "_out", "kind-e2e")),
+		keep:           os.Getenv("E2E_KEEP_CLUSTER") == "1",
+	}
+	require.NotEmpty(t, os.Getenv("K8S_TESTBIN"), "K8S_TESTBIN must name the directory of kubectl (make e2e-kind sets it)")
+	require.FileExists(t, s.kubectl)
+	for _, img := range []string{s.nodeImage, s.image, s.fakecloudImage} {
+		out, err := exec.Command("docker", "image", "inspect", "-f", "{{.Id}}", img).CombinedOutput()
+		require.NoError(t, err, "image %s is missing (make e2e-kind builds it): %s", img, out)
+	}
+	require.NoError(t, os.MkdirAll(s.artifacts, 0o755))
+	return s
+}
+
+// TestKind runs the engine as users run it: the image from the project's
+// Dockerfile, the CronJob of manifests/overlays/e2e, a Job made from it as
+// `kubectl create job --from=cronjob/registration-engine` makes one, in a
+// pod with its ServiceAccount token, a projected Workload Identity token, a
+// read-only root filesystem and user 65532, against the fake cloud running
+// as a pod and reached over the pod network. A wrong Marketplace plan must
+// fail the Job at once; the right one must write scc-registration and make
+// the update server's name resolve in the cluster.
+func TestKind(t *testing.T) {
+	s := load(t)
+	c := createCluster(t, s)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c.apply(t, ctx)
+	c.waitForSystem(t, ctx)
+	c.waitForFakecloud(t, ctx)
+	c.copyTrust(t, ctx)
+
+	// First the failure: it stops at phase 2 and leaves nothing behind, so
+	// the success after it starts from a cluster without the Secret.
+	t.Run("wrong plan fails the Job at once", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		job := c.runJob(t, ctx, "manual-wrong-plan", func(pod *corev1.PodSpec) {
+			setEnv(t, pod, planEnv, "not-the-plan-of-the-extension")
+		})
+		failed := condition(job, batchv1.JobFailed)
+		require.NotNil(t, failed, "the Job did not fail: %+v", job.Status)
+		assert.Equal(t, batchv1.JobReasonPodFailurePolicy, failed.Reason, "podFailurePolicy (exit %d) ended the Job: %s", exitPermanent, failed.Message)
+		assert.Equal(t, int32(1), job.Status.Failed, "one pod, no retries")
+		pods := c.jobPods(t, ctx, job.Name)
+		require.Len(t, pods, 1, "a permanent failure is not retried: pods %v", podNames(pods))
+		term := terminated(pods[0], engineName)
+		require.NotNil(t, term, "the engine container did not terminate")
+		assert.Equal(t, int32(exitPermanent), term.ExitCode)
+		logs := c.logs(t, ctx, pods[0].Name)
+		assert.Contains(t, logs, "not-the-plan-of-the-extension", "the log names the plan that did not match")
+		_, err := c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "a failed run wrote %s: %v", kube.SecretName, err)
+		t.Logf("proved: with plan %q the pod exits %d and the Job fails by its podFailurePolicy with %d pod", "not-the-plan-of-the-extension", term.ExitCode, len(pods))
+	})
+
+	t.Run("manual Job registers", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		start := time.Now()
+		job := c.runJob(t, ctx, "manual-1", nil)
+		require.NotNil(t, condition(job, batchv1.JobComplete), "the Job did not complete: %+v", job.Status)
+		assert.Equal(t, int32(0), job.Status.Failed, "no pod failed on the way")
+
+		sec, err := c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, corev1.SecretTypeOpaque, sec.Type)
+		assert.Equal(t, kube.RegistrationTypeOnline, string(sec.Data[kube.KeyRegistrationType]))
+		assert.Equal(t, "https://"+updateServer, string(sec.Data[kube.KeyRegistrationURL]), "the update server's name, never the raced address")
+		assert.Equal(t, overlayRegCode, string(sec.Data[kube.KeyRegCode]))
+		assert.True(t, strings.HasPrefix(string(sec.Data[kube.KeyInstanceData]), "<document>"), "instanceData: %.80q", sec.Data[kube.KeyInstanceData])
+		block, _ := pem.Decode(sec.Data[kube.KeyRegistrationURLCert])
+		require.NotNil(t, block, "registrationUrlCert is not PEM")
+		cert, err := x509.ParseCertificate(block.Bytes)
+		require.NoError(t, err)
+		assert.NoError(t, cert.VerifyHostname(updateServer), "registrationUrlCert is not the update server's")
+		served := c.updateServerCert(t, ctx)
+		assert.Equal(t, strings.TrimSpace(served), strings.TrimSpace(string(sec.Data[kube.KeyRegistrationURLCert])), "the certificate the update server serves")
+
+		podIP := c.fakecloudPodIP(t, ctx)
+		cm, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, kube.CoreDNSConfigMap, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Contains(t, cm.Data[kube.CorefileKey], podIP+" "+updateServer, "CoreDNS maps the update server's name to the address that won the race")
+		t.Logf("proved: Job %s completed in %.1fs and wrote %s with its five keys; CoreDNS maps %s to %s (the fake cloud's pod)",
+			job.Name, time.Since(start).Seconds(), kube.SecretName, updateServer, podIP)
+
+		t.Run("the update server's name resolves in the cluster", func(t *testing.T) {
+			got := c.resolve(t, ctx, updateServer)
+			assert.Equal(t, podIP, got)
+			t.Logf("proved: a pod resolves %s to %s through CoreDNS", updateServer, got)
+		})
+	})
+}
+
+// ------------------------------------------------------------------ cluster
+
+type kindCluster struct {
+	s          settings
+	provider   *cluster.Provider
+	kubeconfig string
+	cs         kubernetes.Interface
+}
+
+func createCluster(t *testing.T, s settings) *kindCluster {
+	t.Helper()
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	c := &kindCluster{
+		s:          s,
+		provider:   cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(testLogger{t})),
+		kubeconfig: filepath.Join(s.artifacts, "kubeconfig"),
+	}
+	names, err := c.provider.List()
+	require.NoError(t, err)
+	if slices.Contains(names, s.clusterName) {
+		t.Logf("deleting cluster %s left from an earlier run", s.clusterName)
+		require.NoError(t, c.provider.Delete(s.clusterName, c.kubeconfig))
+	}
+	start := time.Now()
+	err = c.provider.Create(s.clusterName,
+		cluster.CreateWithConfigFile(filepath.Join(repo, "kind-config.yaml")),
+		cluster.CreateWithNodeImage(s.nodeImage),
+		cluster.CreateWithKubeconfigPath(c.kubeconfig),
+		cluster.CreateWithWaitForReady(3*time.Minute),
+		cluster.CreateWithDisplayUsage(false),
+		cluster.CreateWithDisplaySalutation(false),
+	)
+	t.Cleanup(func() { c.teardown(t) })
+	require.NoError(t, err, "kind create cluster")
+	t.Logf("cluster %s up in %.1fs (node image %s)", s.clusterName, time.Since(start).Seconds(), s.nodeImage)
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	require.NoError(t, err)
+	c.cs, err = kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+
+	start = time.Now()
+	nodes, err := c.provider.ListInternalNodes(s.clusterName)
+	require.NoError(t, err)
+	for _, img := range []string{s.image, s.fakecloudImage} {
+		for _, n := range nodes {
+			save := exec.Command("docker", "save", img)
+			out, err := save.StdoutPipe()
+			require.NoError(t, err)
+			var stderr bytes.Buffer
+			save.Stderr = &stderr
+			require.NoError(t, save.Start())
+			loadErr := nodeutils.LoadImageArchive(n, out)
+			_, _ = io.Copy(io.Discard, out)
+			require.NoError(t, save.Wait(), "docker save %s: %s", img, stderr.String())
+			require.NoError(t, loadErr, "load %s into %s", img, n.String())
+		}
+	}
+	t.Logf("loaded %s and %s in %.1fs", s.image, s.fakecloudImage, time.Since(start).Seconds())
+	return c
+}
+
+// teardown collects what explains a failure, then deletes the cluster
+// unless E2E_KEEP_CLUSTER=1.
+func (c *kindCluster) teardown(t *testing.T) {
+	if t.Failed() && c.cs != nil {
+		c.collect(t)
+	}
+	if c.s.keep {
+		t.Logf("kept cluster %s: KUBECONFIG=%s kubectl get pods -A; delete it with make e2e-kind-clean or a new run", c.s.clusterName, c.kubeconfig)
+		return
+	}
+	if err := c.provider.Delete(c.s.clusterName, c.kubeconfig); err != nil {
+		t.Errorf("delete cluster %s: %v", c.s.clusterName, err)
+	}
+}
+
+// collect writes every pod's log and the events of the engine's namespace
+// and kube-system to the artifacts directory, prints the engine's and the
+// fake cloud's logs, and exports kind's node logs next to them.
+func (c *kindCluster) collect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := filepath.Join(c.s.artifacts, "logs-"+time.Now().Format("20060102-150405"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("collect: %v", err)
+		return
+	}
+	for _, ns := range []string{kube.Namespace, "kube-system"} {
+		pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Logf("collect: pods in %s: %v", ns, err)
+			continue
+		}
+		for _, p := range pods.Items {
+			for _, ctr := range p.Spec.Containers {
+				b, err := c.cs.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: ctr.Name}).DoRaw(ctx)
+				if err != nil {
+					b = []byte(err.Error())
+				}
+				_ = os.WriteFile(filepath.Join(dir, ns+"_"+p.Name+"_"+ctr.Name+".log"), b, 0o644)
+				if ns == kube.Namespace {
+					t.Logf("--- log of %s/%s (%s):\n%s", p.Name, ctr.Name, p.Status.Phase, b)
+				}
+			}
+		}
+		if ev, err := c.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
+			var b strings.Builder
+			for _, e := range ev.Items {
+				fmt.Fprintf(&b, "%s %s %s/%s %s: %s\n", e.LastTimestamp.Format(time.RFC3339), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+			_ = os.WriteFile(filepath.Join(dir, ns+"_events.txt"), []byte(b.String()), 0o644)
+			if ns == kube.Namespace {
+				t.Logf("--- events in %s:\n%s", ns, b.String())
+			}
+		}
+	}
+	if err := c.provider.CollectLogs(c.s.clusterName, filepath.Join(dir, "kind")); err != nil {
+		t.Logf("collect: kind export logs: %v", err)
+	}
+	t.Logf("logs of the failed run are in %s", dir)
+}
+
+// apply renders manifests/overlays/e2e with kubectl kustomize and applies it.
+func (c *kindCluster) apply(t *testing.T, ctx context.Context) {
+	t.Helper()
+	rendered := c.kubectl(t, ctx, nil, "kustomize", filepath.Join("..", "..", "manifests", "overlays", "e2e"))
+	c.kubectl(t, ctx, rendered, "apply", "-f", "-")
+}
+
+func (c *kindCluster) kubectl(t *testing.T, ctx context.Context, stdin []byte, args ...string) []byte {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, c.s.kubectl, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), stderr.String())
+	return out
+}
+
+// waitForSystem waits for kube-proxy and CoreDNS: a pod started before
+// kube-proxy wrote its rules sends the API server's Service address out of
+// the node (here into a TLS-inspecting proxy, which answers for it).
+func (c *kindCluster) waitForSystem(t *testing.T, ctx context.Context) {
+	t.Helper()
+	start := time.Now()
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		ds, err := c.cs.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+		if err != nil || ds.Status.DesiredNumberScheduled == 0 || ds.Status.NumberReady < ds.Status.DesiredNumberScheduled {
+			return false, nil //nolint:nilerr // not yet: poll again
+		}
+		d, err := c.cs.AppsV1().Deployments("kube-system").Get(ctx, kube.CoreDNSDeployment, metav1.GetOptions{})
+		if err != nil || d.Status.ReadyReplicas == 0 {
+			return false, nil //nolint:nilerr // not yet: poll again
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "kube-proxy and CoreDNS did not become ready")
+	t.Logf("kube-proxy and CoreDNS ready in %.1fs", time.Since(start).Seconds())
+}
+
+func (c *kindCluster) waitForFakecloud(t *testing.T, ctx context.Context) {
+	t.Helper()
+	start := time.Now()
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		d, err := c.cs.AppsV1().Deployments(kube.Namespace).Get(ctx, fakecloudName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // not there yet, or the API server is busy: poll again
+		}
+		return d.Status.ReadyReplicas >= 1, nil
+	})
+	require.NoError(t, err, "the fake cloud's pod did not become ready")
+	t.Logf("fake cloud ready in %.1fs", time.Since(start).Seconds())
+}
+
+// copyTrust copies the certificates the fake cloud made at start into the
+// ConfigMaps the CronJob mounts: its CA and attestation root
+// (fakecloud-trust) and its region server's pinned certificate
+// (region-server-certs), fetched through the API server's Service proxy.
+func (c *kindCluster) copyTrust(t *testing.T, ctx context.Context) {
+	t.Helper()
+	file := func(name string) string {
+		b, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/"+name, nil).DoRaw(ctx)
+		require.NoError(t, err, "fetch %s from the fake cloud", name)
+		require.Contains(t, string(b), "BEGIN CERTIFICATE", name)
+		return string(b)
+	}
+	for name, data := range map[string]map[string]string{
+		"fakecloud-trust": {
+			"ca.pem":                file("ca.pem"),
+			"attestation-roots.pem": file("attestation-roots.pem"),
+		},
+		"region-server-certs": {fakecloudHost + ".pem": file("certs/" + fakecloudHost + ".pem")},
+	} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kube.Namespace}, Data: data}
+		_, err := c.cs.CoreV1().ConfigMaps(kube.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+}
+
+// jobFromCronJob is what `kubectl create job NAME --from=cronjob/CJ`
+// creates: the CronJob's job template under a new name, annotated as a
+// manual instantiation and owned by the CronJob.
+func jobFromCronJob(cj *batchv1.CronJob, name string) *batchv1.Job {
+	annotations := map[string]string{"cronjob.kubernetes.io/instantiate": "manual"}
+	for k, v := range cj.Spec.JobTemplate.Annotations {
+		annotations[k] = v
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   cj.Namespace,
+			Annotations: annotations,
+			Labels:      cj.Spec.JobTemplate.Labels,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: batchv1.SchemeGroupVersion.String(),
+				Kind:       "CronJob",
+				Name:       cj.Name,
+				UID:        cj.UID,
+				Controller: ptr.To(true),
+			}},
+		},
+		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
+	}
+}
+
+// runJob creates a Job from the CronJob (edit, when set, changes its pod
+// first) and waits until it completes or fails.
+func (c *kindCluster) runJob(t *testing.T, ctx context.Context, name string, edit func(*corev1.PodSpec)) *batchv1.Job {
+	t.Helper()
+	cj, err := c.cs.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
+	require.NoError(t, err)
+	job := jobFromCronJob(cj, name)
+	if edit != nil {
+		edit(&job.Spec.Template.Spec)
+	}
+	_, err = c.cs.BatchV1().Jobs(kube.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	require.NoError(t, err)
+	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		job, err = c.cs.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // the API server is busy: poll again
+		}
+		return condition(job, batchv1.JobComplete) != nil || condition(job, batchv1.JobFailed) != nil, nil
+	})
+	require.NoError(t, err, "Job %s neither completed nor failed: %+v", name, job.Status)
+	return job
+}
+
+func condition(job *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCondition {
+	for i, cond := range job.Status.Conditions {
+		if cond.Type == typ && cond.Status == corev1.ConditionTrue {
+			return &job.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func setEnv(t *testing.T, pod *corev1.PodSpec, name, value string) {
+	t.Helper()
+	for i := range pod.Containers {
+		for j := range pod.Containers[i].Env {
+			if pod.Containers[i].Env[j].Name == name {
+				pod.Containers[i].Env[j].Value = value
+				return
+			}
+		}
+	}
+	require.Failf(t, "no such variable", "the CronJob sets no %s", name)
+}
+
+func (c *kindCluster) jobPods(t *testing.T, ctx context.Context, job string) []corev1.Pod {
+	t.Helper()
+	pods, err := c.cs.CoreV1().Pods(kube.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	require.NoError(t, err)
+	return pods.Items
+}
+
+func podNames(pods []corev1.Pod) []string {
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name+" ("+string(p.Status.Phase)+")")
+	}
+	return names
+}
+
+func terminated(p corev1.Pod, container string) *corev1.ContainerStateTerminated {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container {
+			return s.State.Terminated
+		}
+	}
+	return nil
+}
+
+func (c *kindCluster) logs(t *testing.T, ctx context.Context, pod string) string {
+	t.Helper()
+	b, err := c.cs.CoreV1().Pods(kube.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: engineName}).DoRaw(ctx)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func (c *kindCluster) fakecloudPod(t *testing.T, ctx context.Context) corev1.Pod {
+	t.Helper()
+	pods, err := c.cs.CoreV1().Pods(kube.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + fakecloudName})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 1)
+	return pods.Items[0]
+}
+
+func (c *kindCluster) fakecloudPodIP(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	ip := c.fakecloudPod(t, ctx).Status.PodIP
+	require.NotEmpty(t, ip)
+	return ip
+}
+
+// updateServerCert is what the fake update server publishes at /smt.crt on
+// its HTTP port, through the API server's pod proxy.
+func (c *kindCluster) updateServerCert(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	p := c.fakecloudPod(t, ctx)
+	port := ""
+	for _, cp := range p.Spec.Containers[0].Ports {
+		if cp.Name == "update-http" {
+			port = strconv.Itoa(int(cp.ContainerPort))
+		}
+	}
+	require.NotEmpty(t, port, "the fake cloud's pod names no update-http port")
+	// The pod proxy takes a port number, not a name.
+	b, err := c.cs.CoreV1().Pods(kube.Namespace).ProxyGet("http", p.Name, port, "/smt.crt", nil).DoRaw(ctx)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// resolve runs a pod that asks the cluster's DNS for name until it answers
+// (CoreDNS's reload plugin picks a Corefile change up within about 45 s)
+// and returns the address. The image is the node's kube-proxy image, the
+// one preloaded image with a libc resolver and a shell.
+func (c *kindCluster) resolve(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	image := ""
+	ds, err := c.cs.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+	require.NoError(t, err)
+	image = ds.Spec.Template.Spec.Containers[0].Image
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "resolve-update-server", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name:            "resolve",
+				Image:           image,
+				ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", `for i in $(seq 1 60); do getent hosts "$0" && exit 0; sleep 2; done; exit 1`,
+					name},
+			}},
+		},
+	}
+	_, err = c.cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		pod, err = c.cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // the API server is busy: poll again
+		}
+		return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed, nil
+	})
+	require.NoError(t, err, "the resolver pod did not finish")
+	b, err := c.cs.CoreV1().Pods("default").GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	require.NoError(t, err)
+	require.Equal(t, corev1.PodSucceeded, pod.Status.Phase, "%s does not resolve in the cluster: %s", name, b)
+	fields := strings.Fields(string(b))
+	require.NotEmpty(t, fields)
+	return fields[0]
+}
+
+// testLogger sends kind's progress to the test log.
+type testLogger struct{ t *testing.T }
+
+func (l testLogger) Warn(m string)                        { l.t.Log("kind: " + m) }
+func (l testLogger) Warnf(f string, a ...any)             { l.t.Logf("kind: "+f, a...) }
+func (l testLogger) Error(m string)                       { l.t.Log("kind: " + m) }
+func (l testLogger) Errorf(f string, a ...any)            { l.t.Logf("kind: "+f, a...) }
+func (l testLogger) V(v kindlog.Level) kindlog.InfoLogger { return infoLogger{l.t, v <= 0} }
+
+type infoLogger struct {
+	t  *testing.T
+	on bool
+}
+
+func (l infoLogger) Info(m string) {
+	if l.on {
+		l.t.Log("kind: " + m)
+	}
+}
+
+func (l infoLogger) Infof(f string, a ...any) {
+	if l.on {
+		l.t.Logf("kind: "+f, a...)
+	}
+}
+
+func (l infoLogger) Enabled() bool { return l.on }

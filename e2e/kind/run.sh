@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# make e2e-kind: everything the kind tier needs, from a fresh clone, then its
+# tests.
+#
+#   e2e/kind/run.sh          host.sh start, bins.sh, images.sh, then
+#                            go test -tags e2e ./e2e/kind; stops the Docker
+#                            daemon it started on the way out
+#   e2e/kind/run.sh clean    remove a cluster kept by E2E_KEEP_CLUSTER=1 and
+#                            stop that daemon
+#
+# E2E_KEEP_CLUSTER=1 keeps the cluster (and so the daemon) for a look
+# around; E2E_KEEP_DOCKER=1 keeps only the daemon, whose image cache makes
+# the next run warm either way (it lives under the cache directory).
+# GOTEST_FLAGS adds flags to go test (e.g. -run).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=e2e/kind/lib.sh
+source "$here/lib.sh"
+cluster=${E2E_CLUSTER_NAME:-registration-engine-e2e}
+
+use_docker() {
+  local line
+  line=$("$here/host.sh" start)
+  case "$line" in
+    DOCKER_HOST=) unset DOCKER_HOST ;;
+    DOCKER_HOST=*) export DOCKER_HOST=${line#DOCKER_HOST=} ;;
+    *) die "host.sh start said: $line" ;;
+  esac
+}
+
+if [[ "${1:-}" == clean ]]; then
+  use_docker
+  "$DOCKER" rm -f -v "$cluster-control-plane" >/dev/null 2>&1 && log "removed cluster $cluster" || log "no cluster $cluster"
+  "$here/host.sh" stop
+  exit 0
+fi
+
+t0=$(date +%s)
+lap() { local now; now=$(date +%s); log "$1 took $((now - t0))s"; t0=$now; }
+total=$t0
+
+use_docker
+if [[ "${E2E_KEEP_CLUSTER:-}" != 1 && "${E2E_KEEP_DOCKER:-}" != 1 ]]; then
+  trap '"$here/host.sh" stop' EXIT
+fi
+lap "Docker"
+"$here/bins.sh"
+lap "programs (bins.sh)"
+"$here/images.sh"
+lap "images (images.sh)"
+
+export K8S_TESTBIN KIND_NODE_IMAGE=$NODE_IMAGE E2E_IMAGE=$IMAGE E2E_FAKECLOUD_IMAGE=$FAKECLOUD_IMAGE E2E_CLUSTER_NAME=$cluster
+cd "$REPO"
+rc=0
+# shellcheck disable=SC2086
+go test -tags e2e -count=1 -timeout 30m -v ${GOTEST_FLAGS:-} ./e2e/kind/ || rc=$?
+lap "tests (go test -tags e2e ./e2e/kind)"
+log "make e2e-kind: exit $rc after $(( $(date +%s) - total ))s in all"
+exit $rc
