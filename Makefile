@@ -49,6 +49,10 @@ unit: ## only the hermetic unit tests (no control plane)
 testbin: ## build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl for the tests
 	@K8S_VERSION=$(K8S_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_TESTBIN)
 
+.PHONY: e2e-kind
+e2e-kind: ## the kind tier: Docker, the images and a kind node built here, then go test -tags e2e ./e2e/kind
+	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) K8S_TESTBIN=$(K8S_TESTBIN) IMAGE=$(IMAGE) FAKECLOUD_IMAGE=$(FAKECLOUD_IMAGE) e2e/kind/run.sh
+
 .PHONY: lint
 lint: ## gofmt, go vet, staticcheck (pinned)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

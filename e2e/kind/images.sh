@@ -43,7 +43,8 @@ debootstrap_to() {
 
 # ------------------------------------------------------------ base images
 base_images() {
-  local s="suite=$DEBIAN_SUITE recipe=$(recipe base_images)$(recipe debootstrap_to)"
+  local s
+  s="suite=$DEBIAN_SUITE recipe=$(recipe base_images)$(recipe debootstrap_to)"
   if fresh base-images "$s" && image_exists "$DEBIAN_IMAGE" && image_exists "$STATIC_IMAGE"; then
     return
   fi
@@ -99,6 +100,8 @@ go_image() {
 engine_images() {
   local version ctx=$work/context.tar
   version=$(cd "$REPO" && git describe --tags --always --dirty 2>/dev/null || echo dev)
+  # (tracked files deleted in the work tree are left out)
+  # shellcheck disable=SC2016
   (cd "$REPO" && git ls-files -z -co --exclude-standard | xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh \
     | tar --null -T - -c -f "$ctx")
   local args=(--build-arg "BUILD_IMAGE=$GO_IMAGE" --build-arg "BASE_IMAGE=$STATIC_IMAGE" --build-arg "VERSION=$version")
@@ -127,7 +130,9 @@ node_image() {
   local kind_dir bins_stamp s
   kind_dir=$(cd "$REPO" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | jq -r .Dir)
   bins_stamp=$(cat "$STAMPS"/k8s-node "$STAMPS"/crictl "$STAMPS"/coredns "$STAMPS"/pause | sha256sum | cut -c1-16)
+  # The control-plane images are built on the bases: new bases, new node.
   s="k8s=$K8S_VERSION etcd=$ETCD_VERSION kind=$KIND_VERSION suite=$DEBIAN_SUITE bins=$bins_stamp recipe=$(recipe node_image)$(recipe debootstrap_to)"
+  s+=" bases=$("$DOCKER" image inspect -f '{{.Id}}' "$DEBIAN_IMAGE" "$STATIC_IMAGE" | sha256sum | cut -c1-16)"
   if fresh node-image "$s" && image_exists "$NODE_IMAGE"; then
     log "node image $NODE_IMAGE is up to date"
     return
@@ -231,6 +236,7 @@ node_image() {
   stage=kind-e2e-node-stage-$$
   "$DOCKER" run -d --name "$stage" --privileged --entrypoint sleep -v "$work/images.tar:/images.tar:ro" \
     "$NODE_IMAGE-stage" infinity >/dev/null
+  # shellcheck disable=SC2016 # expanded in the stage container
   "$DOCKER" exec "$stage" bash -c 'nohup containerd > /tmp/containerd.log 2>&1 &
     for i in $(seq 1 50); do [ -S /run/containerd/containerd.sock ] && ctr version >/dev/null 2>&1 && break; sleep 0.2; done
     ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests /images.tar >/dev/null

@@ -1,7 +1,7 @@
 # Sourced by the e2e/kind scripts: the pinned versions, the cache layout and
 # a few helpers. Changing a version here rebuilds exactly what depends on it
 # (each artifact records the versions it was built from in a stamp file).
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the scripts that source it use them
 
 K8S_VERSION=${K8S_VERSION:-1.34.4}
 ETCD_VERSION=${ETCD_VERSION:-3.6.5}

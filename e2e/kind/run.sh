@@ -30,7 +30,7 @@ use_docker() {
 
 if [[ "${1:-}" == clean ]]; then
   use_docker
-  "$DOCKER" rm -f -v "$cluster-control-plane" >/dev/null 2>&1 && log "removed cluster $cluster" || log "no cluster $cluster"
+  if "$DOCKER" rm -f -v "$cluster-control-plane" >/dev/null 2>&1; then log "removed cluster $cluster"; else log "no cluster $cluster"; fi
   "$here/host.sh" stop
   exit 0
 fi
