@@ -436,8 +436,24 @@ func TestKustomizeRenders(t *testing.T) {
 			if dir == "overlays/azure" {
 				assert.Contains(t, e, "MARKETPLACE_PLAN_ID")
 			}
-			require.NotNil(t, c[0].SecurityContext, "patches keep the security settings")
-			assert.True(t, *c[0].SecurityContext.ReadOnlyRootFilesystem)
+			// What the cluster really gets, after every patch of the overlay:
+			// non-root, read-only root, no capabilities, RuntimeDefault
+			// seccomp, and a permanent failure failing the Job at once.
+			pod := cj.obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template.Spec
+			require.NotNil(t, pod.SecurityContext, "patches keep the pod's security settings")
+			assert.True(t, *pod.SecurityContext.RunAsNonRoot)
+			assert.Equal(t, int64(65532), *pod.SecurityContext.RunAsUser)
+			assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, pod.SecurityContext.SeccompProfile.Type)
+			sc := c[0].SecurityContext
+			require.NotNil(t, sc, "patches keep the container's security settings")
+			assert.True(t, *sc.ReadOnlyRootFilesystem)
+			assert.False(t, *sc.AllowPrivilegeEscalation)
+			assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+			assert.Empty(t, sc.Capabilities.Add)
+			pfp := cj.obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.PodFailurePolicy
+			require.NotNil(t, pfp)
+			assert.Equal(t, batchv1.PodFailurePolicyActionFailJob, pfp.Rules[0].Action)
+			assert.Equal(t, []int32{2}, pfp.Rules[0].OnExitCodes.Values)
 		})
 	}
 }
