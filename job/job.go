@@ -201,7 +201,9 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		}},
 		{"write-secret", func(ctx context.Context) ([]any, error) {
 			var attrs []any
-			if j.DNS != nil {
+			if j.DNS == nil {
+				log.Info("in-cluster name left alone: no cluster, or IN_CLUSTER_DNS=false", slog.String("server", server.Name), slog.String("address", addrString(addr)))
+			} else {
 				changed, err := j.DNS.Ensure(ctx, server.Name, addr)
 				if err != nil {
 					return nil, fmt.Errorf("in-cluster name: %w", err)
