@@ -299,7 +299,7 @@ var settings = []setting{
 
 	{group: "Region and update servers"},
 	{flag: "config", envs: []string{"REGIONSRV_CONFIG"}, def: DefaultRegionCfg, help: "regionserverclnt.cfg to read", set: str(func(c *Config) *string { return &c.RegionConfigPath })},
-	{flag: "ca-file", envs: []string{"SSL_CERT_FILE"}, help: "PEM bundle trusted for Entra and ARM in addition to the system roots", set: str(func(c *Config) *string { return &c.CAFile })},
+	{flag: "ca-file", envs: []string{"SSL_CERT_FILE"}, help: "PEM bundle trusted for Entra and ARM: --ca-file adds it to the system roots; SSL_CERT_FILE, which Go reads itself, replaces them", set: str(func(c *Config) *string { return &c.CAFile })},
 	{flag: "region-server-port", envs: []string{"REGION_SERVER_PORT"}, def: "443", help: "TCP port of the region servers", set: port(func(c *Config) *int { return &c.RegionServerPort })},
 	{flag: "update-server-https-port", envs: []string{"UPDATE_SERVER_HTTPS_PORT"}, def: "443", help: "HTTPS port of the update servers (health, certificate, address race)", set: port(func(c *Config) *int { return &c.UpdateHTTPSPort })},
 	{flag: "update-server-http-port", envs: []string{"UPDATE_SERVER_HTTP_PORT"}, def: "80", help: "HTTP port of the update servers (certificate when httpsOnly is not true)", set: port(func(c *Config) *int { return &c.UpdateHTTPPort })},
