@@ -469,8 +469,8 @@ func (e *clusterEnv) testManualJob(t *testing.T, c cloud) {
 	assert.Equal(t, "CronJob", owner.Kind)
 	assert.Equal(t, cronJobName, owner.Name)
 
-	done := waitJobFinished(ctx, t, e.admin, kube.Namespace, name)
-	cond := finishedCondition(done)
+	done := controlplane.WaitJobFinished(ctx, t, e.admin, kube.Namespace, name)
+	cond := controlplane.FinishedCondition(done)
 	require.NotNil(t, cond)
 	pr := runs.forJob(t, name)
 	require.Len(t, pr, 1, "one pod")
@@ -497,8 +497,8 @@ func (e *clusterEnv) testPermanentFailureJob(t *testing.T) {
 	e.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
 	t.Cleanup(func() { e.deleteJob(t, kube.Namespace, name) })
 
-	done := waitJobFinished(ctx, t, e.admin, kube.Namespace, name)
-	cond := finishedCondition(done)
+	done := controlplane.WaitJobFinished(ctx, t, e.admin, kube.Namespace, name)
+	cond := controlplane.FinishedCondition(done)
 	require.NotNil(t, cond)
 	assert.Equal(t, batchv1.JobFailed, cond.Type)
 	assert.Equal(t, batchv1.JobReasonPodFailurePolicy, cond.Reason, cond.Message)
@@ -579,8 +579,8 @@ func (e *clusterEnv) testScheduledRun(t *testing.T) {
 	assert.Regexp(t, `^`+tickName+`-[0-9]+$`, scheduled.Name, "the CronJob controller's naming, which ScheduledRun relies on")
 	assert.NotContains(t, scheduled.Annotations, "cronjob.kubernetes.io/instantiate")
 
-	done := waitJobFinished(ctx, t, e.admin, ns.Name, scheduled.Name)
-	cond := finishedCondition(done)
+	done := controlplane.WaitJobFinished(ctx, t, e.admin, ns.Name, scheduled.Name)
+	cond := controlplane.FinishedCondition(done)
 	require.NotNil(t, cond)
 	pr := runs.forJob(t, scheduled.Name)
 	require.Len(t, pr, 1, "one pod")
@@ -898,30 +898,6 @@ func setEnv(c *corev1.Container, vals map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: vals[k]})
 	}
-}
-
-func waitJobFinished(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string) *batchv1.Job {
-	t.Helper()
-	var done *batchv1.Job
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		done = j
-		return finishedCondition(j) != nil, nil
-	})
-	require.NoError(t, err, "job %s/%s did not finish: %+v", ns, name, done)
-	return done
-}
-
-func finishedCondition(j *batchv1.Job) *batchv1.JobCondition {
-	for i, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return &j.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // countWrites counts the changes w reports up to and including the one that

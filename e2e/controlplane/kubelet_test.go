@@ -2,7 +2,6 @@ package controlplane_test
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
@@ -83,9 +81,9 @@ func TestKubeletRunsJobs(t *testing.T) {
 
 			job, err := admin.BatchV1().Jobs(ns.Name).Create(ctx, testJob(), metav1.CreateOptions{})
 			require.NoError(t, err)
-			done := waitJobFinished(ctx, t, admin, ns.Name, job.Name)
+			done := controlplane.WaitJobFinished(ctx, t, admin, ns.Name, job.Name)
 
-			cond := finishedCondition(done)
+			cond := controlplane.FinishedCondition(done)
 			require.NotNil(t, cond)
 			assert.Equal(t, tc.want, cond.Type)
 			if tc.wantReason != "" {
@@ -153,33 +151,6 @@ func testJob() *batchv1.Job {
 			}},
 		},
 	}
-}
-
-// waitJobFinished polls until the Job is Complete or Failed; the bound
-// covers the Job controller's 10 s back-off before a retry.
-func waitJobFinished(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string) *batchv1.Job {
-	t.Helper()
-	var job *batchv1.Job
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		job = j
-		return finishedCondition(j) != nil, nil
-	})
-	require.NoError(t, err, "job %s/%s did not finish; status: %+v", ns, name, job)
-	return job
-}
-
-func finishedCondition(j *batchv1.Job) *batchv1.JobCondition {
-	i := slices.IndexFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
-		return (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue
-	})
-	if i < 0 {
-		return nil
-	}
-	return &j.Status.Conditions[i]
 }
 
 func ptr[T any](v T) *T { return &v }

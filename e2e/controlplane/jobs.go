@@ -1,0 +1,44 @@
+package controlplane
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// WaitJobFinished polls until the Job is Complete or Failed and returns it;
+// the 90 s bound covers the Job controller's 10 s back-off before a retry.
+func WaitJobFinished(ctx context.Context, t testing.TB, cs kubernetes.Interface, ns, name string) *batchv1.Job {
+	t.Helper()
+	var job *batchv1.Job
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		job = j
+		return FinishedCondition(j) != nil, nil
+	})
+	require.NoError(t, err, "job %s/%s did not finish; status: %+v", ns, name, job)
+	return job
+}
+
+// FinishedCondition is the Job's true Complete or Failed condition, or nil
+// while it runs.
+func FinishedCondition(j *batchv1.Job) *batchv1.JobCondition {
+	i := slices.IndexFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
+		return (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue
+	})
+	if i < 0 {
+		return nil
+	}
+	return &j.Status.Conditions[i]
+}
