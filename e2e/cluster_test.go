@@ -54,33 +54,13 @@ const (
 // corednsFixture is what kubeadm and kind put into kube-system: the coredns
 // ConfigMap with a Corefile that reloads itself, and the coredns Deployment
 // (no controller runs it; the tests read its generation and template).
-const corednsFixture = `
+var corednsFixture = `
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: coredns, namespace: kube-system}
 data:
   Corefile: |
-    .:53 {
-        errors
-        health {
-           lameduck 5s
-        }
-        ready
-        kubernetes cluster.local in-addr.arpa ip6.arpa {
-           pods insecure
-           fallthrough in-addr.arpa ip6.arpa
-           ttl 30
-        }
-        prometheus :9153
-        forward . /etc/resolv.conf {
-           max_concurrent 1000
-        }
-        cache 30
-        loop
-        reload
-        loadbalance
-    }
----
+` + indent(fakecloud.KubeadmCorefile, "    ") + `---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: coredns, namespace: kube-system}
@@ -91,6 +71,11 @@ spec:
     spec:
       containers: [{name: coredns, image: registry.k8s.io/coredns/coredns:v1.12.1}]
 `
+
+// indent prefixes every line of s with prefix, for a YAML block scalar.
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+prefix) + "\n"
+}
 
 // clusterEnv is the shared plane with manifests/overlays/e2e applied.
 type clusterEnv struct {

@@ -20,33 +20,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
 const (
 	smtName = "smt-azure.susecloud.net"
 	// kindCorefile is the Corefile kind and kubeadm ship.
-	kindCorefile = `.:53 {
-    errors
-    health {
-       lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-       pods insecure
-       fallthrough in-addr.arpa ip6.arpa
-       ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf {
-       max_concurrent 1000
-    }
-    cache 30
-    loop
-    reload
-    loadbalance
-}
-`
+	kindCorefile = fakecloud.KubeadmCorefile
 )
 
 var (

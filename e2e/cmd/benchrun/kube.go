@@ -46,30 +46,6 @@ const (
 // server's counters for every other resource belong to its own components.
 var engineResources = map[string]bool{"secrets": true, "leases": true, "configmaps": true, "deployments": true}
 
-// corefile is a kind/kubeadm Corefile: it has the reload plugin, so the
-// engine adds its hosts entry without restarting CoreDNS.
-const corefile = `.:53 {
-    errors
-    health {
-       lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-       pods insecure
-       fallthrough in-addr.arpa ip6.arpa
-       ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf {
-       max_concurrent 1000
-    }
-    cache 30
-    loop
-    reload
-    loadbalance
-}
-`
-
 // kubeRun is one engine run against the control plane.
 type kubeRun struct {
 	name   string
@@ -272,7 +248,7 @@ func prepareCluster(ctx context.Context, admin *rest.Config) error {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: engineNamespace}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("namespace %s: %w", engineNamespace, err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"}, Data: map[string]string{"Corefile": corefile}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"}, Data: map[string]string{"Corefile": fakecloud.KubeadmCorefile}}
 	if _, err := cs.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("coredns ConfigMap: %w", err)
 	}

@@ -1,0 +1,27 @@
+package fakecloud
+
+// KubeadmCorefile is the Corefile kubeadm and kind put into the
+// kube-system/coredns ConfigMap. It carries the reload plugin, so an added
+// hosts entry takes effect without a restart. Tests of the engine's
+// in-cluster name start from it, as a real cluster would.
+const KubeadmCorefile = `.:53 {
+    errors
+    health {
+       lameduck 5s
+    }
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+       ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf {
+       max_concurrent 1000
+    }
+    cache 30
+    loop
+    reload
+    loadbalance
+}
+`
