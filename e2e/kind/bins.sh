@@ -20,35 +20,13 @@ for b in etcd kube-apiserver kube-controller-manager kubectl; do
   cmp -s "$K8S_TESTBIN/$b" "$BINDIR/$b" || cp "$K8S_TESTBIN/$b" "$BINDIR/$b"
 done
 
-# 2. The node's own Kubernetes programs, by the testbin's scratch-module
-# recipe: k8s.io/kubernetes replaces its staging modules with ./staging paths
-# its module zip lacks, so a scratch module requires it and points each
-# staging module at the published v0.<minor>.<patch>.
+# 2. The node's own Kubernetes programs, by the same scratch-module recipe
+# as the testbin (e2e/scripts/k8s-build.sh).
 s="k8s=$K8S_VERSION go=$GO_VERSION"
 if ! fresh k8s-node "$s" || ! [[ -x "$BINDIR/kubelet" && -x "$BINDIR/kubeadm" && -x "$BINDIR/kube-scheduler" && -x "$BINDIR/kube-proxy" ]]; then
   log "building kubelet, kubeadm, kube-scheduler, kube-proxy v$K8S_VERSION (cold: ~10 min on 2 cores)"
   start=$(date +%s)
-  mkdir -p "$work/k8s" && cd "$work/k8s"
-  MOD=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-  {
-    echo "module scratch/k8s"
-    go mod edit -json "$MOD" | sed -n 's/^\t"Go": "\(.*\)",/go \1/p'
-    grep '^godebug' "$MOD" | sort -u || true
-    echo "require k8s.io/kubernetes v$K8S_VERSION"
-    echo "replace ("
-    go mod edit -json "$MOD" | tr -d ' \t\n' | grep -o '"Old":{"Path":"[^"]*"},"New":{"Path":"\./staging/' \
-      | sed 's/"Old":{"Path":"\([^"]*\)".*/\t\1 => \1 v0.'"${K8S_VERSION#1.}"'/'
-    echo ")"
-  } > go.mod
-  printf '//go:build tools\n\npackage tools\n\nimport (\n' > tools.go
-  for c in kubelet kubeadm kube-scheduler kube-proxy; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c" >> tools.go; done
-  printf ')\n' >> tools.go
-  go mod tidy >/dev/null
-  V=k8s.io/component-base/version
-  mkdir -p out
-  go build -trimpath -ldflags "-s -w -X $V.gitVersion=v$K8S_VERSION -X $V.gitMajor=1 -X $V.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2) -X $V.gitTreeState=clean" \
-    -o out/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
-  mv out/* "$BINDIR/"
+  "$REPO/e2e/scripts/k8s-build.sh" "$K8S_VERSION" "$BINDIR" kubelet kubeadm kube-scheduler kube-proxy
   stamp k8s-node "$s"
   log "built the node's Kubernetes programs in $(( $(date +%s) - start ))s"
 fi
