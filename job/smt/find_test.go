@@ -46,6 +46,8 @@ func TestFind(t *testing.T) {
 		permanent  bool
 		wantPauses []time.Duration
 		check      func(t *testing.T, w *world, got UpdateServer)
+		// mentions are what the error must name so an operator can act.
+		mentions []string
 	}{
 		"normal flow: first region server, first update server": {
 			want: nameA,
@@ -152,6 +154,7 @@ func TestFind(t *testing.T) {
 			},
 			wantErr:   []error{ErrNoRegionServer, ErrPinnedCert},
 			permanent: true,
+			mentions:  []string{region1 + ".pem", "region-server-certs"},
 		},
 		"metadata server replaces the region servers": {
 			setup: func(e env) {
@@ -355,6 +358,9 @@ func TestFind(t *testing.T) {
 					assert.ErrorIs(t, err, want)
 				}
 				assert.Equal(t, tc.permanent, failure.IsPermanent(err))
+				for _, m := range tc.mentions {
+					assert.Contains(t, err.Error(), m)
+				}
 			} else {
 				require.NoError(t, err)
 				assert.Equal(t, tc.want, got.Name)

@@ -128,7 +128,8 @@ func (f *Finder) sources(ctx context.Context, s regionconfig.Settings, hint stri
 		usable = append(usable, entry)
 	}
 	if len(usable) == 0 {
-		return nil, failure.Permanent(fmt.Errorf("smt: region servers: %w: %w", ErrNoRegionServer, errorList(skipped)))
+		return nil, failure.Permanent(fmt.Errorf("smt: region servers: %w: %w; each regionsrv entry needs its certificate as <certLocation>/<entry>.pem (%s): in the cluster, the ConfigMap region-server-certs (see manifests/README.md)",
+			ErrNoRegionServer, errorList(skipped), s.CertLocation))
 	}
 
 	ordered := f.regionOrder(ctx, usable)
