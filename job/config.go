@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -511,15 +510,4 @@ wins over the environment, the environment over the default.
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nExit codes: %d registered or rightly skipped, %d transient failure (the Job retries),\n%d permanent failure (the Job fails at once), %d run deadline exceeded, %d terminated.\n",
 		ExitOK, ExitTransient, ExitPermanent, ExitDeadline, ExitTerminated)
-}
-
-// envNames lists every environment variable the engine reads, for docs and
-// tests.
-func envNames() []string {
-	var out []string
-	for _, s := range settings {
-		out = append(out, s.envs...)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,6 +3,7 @@ package job
 import (
 	"bytes"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +152,14 @@ func TestExitCode(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) { assert.Equal(t, tc.want, ExitCode(tc.err)) })
 	}
+}
+
+// envNames lists every environment variable the engine reads, for the help test.
+func envNames() []string {
+	var out []string
+	for _, s := range settings {
+		out = append(out, s.envs...)
+	}
+	slices.Sort(out)
+	return out
 }
