@@ -61,7 +61,7 @@ lint: ## gofmt, go vet, staticcheck (pinned)
 	$(BIN)/tools/staticcheck ./...
 
 .PHONY: bench
-bench: build testbin ## benchmarks side by side; rewrites BENCHMARKS.md
+bench: build testbin ## benchmarks side by side; rewrites docs/BENCHMARKS.md
 	@K8S_TESTBIN=$(K8S_TESTBIN) e2e/scripts/bench.sh
 
 .PHONY: fuzz

@@ -33,7 +33,7 @@ func main() {
 // arguments, environment and streams.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "attestation" {
-		return runAttestation(ctx, args[1:], stdin, stdout, stderr)
+		return job.RunAttestation(ctx, args[1:], stdin, stdout, stderr)
 	}
 	cfg, err := job.LoadConfig(args, getenv)
 	if err != nil {

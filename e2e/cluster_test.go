@@ -36,6 +36,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/job"
+	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -95,9 +96,9 @@ func setupCluster(t *testing.T) *clusterEnv {
 	e := &clusterEnv{p: p, admin: p.AdminClient(t), overlay: overlay}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cm, err := e.admin.CoreV1().ConfigMaps("kube-system").Get(ctx, kube.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := e.admin.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	e.corefile = cm.Data[kube.CorefileKey]
+	e.corefile = cm.Data[inclusterdns.CorefileKey]
 	t.Logf("applied manifests/overlays/e2e and the CoreDNS fixture in %.1fs", time.Since(start).Seconds())
 	return e
 }
@@ -356,28 +357,28 @@ func (e *clusterEnv) testCorefile(t *testing.T, c cloud) {
 	e.resetCoreDNS(ctx, t)
 	cms := e.admin.CoreV1().ConfigMaps("kube-system")
 	deps := e.admin.AppsV1().Deployments("kube-system")
-	dep0, err := deps.Get(ctx, kube.CoreDNSDeployment, metav1.GetOptions{})
+	dep0, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 	require.NoError(t, err)
 
 	first := e.runAs(ctx, t, c, e.token(t), "run-dns-1", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, first.code, first.String())
 	addr, _ := summary(t, first.stderr)["address"].(string)
 	require.NotEmpty(t, addr, first.stderr)
-	cm1, err := cms.Get(ctx, kube.CoreDNSConfigMap, metav1.GetOptions{})
+	cm1, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	block := "    hosts {\n        " + addr + " " + updateServer + "\n        fallthrough\n    }\n"
-	assert.Equal(t, strings.Replace(e.corefile, ".:53 {\n", ".:53 {\n"+block, 1), cm1.Data[kube.CorefileKey],
+	assert.Equal(t, strings.Replace(e.corefile, ".:53 {\n", ".:53 {\n"+block, 1), cm1.Data[inclusterdns.CorefileKey],
 		"the hosts block goes first into the root server block; every other line stays")
-	dep1, err := deps.Get(ctx, kube.CoreDNSDeployment, metav1.GetOptions{})
+	dep1, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, dep0.Generation, dep1.Generation, "the Corefile has reload: no restart")
 
 	second := e.runAs(ctx, t, c, e.token(t), "run-dns-2", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, second.code, second.String())
 	require.Equal(t, addr, summary(t, second.stderr)["address"], "the race chose the same address")
-	cm2, err := cms.Get(ctx, kube.CoreDNSConfigMap, metav1.GetOptions{})
+	cm2, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	dep2, err := deps.Get(ctx, kube.CoreDNSDeployment, metav1.GetOptions{})
+	dep2, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, cm1.ResourceVersion, cm2.ResourceVersion, "second run: Corefile untouched")
 	assert.Equal(t, dep1.Generation, dep2.Generation, "second run: no restart")
@@ -394,47 +395,47 @@ func (e *clusterEnv) testCorednsCustom(t *testing.T, c cloud) {
 	cms := e.admin.CoreV1().ConfigMaps("kube-system")
 	deps := e.admin.AppsV1().Deployments("kube-system")
 	_, err := cms.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: kube.CoreDNSCustom},
+		ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom},
 		Data:       map[string]string{"log.override": "log\n"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = cms.Delete(context.Background(), kube.CoreDNSCustom, metav1.DeleteOptions{})
+		_ = cms.Delete(context.Background(), inclusterdns.CoreDNSCustom, metav1.DeleteOptions{})
 	})
-	core0, err := cms.Get(ctx, kube.CoreDNSConfigMap, metav1.GetOptions{})
+	core0, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	dep0, err := deps.Get(ctx, kube.CoreDNSDeployment, metav1.GetOptions{})
+	dep0, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 	require.NoError(t, err)
 
 	first := e.runAs(ctx, t, c, e.token(t), "run-aks-1", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, first.code, first.String())
 	addr, _ := summary(t, first.stderr)["address"].(string)
 	require.NotEmpty(t, addr, first.stderr)
-	custom1, err := cms.Get(ctx, kube.CoreDNSCustom, metav1.GetOptions{})
+	custom1, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "hosts {\n    "+addr+" "+updateServer+"\n    fallthrough\n}\n", custom1.Data[kube.DefaultHostsKey])
+	assert.Equal(t, "hosts {\n    "+addr+" "+updateServer+"\n    fallthrough\n}\n", custom1.Data[inclusterdns.DefaultHostsKey])
 	assert.Equal(t, "log\n", custom1.Data["log.override"], "other keys stay")
-	dep1, err := deps.Get(ctx, kube.CoreDNSDeployment, metav1.GetOptions{})
+	dep1, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, dep0.Generation+1, dep1.Generation, "one restart")
-	assert.NotEmpty(t, dep1.Spec.Template.Annotations[kube.RestartedAtAnnotation])
-	assert.NotEmpty(t, dep1.Spec.Template.Annotations[kube.HostsHashAnnotation])
+	assert.NotEmpty(t, dep1.Spec.Template.Annotations[inclusterdns.RestartedAtAnnotation])
+	assert.NotEmpty(t, dep1.Spec.Template.Annotations[inclusterdns.HostsHashAnnotation])
 
 	second := e.runAs(ctx, t, c, e.token(t), "run-aks-2", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, second.code, second.String())
 	require.Equal(t, addr, summary(t, second.stderr)["address"], "the race chose the same address")
-	custom2, err := cms.Get(ctx, kube.CoreDNSCustom, metav1.GetOptions{})
+	custom2, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
 	require.NoError(t, err)
-	dep2, err := deps.Get(ctx, kube.CoreDNSDeployment, metav1.GetOptions{})
+	dep2, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 	require.NoError(t, err)
-	core2, err := cms.Get(ctx, kube.CoreDNSConfigMap, metav1.GetOptions{})
+	core2, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, custom1.ResourceVersion, custom2.ResourceVersion, "second run: coredns-custom untouched")
 	assert.Equal(t, dep1.Generation, dep2.Generation, "second run: no second restart")
 	assert.Equal(t, dep1.Spec.Template.Annotations, dep2.Spec.Template.Annotations)
 	assert.Equal(t, core0.ResourceVersion, core2.ResourceVersion, "with coredns-custom present the Corefile is never edited (AKS reverts it)")
 	t.Logf("proved: with coredns-custom present, key %s holds the hosts block for %s and the Deployment was restarted once (generation %d → %d); a second run changed nothing",
-		kube.DefaultHostsKey, addr, dep0.Generation, dep2.Generation)
+		inclusterdns.DefaultHostsKey, addr, dep0.Generation, dep2.Generation)
 }
 
 // testManualJob: a Job made by `kubectl create job --from=cronjob/…` runs
@@ -814,12 +815,12 @@ func (e *clusterEnv) deleteJob(t *testing.T, ns, name string) {
 // the original Corefile.
 func (e *clusterEnv) resetCoreDNS(ctx context.Context, t *testing.T) {
 	cms := e.admin.CoreV1().ConfigMaps("kube-system")
-	err := cms.Delete(ctx, kube.CoreDNSCustom, metav1.DeleteOptions{})
+	err := cms.Delete(ctx, inclusterdns.CoreDNSCustom, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "delete coredns-custom: %v", err)
-	cm, err := cms.Get(ctx, kube.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	if cm.Data[kube.CorefileKey] != e.corefile {
-		cm.Data[kube.CorefileKey] = e.corefile
+	if cm.Data[inclusterdns.CorefileKey] != e.corefile {
+		cm.Data[inclusterdns.CorefileKey] = e.corefile
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/rancher/registration-engine/job/happyeyeballs"
+	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
@@ -79,7 +80,7 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 		RegCode:   cfg.RegCode,
 		Deadline:  cfg.RunDeadline,
 		SleepMax:  cfg.StartupSleepMax,
-		Scheduled: kube.ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
+		Scheduled: ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
 	}
 
 	switch {
@@ -128,7 +129,7 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 		Log:       log,
 	}
 	if cfg.InClusterDNS {
-		j.DNS = &kube.HostsEntry{
+		j.InClusterDNS = &inclusterdns.CoreDNS{
 			ConfigMaps:  clients.ConfigMaps,
 			Deployments: clients.Deployments,
 			Namespace:   "kube-system",

@@ -320,7 +320,7 @@ var settings = []setting{
 	{flag: "pod-name", envs: []string{"POD_NAME"}, help: "holder written into the Lease (downward API; default the host name)", set: str(func(c *Config) *string { return &c.PodName })},
 	{flag: "job-name", envs: []string{"JOB_NAME"}, help: "name of the Job running us (downward API label batch.kubernetes.io/job-name)", set: str(func(c *Config) *string { return &c.JobName })},
 	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: "registration-engine", help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
-	{flag: "in-cluster-dns", envs: []string{"IN_CLUSTER_DNS"}, def: "true", boolean: true, help: "make the update server's name resolve in the cluster through CoreDNS", set: boolean(func(c *Config) *bool { return &c.InClusterDNS })},
+	{flag: "in-cluster-dns", envs: []string{"IN_CLUSTER_DNS"}, def: "true", boolean: true, help: "in-cluster DNS: make the update server's name resolve in the cluster through CoreDNS", set: boolean(func(c *Config) *bool { return &c.InClusterDNS })},
 
 	{group: "The run"},
 	{flag: "run-deadline", envs: []string{"RUN_DEADLINE"}, def: "10m", help: "time a run may take after the startup sleep", set: duration(func(c *Config) *time.Duration { return &c.RunDeadline })},

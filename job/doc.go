@@ -2,6 +2,9 @@
 // (LoadConfig), assembles a Job from it (New) and calls Run once; Run takes
 // the startup sleep and the Lease, executes the six phases in order, writes
 // the Secret and returns an error whose class ExitCode turns into the exit
-// code. Everything cloud-specific lives in providers; the region-server,
-// update-server, Happy Eyeballs and Kubernetes pieces live in subpackages.
+// code. It is also the command-line surface: the settings and their help,
+// whether a run was started by the CronJob's schedule, and the support
+// subcommand `attestation inspect`. Everything cloud-specific lives in
+// providers; the region-server, update-server, Happy Eyeballs, Kubernetes
+// and in-cluster DNS pieces live in subpackages.
 package job

@@ -33,8 +33,8 @@ type (
 	Racer interface {
 		Race(ctx context.Context, v6, v4 netip.Addr) (netip.Addr, error)
 	}
-	// NameMapper makes the update server's name resolve in the cluster.
-	NameMapper interface {
+	// InClusterDNS makes the update server's name resolve in the cluster.
+	InClusterDNS interface {
 		Ensure(ctx context.Context, fqdn string, ip netip.Addr) (changed bool, err error)
 	}
 	// Store writes the registration (phase 6).
@@ -49,7 +49,7 @@ type (
 
 // Job is one run's collaborators and settings, assembled by New (or by a
 // test). Zero-valued optional fields are skipped: no Lock means no Lease
-// (dry runs, runs outside a cluster), no DNS means no CoreDNS entry.
+// (dry runs, runs outside a cluster), no InClusterDNS means the cluster's DNS is left alone.
 type Job struct {
 	Log          *slog.Logger
 	Detector     Detector
@@ -57,7 +57,7 @@ type Job struct {
 	LoadSettings func() (regionconfig.Settings, error)
 	Finder       Finder
 	Racer        Racer
-	DNS          NameMapper
+	InClusterDNS InClusterDNS
 	Store        Store
 	Lock         Locker
 	RegCode      Secret
@@ -201,12 +201,12 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		}},
 		{"write-secret", func(ctx context.Context) ([]any, error) {
 			var attrs []any
-			if j.DNS == nil {
-				log.Info("in-cluster name left alone: no cluster, or IN_CLUSTER_DNS=false", slog.String("server", server.Name), slog.String("address", addrString(addr)))
+			if j.InClusterDNS == nil {
+				log.Info("in-cluster DNS left alone: no cluster, or IN_CLUSTER_DNS=false", slog.String("server", server.Name), slog.String("address", addrString(addr)))
 			} else {
-				changed, err := j.DNS.Ensure(ctx, server.Name, addr)
+				changed, err := j.InClusterDNS.Ensure(ctx, server.Name, addr)
 				if err != nil {
-					return nil, fmt.Errorf("in-cluster name: %w", err)
+					return nil, fmt.Errorf("in-cluster DNS: %w", err)
 				}
 				attrs = append(attrs, slog.Bool("dnsChanged", changed))
 			}

@@ -112,13 +112,13 @@ func newJob(r *recorder, logs *bytes.Buffer) *Job {
 		LoadSettings: func() (regionconfig.Settings, error) {
 			return regionconfig.Settings{}, r.step(context.Background(), "config")
 		},
-		Finder:   r,
-		Racer:    r,
-		DNS:      r,
-		Store:    r,
-		Lock:     r,
-		RegCode:  "REGCODE-SECRET",
-		Deadline: time.Minute,
+		Finder:       r,
+		Racer:        r,
+		InClusterDNS: r,
+		Store:        r,
+		Lock:         r,
+		RegCode:      "REGCODE-SECRET",
+		Deadline:     time.Minute,
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 	kindv1alpha4 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
+	"github.com/rancher/registration-engine/job"
+	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 )
@@ -181,7 +183,7 @@ func env(c *corev1.Container) map[string]corev1.EnvVar {
 func TestCronJobShape(t *testing.T) {
 	_, objects := load(t)
 	cj, pod, c := cronJob(t, objects)
-	job := cj.Spec.JobTemplate.Spec
+	spec := cj.Spec.JobTemplate.Spec
 
 	assert.Equal(t, "registration-engine", cj.Name)
 	assert.Equal(t, "0 */18 * * *", cj.Spec.Schedule)
@@ -189,8 +191,8 @@ func TestCronJobShape(t *testing.T) {
 	require.NotNil(t, cj.Spec.StartingDeadlineSeconds)
 	require.NotNil(t, cj.Spec.SuccessfulJobsHistoryLimit)
 	require.NotNil(t, cj.Spec.FailedJobsHistoryLimit)
-	require.NotNil(t, job.BackoffLimit)
-	require.NotNil(t, job.TTLSecondsAfterFinished)
+	require.NotNil(t, spec.BackoffLimit)
+	require.NotNil(t, spec.TTLSecondsAfterFinished)
 	assert.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
 
 	// The Job must outlive one sleeping run plus its retries.
@@ -199,14 +201,14 @@ func TestCronJobShape(t *testing.T) {
 	require.NoError(t, err)
 	sleepMax, err := time.ParseDuration(e["STARTUP_SLEEP_MAX"].Value)
 	require.NoError(t, err)
-	require.NotNil(t, job.ActiveDeadlineSeconds)
-	active := time.Duration(*job.ActiveDeadlineSeconds) * time.Second
-	assert.Greater(t, active, kube.ScheduledWindow+sleepMax+runDeadline*time.Duration(1+*job.BackoffLimit))
+	require.NotNil(t, spec.ActiveDeadlineSeconds)
+	active := time.Duration(*spec.ActiveDeadlineSeconds) * time.Second
+	assert.Greater(t, active, job.ScheduledWindow+sleepMax+runDeadline*time.Duration(1+*spec.BackoffLimit))
 
 	// Exit 2 (permanent) fails the Job at once; disruptions do not count.
-	require.NotNil(t, job.PodFailurePolicy)
+	require.NotNil(t, spec.PodFailurePolicy)
 	var failOn2, ignoreDisruption bool
-	for _, r := range job.PodFailurePolicy.Rules {
+	for _, r := range spec.PodFailurePolicy.Rules {
 		if r.Action == batchv1.PodFailurePolicyActionFailJob && r.OnExitCodes != nil &&
 			r.OnExitCodes.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && slices.Contains(r.OnExitCodes.Values, 2) {
 			failOn2 = true
@@ -282,7 +284,7 @@ func TestCronJobShape(t *testing.T) {
 	assert.Equal(t, sa.Name, pod.ServiceAccountName)
 }
 
-// The Role covers exactly what job/kube writes, by name, and nothing else.
+// The Role covers exactly what job/kube and job/inclusterdns write, by name, and nothing else.
 func TestRBACMatchesTheEngine(t *testing.T) {
 	_, objects := load(t)
 	_, _, c := cronJob(t, objects)
@@ -312,10 +314,10 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 	for _, r := range coredns.Rules {
 		switch r.Resources[0] {
 		case "configmaps":
-			assert.ElementsMatch(t, []string{kube.CoreDNSCustom, kube.CoreDNSConfigMap}, r.ResourceNames)
+			assert.ElementsMatch(t, []string{inclusterdns.CoreDNSCustom, inclusterdns.CoreDNSConfigMap}, r.ResourceNames)
 			assert.NotContains(t, r.Verbs, "create", "coredns-custom is never created")
 		case "deployments":
-			assert.Equal(t, []string{kube.CoreDNSDeployment}, r.ResourceNames)
+			assert.Equal(t, []string{inclusterdns.CoreDNSDeployment}, r.ResourceNames)
 		default:
 			assert.Failf(t, "unexpected rule", "%v", r)
 		}

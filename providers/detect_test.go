@@ -337,10 +337,10 @@ func TestDetectDMI(t *testing.T) {
 		want       Cloud
 		wantDetail string
 	}{
-		"azure tree":                       {os.DirFS("../testdata/dmi/azure"), Azure, `sys_vendor="Microsoft Corporation" product_name="Virtual Machine" chassis_asset_tag="7783-7084-3265-9085-8269-3286-77"`},
-		"gcp tree":                         {os.DirFS("../testdata/dmi/gcp"), GCP, `sys_vendor="Google" product_name="Google Compute Engine" chassis_asset_tag=""`},
-		"aws tree":                         {os.DirFS("../testdata/dmi/aws"), AWS, `sys_vendor="Amazon EC2" product_name="m5.large" chassis_asset_tag="Amazon EC2"`},
-		"baremetal tree":                   {os.DirFS("../testdata/dmi/baremetal"), None, ""},
+		"azure tree":                       {os.DirFS("dmi/testdata/azure"), Azure, `sys_vendor="Microsoft Corporation" product_name="Virtual Machine" chassis_asset_tag="7783-7084-3265-9085-8269-3286-77"`},
+		"gcp tree":                         {os.DirFS("dmi/testdata/gcp"), GCP, `sys_vendor="Google" product_name="Google Compute Engine" chassis_asset_tag=""`},
+		"aws tree":                         {os.DirFS("dmi/testdata/aws"), AWS, `sys_vendor="Amazon EC2" product_name="m5.large" chassis_asset_tag="Amazon EC2"`},
+		"baremetal tree":                   {os.DirFS("dmi/testdata/baremetal"), None, ""},
 		"on-premises Hyper-V is not azure": {hyperV, None, ""},
 		"azure chassis tag alone, other files unreadable": {
 			fstest.MapFS{
@@ -428,7 +428,7 @@ func TestNoCloudMessage(t *testing.T) {
 		GCPEndpoints:   []string{gcp},
 		AWSEndpoints:   []string{aws},
 		Budget:         200 * time.Millisecond,
-		DMI:            os.DirFS("../testdata/dmi/baremetal"),
+		DMI:            os.DirFS("dmi/testdata/baremetal"),
 		Dmidecode: func(context.Context) (string, error) {
 			return "", fmt.Errorf("dmidecode: %w", exec.ErrNotFound)
 		},
@@ -471,7 +471,7 @@ func TestDetectInvalidEndpoint(t *testing.T) {
 func TestDetectCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	d := &Detector{AzureEndpoints: []string{hanging(t)}, GCPEndpoints: none, AWSEndpoints: none, Budget: 30 * time.Second,
-		DMI: os.DirFS("../testdata/dmi/azure")}
+		DMI: os.DirFS("dmi/testdata/azure")}
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err := d.Detect(ctx)
 	require.ErrorIs(t, err, context.Canceled)

@@ -3,7 +3,7 @@ package fakecloud
 // KubeadmCorefile is the Corefile kubeadm and kind put into the
 // kube-system/coredns ConfigMap. It carries the reload plugin, so an added
 // hosts entry takes effect without a restart. Tests of the engine's
-// in-cluster name start from it, as a real cluster would.
+// in-cluster DNS start from it, as a real cluster would.
 const KubeadmCorefile = `.:53 {
     errors
     health {

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
+	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -153,9 +154,9 @@ func TestKind(t *testing.T) {
 		assert.Equal(t, strings.TrimSpace(served), strings.TrimSpace(string(sec.Data[kube.KeyRegistrationURLCert])), "the certificate the update server serves")
 
 		podIP := c.fakecloudPodIP(t, ctx)
-		cm, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, kube.CoreDNSConfigMap, metav1.GetOptions{})
+		cm, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.Contains(t, cm.Data[kube.CorefileKey], podIP+" "+updateServer, "CoreDNS maps the update server's name to the address that won the race")
+		assert.Contains(t, cm.Data[inclusterdns.CorefileKey], podIP+" "+updateServer, "CoreDNS maps the update server's name to the address that won the race")
 		t.Logf("proved: Job %s completed in %.1fs and wrote %s with its five keys; CoreDNS maps %s to %s (the fake cloud's pod)",
 			job.Name, time.Since(start).Seconds(), kube.SecretName, updateServer, podIP)
 
@@ -322,7 +323,7 @@ func (c *kindCluster) waitForSystem(t *testing.T, ctx context.Context) {
 		if err != nil || ds.Status.DesiredNumberScheduled == 0 || ds.Status.NumberReady < ds.Status.DesiredNumberScheduled {
 			return false, nil //nolint:nilerr // not yet: poll again
 		}
-		d, err := c.cs.AppsV1().Deployments("kube-system").Get(ctx, kube.CoreDNSDeployment, metav1.GetOptions{})
+		d, err := c.cs.AppsV1().Deployments("kube-system").Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 		if err != nil || d.Status.ReadyReplicas == 0 {
 			return false, nil //nolint:nilerr // not yet: poll again
 		}

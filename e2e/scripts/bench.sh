@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: measure what the engine costs, side by side in one run, and
-# rewrite BENCHMARKS.md. Runs one thing at a time (the figures are only
+# rewrite docs/BENCHMARKS.md. Runs one thing at a time (the figures are only
 # comparable when nothing of ours competes for the CPU):
 #   1. the Go benchmarks with -benchmem (detection at -benchtime=1x: one
 #      operation takes seconds), one package at a time;
@@ -85,5 +85,5 @@ go build -o "$out/spawn" ./e2e/cmd/benchrun/spawn
   --image-bytes "$image_bytes" --image-note "$image_note" \
   --revision "$(git describe --tags --always --dirty 2>/dev/null || echo unknown)" \
   --started "$started" \
-  --out BENCHMARKS.md
-echo "== bench: done in $(( $(date +%s) - started )) s; see BENCHMARKS.md"
+  --out docs/BENCHMARKS.md
+echo "== bench: done in $(( $(date +%s) - started )) s; see docs/BENCHMARKS.md"

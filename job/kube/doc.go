@@ -1,8 +1,8 @@
-// Package kube is the engine's only contact with the Kubernetes API: it
-// writes the scc-registration Secret that rancher/scc-operator reads (phase
-// 6), keeps two runs apart with a Lease, makes the update server's name
-// resolve inside the cluster through CoreDNS, and decides whether a run was
-// started by the CronJob's schedule (and so takes the startup sleep).
+// Package kube is the engine's client of the Kubernetes API: it builds the
+// REST client, writes the scc-registration Secret that rancher/scc-operator
+// reads (phase 6), keeps two runs apart with a Lease, and turns API errors
+// into ones a person can act on (APIError). The in-cluster DNS entry is
+// written through the same client by job/inclusterdns.
 //
 // Everything here works against any *rest.Config, so the same code runs in a
 // pod, from a workstation with --kubeconfig, against a real kube-apiserver in

@@ -64,7 +64,7 @@ func (l *Lease) Acquire(ctx context.Context) (release func(context.Context) erro
 	if l.Name == "" || l.Holder == "" || l.Duration <= 0 {
 		return nil, failure.Permanent(fmt.Errorf("kube: lease: name, holder and a positive duration are required (name %q, holder %q, duration %s)", l.Name, l.Holder, l.Duration))
 	}
-	need := access{verbs: []string{"get", "create", "update", "patch"}, resource: "leases/" + l.Name, namespace: ns}
+	need := Access{Verbs: []string{"get", "create", "update", "patch"}, Resource: "leases/" + l.Name, Namespace: ns}
 	wrap := func(err error) error { return fmt.Errorf("kube: lease %s/%s: %w", ns, l.Name, err) }
 	leases := l.Leases.Leases(ns)
 	now := l.now()
@@ -92,10 +92,10 @@ func (l *Lease) Acquire(ctx context.Context) (release func(context.Context) erro
 			return nil, l.heldBy(ctx, ns)
 		}
 		if err != nil {
-			return nil, wrap(apiError(err, need))
+			return nil, wrap(APIError(err, need))
 		}
 	case err != nil:
-		return nil, wrap(apiError(err, need))
+		return nil, wrap(APIError(err, need))
 	default:
 		holder, until := holderOf(cur)
 		if holder != "" && holder != l.Holder && now.Before(until) {
@@ -119,7 +119,7 @@ func (l *Lease) Acquire(ctx context.Context) (release func(context.Context) erro
 			return nil, l.heldBy(ctx, ns)
 		}
 		if err != nil {
-			return nil, wrap(apiError(err, need))
+			return nil, wrap(APIError(err, need))
 		}
 		if holder != "" && holder != l.Holder {
 			logger(l.Log).Info("took over an expired lease", slog.String("lease", ns+"/"+l.Name), slog.String("previousHolder", holder), slog.Time("expired", until))
@@ -153,7 +153,7 @@ func (l *Lease) release(ctx context.Context, ns string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("kube: lease %s/%s: release: %w", ns, l.Name, apiError(err, access{verbs: []string{"get", "update"}, resource: "leases/" + l.Name, namespace: ns}))
+		return fmt.Errorf("kube: lease %s/%s: release: %w", ns, l.Name, APIError(err, Access{Verbs: []string{"get", "update"}, Resource: "leases/" + l.Name, Namespace: ns}))
 	}
 	logger(l.Log).Debug("lease released", slog.String("lease", ns+"/"+l.Name))
 	return nil

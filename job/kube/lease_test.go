@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -118,7 +119,7 @@ func TestLeaseAcquire(t *testing.T) {
 
 			release, err := l.Acquire(context.Background())
 
-			assert.Equal(t, tc.actions, verbs(c, "leases"))
+			assert.Equal(t, tc.actions, kubetest.Verbs(c, "leases"))
 			if tc.held != "" {
 				require.ErrorIs(t, err, ErrLeaseHeld)
 				assert.False(t, failure.IsPermanent(err))

@@ -93,23 +93,25 @@ func retryable(err error) bool {
 		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
 }
 
-// access is what a call needs from RBAC, for the message of a 403.
-type access struct {
-	verbs               []string
-	resource, namespace string
+// Access is what a call needs from RBAC, for the message of a 403.
+type Access struct {
+	// Verbs the Role must allow, e.g. get, create, patch.
+	Verbs []string
+	// Resource names the objects, e.g. secrets/scc-registration.
+	Resource, Namespace string
 }
 
-// apiError turns a client error into one a person can act on. A 403 becomes
+// APIError turns a client error into one a person can act on. A 403 becomes
 // a permanent *ForbiddenError naming what the Role must allow (need), a 401
 // ErrUnauthorized; 400, 405, 415 and 422 become permanent, since the same
 // request will be refused again. Everything else is returned as it came, so
 // that retryable still sees the status.
-func apiError(err error, need access) error {
+func APIError(err error, need Access) error {
 	switch {
 	case err == nil:
 		return nil
 	case apierrors.IsForbidden(err):
-		return failure.Permanent(&ForbiddenError{Verbs: need.verbs, Resource: need.resource, Namespace: need.namespace, Err: err})
+		return failure.Permanent(&ForbiddenError{Verbs: need.Verbs, Resource: need.Resource, Namespace: need.Namespace, Err: err})
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	case apierrors.IsBadRequest(err), apierrors.IsInvalid(err), apierrors.IsMethodNotSupported(err), apierrors.IsUnsupportedMediaType(err):

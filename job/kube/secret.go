@@ -61,7 +61,7 @@ type SecretStore struct {
 func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, err error) {
 	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
 	log := logger(s.Log).With(slog.String("secret", ns+"/"+name))
-	need := access{verbs: []string{"get", "create", "patch"}, resource: "secrets/" + name, namespace: ns}
+	need := Access{Verbs: []string{"get", "create", "patch"}, Resource: "secrets/" + name, Namespace: ns}
 	want := r.Data()
 
 	err = newRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
@@ -70,7 +70,7 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 		case apierrors.IsNotFound(err):
 			cur = nil
 		case err != nil:
-			return apiError(err, need)
+			return APIError(err, need)
 		}
 		diff := differingKeys(cur, want)
 		if cur != nil {
@@ -89,7 +89,7 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 		}
 		force := true
 		if _, err := s.Secrets.Secrets(ns).Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
-			return apiError(err, need)
+			return APIError(err, need)
 		}
 		changed = true
 		log.Info("registration secret written", slog.Bool("created", cur == nil), slog.Any("changedKeys", diff))

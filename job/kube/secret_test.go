@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -41,23 +42,6 @@ func (s *sleeps) all() []time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]time.Duration(nil), s.d...)
-}
-
-// verbs lists the client's actions on one resource as "verb" or
-// "patch:<type>", so a test can assert exactly which requests went out.
-func verbs(c *fake.Clientset, resource string) []string {
-	var out []string
-	for _, a := range c.Actions() {
-		if a.GetResource().Resource != resource {
-			continue
-		}
-		v := a.GetVerb()
-		if p, ok := a.(k8stesting.PatchAction); ok {
-			v += ":" + string(p.GetPatchType())
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 const applyVerb = "patch:" + string(types.ApplyPatchType)
@@ -202,7 +186,7 @@ func TestSecretStoreWrite(t *testing.T) {
 
 			require.NoError(t, err)
 			assert.Equal(t, tc.changed, changed)
-			assert.Equal(t, tc.actions, verbs(c, "secrets"))
+			assert.Equal(t, tc.actions, kubetest.Verbs(c, "secrets"))
 			assert.Empty(t, s.all(), "no retries")
 			got := getSecret(t, c)
 			assertData(t, tc.write, got)
@@ -227,7 +211,7 @@ func TestSecretStoreSecondRunIsNoop(t *testing.T) {
 	changed, err = store.Write(ctx, testRegistration())
 	require.NoError(t, err)
 	assert.False(t, changed)
-	assert.Equal(t, []string{"get"}, verbs(c, "secrets"))
+	assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "secrets"))
 }
 
 func TestSecretStoreRetries(t *testing.T) {
@@ -355,7 +339,7 @@ func TestSecretStoreCancelledWhileBackingOff(t *testing.T) {
 	_, err := store.Write(ctx, testRegistration())
 
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Len(t, verbs(c, "secrets"), 1)
+	assert.Len(t, kubetest.Verbs(c, "secrets"), 1)
 }
 
 func TestSecretStoreWrongType(t *testing.T) {
@@ -368,5 +352,5 @@ func TestSecretStoreWrongType(t *testing.T) {
 
 	require.ErrorIs(t, err, ErrSecretType)
 	assert.True(t, failure.IsPermanent(err))
-	assert.Equal(t, []string{"get"}, verbs(c, "secrets"), "nothing written")
+	assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "secrets"), "nothing written")
 }

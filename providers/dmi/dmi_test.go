@@ -23,7 +23,7 @@ func TestReadTrees(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := Read(os.DirFS("../../testdata/dmi/" + tc.dir))
+			got, err := Read(os.DirFS("testdata/" + tc.dir))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})

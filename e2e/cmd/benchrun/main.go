@@ -1,5 +1,5 @@
 // Command benchrun measures what a registration-engine run costs and writes
-// BENCHMARKS.md. `make bench` runs it (through e2e/scripts/bench.sh) after the
+// docs/BENCHMARKS.md. `make bench` runs it (through e2e/scripts/bench.sh) after the
 // Go benchmarks, whose output it reads and puts beside its own figures:
 //
 //   - whole-process runs of the engine binary against an in-process fake
@@ -18,7 +18,7 @@
 //
 //	benchrun --engine bin/registration-engine --spawn DIR/spawn \
 //	  --stripped DIR/registration-engine --gobench gobench.txt \
-//	  [--testbin DIR] [--runs 15] [--out BENCHMARKS.md]
+//	  [--testbin DIR] [--runs 15] [--out docs/BENCHMARKS.md]
 package main
 
 import (
@@ -67,7 +67,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.unstripped, "unstripped", "", "the same build without -s -w, whose symbols say what the binary is made of")
 	fs.StringVar(&o.gobench, "gobench", "", "output of go test -bench -benchmem to include")
 	fs.StringVar(&o.testbin, "testbin", "", "directory of etcd, kube-apiserver, kube-controller-manager, kubectl (empty: Kubernetes requests not measured)")
-	fs.StringVar(&o.out, "out", "BENCHMARKS.md", "report to write")
+	fs.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "report to write")
 	fs.StringVar(&o.command, "command", "make bench", "command named in the report as the one that produced it")
 	fs.StringVar(&o.revision, "revision", "", "source revision named in the report")
 	fs.IntVar(&o.runs, "runs", 15, "timed runs per scenario (after one warm-up run)")

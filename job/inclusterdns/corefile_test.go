@@ -1,4 +1,4 @@
-package kube
+package inclusterdns
 
 import (
 	"net/netip"

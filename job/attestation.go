@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 // errNotVerified is returned when a document was read but did not verify.
 var errNotVerified = failure.Permanent(errors.New("attestation: the document did not verify"))
 
-// runAttestation is `registration-engine attestation inspect`: the support
+// RunAttestation is `registration-engine attestation inspect`: the support
 // engineer's view of an attested document a customer sent.
-func runAttestation(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func RunAttestation(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	usage := func() {
 		fmt.Fprint(stderr, `Usage: registration-engine attestation inspect [flags] FILE|-
 

@@ -1,6 +1,7 @@
-package kube
+package inclusterdns
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
+	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -48,7 +50,7 @@ const (
 	HostsHashAnnotation = "registration-engine.cattle.io/hosts-sha256"
 )
 
-// HostsEntry makes the update server's name resolve, inside the cluster, to
+// CoreDNS makes the update server's name resolve, inside the cluster, to
 // the address phase 5 chose. Public DNS does not resolve the update servers'
 // names, yet the operator must connect to https://<name> for the certificate
 // to match.
@@ -58,9 +60,9 @@ const (
 // the root server block of the Corefile, whose reload plugin picks it up; the
 // Deployment is restarted only if the Corefile has no reload directive.
 // Either way a run that finds the entry in place writes nothing.
-type HostsEntry struct {
-	ConfigMaps  ConfigMapsGetter
-	Deployments DeploymentsGetter
+type CoreDNS struct {
+	ConfigMaps  kube.ConfigMapsGetter
+	Deployments kube.DeploymentsGetter
 	Namespace   string // default kube-system
 	Key         string // key in coredns-custom; default DefaultHostsKey
 	Clock       clock.PassiveClock
@@ -70,31 +72,31 @@ type HostsEntry struct {
 // Ensure makes fqdn resolve to ip in the cluster and reports whether it
 // changed CoreDNS's configuration. A failure means the Secret must not be
 // written: the operator would be handed a name it cannot resolve.
-func (h *HostsEntry) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (changed bool, err error) {
-	ns := orDefault(h.Namespace, "kube-system")
+func (c *CoreDNS) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (changed bool, err error) {
+	ns := cmp.Or(c.Namespace, "kube-system")
 	fqdn, ip, err = validHostsEntry(fqdn, ip)
 	if err != nil {
-		return false, fmt.Errorf("kube: coredns: %w", err)
+		return false, fmt.Errorf("coredns: %w", err)
 	}
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var err error
-		changed, err = h.ensure(ctx, ns, fqdn, ip)
+		changed, err = c.ensure(ctx, ns, fqdn, ip)
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("kube: coredns: %w", err)
+		return false, fmt.Errorf("coredns: %w", err)
 	}
 	return changed, nil
 }
 
-func (h *HostsEntry) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (bool, error) {
-	cms := h.ConfigMaps.ConfigMaps(ns)
+func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (bool, error) {
+	cms := c.ConfigMaps.ConfigMaps(ns)
 	custom, err := cms.Get(ctx, CoreDNSCustom, metav1.GetOptions{})
 	switch {
 	case err == nil:
-		return h.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
+		return c.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
 	case !apierrors.IsNotFound(err):
-		return false, apiError(err, needConfigMaps(ns))
+		return false, kube.APIError(err, needConfigMaps(ns))
 	}
 
 	core, err := cms.Get(ctx, CoreDNSConfigMap, metav1.GetOptions{})
@@ -102,7 +104,7 @@ func (h *HostsEntry) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr)
 		return false, failure.Permanent(fmt.Errorf("%w: neither %s nor %s in %s; make %s resolve another way and set IN_CLUSTER_DNS=false", ErrNoCoreDNS, CoreDNSCustom, CoreDNSConfigMap, ns, fqdn))
 	}
 	if err != nil {
-		return false, apiError(err, needConfigMaps(ns))
+		return false, kube.APIError(err, needConfigMaps(ns))
 	}
 	old := core.Data[CorefileKey]
 	next, err := SetCorefileHostsEntry(old, fqdn, ip)
@@ -113,11 +115,11 @@ func (h *HostsEntry) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr)
 		return false, nil
 	}
 	if err := patchConfigMapKey(ctx, cms, CoreDNSConfigMap, core.ResourceVersion, CorefileKey, next); err != nil {
-		return false, apiError(err, needConfigMaps(ns))
+		return false, kube.APIError(err, needConfigMaps(ns))
 	}
-	logger(h.Log).Info("coredns corefile updated", slog.String("configMap", ns+"/"+CoreDNSConfigMap), slog.String("server", fqdn), slog.String("address", ip.String()))
+	c.logger().Info("coredns corefile updated", slog.String("configMap", ns+"/"+CoreDNSConfigMap), slog.String("server", fqdn), slog.String("address", ip.String()))
 	if !hasDirective(next, "reload") {
-		if err := h.restart(ctx, ns, ""); err != nil {
+		if err := c.restart(ctx, ns, ""); err != nil {
 			return true, err
 		}
 	}
@@ -126,8 +128,8 @@ func (h *HostsEntry) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr)
 
 // ensureCustom writes our key in coredns-custom and restarts CoreDNS when
 // the key changed, or when the running pods were not restarted for it.
-func (h *HostsEntry) ensureCustom(ctx context.Context, ns, resourceVersion string, data map[string]string, fqdn string, ip netip.Addr) (bool, error) {
-	key := orDefault(h.Key, DefaultHostsKey)
+func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, data map[string]string, fqdn string, ip netip.Addr) (bool, error) {
+	key := cmp.Or(c.Key, DefaultHostsKey)
 	want := hostsBlock("", fqdn, ip) + "\n"
 	// CoreDNS refuses to start with two hosts directives in one server
 	// block, and AKS imports every .override key into the root block.
@@ -138,27 +140,27 @@ func (h *HostsEntry) ensureCustom(ctx context.Context, ns, resourceVersion strin
 	}
 	changed := data[key] != want
 	if changed {
-		if err := patchConfigMapKey(ctx, h.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, key, want); err != nil {
-			return false, apiError(err, needConfigMaps(ns))
+		if err := patchConfigMapKey(ctx, c.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, key, want); err != nil {
+			return false, kube.APIError(err, needConfigMaps(ns))
 		}
-		logger(h.Log).Info("coredns-custom updated", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key), slog.String("server", fqdn), slog.String("address", ip.String()))
+		c.logger().Info("coredns-custom updated", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key), slog.String("server", fqdn), slog.String("address", ip.String()))
 	}
 	hash := hostsHash(want)
 	if !changed {
-		dep, err := h.Deployments.Deployments(ns).Get(ctx, CoreDNSDeployment, metav1.GetOptions{})
+		dep, err := c.Deployments.Deployments(ns).Get(ctx, CoreDNSDeployment, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return false, apiError(err, needDeployment(ns))
+			return false, kube.APIError(err, needDeployment(ns))
 		}
 		if err == nil && dep.Spec.Template.Annotations[HostsHashAnnotation] == hash {
 			return false, nil
 		}
 	}
-	return changed, h.restart(ctx, ns, hash)
+	return changed, c.restart(ctx, ns, hash)
 }
 
 // restart rolls the CoreDNS Deployment the way kubectl rollout restart does.
-func (h *HostsEntry) restart(ctx context.Context, ns, hash string) error {
-	annotations := map[string]string{RestartedAtAnnotation: h.now().UTC().Format(time.RFC3339)}
+func (c *CoreDNS) restart(ctx context.Context, ns, hash string) error {
+	annotations := map[string]string{RestartedAtAnnotation: c.now().UTC().Format(time.RFC3339)}
 	if hash != "" {
 		annotations[HostsHashAnnotation] = hash
 	}
@@ -166,28 +168,35 @@ func (h *HostsEntry) restart(ctx context.Context, ns, hash string) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.Deployments.Deployments(ns).Patch(ctx, CoreDNSDeployment, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = c.Deployments.Deployments(ns).Patch(ctx, CoreDNSDeployment, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return failure.Permanent(fmt.Errorf("%w: deployment %s/%s not found; CoreDNS must be restarted by hand to load the hosts entry", ErrNoCoreDNS, ns, CoreDNSDeployment))
 	}
 	if err != nil {
-		return apiError(err, needDeployment(ns))
+		return kube.APIError(err, needDeployment(ns))
 	}
-	logger(h.Log).Info("coredns restarted", slog.String("deployment", ns+"/"+CoreDNSDeployment))
+	c.logger().Info("coredns restarted", slog.String("deployment", ns+"/"+CoreDNSDeployment))
 	return nil
 }
 
-func (h *HostsEntry) now() time.Time {
-	if h.Clock == nil {
+func (c *CoreDNS) logger() *slog.Logger {
+	if c.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Log
+}
+
+func (c *CoreDNS) now() time.Time {
+	if c.Clock == nil {
 		return time.Now()
 	}
-	return h.Clock.Now()
+	return c.Clock.Now()
 }
 
 // patchConfigMapKey merge-patches one data key, with the resourceVersion
 // just read as a precondition: a concurrent edit of the same ConfigMap gets
 // a conflict (and a re-read) instead of being overwritten.
-func patchConfigMapKey(ctx context.Context, cms ConfigMapInterface, name, resourceVersion, key, value string) error {
+func patchConfigMapKey(ctx context.Context, cms kube.ConfigMapInterface, name, resourceVersion, key, value string) error {
 	meta := map[string]any{}
 	if resourceVersion != "" {
 		meta["resourceVersion"] = resourceVersion
@@ -196,16 +205,16 @@ func patchConfigMapKey(ctx context.Context, cms ConfigMapInterface, name, resour
 	if err != nil {
 		return err
 	}
-	_, err = cms.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = cms.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
 	return err
 }
 
-func needConfigMaps(ns string) access {
-	return access{verbs: []string{"get", "update", "patch"}, resource: "configmaps/" + CoreDNSCustom + " and configmaps/" + CoreDNSConfigMap, namespace: ns}
+func needConfigMaps(ns string) kube.Access {
+	return kube.Access{Verbs: []string{"get", "update", "patch"}, Resource: "configmaps/" + CoreDNSCustom + " and configmaps/" + CoreDNSConfigMap, Namespace: ns}
 }
 
-func needDeployment(ns string) access {
-	return access{verbs: []string{"get", "patch"}, resource: "deployments/" + CoreDNSDeployment, namespace: ns}
+func needDeployment(ns string) kube.Access {
+	return kube.Access{Verbs: []string{"get", "patch"}, Resource: "deployments/" + CoreDNSDeployment, Namespace: ns}
 }
 
 func hostsHash(block string) string {

@@ -1,4 +1,4 @@
-package kube
+package inclusterdns
 
 import (
 	"context"
@@ -16,11 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -31,9 +34,19 @@ const (
 )
 
 var (
+	t0       = time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
 	smtIP    = netip.MustParseAddr("20.38.0.87")
 	smtIPNew = netip.MustParseAddr("2603:1030:501::dd")
 )
+
+// typed serves the ConfigMaps and Deployments the engine edits from
+// client-go's fake clientset.
+type typed struct{ cs kubernetes.Interface }
+
+func (t typed) ConfigMaps(ns string) kube.ConfigMapInterface { return t.cs.CoreV1().ConfigMaps(ns) }
+func (t typed) Deployments(ns string) kube.DeploymentInterface {
+	return t.cs.AppsV1().Deployments(ns)
+}
 
 func cm(name string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", ResourceVersion: "42"}, Data: data}
@@ -45,8 +58,8 @@ func corednsDeployment(annotations map[string]string) *appsv1.Deployment {
 	return d
 }
 
-func newHostsEntry(c *fake.Clientset) *HostsEntry {
-	return &HostsEntry{
+func newCoreDNS(c *fake.Clientset) *CoreDNS {
+	return &CoreDNS{
 		ConfigMaps: typed{c}, Deployments: typed{c}, Namespace: "kube-system",
 		Clock: clocktesting.NewFakePassiveClock(t0),
 	}
@@ -66,7 +79,7 @@ func getDeployment(t *testing.T, c *fake.Clientset) *appsv1.Deployment {
 	return got
 }
 
-func TestHostsEntryCorednsCustom(t *testing.T) {
+func TestCoreDNSCustom(t *testing.T) {
 	block := hostsBlock("", smtName, smtIP) + "\n"
 	restartedFor := map[string]string{HostsHashAnnotation: hostsHash(block)}
 
@@ -109,11 +122,11 @@ func TestHostsEntryCorednsCustom(t *testing.T) {
 			core := cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})
 			c := fake.NewClientset(cm(CoreDNSCustom, tc.custom), core, corednsDeployment(tc.annotations))
 
-			changed, err := newHostsEntry(c).Ensure(context.Background(), smtName, smtIP)
+			changed, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
 
 			require.NoError(t, err)
 			assert.Equal(t, tc.changed, changed)
-			assert.Equal(t, tc.cmActions, verbs(c, "configmaps"))
+			assert.Equal(t, tc.cmActions, kubetest.Verbs(c, "configmaps"))
 			got := getCM(t, c, CoreDNSCustom)
 			assert.Equal(t, block, got.Data[DefaultHostsKey])
 			for k, v := range tc.custom {
@@ -129,7 +142,7 @@ func TestHostsEntryCorednsCustom(t *testing.T) {
 				assert.Equal(t, hostsHash(block), ann[HostsHashAnnotation])
 			} else {
 				assert.NotContains(t, ann, RestartedAtAnnotation)
-				assert.NotContains(t, verbs(c, "deployments"), "patch:application/merge-patch+json")
+				assert.NotContains(t, kubetest.Verbs(c, "deployments"), "patch:application/merge-patch+json")
 			}
 		})
 	}
@@ -137,7 +150,7 @@ func TestHostsEntryCorednsCustom(t *testing.T) {
 
 // The merge patch of coredns-custom carries the resourceVersion it read, so a
 // concurrent edit conflicts instead of being lost.
-func TestHostsEntryPatchCarriesResourceVersion(t *testing.T) {
+func TestCoreDNSPatchCarriesResourceVersion(t *testing.T) {
 	c := fake.NewClientset(cm(CoreDNSCustom, nil), corednsDeployment(nil))
 	var patch map[string]any
 	c.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -145,27 +158,27 @@ func TestHostsEntryPatchCarriesResourceVersion(t *testing.T) {
 		return false, nil, nil
 	})
 
-	_, err := newHostsEntry(c).Ensure(context.Background(), smtName, smtIP)
+	_, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
 
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"resourceVersion": "42"}, patch["metadata"])
 	assert.Equal(t, map[string]any{DefaultHostsKey: hostsBlock("", smtName, smtIP) + "\n"}, patch["data"])
 }
 
-func TestHostsEntryRefusesSecondHostsBlock(t *testing.T) {
+func TestCoreDNSRefusesSecondHostsBlock(t *testing.T) {
 	c := fake.NewClientset(
 		cm(CoreDNSCustom, map[string]string{"mine.override": "hosts {\n  10.1.1.1 db.internal\n  fallthrough\n}\n"}),
 		corednsDeployment(nil))
 
-	_, err := newHostsEntry(c).Ensure(context.Background(), smtName, smtIP)
+	_, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
 
 	require.ErrorIs(t, err, ErrCorefile)
 	assert.True(t, failure.IsPermanent(err))
-	assert.Equal(t, []string{"get"}, verbs(c, "configmaps"), "nothing written")
-	assert.Empty(t, verbs(c, "deployments"), "CoreDNS not restarted into a crash loop")
+	assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "configmaps"), "nothing written")
+	assert.Empty(t, kubetest.Verbs(c, "deployments"), "CoreDNS not restarted into a crash loop")
 }
 
-func TestHostsEntryCorefile(t *testing.T) {
+func TestCoreDNSCorefile(t *testing.T) {
 	noReload := "" +
 		".:53 {\n" +
 		"    errors\n" +
@@ -195,12 +208,12 @@ func TestHostsEntryCorefile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 kind-control-plane"}), corednsDeployment(nil))
 
-			changed, err := newHostsEntry(c).Ensure(context.Background(), smtName, tc.ip)
+			changed, err := newCoreDNS(c).Ensure(context.Background(), smtName, tc.ip)
 
 			require.NoError(t, err)
 			assert.Equal(t, tc.changed, changed)
 			if !tc.changed {
-				assert.Equal(t, []string{"get", "get"}, verbs(c, "configmaps"), "coredns-custom, then coredns; no write")
+				assert.Equal(t, []string{"get", "get"}, kubetest.Verbs(c, "configmaps"), "coredns-custom, then coredns; no write")
 			}
 			got := getCM(t, c, CoreDNSConfigMap)
 			assert.Equal(t, mustSet(t, tc.corefile, tc.ip), got.Data[CorefileKey])
@@ -211,7 +224,7 @@ func TestHostsEntryCorefile(t *testing.T) {
 	}
 }
 
-func TestHostsEntryFailures(t *testing.T) {
+func TestCoreDNSFailures(t *testing.T) {
 	tests := map[string]struct {
 		objects []runtime.Object
 		fqdn    string
@@ -225,24 +238,24 @@ func TestHostsEntryFailures(t *testing.T) {
 		"Corefile without root": {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: "example.org {\n  whoami\n}\n"})}, fqdn: smtName, ip: smtIP, want: ErrCorefile},
 		"forbidden by the Role": {
 			objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})},
-			fqdn:    smtName, ip: smtIP, want: ErrForbidden,
+			fqdn:    smtName, ip: smtIP, want: kube.ErrForbidden,
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset(tc.objects...)
-			if tc.want == ErrForbidden {
+			if tc.want == kube.ErrForbidden {
 				c.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, forbiddenErr("configmaps")
 				})
 			}
 
-			changed, err := newHostsEntry(c).Ensure(context.Background(), tc.fqdn, tc.ip)
+			changed, err := newCoreDNS(c).Ensure(context.Background(), tc.fqdn, tc.ip)
 
 			require.ErrorIs(t, err, tc.want)
 			assert.True(t, failure.IsPermanent(err))
 			assert.False(t, changed)
-			assert.NotContains(t, verbs(c, "deployments"), "patch:application/merge-patch+json")
+			assert.NotContains(t, kubetest.Verbs(c, "deployments"), "patch:application/merge-patch+json")
 		})
 	}
 }

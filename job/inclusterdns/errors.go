@@ -1,0 +1,20 @@
+package inclusterdns
+
+import "errors"
+
+var (
+	// ErrInvalidHostsEntry means the name or address to publish in CoreDNS
+	// is unusable (not a DNS host name, or not a plain IP address). Nothing
+	// is written: the value would land verbatim in CoreDNS's configuration.
+	ErrInvalidHostsEntry = errors.New("invalid hosts entry")
+
+	// ErrCorefile means the CoreDNS configuration cannot take the entry
+	// safely: no root server block, a hosts directive without a block, or
+	// a hosts block elsewhere that would make CoreDNS refuse to start.
+	// Permanent: a person has to add the entry, or turn IN_CLUSTER_DNS off.
+	ErrCorefile = errors.New("coredns configuration cannot take the hosts entry")
+
+	// ErrNoCoreDNS means kube-system has neither coredns-custom nor coredns
+	// (a cluster DNS other than CoreDNS). Permanent.
+	ErrNoCoreDNS = errors.New("no CoreDNS configuration found")
+)
