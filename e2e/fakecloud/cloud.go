@@ -37,6 +37,9 @@ type Options struct {
 	Plan AzurePlan
 	// Faults to switch on at start (see Faults).
 	Faults []string
+	// RegCode is the one registration code the update servers' SCC API
+	// accepts (any other gets 401); empty accepts every code.
+	RegCode string
 
 	// Listen, when set, is the one address every server binds (a pod's
 	// "0.0.0.0"); Host, RegionIPs and UpdateIPs are then only what is
@@ -132,6 +135,24 @@ var Faults = []Fault{
 	{"health-404", "the update servers are old SMTs without /api/health/status: the certificate fallback finds them alive", func(c *Cloud) error {
 		for _, u := range c.Updates {
 			u.SetFaults(UpdateFaults{Health404: true})
+		}
+		return nil
+	}},
+	{"scc-401", "the update servers' SCC API refuses every registration code (401 Unknown Registration Code.): rancher/scc-operator's Registration fails", func(c *Cloud) error {
+		for _, u := range c.Updates {
+			u.setFault(func(f *UpdateFaults) { f.SCCRefuseCode = true })
+		}
+		return nil
+	}},
+	{"scc-announce-5xx", "the update servers' SCC API answers 500 to every announce: rancher/scc-operator's Registration fails", func(c *Cloud) error {
+		for _, u := range c.Updates {
+			u.setFault(func(f *UpdateFaults) { f.SCCAnnounce5xx = true })
+		}
+		return nil
+	}},
+	{"scc-no-activations", "the update servers' SCC API lists no activation for an announced system: the Registration is never activated", func(c *Cloud) error {
+		for _, u := range c.Updates {
+			u.setFault(func(f *UpdateFaults) { f.SCCNoActivations = true })
 		}
 		return nil
 	}},
@@ -244,6 +265,7 @@ func Start(opts Options) (_ *Cloud, err error) {
 		if err != nil {
 			return nil, err
 		}
+		u.SetRegCode(opts.RegCode)
 		c.Updates = append(c.Updates, u)
 		servers[ip] = u
 		v6 := ""
@@ -405,6 +427,16 @@ func (c *Cloud) SetFault(name string) error {
 	return fmt.Errorf("fakecloud: unknown fault %q (known: %s)", name, strings.Join(FaultNames(), ", "))
 }
 
+// SCCRequests returns the SCC API requests of every update server, in
+// order per server, the servers in the order of Updates.
+func (c *Cloud) SCCRequests() []SCCRequest {
+	var out []SCCRequest
+	for _, u := range c.Updates {
+		out = append(out, u.SCCRequests()...)
+	}
+	return out
+}
+
 // Stop shuts every server down.
 func (c *Cloud) Stop() {
 	for i := len(c.stops) - 1; i >= 0; i-- {
@@ -439,7 +471,9 @@ func (c *Cloud) listenPort(port int, h http.Handler, cert *tls.Certificate) (int
 }
 
 // adminMux adds POST /fakecloud/fault?name=X beside the IMDS routes, so a
-// test or an operator can switch a fault on while the cloud runs, and
+// test or an operator can switch a fault on while the cloud runs,
+// GET /fakecloud/scc-requests, the JSON list of Cloud.SCCRequests (what a
+// test of rancher/scc-operator asserts on when the cloud is a process), and
 // GET /fakecloud/files/{name}, which serves the public files of Start
 // (ca.pem, attestation-roots.pem, attestation-intermediate.pem and
 // certs/<ip>.pem) to an engine that cannot read Dir, such as a pod's
@@ -457,6 +491,13 @@ func (c *Cloud) adminMux(imds http.Handler) http.Handler {
 			return
 		}
 		http.ServeFile(w, r, filepath.Join(c.opts.Dir, filepath.FromSlash(name)))
+	})
+	mux.HandleFunc("GET /fakecloud/scc-requests", func(w http.ResponseWriter, r *http.Request) {
+		reqs := c.SCCRequests()
+		if reqs == nil {
+			reqs = []SCCRequest{}
+		}
+		writeJSON(w, http.StatusOK, reqs)
 	})
 	mux.HandleFunc("POST /fakecloud/fault", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.SetFault(r.URL.Query().Get("name")); err != nil {

@@ -213,10 +213,22 @@ type UpdateFaults struct {
 	// EndlessBody answers every request with 200 and a body that never
 	// ends.
 	EndlessBody bool
+
+	// SCCRefuseCode answers every announce (POST
+	// /connect/subscriptions/systems) 401 "Unknown Registration Code.",
+	// whatever the code.
+	SCCRefuseCode bool
+	// SCCAnnounce5xx answers every announce 500.
+	SCCAnnounce5xx bool
+	// SCCNoActivations answers GET /connect/systems/activations with an
+	// empty list, as for a system whose product activation did not stick.
+	SCCNoActivations bool
 }
 
 // UpdateServer is a fake SMT/RMT update server: GET /api/health/status
-// (answer {"state":"online"}), /smt.crt and /rmt.crt (its certificate, PEM).
+// (answer {"state":"online"}), /smt.crt and /rmt.crt (its certificate, PEM),
+// and the SCC API under /connect/ that rancher/scc-operator registers
+// through (scc.go).
 // Serve it over HTTPS with the certificate NewUpdateServer returned, and over
 // plain HTTP too if the client is not httpsOnly (ServeUpdateServers does
 // both). Its faults may be changed while it serves.
@@ -233,6 +245,12 @@ type UpdateServer struct {
 	mu      sync.Mutex
 	faults  UpdateFaults
 	counter map[string]int
+	// The SCC API's state (scc.go): the accepted code ("" any), the
+	// announced systems by login, the last system number, the request log.
+	regCode string
+	systems map[string]*sccSystem
+	nextID  int
+	sccLog  []SCCRequest
 }
 
 // NewUpdateServer makes an update server whose self-signed certificate names
@@ -247,7 +265,7 @@ func NewUpdateServer(name string, hosts ...string) (*UpdateServer, tls.Certifica
 	if err != nil {
 		return nil, tls.Certificate{}, fmt.Errorf("fakecloud: update server certificate: %w", err)
 	}
-	return &UpdateServer{Name: name, CertPEM: pemBytes, cert: cert, wrong: wrong, counter: map[string]int{}}, cert, nil
+	return &UpdateServer{Name: name, CertPEM: pemBytes, cert: cert, wrong: wrong, counter: map[string]int{}, systems: map[string]*sccSystem{}}, cert, nil
 }
 
 // Fingerprint is the SHA-1 of CertPEM's DER in the form region servers
@@ -270,13 +288,24 @@ func (u *UpdateServer) SetFaults(f UpdateFaults) {
 	u.faults = f
 }
 
-// Reset heals the server and forgets the requests it counted, so one
-// server can serve several test cases.
+// Reset heals the server and forgets the requests it counted, the SCC
+// requests it recorded, the systems it announced and its registration code,
+// so one server can serve several test cases.
 func (u *UpdateServer) Reset() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.faults = UpdateFaults{}
 	u.counter = map[string]int{}
+	u.regCode = ""
+	u.systems = map[string]*sccSystem{}
+	u.sccLog = nil
+}
+
+// setFault switches one fault on, keeping the others.
+func (u *UpdateServer) setFault(on func(*UpdateFaults)) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	on(&u.faults)
 }
 
 // Requests is how many requests for path (e.g. "/smt.crt") the server has
@@ -287,7 +316,7 @@ func (u *UpdateServer) Requests(path string) int {
 	return u.counter[path]
 }
 
-// ServeHTTP implements the three routes.
+// ServeHTTP implements the three routes and the SCC API.
 func (u *UpdateServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	u.mu.Lock()
 	u.counter[req.URL.Path]++
@@ -299,6 +328,10 @@ func (u *UpdateServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if f.Status5xx {
 		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	if strings.HasPrefix(req.URL.Path, "/connect/") {
+		u.serveSCC(w, req, f)
 		return
 	}
 	known := req.URL.Path == "/api/health/status" || req.URL.Path == "/smt.crt" || req.URL.Path == "/rmt.crt"

@@ -7,7 +7,7 @@
 // ports), --host naming the Service the engine dials and --update-ip the
 // pod's own address, which the region server hands out.
 //
-//	fakecloud --dir DIR [--fault NAME[,NAME…]] [--plan publisher:offer:plan]
+//	fakecloud --dir DIR [--fault NAME[,NAME…]] [--plan publisher:offer:plan] [--reg-code CODE]
 //	fakecloud --dir DIR --listen 0.0.0.0 --host SERVICE --update-ip POD-IP --imds-port N … [--federated-subject SUB]
 //	fakecloud --list-faults
 package main
@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		fs.IntVar(p.v, p.name+"-port", 0, "fixed port of "+p.name+" (0: any free; region and update only with --listen)")
 	}
 	name := fs.String("update-server-name", "smt-azure.susecloud.net", "name the region servers hand out")
+	regCode := fs.String("reg-code", getenv("FAKECLOUD_REG_CODE"), "the one registration code the update servers' SCC API accepts (FAKECLOUD_REG_CODE; empty: any)")
 	list := fs.Bool("list-faults", false, "list the faults and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -76,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if *dir == "" {
 		return errors.New("--dir is required")
 	}
-	opts := fakecloud.Options{Dir: *dir, Host: *host, UpdateServerName: *name, Listen: *listen, Ports: ports, FederatedSubject: *subject}
+	opts := fakecloud.Options{Dir: *dir, Host: *host, UpdateServerName: *name, Listen: *listen, Ports: ports, FederatedSubject: *subject, RegCode: *regCode}
 	if *updateIP != "" {
 		opts.UpdateIPs = []string{*updateIP}
 	}
