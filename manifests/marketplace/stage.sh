@@ -12,9 +12,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: $0 OUTDIR}
-: "${REGISTRY_SERVER:?the publisher's Azure Container Registry, e.g. suse.azurecr.io}"
-: "${ENGINE_IMAGE:?the engine's repository in it, e.g. rancher/registration-engine}"
-: "${ENGINE_DIGEST:?the engine image's digest, sha256:…}"
+: "${REGISTRY_SERVER:?the Azure Container Registry of the publisher, e.g. suse.azurecr.io}"
+: "${ENGINE_IMAGE:?the repository of the engine in it, e.g. rancher/registration-engine}"
+: "${ENGINE_DIGEST:?the digest of the engine image, sha256:…}"
 ENGINE_REGISTRY=${ENGINE_REGISTRY:-$REGISTRY_SERVER}
 [[ $ENGINE_DIGEST =~ ^sha256:[0-9a-f]{64}$ ]] || { echo "ENGINE_DIGEST must be sha256:<64 hex>, got $ENGINE_DIGEST" >&2; exit 2; }
 
