@@ -1,8 +1,10 @@
-// Package manifests holds the kustomize tree that installs the engine as a
-// CronJob (base/, overlays/azure/, overlays/e2e/) and makes it available to
-// Go tests: the real-control-plane and kind tests read the same files that
-// users apply, so RBAC or security settings cannot drift between what is
-// tested and what ships.
+// Package manifests holds what installs the engine as a CronJob: the
+// kustomize tree (base/, overlays/azure/, overlays/e2e/), the Helm chart
+// (chart/registration-engine/) and the Azure Marketplace bundle's other
+// parts (marketplace/). The real-control-plane and kind tests read the same
+// files that users apply, so RBAC or security settings cannot drift between
+// what is tested and what ships; this package's tests keep the chart's
+// default rendering equal to overlays/azure.
 //
 // Nothing in here is compiled into the engine.
 package manifests

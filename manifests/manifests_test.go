@@ -375,6 +375,7 @@ func TestAzureOverlay(t *testing.T) {
 	assert.Equal(t, "true", tpl.Labels["azure.workload.identity/use"])
 	require.Len(t, tpl.Spec.Containers, 1)
 	e := env(&tpl.Spec.Containers[0])
+	assert.Equal(t, "workload-identity", e["AZURE_CREDENTIAL_MODE"].Value, "the mode is chosen explicitly")
 	for _, name := range []string{"EXTENSION_RESOURCE_ID", "MARKETPLACE_PUBLISHER_ID", "MARKETPLACE_OFFER_ID", "MARKETPLACE_PLAN_ID"} {
 		assert.NotEmpty(t, e[name].Value, name)
 	}
@@ -397,17 +398,10 @@ func TestKindConfig(t *testing.T) {
 }
 
 // kubectl kustomize renders each overlay as users will apply it. Skipped
-// without kubectl (K8S_TESTBIN/kubectl or on PATH); the real-control-plane
-// tests apply the rendered output.
+// without kubectl (K8S_TESTBIN/kubectl or on PATH) unless CI is set; the
+// real-control-plane tests apply the rendered output.
 func TestKustomizeRenders(t *testing.T) {
-	kubectl := filepath.Join(os.Getenv("K8S_TESTBIN"), "kubectl")
-	if _, err := os.Stat(kubectl); os.Getenv("K8S_TESTBIN") == "" || err != nil {
-		p, err := exec.LookPath("kubectl")
-		if err != nil {
-			t.Skip("kubectl not found")
-		}
-		kubectl = p
-	}
+	kubectl := kubectlBin(t)
 	for _, dir := range []string{"base", "overlays/azure", "overlays/e2e"} {
 		t.Run(dir, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

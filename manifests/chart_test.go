@@ -1,0 +1,634 @@
+package manifests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/chart/*.golden from the current renderings")
+
+const (
+	chartDir       = "chart/registration-engine"
+	releaseName    = "registration-engine"
+	chartNamespace = "cattle-scc-system"
+	// envHelm names the helm binary (make test sets it to the one
+	// e2e/scripts/helm-bin.sh builds).
+	envHelm = "HELM_BIN"
+)
+
+// tool finds a binary the chart tests exec: the path candidate, else name on
+// PATH. Missing, the test is skipped, unless CI is set: make test builds
+// both, so CI must never pass by skipping.
+func tool(t *testing.T, candidate, name, build string) string {
+	t.Helper()
+	if candidate != "" {
+		if _, err := os.Stat(candidate); err == nil {
+			return candidate
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("%s not found (not at %q, not on PATH); %s builds it", name, candidate, build)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// helmBin is HELM_BIN, or helm on PATH.
+func helmBin(t *testing.T) string { return tool(t, os.Getenv(envHelm), "helm", "make helm") }
+
+// kubectlBin is K8S_TESTBIN/kubectl, or kubectl on PATH.
+func kubectlBin(t *testing.T) string {
+	t.Helper()
+	candidate := ""
+	if d := os.Getenv("K8S_TESTBIN"); d != "" {
+		candidate = filepath.Join(d, "kubectl")
+	}
+	return tool(t, candidate, "kubectl", "make testbin")
+}
+
+// run execs bin and returns its standard output; a failure fails the test
+// with its standard error.
+func run(t *testing.T, bin string, args ...string) []byte {
+	t.Helper()
+	out, err := runErr(bin, args...)
+	require.NoError(t, err)
+	return out
+}
+
+func runErr(bin string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stderr = &stderr
+	// helm keeps caches and repositories under these; a test must not read
+	// or write the user's.
+	home, err := os.MkdirTemp("", "chart-test-home-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(home)
+	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache",
+		"HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
+	}
+	return out, nil
+}
+
+// helmTemplate renders dir as `helm install` would, with the values files
+// and --set pairs given.
+func helmTemplate(t *testing.T, dir string, valueFiles []string, set ...string) []byte {
+	t.Helper()
+	out, err := helmTemplateErr(helmBin(t), dir, valueFiles, set...)
+	require.NoError(t, err)
+	return out
+}
+
+func helmTemplateErr(helm, dir string, valueFiles []string, set ...string) ([]byte, error) {
+	args := []string{"template", releaseName, dir, "--namespace", chartNamespace}
+	for _, f := range valueFiles {
+		args = append(args, "--values", f)
+	}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return runErr(helm, args...)
+}
+
+// rendered is one object of a rendering, as generic JSON.
+type rendered struct {
+	kind, namespace, name string
+	obj                   map[string]any
+	raw                   []byte // the object as YAML
+}
+
+func (r rendered) key() string { return r.kind + "/" + r.namespace + "/" + r.name }
+
+// splitObjects decodes a YAML stream (helm or kustomize output) into its
+// objects by kind/namespace/name; documents holding only comments are
+// skipped.
+func splitObjects(t *testing.T, stream []byte) map[string]rendered {
+	t.Helper()
+	objs := map[string]rendered{}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, yaml.Unmarshal(doc, &m))
+		if len(m) == 0 {
+			continue
+		}
+		var meta struct {
+			metav1.TypeMeta   `json:",inline"`
+			metav1.ObjectMeta `json:"metadata"`
+		}
+		require.NoError(t, yaml.Unmarshal(doc, &meta))
+		o := rendered{kind: meta.Kind, namespace: meta.Namespace, name: meta.Name, obj: m, raw: doc}
+		require.NotContains(t, objs, o.key(), "rendered twice")
+		objs[o.key()] = o
+	}
+	return objs
+}
+
+// typedObjects decodes every object strictly into its API type: a field
+// kubectl would reject, or drop, fails here.
+func typedObjects(t *testing.T, objs map[string]rendered) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for k, o := range objs {
+		v := typed(o.kind)
+		if o.kind == "Secret" {
+			v = &corev1.Secret{}
+		}
+		require.NotNil(t, v, "%s: unexpected kind", k)
+		require.NoError(t, yaml.UnmarshalStrict(o.raw, v), k)
+		out[k] = v
+	}
+	return out
+}
+
+// chartCronJob returns the rendering's CronJob and its one container.
+func chartCronJob(t *testing.T, objs map[string]rendered) (*batchv1.CronJob, *corev1.Container) {
+	t.Helper()
+	o, ok := objs["CronJob/"+chartNamespace+"/registration-engine"]
+	require.True(t, ok, "the CronJob is rendered")
+	var cj batchv1.CronJob
+	require.NoError(t, yaml.UnmarshalStrict(o.raw, &cj))
+	require.Len(t, cj.Spec.JobTemplate.Spec.Template.Spec.Containers, 1)
+	return &cj, &cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+}
+
+// The value sets of the golden renderings: testdata/chart/<name>.golden.
+var goldenValueSets = map[string][]string{
+	// What `helm install registration-engine manifests/chart/registration-engine` renders.
+	"default": nil,
+	// The bundle's values.yaml and what Azure adds at deployment.
+	"marketplace": {"marketplace/values.yaml", "testdata/chart/marketplace.yaml"},
+	// Rancher's registry convention, outside the Marketplace.
+	"rancher": {"testdata/chart/rancher.yaml"},
+}
+
+func TestChartLint(t *testing.T) {
+	helm := helmBin(t)
+	for name, files := range goldenValueSets {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"lint", "--strict", chartDir, "--namespace", chartNamespace}
+			for _, f := range files {
+				args = append(args, "--values", f)
+			}
+			out, err := runErr(helm, args...)
+			require.NoError(t, err, "%s", out)
+			assert.Contains(t, string(out), "1 chart(s) linted, 0 chart(s) failed")
+			assert.NotContains(t, string(out), "[WARNING]")
+			assert.NotContains(t, string(out), "[ERROR]")
+		})
+	}
+}
+
+// TestChartGolden pins the full rendering of each value set; every object
+// also decodes strictly into its API type. go test -run TestChartGolden
+// -update rewrites the golden files.
+func TestChartGolden(t *testing.T) {
+	for name, files := range goldenValueSets {
+		t.Run(name, func(t *testing.T) {
+			out := helmTemplate(t, chartDir, files)
+			typedObjects(t, splitObjects(t, out))
+			golden := filepath.Join("testdata", "chart", name+".golden")
+			if *update {
+				require.NoError(t, os.WriteFile(golden, out, 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "go test ./manifests -run TestChartGolden -update writes it")
+			assert.Equal(t, string(want), string(out), "the rendering changed; review it and run with -update")
+		})
+	}
+}
+
+// The chart's default rendering and `kubectl kustomize overlays/azure` must be
+// the same objects, field for field: whoever changes one (RBAC, the CronJob,
+// the region servers) must change the other.
+func TestChartMatchesAzureOverlay(t *testing.T) {
+	chart := splitObjects(t, helmTemplate(t, chartDir, nil))
+	overlay := splitObjects(t, run(t, kubectlBin(t), "kustomize", "overlays/azure"))
+
+	var problems []string
+	for _, k := range slices.Sorted(maps.Keys(overlay)) {
+		if _, ok := chart[k]; !ok {
+			problems = append(problems, fmt.Sprintf("%s: in the overlay, not rendered by the chart", k))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(chart)) {
+		o, ok := overlay[k]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: rendered by the chart, not in the overlay", k))
+			continue
+		}
+		for _, d := range diffValues("", chart[k].obj, o.obj) {
+			problems = append(problems, k+": "+d)
+		}
+	}
+	assert.Empty(t, problems, "chart (helm template %s) and overlay (kubectl kustomize overlays/azure) differ; change both:\n%s",
+		chartDir, strings.Join(problems, "\n"))
+	assert.Len(t, chart, 7, "SA, two Roles, two RoleBindings, the ConfigMap, the CronJob")
+}
+
+// diffValues lists the differences between chart value a and overlay value
+// b, one line per field. Lists of objects with a name (env, containers,
+// volumes) are compared by name and then by order.
+func diffValues(path string, a, b any) []string {
+	at := func(p string) string {
+		if p == "" {
+			return "(object)"
+		}
+		return p
+	}
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: chart %s, overlay %s", at(path), show(a), show(b))}
+		}
+		var out []string
+		keys := slices.Sorted(maps.Keys(av))
+		for k := range bv {
+			if _, ok := av[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			ax, aok := av[k]
+			bx, bok := bv[k]
+			switch {
+			case !aok:
+				out = append(out, fmt.Sprintf("%s: only in the overlay: %s", p, show(bx)))
+			case !bok:
+				out = append(out, fmt.Sprintf("%s: only in the chart: %s", p, show(ax)))
+			default:
+				out = append(out, diffValues(p, ax, bx)...)
+			}
+		}
+		return out
+	case []any:
+		bv, ok := b.([]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: chart %s, overlay %s", at(path), show(a), show(b))}
+		}
+		an, aNamed := names(av)
+		bn, bNamed := names(bv)
+		if aNamed && bNamed {
+			var out []string
+			for i, n := range an {
+				j := slices.Index(bn, n)
+				if j < 0 {
+					out = append(out, fmt.Sprintf("%s[name=%s]: only in the chart: %s", path, n, show(av[i])))
+					continue
+				}
+				out = append(out, diffValues(fmt.Sprintf("%s[name=%s]", path, n), av[i], bv[j])...)
+			}
+			for j, n := range bn {
+				if !slices.Contains(an, n) {
+					out = append(out, fmt.Sprintf("%s[name=%s]: only in the overlay: %s", path, n, show(bv[j])))
+				}
+			}
+			if len(out) == 0 && !slices.Equal(an, bn) {
+				out = append(out, fmt.Sprintf("%s: order: chart %v, overlay %v", path, an, bn))
+			}
+			return out
+		}
+		if len(av) != len(bv) {
+			return []string{fmt.Sprintf("%s: chart %s, overlay %s", path, show(a), show(b))}
+		}
+		var out []string
+		for i := range av {
+			out = append(out, diffValues(fmt.Sprintf("%s[%d]", path, i), av[i], bv[i])...)
+		}
+		return out
+	default:
+		if fmt.Sprintf("%T %v", a, a) != fmt.Sprintf("%T %v", b, b) {
+			return []string{fmt.Sprintf("%s: chart %s, overlay %s", at(path), show(a), show(b))}
+		}
+		return nil
+	}
+}
+
+// names returns the name of every element when all are objects with one.
+func names(l []any) ([]string, bool) {
+	var out []string
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		n, ok := m["name"].(string)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, len(out) > 0
+}
+
+// show prints a value compactly: JSON when short, else indented YAML.
+func show(v any) string {
+	if j, err := json.Marshal(v); err == nil && len(j) <= 160 {
+		return string(j)
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	s := strings.TrimSpace(string(b))
+	if strings.Contains(s, "\n") {
+		return "\n    " + strings.ReplaceAll(s, "\n", "\n    ")
+	}
+	return s
+}
+
+// imageLine finds `image:` fields in the templates.
+var imageLine = regexp.MustCompile(`(?m)^\s*(?:-\s*)?image:\s*(.*)$`)
+
+// Every image reference goes through the image helper, so a Marketplace
+// relocation or a Rancher registry prefix reaches all of them, and no
+// template hard-codes a registry.
+func TestChartImagesGoThroughTheHelper(t *testing.T) {
+	templates, err := filepath.Glob(filepath.Join(chartDir, "templates", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, templates)
+	found := 0
+	for _, f := range templates {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range imageLine.FindAllStringSubmatch(string(data), -1) {
+			found++
+			assert.Equal(t, `{{ include "registration-engine.image" . | quote }}`, strings.TrimSpace(m[1]), "%s: an image not from the helper", f)
+		}
+	}
+	assert.Positive(t, found)
+
+	// And what the helper renders, for each convention: every container of
+	// every pod template has exactly that image.
+	tests := map[string]struct {
+		set  []string
+		want string
+	}{
+		"Marketplace digest": {
+			set: []string{"global.azure.images.engine.registry=acr.example/relocated", "global.azure.images.engine.image=rancher/registration-engine",
+				"global.azure.images.engine.digest=sha256:" + strings.Repeat("ab", 32)},
+			want: "acr.example/relocated/rancher/registration-engine@sha256:" + strings.Repeat("ab", 32),
+		},
+		"Marketplace tag without a digest": {
+			set:  []string{"global.azure.images.engine.registry=acr.example", "global.azure.images.engine.image=registration-engine", "global.azure.images.engine.tag=v1.2.3"},
+			want: "acr.example/registration-engine:v1.2.3",
+		},
+		"Rancher systemDefaultRegistry": {
+			set:  []string{"global.cattle.systemDefaultRegistry=registry.example:5000", "image.repository=rancher/registration-engine", "image.tag=v9"},
+			want: "registry.example:5000/rancher/registration-engine:v9",
+		},
+		"Rancher without a registry": {
+			set:  []string{"image.repository=rancher/registration-engine", "image.tag=v9"},
+			want: "rancher/registration-engine:v9",
+		},
+		"tag defaults to appVersion": {
+			set:  []string{"image.tag="},
+			want: "registration-engine:0.1.0",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objs := splitObjects(t, helmTemplate(t, chartDir, nil, tc.set...))
+			n := 0
+			for _, o := range objs {
+				for _, img := range imagesOf(o.obj) {
+					n++
+					assert.Equal(t, tc.want, img, o.key())
+				}
+			}
+			assert.Equal(t, 1, n, "one container in the chart")
+		})
+	}
+}
+
+// imagesOf returns every "image" string anywhere in obj.
+func imagesOf(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && k == "image" {
+				out = append(out, s)
+				continue
+			}
+			out = append(out, imagesOf(e)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, imagesOf(e)...)
+		}
+	}
+	return out
+}
+
+// What the values change, as a user of each install path would see it.
+func TestChartValues(t *testing.T) {
+	const clientID = "9b2f3c1d-0000-4000-8000-00000000e0e1"
+	azureInjected := []string{
+		"global.azure.identity.clientId=" + clientID,
+		"global.azure.marketplace.planId=premium",
+		"global.azure.extension.resourceId=/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e",
+	}
+	type check func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container)
+	workloadIdentity := func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+		e := env(c)
+		assert.Equal(t, "workload-identity", e["AZURE_CREDENTIAL_MODE"].Value)
+		assert.NotContains(t, e, "AZURE_CLIENT_ID", "the webhook injects it")
+		assert.Equal(t, "true", cj.Spec.JobTemplate.Spec.Template.Labels["azure.workload.identity/use"])
+		var sa corev1.ServiceAccount
+		require.NoError(t, yaml.UnmarshalStrict(objs["ServiceAccount/"+chartNamespace+"/registration-engine"].raw, &sa))
+		assert.NotEmpty(t, sa.Annotations["azure.workload.identity/client-id"])
+		assert.NotEmpty(t, sa.Annotations["azure.workload.identity/tenant-id"])
+	}
+	tests := map[string]struct {
+		set     []string
+		files   []string
+		wantErr string
+		check   check
+	}{
+		"defaults: Workload Identity, the overlay's placeholders": {
+			check: workloadIdentity,
+		},
+		"Azure injected a client ID: managed identity": {
+			set: azureInjected,
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				e := env(c)
+				assert.Equal(t, "managed-identity", e["AZURE_CREDENTIAL_MODE"].Value)
+				assert.Equal(t, clientID, e["AZURE_CLIENT_ID"].Value)
+				assert.Equal(t, "premium", e["MARKETPLACE_PLAN_ID"].Value, "global.azure.marketplace.planId")
+				assert.True(t, strings.HasSuffix(e["EXTENSION_RESOURCE_ID"].Value, "/extensions/e"), "global.azure.extension.resourceId")
+				assert.NotContains(t, cj.Spec.JobTemplate.Spec.Template.Labels, "azure.workload.identity/use",
+					"the webhook would otherwise project a federated token the run does not use")
+				var sa corev1.ServiceAccount
+				require.NoError(t, yaml.UnmarshalStrict(objs["ServiceAccount/"+chartNamespace+"/registration-engine"].raw, &sa))
+				assert.Empty(t, sa.Annotations)
+			},
+		},
+		"Azure injected a client ID, the customer chose Workload Identity": {
+			set:   append(slices.Clone(azureInjected), "azure.credentialMode=workload-identity"),
+			check: workloadIdentity,
+		},
+		"the bundle rendered outside Azure passes DONOTMODIFY on": {
+			files: []string{"marketplace/values.yaml"},
+			set:   []string{"global.azure.images.engine.registry=acr.example", "global.azure.images.engine.image=e", "global.azure.images.engine.digest=sha256:" + strings.Repeat("0", 64)},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				e := env(c)
+				for _, k := range []string{"AZURE_CLIENT_ID", "EXTENSION_RESOURCE_ID", "MARKETPLACE_PLAN_ID", "MARKETPLACE_PUBLISHER_ID", "MARKETPLACE_OFFER_ID"} {
+					assert.Equal(t, "DONOTMODIFY", e[k].Value, "%s: the engine names the setting", k)
+				}
+				assert.Equal(t, "managed-identity", e["AZURE_CREDENTIAL_MODE"].Value)
+			},
+		},
+		"unknown credential mode": {
+			set:     []string{"azure.credentialMode=client-secret"},
+			wantErr: `azure.credentialMode "client-secret": use workload-identity or managed-identity`,
+		},
+		"managed identity without a client ID": {
+			set:     []string{"azure.credentialMode=managed-identity"},
+			wantErr: "managed-identity mode needs global.azure.identity.clientId",
+		},
+		"Marketplace image without digest or tag": {
+			set:     []string{"global.azure.images.engine.registry=acr.example", "global.azure.images.engine.image=e"},
+			wantErr: "global.azure.images.engine needs a digest (or a tag)",
+		},
+		"billing label only when asked for": {
+			set: []string{"marketplace.billingLabel=true"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.Equal(t, releaseName, cj.Spec.JobTemplate.Spec.Template.Labels["azure-extensions-usage-release-identifier"])
+			},
+		},
+		"no billing label by default": {
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.NotContains(t, cj.Spec.JobTemplate.Spec.Template.Labels, "azure-extensions-usage-release-identifier",
+					"per-pod billing would bill the CronJob's pods")
+				assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, cj.Spec.JobTemplate.Spec.Template.Spec.NodeSelector)
+			},
+		},
+		"registration code: a Secret the CronJob reads": {
+			set: []string{"registrationCode=CODE-123"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				var s corev1.Secret
+				require.NoError(t, yaml.UnmarshalStrict(objs["Secret/"+chartNamespace+"/registration-code"].raw, &s))
+				assert.Equal(t, "CODE-123", string(s.Data["regCode"]))
+				ref := env(c)["REGISTRATION_CODE"].ValueFrom.SecretKeyRef
+				require.NotNil(t, ref)
+				assert.Equal(t, s.Name, ref.Name)
+				assert.Contains(t, s.Data, ref.Key)
+			},
+		},
+		"no registration code: no Secret, so a hand-made one is not overwritten": {
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.NotContains(t, objs, "Secret/"+chartNamespace+"/registration-code")
+			},
+		},
+		"inClusterDNS=false drops kube-system": {
+			set: []string{"inClusterDNS=false"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.Equal(t, "false", env(c)["IN_CLUSTER_DNS"].Value)
+				for k := range objs {
+					assert.NotContains(t, k, "/kube-system/")
+				}
+			},
+		},
+		"region-server certificates from the values": {
+			set: []string{"regionServerCerts.23\\.100\\.36\\.229\\.pem=PEM-A"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				var cm corev1.ConfigMap
+				require.NoError(t, yaml.UnmarshalStrict(objs["ConfigMap/"+chartNamespace+"/region-server-certs"].raw, &cm))
+				assert.Equal(t, map[string]string{"23.100.36.229.pem": "PEM-A\n"}, cm.Data)
+			},
+		},
+	}
+	helm := helmBin(t)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			out, err := helmTemplateErr(helm, chartDir, tc.files, tc.set...)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			objs := splitObjects(t, out)
+			cj, c := chartCronJob(t, objs)
+			tc.check(t, objs, cj, c)
+		})
+	}
+}
+
+// The certificates shipped as chart files (certs/*.pem), which a
+// Marketplace install needs since it cannot run a manual step, reach the
+// ConfigMap; a value of the same name replaces one.
+func TestChartShipsCertificateFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "registration-engine")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(chartDir)))
+	certs, err := filepath.Glob(filepath.Join(dir, "certs", "*.pem"))
+	require.NoError(t, err)
+	require.Empty(t, certs, "the repository ships no certificates; this test adds its own")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "certs", "40.121.202.140.pem"), []byte("PEM-FILE-B\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "certs", "52.187.53.250.pem"), []byte("PEM-FILE-C\n"), 0o644))
+
+	objs := splitObjects(t, helmTemplate(t, dir, nil, "regionServerCerts.52\\.187\\.53\\.250\\.pem=PEM-VALUE-C"))
+	var cm corev1.ConfigMap
+	require.NoError(t, yaml.UnmarshalStrict(objs["ConfigMap/"+chartNamespace+"/region-server-certs"].raw, &cm))
+	assert.Equal(t, map[string]string{"40.121.202.140.pem": "PEM-FILE-B\n", "52.187.53.250.pem": "PEM-VALUE-C\n"}, cm.Data)
+
+	// And the CronJob mounts that ConfigMap at the certLocation of the
+	// rendered regionserverclnt.cfg.
+	_, c := chartCronJob(t, objs)
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/usr/lib/regionService/certs" {
+			mounted = true
+		}
+	}
+	assert.True(t, mounted)
+	assert.Contains(t, objs["ConfigMap/"+chartNamespace+"/regionserverclnt-config"].obj["data"].(map[string]any)["regionserverclnt.cfg"],
+		"certLocation = /usr/lib/regionService/certs")
+}

@@ -1,0 +1,356 @@
+package manifests
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// bundleManifest is the CNAB manifest.yaml container-package-app reads;
+// decoding is strict, so a misspelt field fails.
+type bundleManifest struct {
+	ApplicationName                 string `json:"applicationName"`
+	Publisher                       string `json:"publisher"`
+	Description                     string `json:"description"`
+	Version                         string `json:"version"`
+	HelmChart                       string `json:"helmChart"`
+	ClusterArmTemplate              string `json:"clusterArmTemplate"`
+	UIDefinition                    string `json:"uiDefinition"`
+	RegistryServer                  string `json:"registryServer"`
+	ExtensionRegistrationParameters struct {
+		DefaultScope          string   `json:"defaultScope"`
+		Namespace             string   `json:"namespace"`
+		SupportedClusterTypes []string `json:"supportedClusterTypes,omitempty"`
+	} `json:"extensionRegistrationParameters"`
+}
+
+// armTemplate is the part of mainTemplate.json the tests read.
+type armTemplate struct {
+	Schema         string `json:"$schema"`
+	ContentVersion string `json:"contentVersion"`
+	Parameters     map[string]struct {
+		Type          string          `json:"type"`
+		DefaultValue  json.RawMessage `json:"defaultValue"`
+		AllowedValues []string        `json:"allowedValues"`
+		Metadata      map[string]any  `json:"metadata"`
+	} `json:"parameters"`
+	Variables map[string]string `json:"variables"`
+	Resources []struct {
+		Type       string            `json:"type"`
+		APIVersion string            `json:"apiVersion"`
+		Name       string            `json:"name"`
+		Scope      string            `json:"scope"`
+		Plan       map[string]string `json:"plan"`
+		Properties struct {
+			ExtensionType           string `json:"extensionType"`
+			AutoUpgradeMinorVersion bool   `json:"autoUpgradeMinorVersion"`
+			ReleaseTrain            string `json:"releaseTrain"`
+			Scope                   struct {
+				Cluster struct {
+					ReleaseNamespace string `json:"releaseNamespace"`
+				} `json:"cluster"`
+			} `json:"scope"`
+			ConfigurationSettings          map[string]string `json:"configurationSettings"`
+			ConfigurationProtectedSettings map[string]string `json:"configurationProtectedSettings"`
+		} `json:"properties"`
+	} `json:"resources"`
+	Outputs map[string]any `json:"outputs"`
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	require.NoError(t, dec.Decode(v), "%s is valid JSON", path)
+	require.False(t, dec.More(), "%s: one JSON value", path)
+}
+
+func loadMainTemplate(t *testing.T) armTemplate {
+	var tmpl armTemplate
+	readJSON(t, "marketplace/mainTemplate.json", &tmpl)
+	require.Len(t, tmpl.Resources, 1, "only the cluster extension: a Kubernetes-app template may create nothing else")
+	return tmpl
+}
+
+func loadBundleManifest(t *testing.T) bundleManifest {
+	data, err := os.ReadFile("marketplace/manifest.yaml")
+	require.NoError(t, err)
+	var m bundleManifest
+	require.NoError(t, yaml.UnmarshalStrict(data, &m))
+	return m
+}
+
+func TestMarketplaceManifest(t *testing.T) {
+	m := loadBundleManifest(t)
+	assert.Regexp(t, `^[0-9]+\.[0-9]+\.[0-9]+$`, m.Version, "container-package-app demands #.#.#")
+	assert.NotEmpty(t, m.ApplicationName)
+	assert.NotEmpty(t, m.Publisher)
+	assert.NotEmpty(t, m.Description)
+	assert.NotEmpty(t, m.RegistryServer)
+	assert.Equal(t, "./registration-engine", m.HelmChart, "the chart directory stage.sh writes, unpacked")
+	assert.Equal(t, "./mainTemplate.json", m.ClusterArmTemplate)
+	assert.Equal(t, "./createUiDefinition.json", m.UIDefinition)
+	assert.Equal(t, "cluster", m.ExtensionRegistrationParameters.DefaultScope)
+	assert.Equal(t, chartNamespace, m.ExtensionRegistrationParameters.Namespace, "rancher/scc-operator reads its Secret there")
+	tmpl := loadMainTemplate(t)
+	assert.Equal(t, m.ExtensionRegistrationParameters.Namespace, tmpl.Resources[0].Properties.Scope.Cluster.ReleaseNamespace)
+}
+
+// armRef matches the ARM template functions the tests follow.
+var armRef = regexp.MustCompile(`(parameters|variables)\('([^']+)'\)`)
+
+func TestMarketplaceMainTemplate(t *testing.T) {
+	tmpl := loadMainTemplate(t)
+	assert.Equal(t, "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#", tmpl.Schema)
+
+	// Partner Center fills these in when it publishes the plan; anything
+	// else here would be overwritten or, worse, published.
+	assert.Equal(t, map[string]string{
+		"plan-name": "DONOTMODIFY", "plan-publisher": "DONOTMODIFY", "plan-offerID": "DONOTMODIFY",
+		"releaseTrain": "DONOTMODIFY", "clusterExtensionTypeName": "DONOTMODIFY",
+	}, tmpl.Variables)
+
+	ext := tmpl.Resources[0]
+	assert.Equal(t, "Microsoft.KubernetesConfiguration/extensions", ext.Type)
+	assert.Equal(t, "2024-11-01", ext.APIVersion)
+	assert.Equal(t, map[string]string{
+		"name": "[variables('plan-name')]", "publisher": "[variables('plan-publisher')]", "product": "[variables('plan-offerID')]",
+	}, ext.Plan, "the plan the engine verifies is the one Partner Center sells")
+	assert.Equal(t, "[variables('clusterExtensionTypeName')]", ext.Properties.ExtensionType)
+	assert.Equal(t, "[variables('releaseTrain')]", ext.Properties.ReleaseTrain)
+	assert.Contains(t, ext.Scope, "Microsoft.ContainerService/managedClusters/")
+
+	// The plan's publisher and offer reach the engine: Azure injects neither.
+	assert.Equal(t, "[variables('plan-publisher')]", ext.Properties.ConfigurationSettings["marketplace.publisherId"])
+	assert.Equal(t, "[variables('plan-offerID')]", ext.Properties.ConfigurationSettings["marketplace.offerId"])
+	assert.Equal(t, "[parameters('registrationCode')]", ext.Properties.ConfigurationProtectedSettings["registrationCode"])
+	assert.Equal(t, "securestring", tmpl.Parameters["registrationCode"].Type, "never shown in the deployment's history")
+
+	// Every reference resolves, and every parameter is used.
+	data, err := os.ReadFile("marketplace/mainTemplate.json")
+	require.NoError(t, err)
+	used := map[string]bool{}
+	for _, m := range armRef.FindAllStringSubmatch(string(data), -1) {
+		switch m[1] {
+		case "parameters":
+			assert.Contains(t, tmpl.Parameters, m[2], "parameters('%s')", m[2])
+			used[m[2]] = true
+		case "variables":
+			assert.Contains(t, tmpl.Variables, m[2], "variables('%s')", m[2])
+		}
+	}
+	for p := range tmpl.Parameters {
+		assert.True(t, used[p], "parameter %s is never used", p)
+	}
+	mode := tmpl.Parameters["credentialMode"]
+	assert.ElementsMatch(t, []string{"managed-identity", "workload-identity"}, mode.AllowedValues, "the chart's azure.credentialMode values")
+}
+
+// Every settings key is a Helm --set path to a value the bundle's chart
+// really has, and a protected key is a simple name.
+func TestMarketplaceSettingsResolveToChartValues(t *testing.T) {
+	ext := loadMainTemplate(t).Resources[0]
+	chartValues := readValues(t, filepath.Join(chartDir, "values.yaml"))
+	bundleValues := readValues(t, "marketplace/values.yaml")
+	keys := slices.Collect(maps.Keys(ext.Properties.ConfigurationSettings))
+	for k := range ext.Properties.ConfigurationProtectedSettings {
+		assert.Regexp(t, `^[A-Za-z0-9]+$`, k, "protected settings need simple key names")
+		keys = append(keys, k)
+	}
+	require.NotEmpty(t, keys)
+	for _, k := range keys {
+		for name, values := range map[string]map[string]any{"chart values.yaml": chartValues, "marketplace/values.yaml": bundleValues} {
+			v, ok := lookup(values, k)
+			if assert.True(t, ok, "%s: no such value in %s", k, name) {
+				_, isMap := v.(map[string]any)
+				assert.False(t, isMap, "%s in %s is a map; a setting must name a leaf", k, name)
+			}
+		}
+	}
+}
+
+func readValues(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var v map[string]any
+	require.NoError(t, yaml.Unmarshal(data, &v), path)
+	return v
+}
+
+// lookup follows a Helm --set path (dots separate keys; `\.` is a dot in
+// a key).
+func lookup(values map[string]any, path string) (any, bool) {
+	parts := strings.Split(strings.ReplaceAll(path, `\.`, "\x00"), ".")
+	var cur any = values
+	for _, p := range parts {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur, ok = m[strings.ReplaceAll(p, "\x00", ".")]
+		if !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// flatten lists every leaf of values as path → value.
+func flatten(prefix string, v any, out map[string]any) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		out[prefix] = v
+		return
+	}
+	for k, e := range m {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		flatten(p, e, out)
+	}
+}
+
+// The bundle's values.yaml is the chart's plus global.azure and the
+// Marketplace's own settings, nothing else: a default changed in the chart
+// must change in the bundle too.
+func TestMarketplaceValuesAreTheChartsPlusAzure(t *testing.T) {
+	chart, bundle := map[string]any{}, map[string]any{}
+	flatten("", readValues(t, filepath.Join(chartDir, "values.yaml")), chart)
+	flatten("", readValues(t, "marketplace/values.yaml"), bundle)
+	differ := map[string]bool{
+		"azure.workloadIdentity.clientId": true, "azure.workloadIdentity.tenantId": true, "azure.extensionResourceId": true,
+		"marketplace.publisherId": true, "marketplace.offerId": true, "marketplace.planId": true,
+	}
+	for _, k := range slices.Sorted(maps.Keys(chart)) {
+		if differ[k] {
+			continue
+		}
+		assert.Contains(t, bundle, k, "marketplace/values.yaml lacks the chart's %s", k)
+		if _, ok := bundle[k]; ok {
+			assert.Equal(t, chart[k], bundle[k], "marketplace/values.yaml: %s differs from the chart's", k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(bundle)) {
+		if _, ok := chart[k]; !ok {
+			assert.True(t, strings.HasPrefix(k, "global.azure."), "marketplace/values.yaml: %s is not a chart value", k)
+		}
+	}
+	// What Azure injects at deployment, shipped as DONOTMODIFY.
+	for _, k := range []string{"global.azure.identity.clientId", "global.azure.marketplace.planId", "global.azure.extension.resourceId"} {
+		assert.Equal(t, "DONOTMODIFY", bundle[k], k)
+	}
+	for _, k := range []string{"registry", "image", "digest"} {
+		assert.Contains(t, bundle, "global.azure.images.engine."+k)
+	}
+}
+
+// createUiDefinition.json's outputs are exactly mainTemplate.json's
+// parameters (ARM refuses an unknown parameter; a missing required one
+// fails the deployment).
+func TestMarketplaceUIDefinition(t *testing.T) {
+	var ui struct {
+		Schema     string `json:"$schema"`
+		Handler    string `json:"handler"`
+		Version    string `json:"version"`
+		Parameters struct {
+			Config  map[string]any    `json:"config"`
+			Basics  []any             `json:"basics"`
+			Steps   []map[string]any  `json:"steps"`
+			Outputs map[string]string `json:"outputs"`
+		} `json:"parameters"`
+	}
+	readJSON(t, "marketplace/createUiDefinition.json", &ui)
+	assert.Equal(t, "Microsoft.Azure.CreateUIDef", ui.Handler)
+	assert.Equal(t, "0.1.2-preview", ui.Version)
+	tmpl := loadMainTemplate(t)
+	for out := range ui.Parameters.Outputs {
+		assert.Contains(t, tmpl.Parameters, out, "output %s is no parameter of mainTemplate.json", out)
+	}
+	for name, p := range tmpl.Parameters {
+		if p.DefaultValue == nil {
+			assert.Contains(t, ui.Parameters.Outputs, name, "required parameter %s is not an output", name)
+		}
+	}
+	assert.Contains(t, ui.Parameters.Outputs, "registrationCode")
+	assert.Contains(t, ui.Parameters.Outputs, "credentialMode")
+}
+
+// stage.sh assembles what container-package-app reads; the staged chart lints
+// and renders on its own, and with mainTemplate.json's settings applied the
+// way Azure applies them (--set paths), it renders the Marketplace install.
+func TestMarketplaceStagedBundle(t *testing.T) {
+	helm := helmBin(t)
+	out := t.TempDir()
+	digest := "sha256:" + strings.Repeat("cd", 32)
+	cmd := exec.Command("marketplace/stage.sh", out)
+	cmd.Env = append(os.Environ(), "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine", "ENGINE_DIGEST="+digest)
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+
+	m := loadBundleManifest(t)
+	assert.DirExists(t, filepath.Join(out, m.HelmChart), "an unpacked chart, no .tgz")
+	for _, p := range []string{m.ClusterArmTemplate, m.UIDefinition, filepath.Join(m.HelmChart, "Chart.yaml")} {
+		assert.FileExists(t, filepath.Join(out, p))
+	}
+	staged, err := os.ReadFile(filepath.Join(out, "manifest.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(staged), "registryServer: \"suse.azurecr.io\"")
+	assert.NotContains(t, string(staged), "@")
+
+	chart := filepath.Join(out, "registration-engine")
+	lint, err := runErr(helm, "lint", "--strict", chart, "--namespace", chartNamespace)
+	require.NoError(t, err, "%s", lint)
+
+	// As Azure installs it: its injected values, and the ARM template's
+	// settings with Partner Center's variables filled in.
+	vars := map[string]string{"plan-publisher": "suse", "plan-offerID": "sles-15-sp7"}
+	params := map[string]string{"credentialMode": "managed-identity", "workloadIdentityClientId": "", "workloadIdentityTenantId": "", "registrationCode": "CODE-FROM-THE-PORTAL"}
+	ext := loadMainTemplate(t).Resources[0]
+	var set []string
+	resolve := func(expr string) string {
+		m := armRef.FindStringSubmatch(expr)
+		require.NotNil(t, m, expr)
+		if m[1] == "variables" {
+			return vars[m[2]]
+		}
+		return params[m[2]]
+	}
+	for k, expr := range ext.Properties.ConfigurationSettings {
+		set = append(set, k+"="+resolve(expr))
+	}
+	for k, expr := range ext.Properties.ConfigurationProtectedSettings {
+		set = append(set, k+"="+resolve(expr))
+	}
+	set = append(set, "global.azure.identity.clientId=9b2f3c1d-0000-4000-8000-00000000e0e1",
+		"global.azure.marketplace.planId=premium", "global.azure.extension.resourceId=/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e")
+	objs := splitObjects(t, helmTemplate(t, chart, nil, set...))
+	_, c := chartCronJob(t, objs)
+	assert.Equal(t, "suse.azurecr.io/rancher/registration-engine@"+digest, c.Image)
+	e := env(c)
+	got := map[string]string{}
+	for _, k := range []string{"AZURE_CREDENTIAL_MODE", "AZURE_CLIENT_ID", "MARKETPLACE_PUBLISHER_ID", "MARKETPLACE_OFFER_ID", "MARKETPLACE_PLAN_ID"} {
+		got[k] = e[k].Value
+	}
+	assert.Equal(t, map[string]string{
+		"AZURE_CREDENTIAL_MODE": "managed-identity", "AZURE_CLIENT_ID": "9b2f3c1d-0000-4000-8000-00000000e0e1",
+		"MARKETPLACE_PUBLISHER_ID": "suse", "MARKETPLACE_OFFER_ID": "sles-15-sp7", "MARKETPLACE_PLAN_ID": "premium",
+	}, got)
+	assert.True(t, strings.HasSuffix(e["EXTENSION_RESOURCE_ID"].Value, "/extensions/e"))
+	secret, ok := objs[fmt.Sprintf("Secret/%s/registration-code", chartNamespace)]
+	require.True(t, ok, "the protected setting becomes the registration-code Secret")
+	assert.Contains(t, string(secret.raw), "Q09ERS1GUk9NLVRIRS1QT1JUQUw=", "base64 of the portal's code")
+}
