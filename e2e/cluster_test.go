@@ -85,6 +85,9 @@ type clusterEnv struct {
 	overlay []byte // the rendered overlay, for copies of its objects
 	// corefile is the Corefile of corednsFixture, as the API server stores it.
 	corefile string
+	// admission, when set, changes a pod's environment before the process
+	// kubelet runs it, as a mutating webhook would have.
+	admission func(ctx context.Context, pod *corev1.Pod, env []string) ([]string, error)
 }
 
 func setupCluster(t *testing.T) *clusterEnv {
@@ -455,21 +458,28 @@ func (e *clusterEnv) testManualJob(t *testing.T, c cloud) {
 	assert.Equal(t, "CronJob", owner.Kind)
 	assert.Equal(t, cronJobName, owner.Name)
 
+	pr := e.completedRun(ctx, t, runs, name)
+	assertRegistration(t, e.secret(ctx, t), overlayRegCode)
+	start := logLine(t, pr.res.stderr, "starting without a startup sleep")
+	require.NotNil(t, start, pr.res.stderr)
+	assert.Equal(t, false, start["scheduled"])
+	assert.Nil(t, logLine(t, pr.res.stderr, scheduledSleepMsg))
+	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.res.stderr)["outcome"])
+	t.Logf("proved: `kubectl create job --from=cronjob/%s %s` ran pod %s without a startup sleep, the Job completed and the Secret carries the CronJob's registration code (pod ran %s)",
+		cronJobName, name, pr.pod, pr.res.took.Round(time.Millisecond))
+}
+
+// completedRun waits for Job name in cattle-scc-system to finish, requires
+// that it completed with exactly one pod, and returns that pod's run.
+func (e *clusterEnv) completedRun(ctx context.Context, t *testing.T, runs *podRuns, name string) podRun {
+	t.Helper()
 	done := controlplane.WaitJobFinished(ctx, t, e.admin, kube.Namespace, name)
 	cond := controlplane.FinishedCondition(done)
 	require.NotNil(t, cond)
 	pr := runs.forJob(t, name)
 	require.Len(t, pr, 1, "one pod")
 	require.Equal(t, batchv1.JobComplete, cond.Type, "%s: %s\n%s", cond.Reason, cond.Message, pr[0].res)
-
-	assertRegistration(t, e.secret(ctx, t), overlayRegCode)
-	start := logLine(t, pr[0].res.stderr, "starting without a startup sleep")
-	require.NotNil(t, start, pr[0].res.stderr)
-	assert.Equal(t, false, start["scheduled"])
-	assert.Nil(t, logLine(t, pr[0].res.stderr, scheduledSleepMsg))
-	assert.Equal(t, job.OutcomeRegistered, summary(t, pr[0].res.stderr)["outcome"])
-	t.Logf("proved: `kubectl create job --from=cronjob/%s %s` ran pod %s without a startup sleep, the Job completed and the Secret carries the CronJob's registration code (pod ran %s)",
-		cronJobName, name, pr[0].pod, pr[0].res.took.Round(time.Millisecond))
+	return pr[0]
 }
 
 // testPermanentFailureJob: exit 2 fails the Job through the CronJob's
@@ -752,6 +762,11 @@ func (e *clusterEnv) startKubelet(ctx context.Context, t *testing.T, ns string, 
 				runs.runs = append(runs.runs, pr)
 				runs.mu.Unlock()
 			}()
+			if e.admission != nil {
+				if env, pr.err = e.admission(ctx, pod, env); pr.err != nil {
+					return 1
+				}
+			}
 			tokenFile := filepath.Join(dir, pod.Name+".token")
 			if pr.err = os.WriteFile(tokenFile, []byte(token), 0o600); pr.err != nil {
 				return 1

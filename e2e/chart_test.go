@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/job"
+	"github.com/rancher/registration-engine/job/kube"
+)
+
+// chartRegCode is the registration code the chart test installs as the
+// Marketplace's protected setting.
+const chartRegCode = "E2E-CHART-REGISTRATION-CODE"
+
+// helmBinary is HELM_BIN (make test sets it to the helm that
+// e2e/scripts/helm-bin.sh builds) or helm on PATH. Without it the test is
+// skipped, unless CI is set.
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("HELM_BIN"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("helm"); err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("helm not found (HELM_BIN=%q, not on PATH); make helm builds it", os.Getenv("HELM_BIN"))
+	if os.Getenv(controlplane.EnvCI) != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// runHelm runs helm against the plane as its admin, with a HOME of its own.
+func runHelm(t *testing.T, p *controlplane.Plane, helm string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", p.AdminKubeconfig)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "HELM_CACHE_HOME=" + home + "/cache",
+		"HELM_CONFIG_HOME=" + home + "/config", "HELM_DATA_HOME=" + home + "/data"}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "helm %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
+}
+
+// workloadIdentityWebhook does for the process kubelet what Azure's Workload
+// Identity webhook does for a pod labelled azure.workload.identity/use: it
+// sets AZURE_CLIENT_ID and AZURE_TENANT_ID from the annotations of the pod's
+// ServiceAccount (the federated token file is the fake cloud's, see
+// kubeletRedirects). A chart that forgot the label or the annotations gets
+// no identity, and the run fails.
+func workloadIdentityWebhook(e *clusterEnv) func(context.Context, *corev1.Pod, []string) ([]string, error) {
+	return func(ctx context.Context, pod *corev1.Pod, env []string) ([]string, error) {
+		if pod.Labels["azure.workload.identity/use"] != "true" {
+			return env, nil
+		}
+		sa, err := e.admin.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, pod.Spec.ServiceAccountName, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("workload identity webhook: %w", err)
+		}
+		for k, v := range map[string]string{
+			"AZURE_CLIENT_ID": sa.Annotations["azure.workload.identity/client-id"],
+			"AZURE_TENANT_ID": sa.Annotations["azure.workload.identity/tenant-id"],
+		} {
+			if v != "" {
+				env = append(env, k+"="+v)
+			}
+		}
+		return env, nil
+	}
+}
+
+// TestChartInstall installs manifests/chart/registration-engine with the
+// Marketplace bundle's values on a real kube-apiserver, runs a manual Job
+// from its CronJob against the fake cloud, and uninstalls it.
+//
+// The Marketplace values pick the extension's managed identity; the engine
+// reads that mode from AZURE_CREDENTIAL_MODE, and the fake cloud's IMDS token
+// endpoint is not wired to this tier yet, so the install chooses
+// azure.credentialMode=workload-identity, as a customer may in the portal,
+// with the fake cloud's federated identity.
+//
+// It runs on a plane of its own: the chart owns objects (the kube-system
+// Role, the CronJob) that TestCluster applies from the e2e overlay.
+func TestChartInstall(t *testing.T) {
+	helm := helmBinary(t)
+	p := controlplane.Start(t)
+	e := &clusterEnv{p: p, admin: p.AdminClient(t)}
+	e.admission = workloadIdentityWebhook(e)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	// What the cluster has before the install: Rancher's namespace and
+	// kube-system's CoreDNS.
+	_, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	p.Apply(t, []byte(corednsFixture))
+
+	c := startCloud(t)
+	cloudEnv := map[string]string{}
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		cloudEnv[k] = v
+	}
+	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
+	start := time.Now()
+	runHelm(t, p, helm, "install", "registration-engine", chart, "--namespace", kube.Namespace,
+		"--values", filepath.Join("..", "manifests", "marketplace", "values.yaml"),
+		// What Azure injects at deployment.
+		"--set", "global.azure.identity.clientId=9b2f3c1d-0000-4000-8000-00000000e0e1",
+		"--set", "global.azure.extension.resourceId="+cloudEnv["EXTENSION_RESOURCE_ID"],
+		"--set", "global.azure.marketplace.planId="+cloudEnv["MARKETPLACE_PLAN_ID"],
+		"--set", "global.azure.images.engine.registry=marketplace.azurecr.io",
+		"--set", "global.azure.images.engine.image=rancher/registration-engine",
+		"--set", "global.azure.images.engine.digest=sha256:"+strings.Repeat("0", 64),
+		// mainTemplate.json's settings: the plan from Partner Center, the
+		// customer's identity choice, the protected registration code.
+		"--set", "marketplace.publisherId="+cloudEnv["MARKETPLACE_PUBLISHER_ID"],
+		"--set", "marketplace.offerId="+cloudEnv["MARKETPLACE_OFFER_ID"],
+		"--set", "azure.credentialMode=workload-identity",
+		"--set", "azure.workloadIdentity.clientId="+cloudEnv["AZURE_CLIENT_ID"],
+		"--set", "azure.workloadIdentity.tenantId="+cloudEnv["AZURE_TENANT_ID"],
+		"--set", "registrationCode="+chartRegCode,
+	)
+	installed := time.Since(start)
+	manifest := runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace)
+	release := releaseObjects(t, manifest)
+	require.NotEmpty(t, release)
+
+	// A manual run, as the NOTES tell the user.
+	runs := e.startKubelet(ctx, t, kube.Namespace, c)
+	const name = "manual-chart"
+	p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
+	pr := e.completedRun(ctx, t, runs, name)
+	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.res.stderr)["outcome"])
+	before := e.secret(ctx, t)
+	assertRegistration(t, before, chartRegCode)
+
+	// Uninstall: every object of the release goes, the operator's Secret
+	// stays.
+	runHelm(t, p, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--wait", "--timeout", "60s")
+	dyn, err := dynamic.NewForConfig(p.Admin)
+	require.NoError(t, err)
+	for _, o := range release {
+		_, err := dyn.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "%s %s/%s survived helm uninstall (err %v)", o.gvr.Resource, o.namespace, o.name, err)
+	}
+	// The manual Job belonged to the CronJob: the garbage collector takes it.
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := e.admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}), "the manual Job outlived its CronJob")
+	after := e.secret(ctx, t)
+	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "helm uninstall must not touch the operator's Secret")
+	assertRegistration(t, after, chartRegCode)
+	// What else the engine wrote at run time, and therefore stays: its
+	// released Lease.
+	lease, err := e.admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, leaseName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, ptrValue(lease.Spec.HolderIdentity), "released at the end of the run")
+
+	t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace values (%d objects, %s), a manual Job from its CronJob completed and wrote %s with the protected registration code, and helm uninstall removed all %d objects and the Job but left %s (and the released Lease) in place (pod ran %s)",
+		len(release), installed.Round(time.Millisecond), kube.SecretName, len(release), kube.SecretName, pr.res.took.Round(time.Millisecond))
+}
+
+func ptrValue(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// releaseObject is one object of a release's manifest.
+type releaseObject struct {
+	gvr             schema.GroupVersionResource
+	namespace, name string
+}
+
+// releaseObjects decodes `helm get manifest` into the objects the release
+// owns.
+func releaseObjects(t *testing.T, manifest string) []releaseObject {
+	resources := map[string]string{
+		"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings",
+		"ConfigMap": "configmaps", "Secret": "secrets", "CronJob": "cronjobs",
+	}
+	var out []releaseObject
+	for _, doc := range strings.Split(manifest, "\n---") {
+		var u unstructured.Unstructured
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
+		if len(u.Object) == 0 {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
+		require.NoError(t, err)
+		res, ok := resources[u.GetKind()]
+		require.True(t, ok, "a %s in the release; teach releaseObjects its resource", u.GetKind())
+		out = append(out, releaseObject{gvr: gv.WithResource(res), namespace: u.GetNamespace(), name: u.GetName()})
+	}
+	return out
+}
