@@ -285,9 +285,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// DefaultRunDeadline bounds a run after the startup sleep (RUN_DEADLINE's
+// default).
+const DefaultRunDeadline = 10 * time.Minute
+
 func (j *Job) deadline() time.Duration {
 	if j.Deadline <= 0 {
-		return 10 * time.Minute
+		return DefaultRunDeadline
 	}
 	return j.Deadline
 }

@@ -35,13 +35,20 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 
+	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // Production endpoints and the API versions the engine pins.
 const (
-	DefaultARMEndpoint  = "https://management.azure.com"
-	DefaultIMDSEndpoint = "http://169.254.169.254"
+	DefaultARMEndpoint = "https://management.azure.com"
+	// DefaultRetryMax and DefaultRetryBackoff are VERIFY_RETRY_MAX's and
+	// VERIFY_RETRY_BACKOFF's defaults; MaxRetryMax and MaxRetryBackoff
+	// their bounds, which keep a run inside its deadline.
+	DefaultRetryMax     = 5
+	MaxRetryMax         = 20
+	DefaultRetryBackoff = 2.0
+	MaxRetryBackoff     = 60.0
 	// ExtensionAPIVersion is the ARM api-version of the extension GET (the
 	// one the reference engine uses; top-level plan is present in it).
 	ExtensionAPIVersion = "2023-05-01"
@@ -73,7 +80,7 @@ type Config struct {
 	// ARMEndpoint defaults to DefaultARMEndpoint. Must be https: the bearer
 	// token is never sent in clear text.
 	ARMEndpoint string
-	// IMDSEndpoint defaults to DefaultIMDSEndpoint.
+	// IMDSEndpoint defaults to providers.DefaultAzureIMDS.
 	IMDSEndpoint string
 	// ExtensionResourceID is EXTENSION_RESOURCE_ID, the full ARM ID of the
 	// cluster extension (…/providers/Microsoft.KubernetesConfiguration/extensions/<name>).
@@ -82,9 +89,11 @@ type Config struct {
 	// _PLAN_ID; compared exactly (case-sensitive) with the extension's plan.
 	Publisher, Offer, Plan string
 	// RetryMax is VERIFY_RETRY_MAX: attempts per ARM call (azcore retry
-	// policy) and per IMDS call (retry-go); 0 means 5, at most 20.
+	// policy) and per IMDS call (retry-go); 0 means DefaultRetryMax, at most
+	// MaxRetryMax.
 	RetryMax int
-	// RetryBackoff is VERIFY_RETRY_BACKOFF (0 means 2.0, at most 60): for
+	// RetryBackoff is VERIFY_RETRY_BACKOFF (0 means DefaultRetryBackoff, at
+	// most MaxRetryBackoff): for
 	// IMDS the delays are 1 s × RetryBackoff^n; for ARM it is azcore's base
 	// delay in seconds (azcore grows it as (2^n−1)·base, Retry-After wins).
 	RetryBackoff float64
@@ -163,7 +172,7 @@ func New(cfg Config) (*Prover, error) {
 	}
 	cfg.ARMEndpoint = strings.TrimRight(cfg.ARMEndpoint, "/")
 	if cfg.IMDSEndpoint == "" {
-		cfg.IMDSEndpoint = DefaultIMDSEndpoint
+		cfg.IMDSEndpoint = providers.DefaultAzureIMDS
 	}
 	if u, err := url.Parse(cfg.IMDSEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("IMDS endpoint %q: must be an http URL", cfg.IMDSEndpoint)
@@ -197,15 +206,15 @@ func New(cfg Config) (*Prover, error) {
 	}
 	switch {
 	case cfg.RetryMax == 0:
-		cfg.RetryMax = 5
-	case cfg.RetryMax < 0 || cfg.RetryMax > 20:
-		bad("VERIFY_RETRY_MAX %d: must be between 1 and 20", cfg.RetryMax)
+		cfg.RetryMax = DefaultRetryMax
+	case cfg.RetryMax < 0 || cfg.RetryMax > MaxRetryMax:
+		bad("VERIFY_RETRY_MAX %d: must be between 1 and %d", cfg.RetryMax, MaxRetryMax)
 	}
 	switch {
 	case cfg.RetryBackoff == 0:
-		cfg.RetryBackoff = 2.0
-	case !(cfg.RetryBackoff > 0 && cfg.RetryBackoff <= 60):
-		bad("VERIFY_RETRY_BACKOFF %g: must be more than 0 and at most 60", cfg.RetryBackoff)
+		cfg.RetryBackoff = DefaultRetryBackoff
+	case !(cfg.RetryBackoff > 0 && cfg.RetryBackoff <= MaxRetryBackoff):
+		bad("VERIFY_RETRY_BACKOFF %g: must be more than 0 and at most %g", cfg.RetryBackoff, MaxRetryBackoff)
 	}
 	if len(errs) > 0 {
 		return nil, failure.Permanent(fmt.Errorf("azure: %w: %w", ErrConfig, errors.Join(errs...)))
