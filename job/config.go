@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
@@ -68,8 +69,10 @@ type Config struct {
 	VerifyRetryMax       int
 	VerifyRetryBackoff   float64
 
-	// Region and update servers.
+	// Region and update servers. RegionSettings is the file at
+	// RegionConfigPath, read and checked by LoadConfig with everything else.
 	RegionConfigPath   string
+	RegionSettings     regionconfig.Settings
 	CAFile             string
 	RegionServerPort   int
 	UpdateHTTPSPort    int
@@ -133,6 +136,17 @@ func integer(min int, dst func(*Config) *int) func(*Config, string) error {
 	}
 }
 
+func integerUpTo(min, max int, dst func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < min || n > max {
+			return fmt.Errorf("want a whole number from %d to %d", min, max)
+		}
+		*dst(c) = n
+		return nil
+	}
+}
+
 func port(dst func(*Config) *int) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
@@ -145,10 +159,17 @@ func port(dst func(*Config) *int) func(*Config, string) error {
 }
 
 func float(min float64, dst func(*Config) *float64) func(*Config, string) error {
+	return floatUpTo(min, math.Inf(1), dst)
+}
+
+func floatUpTo(min, max float64, dst func(*Config) *float64) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || f < min {
+		switch {
+		case err != nil || f < min:
 			return fmt.Errorf("want a number ≥ %g", min)
+		case f > max:
+			return fmt.Errorf("want a number from %g to %g", min, max)
 		}
 		*dst(c) = f
 		return nil
@@ -277,6 +298,17 @@ func splitList(v string) []string {
 	return out
 }
 
+// extensionID accepts only the exact ARM grammar of a cluster extension's
+// ID, so a malformed one stops the run before any request (phase 2 would
+// otherwise find out after detection, Entra and IMDS).
+func extensionID(c *Config, v string) error {
+	if _, err := azure.ParseExtensionID(strings.TrimSpace(v)); err != nil {
+		return err
+	}
+	c.ExtensionResourceID = strings.TrimSpace(v)
+	return nil
+}
+
 func logLevel(c *Config, v string) error {
 	switch strings.ToUpper(strings.TrimSpace(v)) {
 	case "DEBUG":
@@ -295,7 +327,7 @@ func logLevel(c *Config, v string) error {
 
 var settings = []setting{
 	{group: "Marketplace and Azure Workload Identity"},
-	{flag: "extension-resource-id", envs: []string{"EXTENSION_RESOURCE_ID"}, help: "ARM resource ID of the cluster extension whose Marketplace plan is verified", set: str(func(c *Config) *string { return &c.ExtensionResourceID })},
+	{flag: "extension-resource-id", envs: []string{"EXTENSION_RESOURCE_ID"}, help: "ARM resource ID of the cluster extension whose Marketplace plan is verified", set: extensionID},
 	{flag: "publisher-id", envs: []string{"MARKETPLACE_PUBLISHER_ID"}, help: "expected plan publisher", set: str(func(c *Config) *string { return &c.PublisherID })},
 	{flag: "offer-id", envs: []string{"MARKETPLACE_OFFER_ID"}, help: "expected plan product (offer ID)", set: str(func(c *Config) *string { return &c.OfferID })},
 	{flag: "plan-id", envs: []string{"MARKETPLACE_PLAN_ID"}, help: "expected plan name (plan ID)", set: str(func(c *Config) *string { return &c.PlanID })},
@@ -306,8 +338,8 @@ var settings = []setting{
 	{flag: "arm-endpoint", envs: []string{"ARM_ENDPOINT"}, def: azure.DefaultARMEndpoint, help: "Azure Resource Manager endpoint, https", set: endpoint(true, func(c *Config) *string { return &c.ARMEndpoint })},
 	{flag: "attestation-roots", envs: []string{"ATTESTATION_ROOTS_FILE"}, help: "PEM trust anchors for IMDS attested documents instead of the pinned Azure roots (tests and the fake cloud only)", set: str(func(c *Config) *string { return &c.AttestationRoots })},
 	{flag: "aia-allowed-hosts", envs: []string{"AIA_ALLOWED_HOSTS"}, def: strings.Join(azure.DefaultAIAAllowedHosts, ","), help: "hosts the attested document's intermediate may be fetched from, comma-separated", set: func(c *Config, v string) error { c.AIAAllowedHosts = splitList(v); return nil }},
-	{flag: "verify-retry-max", envs: []string{"VERIFY_RETRY_MAX"}, def: strconv.Itoa(azure.DefaultRetryMax), help: "attempts for ARM and IMDS calls", set: integer(1, func(c *Config) *int { return &c.VerifyRetryMax })},
-	{flag: "verify-retry-backoff", envs: []string{"VERIFY_RETRY_BACKOFF"}, def: formatFloat(azure.DefaultRetryBackoff), help: "backoff factor: IMDS waits 1s × factor^n between attempts; ARM starts at factor seconds and doubles (Retry-After wins)", set: float(1, func(c *Config) *float64 { return &c.VerifyRetryBackoff })},
+	{flag: "verify-retry-max", envs: []string{"VERIFY_RETRY_MAX"}, def: strconv.Itoa(azure.DefaultRetryMax), help: "attempts for ARM and IMDS calls", set: integerUpTo(1, azure.MaxRetryMax, func(c *Config) *int { return &c.VerifyRetryMax })},
+	{flag: "verify-retry-backoff", envs: []string{"VERIFY_RETRY_BACKOFF"}, def: formatFloat(azure.DefaultRetryBackoff), help: "backoff factor: IMDS waits 1s × factor^n between attempts; ARM starts at factor seconds and doubles (Retry-After wins)", set: floatUpTo(1, azure.MaxRetryBackoff, func(c *Config) *float64 { return &c.VerifyRetryBackoff })},
 
 	{group: "Cloud detection"},
 	{flag: "azure-imds-endpoint", envs: []string{"AZURE_IMDS_ENDPOINT"}, def: providers.DefaultAzureIMDS, help: "Azure IMDS base URL", set: endpoint(false, func(c *Config) *string { return &c.AzureIMDSEndpoint })},
@@ -358,8 +390,10 @@ var settings = []setting{
 }
 
 // LoadConfig fills a Config from args (flags win), then getenv, then the
-// defaults, and validates it. Every problem is reported at once in one
-// permanent error; a bad value names the flag or variable and what it got.
+// defaults, validates it, and reads the region servers' file
+// (REGIONSRV_CONFIG). Every problem, the file's included, is reported at once
+// in one permanent error before anything is contacted; a bad value names the
+// flag or variable and what it got.
 func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	fs := flag.NewFlagSet("registration-engine", flag.ContinueOnError)
@@ -428,6 +462,14 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	}
 	if err := c.Validate(); err != nil {
 		problems = append(problems, err)
+	}
+	// The region servers' file is configuration too: a broken one must stop
+	// the run here, with the other problems, not after phase 2 has called
+	// IMDS, Entra and ARM.
+	if settings, err := regionconfig.Load(c.RegionConfigPath); err != nil {
+		problems = append(problems, fmt.Errorf("REGIONSRV_CONFIG: %w", err))
+	} else {
+		c.RegionSettings = settings
 	}
 	if len(problems) > 0 {
 		return nil, failure.Permanent(fmt.Errorf("config: %w", errors.Join(problems...)))

@@ -33,8 +33,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/failure"
 )
@@ -128,7 +126,7 @@ type Config struct {
 // Prover proves Azure identity for one run. It implements providers.Prover.
 type Prover struct {
 	cfg      Config
-	resource *arm.ResourceID
+	resource ExtensionID
 	urn      string
 	nonce    string
 	log      *slog.Logger
@@ -179,23 +177,13 @@ func New(cfg Config) (*Prover, error) {
 	}
 	cfg.IMDSEndpoint = strings.TrimRight(cfg.IMDSEndpoint, "/")
 
-	var rid *arm.ResourceID
-	switch {
-	case strings.TrimSpace(cfg.ExtensionResourceID) == "":
-		bad("EXTENSION_RESOURCE_ID is not set: it is the ARM ID of this cluster extension, " +
-			"/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.ContainerService/managedClusters/<cluster>/providers/" + extensionType + "/<name>")
-	default:
-		id, err := arm.ParseResourceID(cfg.ExtensionResourceID)
-		switch {
-		case err != nil:
-			bad("EXTENSION_RESOURCE_ID %q: %w", cfg.ExtensionResourceID, err)
-		case !strings.EqualFold(id.ResourceType.String(), extensionType):
-			bad("EXTENSION_RESOURCE_ID %q: names a %s, want a %s", cfg.ExtensionResourceID, id.ResourceType.String(), extensionType)
-		case id.SubscriptionID == "":
-			bad("EXTENSION_RESOURCE_ID %q: has no subscription", cfg.ExtensionResourceID)
-		default:
-			rid = id
-		}
+	var rid ExtensionID
+	if strings.TrimSpace(cfg.ExtensionResourceID) == "" {
+		bad("EXTENSION_RESOURCE_ID is not set: it is the ARM ID of this cluster extension, %s", extensionIDShape)
+	} else if id, err := ParseExtensionID(cfg.ExtensionResourceID); err != nil {
+		bad("EXTENSION_RESOURCE_ID %q: %w", cfg.ExtensionResourceID, err)
+	} else {
+		rid = id
 	}
 	for _, v := range []struct{ name, value string }{
 		{"MARKETPLACE_PUBLISHER_ID", cfg.Publisher}, {"MARKETPLACE_OFFER_ID", cfg.Offer}, {"MARKETPLACE_PLAN_ID", cfg.Plan},
@@ -250,7 +238,7 @@ func New(cfg Config) (*Prover, error) {
 	}
 	p.nonce = Nonce(p.urn)
 	var err error
-	if p.arm, err = newARMClient(cfg); err != nil {
+	if p.arm, err = newARMClient(cfg, rid); err != nil {
 		return nil, err
 	}
 	p.imds = newIMDSClient(cfg, log)
