@@ -118,7 +118,11 @@ type setting struct {
 	group   string
 	help    string
 	boolean bool
-	set     func(c *Config, v string) error
+	// secret keeps the value out of every message LoadConfig writes: a bad
+	// value is shown as REDACTED. Its Config field must be a Secret, so that
+	// the log of the effective configuration redacts it too.
+	secret bool
+	set    func(c *Config, v string) error
 }
 
 func str(dst func(*Config) *string) func(*Config, string) error {
@@ -358,7 +362,7 @@ var settings = []setting{
 	{flag: "region-pass-pauses", envs: []string{"REGION_PASS_PAUSES"}, def: formatDurations(smt.DefaultPassPauses), help: "pause before the second, third, … pass", set: durations(func(c *Config) *[]time.Duration { return &c.RegionPassPauses })},
 
 	{group: "Kubernetes storage"},
-	{flag: "registration-code", envs: []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE"}, help: "SUSE/Rancher registration code (the first non-empty variable wins)", set: func(c *Config, v string) error { c.RegCode = Secret(v); return nil }},
+	{flag: "registration-code", envs: []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE"}, secret: true, help: "SUSE/Rancher registration code (the first non-empty variable wins)", set: func(c *Config, v string) error { c.RegCode = Secret(v); return nil }},
 	{flag: "secret-name", envs: []string{"REGISTRATION_SECRET_NAME"}, def: kube.SecretName, help: "Secret read by rancher/scc-operator", set: str(func(c *Config) *string { return &c.SecretName })},
 	{flag: "secret-namespace", envs: []string{"REGISTRATION_SECRET_NAMESPACE"}, def: kube.Namespace, help: "namespace of the Secret and the Lease", set: str(func(c *Config) *string { return &c.SecretNamespace })},
 	{flag: "kubeconfig", envs: []string{"KUBECONFIG"}, help: "kubeconfig for a run from a workstation (default: in-cluster)", set: str(func(c *Config) *string { return &c.Kubeconfig })},
@@ -451,8 +455,8 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 		}
 		if err := s.set(c, val); err != nil {
 			shown := val
-			if s.flag == "registration-code" {
-				shown = "REDACTED"
+			if s.secret {
+				shown = Secret(val).String()
 			}
 			problems = append(problems, fmt.Errorf("%s=%q: %w", from, shown, err))
 			if s.def != "" {

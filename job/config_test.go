@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -157,6 +158,31 @@ func TestLoadConfigReadsTheDefaultRegionFile(t *testing.T) {
 	require.ErrorIs(t, err, regionconfig.ErrRead)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	assert.Contains(t, err.Error(), regionconfig.DefaultPath)
+}
+
+// Secrecy belongs to the setting: any setting marked secret has its bad
+// value redacted, whatever its name.
+func TestSecretSettingNeverInAnError(t *testing.T) {
+	saved := settings
+	t.Cleanup(func() { settings = saved })
+	settings = append(slices.Clone(saved), setting{
+		flag: "future-token", envs: []string{"FUTURE_TOKEN"}, secret: true,
+		set: func(*Config, string) error { return errors.New("want a token of 32 characters") },
+	})
+	_, err := LoadConfig([]string{"--future-token=tok-FLAG-LEAK"}, env(nil))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `--future-token="REDACTED": want a token of 32 characters`)
+	assert.NotContains(t, err.Error(), "FLAG-LEAK")
+	_, err = LoadConfig(nil, env(map[string]string{"FUTURE_TOKEN": "tok-ENV-LEAK"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `FUTURE_TOKEN="REDACTED"`)
+	assert.NotContains(t, err.Error(), "ENV-LEAK")
+
+	for _, s := range saved {
+		if s.flag == "registration-code" {
+			assert.True(t, s.secret, "the registration code is a secret setting")
+		}
+	}
 }
 
 func TestConfigLogNeverShowsTheRegistrationCode(t *testing.T) {
