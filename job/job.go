@@ -14,6 +14,7 @@ import (
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // The narrow views Run has of its collaborators. Each is satisfied by one
@@ -49,7 +50,8 @@ type (
 
 // Job is one run's collaborators and settings, assembled by New (or by a
 // test). Zero-valued optional fields are skipped: no Lock means no Lease
-// (dry runs, runs outside a cluster), no InClusterDNS means the cluster's DNS is left alone.
+// (dry runs, runs outside a cluster), no InClusterDNS means the cluster's
+// DNS is left alone.
 type Job struct {
 	Log          *slog.Logger
 	Detector     Detector
@@ -266,23 +268,12 @@ func (j *Job) startupSleep(ctx context.Context, log *slog.Logger) error {
 	log.Info("scheduled run: sleeping before the first request so that clusters spread their load", slog.String("sleep", d.String()), slog.String("sleepMax", j.SleepMax.String()))
 	sleep := j.Sleep
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = pause.For
 	}
 	if err := sleep(ctx, d); err != nil {
 		return withCause(ctx, fmt.Errorf("startup sleep: %w", err))
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // DefaultRunDeadline bounds a run after the startup sleep (RUN_DEADLINE's

@@ -293,23 +293,11 @@ func checkHostName(name string, bad func(string) error) error {
 	return nil
 }
 
-// problemList reports several problems on one line (a log line per run, not
-// per problem) while errors.Is still sees each of them.
-type problemList []error
-
+// joined reports several problems on one line (a log line per run, not per
+// problem) while errors.Is still sees each of them.
 func joined(errs []error) error {
 	if len(errs) == 1 {
 		return errs[0]
 	}
-	return problemList(errs)
+	return failure.List(errs)
 }
-
-func (p problemList) Error() string {
-	parts := make([]string, len(p))
-	for i, err := range p {
-		parts[i] = err.Error()
-	}
-	return strings.Join(parts, "; ")
-}
-
-func (p problemList) Unwrap() []error { return p }

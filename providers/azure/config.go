@@ -35,6 +35,7 @@ import (
 
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // Production endpoints and the API versions the engine pins.
@@ -212,7 +213,7 @@ func New(cfg Config) (*Prover, error) {
 		cfg.Clock = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepCtx
+		cfg.Sleep = pause.For
 	}
 	log := cfg.Log
 	if log == nil {
@@ -243,16 +244,4 @@ func New(cfg Config) (*Prover, error) {
 	}
 	p.imds = newIMDSClient(cfg, log)
 	return p, nil
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
