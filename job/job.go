@@ -18,8 +18,9 @@ import (
 )
 
 // The narrow views Run has of its collaborators. Each is satisfied by one
-// concrete type of a subpackage; tests substitute real ones pointed at
-// loopback fakes.
+// concrete type of a subpackage, which New assembles; job_test.go substitutes
+// a recorder that scripts each phase's outcome, and the subpackages test the
+// real types against loopback fakes.
 type (
 	// Detector finds the cloud (phase 1).
 	Detector interface {
@@ -51,7 +52,8 @@ type (
 // Job is one run's collaborators and settings, assembled by New (or by a
 // test). Zero-valued optional fields are skipped: no Lock means no Lease
 // (dry runs, runs outside a cluster), no InClusterDNS means the cluster's
-// DNS is left alone.
+// DNS is left alone. LoadSettings hands phase 3 the region settings; New's
+// returns those LoadConfig already read and checked.
 type Job struct {
 	Log          *slog.Logger
 	Detector     Detector
