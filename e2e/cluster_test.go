@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
@@ -291,7 +292,7 @@ func (e *clusterEnv) testStaleLease(t *testing.T, c cloud) {
 	_, err = leases.Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: leaseName},
 		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity: ptr("crashed-run"), LeaseDurationSeconds: ptr(int32(60)),
+			HolderIdentity: ptr.To("crashed-run"), LeaseDurationSeconds: ptr.To(int32(60)),
 			AcquireTime: &hourAgo, RenewTime: &hourAgo,
 		},
 	}, metav1.CreateOptions{})
@@ -537,8 +538,8 @@ func (e *clusterEnv) testScheduledRun(t *testing.T) {
 	}
 	cj.Name = tickName
 	cj.Spec.Schedule = "* * * * *"
-	cj.Spec.Suspend = ptr(false)
-	setEnv(&cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0], map[string]string{
+	cj.Spec.Suspend = ptr.To(false)
+	controlplane.SetEnv(&cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0], map[string]string{
 		"CRONJOB_NAME":      tickName,
 		"STARTUP_SLEEP_MAX": "2s",
 		// kube-system's CoreDNS belongs to the other track.
@@ -822,7 +823,7 @@ func (e *clusterEnv) deleteSecret(ctx context.Context, t *testing.T) {
 func (e *clusterEnv) deleteJob(t *testing.T, ns, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := e.admin.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)})
+	err := e.admin.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 	assert.True(t, err == nil || apierrors.IsNotFound(err), "delete job %s: %v", name, err)
 }
 
@@ -888,19 +889,6 @@ func (e *clusterEnv) overlayObjects(t *testing.T) overlayObjs {
 	return o
 }
 
-// setEnv replaces the values of existing variables of c and adds the others.
-func setEnv(c *corev1.Container, vals map[string]string) {
-	for i := range c.Env {
-		if v, ok := vals[c.Env[i].Name]; ok {
-			c.Env[i] = corev1.EnvVar{Name: c.Env[i].Name, Value: v}
-			delete(vals, c.Env[i].Name)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(vals)) {
-		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: vals[k]})
-	}
-}
-
 // countWrites counts the changes w reports up to and including the one that
 // produced resourceVersion final.
 func countWrites(ctx context.Context, t *testing.T, w watch.Interface, final string) int {
@@ -947,5 +935,3 @@ func logLine(t *testing.T, stderr, msg string) map[string]any {
 	}
 	return nil
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -2,4 +2,25 @@
 // binary against the built fakecloud binary (always), against a real
 // kube-apiserver (when the control-plane binaries are present; see
 // e2e/controlplane), and in a kind cluster (build tag e2e).
+//
+// Where a new case goes:
+//
+//   - A peer misbehaving (a slow IMDS, a 429 from ARM, a region server with
+//     the wrong certificate, an IPv6 black hole): add a fault to the fake
+//     cloud's table (fakecloud.Faults in e2e/fakecloud/cloud.go, switched on
+//     with --fault), then a row of TestEngineAgainstFakeCloud or
+//     TestReliability in the package that owns the behaviour, and a row of
+//     docs/RELIABILITY.md.
+//   - The binary itself (flags, environment, exit codes, what reaches stdout
+//     and stderr, the attestation subcommand): engine_test.go, through
+//     runEngine.
+//   - The API server (server-side apply, the Lease, CoreDNS, the CronJob and
+//     Job controllers, the engine as its ServiceAccount): cluster_test.go.
+//     What RBAC allows and refuses the engine's ServiceAccount:
+//     rbac_test.go. Both run on the shared control plane of e2e/controlplane,
+//     which is the harness only and holds no test of the engine.
+//   - The image, the manifests as a user applies them, the fake cloud as a
+//     pod: e2e/kind/kind_test.go (build tag e2e, make e2e-kind).
+//   - The documentation's promises (every test docs/RELIABILITY.md cites
+//     exists): docs_test.go.
 package e2e

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -311,6 +315,68 @@ func TestBrokenConfigReportsEveryProblem(t *testing.T) {
 	assert.NotContains(t, res.stderr+res.stdout, "DONT-SHOW-ME")
 }
 
+// The engine checks every setting and the region servers' file before its
+// first request. A trap answers on every endpoint the run could reach
+// (metadata, Entra, ARM, the region servers, the API server) and fails the
+// test when anything arrives: a wrong retry bound, a malformed extension ID
+// and a broken file must be reported together, with exit 2, and cost the
+// peers nothing.
+func TestBadSettingsStopBeforeAnyRequest(t *testing.T) {
+	var hits atomic.Int32
+	trapped := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		t.Errorf("request sent before the settings were checked: %s %s%s", r.Method, r.Host, r.URL)
+		http.Error(w, "trap", http.StatusTeapot)
+	})
+	trap := httptest.NewServer(trapped)
+	defer trap.Close()
+	tlsTrap := httptest.NewTLSServer(trapped)
+	defer tlsTrap.Close()
+
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+		return path
+	}
+	trapURL, err := url.Parse(tlsTrap.URL)
+	require.NoError(t, err)
+	cfg := write("regionserverclnt.cfg", "[server]\napi = regionInfo\nregionsrv = "+trapURL.Hostname()+", smt}.example\n")
+	kubeconfig := write("kubeconfig", fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: trap, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: trap, user: {token: t}}]
+contexts: [{name: trap, context: {cluster: trap, user: trap}}]
+current-context: trap
+`, tlsTrap.URL))
+	res := runEngine(t, context.Background(), []string{
+		"VERIFY_RETRY_MAX=21", "EXTENSION_RESOURCE_ID=x/../y", "REGIONSRV_CONFIG=" + cfg,
+		"AZURE_IMDS_ENDPOINT=" + trap.URL, "GCP_METADATA_ENDPOINTS=" + trap.URL, "AWS_IMDS_ENDPOINTS=" + trap.URL,
+		"ARM_ENDPOINT=" + tlsTrap.URL, "AZURE_AUTHORITY_HOST=" + tlsTrap.URL, "REGION_SERVER_PORT=" + trapURL.Port(),
+		"AZURE_CLIENT_ID=c", "AZURE_TENANT_ID=t", "AZURE_FEDERATED_TOKEN_FILE=" + write("token", "t"),
+		"MARKETPLACE_PUBLISHER_ID=p", "MARKETPLACE_OFFER_ID=o", "MARKETPLACE_PLAN_ID=p",
+		"DMI_DIR_PATH=../providers/dmi/testdata/azure", "KUBECONFIG=" + kubeconfig,
+	})
+	assert.Equal(t, 2, res.code, res.String())
+	for _, want := range []string{
+		`VERIFY_RETRY_MAX="21": want a whole number from 1 to 20`,
+		`EXTENSION_RESOURCE_ID="x/../y"`, `".." segment is not allowed`,
+		"REGIONSRV_CONFIG: regionconfig: " + cfg, "certLocation", `"smt}.example"`,
+	} {
+		assert.Contains(t, res.stderr, want)
+	}
+	assert.Zero(t, hits.Load(), "requests that reached a peer")
+}
+
+// testRegionConfig writes a valid regionserverclnt.cfg whose only region
+// server is a closed loopback port, for runs that must get past the
+// settings check without a fake cloud.
+func testRegionConfig(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "regionserverclnt.cfg")
+	require.NoError(t, os.WriteFile(path, []byte("[server]\napi = regionInfo\ncertLocation = /nonexistent\nregionsrv = 127.0.0.1\n"), 0o600))
+	return path
+}
+
 func TestNoCloudIsPermanent(t *testing.T) {
 	// Every metadata endpoint is a closed loopback port; DMI says bare metal.
 	dmi := t.TempDir()
@@ -318,7 +384,7 @@ func TestNoCloudIsPermanent(t *testing.T) {
 	closed := "http://127.0.0.1:9"
 	res := runEngine(t, context.Background(), []string{
 		"AZURE_IMDS_ENDPOINT=" + closed, "GCP_METADATA_ENDPOINTS=" + closed, "AWS_IMDS_ENDPOINTS=" + closed,
-		"DMI_DIR_PATH=" + dmi, "DETECT_BUDGET=500ms",
+		"DMI_DIR_PATH=" + dmi, "DETECT_BUDGET=500ms", "REGIONSRV_CONFIG=" + testRegionConfig(t),
 	}, "--dry-run")
 	assert.Equal(t, 2, res.code, res.String())
 	s := summary(t, res.stderr)

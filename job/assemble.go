@@ -67,7 +67,8 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 				Log:                 log,
 			})
 		},
-		LoadSettings: func() (regionconfig.Settings, error) { return regionconfig.Load(cfg.RegionConfigPath) },
+		// LoadConfig read and checked the file at start; phase 3 reports it.
+		LoadSettings: func() (regionconfig.Settings, error) { return cfg.RegionSettings, nil },
 		Finder: &smt.Finder{
 			Log:          log,
 			RegionPort:   cfg.RegionServerPort,

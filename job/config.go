@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
@@ -13,6 +14,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/regionconfig"
+	"github.com/rancher/registration-engine/job/smt"
+	"github.com/rancher/registration-engine/providers"
+	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers/dmi"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -62,8 +69,10 @@ type Config struct {
 	VerifyRetryMax       int
 	VerifyRetryBackoff   float64
 
-	// Region and update servers.
+	// Region and update servers. RegionSettings is the file at
+	// RegionConfigPath, read and checked by LoadConfig with everything else.
 	RegionConfigPath   string
+	RegionSettings     regionconfig.Settings
 	CAFile             string
 	RegionServerPort   int
 	UpdateHTTPSPort    int
@@ -109,7 +118,11 @@ type setting struct {
 	group   string
 	help    string
 	boolean bool
-	set     func(c *Config, v string) error
+	// secret keeps the value out of every message LoadConfig writes: a bad
+	// value is shown as REDACTED. Its Config field must be a Secret, so that
+	// the log of the effective configuration redacts it too.
+	secret bool
+	set    func(c *Config, v string) error
 }
 
 func str(dst func(*Config) *string) func(*Config, string) error {
@@ -121,6 +134,17 @@ func integer(min int, dst func(*Config) *int) func(*Config, string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < min {
 			return fmt.Errorf("want a whole number ≥ %d", min)
+		}
+		*dst(c) = n
+		return nil
+	}
+}
+
+func integerUpTo(min, max int, dst func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < min || n > max {
+			return fmt.Errorf("want a whole number from %d to %d", min, max)
 		}
 		*dst(c) = n
 		return nil
@@ -139,10 +163,17 @@ func port(dst func(*Config) *int) func(*Config, string) error {
 }
 
 func float(min float64, dst func(*Config) *float64) func(*Config, string) error {
+	return floatUpTo(min, math.Inf(1), dst)
+}
+
+func floatUpTo(min, max float64, dst func(*Config) *float64) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || f < min {
+		switch {
+		case err != nil || f < min:
 			return fmt.Errorf("want a number ≥ %g", min)
+		case f > max:
+			return fmt.Errorf("want a number from %g to %g", min, max)
 		}
 		*dst(c) = f
 		return nil
@@ -237,6 +268,30 @@ func checkURL(v string, httpsOnly bool) error {
 	return nil
 }
 
+// formatDuration writes a default the way a user would set it: 10m, not
+// 10m0s.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// formatDurations writes a default list the way a user would set it.
+func formatDurations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = formatDuration(d)
+	}
+	return strings.Join(parts, ",")
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
 func splitList(v string) []string {
 	var out []string
 	for _, p := range strings.Split(v, ",") {
@@ -245,6 +300,17 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// extensionID accepts only the exact ARM grammar of a cluster extension's
+// ID, so a malformed one stops the run before any request (phase 2 would
+// otherwise find out after detection, Entra and IMDS).
+func extensionID(c *Config, v string) error {
+	if _, err := azure.ParseExtensionID(strings.TrimSpace(v)); err != nil {
+		return err
+	}
+	c.ExtensionResourceID = strings.TrimSpace(v)
+	return nil
 }
 
 func logLevel(c *Config, v string) error {
@@ -263,19 +329,9 @@ func logLevel(c *Config, v string) error {
 	return nil
 }
 
-// The production endpoints. Tests, the demo and the e2e override them.
-const (
-	DefaultAzureIMDS   = "http://169.254.169.254"
-	DefaultARM         = "https://management.azure.com"
-	DefaultRegionCfg   = "/etc/regionserverclnt.cfg"
-	DefaultDMIDir      = "/sys/class/dmi/id"
-	defaultGCPMetadata = "http://metadata.google.internal.,http://169.254.169.254,http://[fd20:ce::254]"
-	defaultAWSIMDS     = "http://169.254.169.254,http://[fd00:ec2::254]"
-)
-
 var settings = []setting{
 	{group: "Marketplace and Azure Workload Identity"},
-	{flag: "extension-resource-id", envs: []string{"EXTENSION_RESOURCE_ID"}, help: "ARM resource ID of the cluster extension whose Marketplace plan is verified", set: str(func(c *Config) *string { return &c.ExtensionResourceID })},
+	{flag: "extension-resource-id", envs: []string{"EXTENSION_RESOURCE_ID"}, help: "ARM resource ID of the cluster extension whose Marketplace plan is verified", set: extensionID},
 	{flag: "publisher-id", envs: []string{"MARKETPLACE_PUBLISHER_ID"}, help: "expected plan publisher", set: str(func(c *Config) *string { return &c.PublisherID })},
 	{flag: "offer-id", envs: []string{"MARKETPLACE_OFFER_ID"}, help: "expected plan product (offer ID)", set: str(func(c *Config) *string { return &c.OfferID })},
 	{flag: "plan-id", envs: []string{"MARKETPLACE_PLAN_ID"}, help: "expected plan name (plan ID)", set: str(func(c *Config) *string { return &c.PlanID })},
@@ -283,39 +339,39 @@ var settings = []setting{
 	{flag: "azure-tenant-id", envs: []string{"AZURE_TENANT_ID"}, help: "Entra tenant ID (injected by the webhook)", set: str(func(c *Config) *string { return &c.AzureTenantID })},
 	{flag: "azure-federated-token-file", envs: []string{"AZURE_FEDERATED_TOKEN_FILE"}, help: "projected ServiceAccount token file (injected by the webhook)", set: str(func(c *Config) *string { return &c.AzureTokenFile })},
 	{flag: "azure-authority-host", envs: []string{"AZURE_AUTHORITY_HOST"}, help: "Entra authority host, https (injected by the webhook; default public cloud)", set: endpoint(true, func(c *Config) *string { return &c.AzureAuthorityHost })},
-	{flag: "arm-endpoint", envs: []string{"ARM_ENDPOINT"}, def: DefaultARM, help: "Azure Resource Manager endpoint, https", set: endpoint(true, func(c *Config) *string { return &c.ARMEndpoint })},
+	{flag: "arm-endpoint", envs: []string{"ARM_ENDPOINT"}, def: azure.DefaultARMEndpoint, help: "Azure Resource Manager endpoint, https", set: endpoint(true, func(c *Config) *string { return &c.ARMEndpoint })},
 	{flag: "attestation-roots", envs: []string{"ATTESTATION_ROOTS_FILE"}, help: "PEM trust anchors for IMDS attested documents instead of the pinned Azure roots (tests and the fake cloud only)", set: str(func(c *Config) *string { return &c.AttestationRoots })},
-	{flag: "aia-allowed-hosts", envs: []string{"AIA_ALLOWED_HOSTS"}, help: "hosts the attested document's intermediate may be fetched from, comma-separated (default Microsoft's and DigiCert's)", set: func(c *Config, v string) error { c.AIAAllowedHosts = splitList(v); return nil }},
-	{flag: "verify-retry-max", envs: []string{"VERIFY_RETRY_MAX"}, def: "5", help: "attempts for ARM and IMDS calls", set: integer(1, func(c *Config) *int { return &c.VerifyRetryMax })},
-	{flag: "verify-retry-backoff", envs: []string{"VERIFY_RETRY_BACKOFF"}, def: "2.0", help: "backoff factor: IMDS waits 1s × factor^n between attempts; ARM starts at factor seconds and doubles (Retry-After wins)", set: float(1, func(c *Config) *float64 { return &c.VerifyRetryBackoff })},
+	{flag: "aia-allowed-hosts", envs: []string{"AIA_ALLOWED_HOSTS"}, def: strings.Join(azure.DefaultAIAAllowedHosts, ","), help: "hosts the attested document's intermediate may be fetched from, comma-separated", set: func(c *Config, v string) error { c.AIAAllowedHosts = splitList(v); return nil }},
+	{flag: "verify-retry-max", envs: []string{"VERIFY_RETRY_MAX"}, def: strconv.Itoa(azure.DefaultRetryMax), help: "attempts for ARM and IMDS calls", set: integerUpTo(1, azure.MaxRetryMax, func(c *Config) *int { return &c.VerifyRetryMax })},
+	{flag: "verify-retry-backoff", envs: []string{"VERIFY_RETRY_BACKOFF"}, def: formatFloat(azure.DefaultRetryBackoff), help: "backoff factor: IMDS waits 1s × factor^n between attempts; ARM starts at factor seconds and doubles (Retry-After wins)", set: floatUpTo(1, azure.MaxRetryBackoff, func(c *Config) *float64 { return &c.VerifyRetryBackoff })},
 
 	{group: "Cloud detection"},
-	{flag: "azure-imds-endpoint", envs: []string{"AZURE_IMDS_ENDPOINT"}, def: DefaultAzureIMDS, help: "Azure IMDS base URL", set: endpoint(false, func(c *Config) *string { return &c.AzureIMDSEndpoint })},
-	{flag: "gcp-metadata-endpoints", envs: []string{"GCP_METADATA_ENDPOINTS"}, def: defaultGCPMetadata, help: "GCP metadata base URLs, comma-separated", set: endpoints(func(c *Config) *[]string { return &c.GCPMetadataEndpoints })},
-	{flag: "aws-imds-endpoints", envs: []string{"AWS_IMDS_ENDPOINTS"}, def: defaultAWSIMDS, help: "AWS IMDS base URLs, comma-separated", set: endpoints(func(c *Config) *[]string { return &c.AWSIMDSEndpoints })},
-	{flag: "detect-budget", envs: []string{"DETECT_BUDGET"}, def: "2s", help: "time for all metadata probes together", set: duration(func(c *Config) *time.Duration { return &c.DetectBudget })},
-	{flag: "dmi-dir", envs: []string{"DMI_DIR_PATH"}, def: DefaultDMIDir, help: "directory of the DMI files sys_vendor, product_name, chassis_asset_tag", set: str(func(c *Config) *string { return &c.DMIDir })},
+	{flag: "azure-imds-endpoint", envs: []string{"AZURE_IMDS_ENDPOINT"}, def: providers.DefaultAzureIMDS, help: "Azure IMDS base URL", set: endpoint(false, func(c *Config) *string { return &c.AzureIMDSEndpoint })},
+	{flag: "gcp-metadata-endpoints", envs: []string{"GCP_METADATA_ENDPOINTS"}, def: strings.Join(providers.DefaultGCPEndpoints, ","), help: "GCP metadata base URLs, comma-separated", set: endpoints(func(c *Config) *[]string { return &c.GCPMetadataEndpoints })},
+	{flag: "aws-imds-endpoints", envs: []string{"AWS_IMDS_ENDPOINTS"}, def: strings.Join(providers.DefaultAWSEndpoints, ","), help: "AWS IMDS base URLs, comma-separated", set: endpoints(func(c *Config) *[]string { return &c.AWSIMDSEndpoints })},
+	{flag: "detect-budget", envs: []string{"DETECT_BUDGET"}, def: formatDuration(providers.DefaultBudget), help: "time for all metadata probes together", set: duration(func(c *Config) *time.Duration { return &c.DetectBudget })},
+	{flag: "dmi-dir", envs: []string{"DMI_DIR_PATH"}, def: dmi.DefaultDir, help: "directory of the DMI files sys_vendor, product_name, chassis_asset_tag", set: str(func(c *Config) *string { return &c.DMIDir })},
 
 	{group: "Region and update servers"},
-	{flag: "config", envs: []string{"REGIONSRV_CONFIG"}, def: DefaultRegionCfg, help: "regionserverclnt.cfg to read", set: str(func(c *Config) *string { return &c.RegionConfigPath })},
+	{flag: "config", envs: []string{"REGIONSRV_CONFIG"}, def: regionconfig.DefaultPath, help: "regionserverclnt.cfg to read", set: str(func(c *Config) *string { return &c.RegionConfigPath })},
 	{flag: "ca-file", envs: []string{"SSL_CERT_FILE"}, help: "PEM bundle trusted for Entra and ARM: --ca-file adds it to the system roots; SSL_CERT_FILE, which Go reads itself, replaces them", set: str(func(c *Config) *string { return &c.CAFile })},
-	{flag: "region-server-port", envs: []string{"REGION_SERVER_PORT"}, def: "443", help: "TCP port of the region servers", set: port(func(c *Config) *int { return &c.RegionServerPort })},
-	{flag: "update-server-https-port", envs: []string{"UPDATE_SERVER_HTTPS_PORT"}, def: "443", help: "HTTPS port of the update servers (health, certificate, address race)", set: port(func(c *Config) *int { return &c.UpdateHTTPSPort })},
-	{flag: "update-server-http-port", envs: []string{"UPDATE_SERVER_HTTP_PORT"}, def: "80", help: "HTTP port of the update servers (certificate when httpsOnly is not true)", set: port(func(c *Config) *int { return &c.UpdateHTTPPort })},
-	{flag: "region-pass-timeouts", envs: []string{"REGION_PASS_TIMEOUTS"}, def: "15s,7.5s,5s", help: "request timeout of each pass over the region servers", set: durations(func(c *Config) *[]time.Duration { return &c.RegionPassTimeouts })},
-	{flag: "region-pass-pauses", envs: []string{"REGION_PASS_PAUSES"}, def: "20s,10s", help: "pause before the second, third, … pass", set: durations(func(c *Config) *[]time.Duration { return &c.RegionPassPauses })},
+	{flag: "region-server-port", envs: []string{"REGION_SERVER_PORT"}, def: strconv.Itoa(smt.DefaultPort), help: "TCP port of the region servers", set: port(func(c *Config) *int { return &c.RegionServerPort })},
+	{flag: "update-server-https-port", envs: []string{"UPDATE_SERVER_HTTPS_PORT"}, def: strconv.Itoa(smt.DefaultPort), help: "HTTPS port of the update servers (health, certificate, address race)", set: port(func(c *Config) *int { return &c.UpdateHTTPSPort })},
+	{flag: "update-server-http-port", envs: []string{"UPDATE_SERVER_HTTP_PORT"}, def: strconv.Itoa(smt.DefaultHTTPPort), help: "HTTP port of the update servers (certificate when httpsOnly is not true)", set: port(func(c *Config) *int { return &c.UpdateHTTPPort })},
+	{flag: "region-pass-timeouts", envs: []string{"REGION_PASS_TIMEOUTS"}, def: formatDurations(smt.DefaultPassTimeouts), help: "request timeout of each pass over the region servers", set: durations(func(c *Config) *[]time.Duration { return &c.RegionPassTimeouts })},
+	{flag: "region-pass-pauses", envs: []string{"REGION_PASS_PAUSES"}, def: formatDurations(smt.DefaultPassPauses), help: "pause before the second, third, … pass", set: durations(func(c *Config) *[]time.Duration { return &c.RegionPassPauses })},
 
 	{group: "Kubernetes storage"},
-	{flag: "registration-code", envs: []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE"}, help: "SUSE/Rancher registration code (the first non-empty variable wins)", set: func(c *Config, v string) error { c.RegCode = Secret(v); return nil }},
-	{flag: "secret-name", envs: []string{"REGISTRATION_SECRET_NAME"}, def: "scc-registration", help: "Secret read by rancher/scc-operator", set: str(func(c *Config) *string { return &c.SecretName })},
-	{flag: "secret-namespace", envs: []string{"REGISTRATION_SECRET_NAMESPACE"}, def: "cattle-scc-system", help: "namespace of the Secret and the Lease", set: str(func(c *Config) *string { return &c.SecretNamespace })},
+	{flag: "registration-code", envs: []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE"}, secret: true, help: "SUSE/Rancher registration code (the first non-empty variable wins)", set: func(c *Config, v string) error { c.RegCode = Secret(v); return nil }},
+	{flag: "secret-name", envs: []string{"REGISTRATION_SECRET_NAME"}, def: kube.SecretName, help: "Secret read by rancher/scc-operator", set: str(func(c *Config) *string { return &c.SecretName })},
+	{flag: "secret-namespace", envs: []string{"REGISTRATION_SECRET_NAMESPACE"}, def: kube.Namespace, help: "namespace of the Secret and the Lease", set: str(func(c *Config) *string { return &c.SecretNamespace })},
 	{flag: "kubeconfig", envs: []string{"KUBECONFIG"}, help: "kubeconfig for a run from a workstation (default: in-cluster)", set: str(func(c *Config) *string { return &c.Kubeconfig })},
 	{flag: "kubernetes-service-host", envs: []string{"KUBERNETES_SERVICE_HOST"}, help: "API server host (injected by Kubernetes)", set: str(func(c *Config) *string { return &c.KubeHost })},
 	{flag: "kubernetes-service-port", envs: []string{"KUBERNETES_SERVICE_PORT"}, help: "API server port (injected by Kubernetes)", set: str(func(c *Config) *string { return &c.KubePort })},
-	{flag: "kubernetes-token", envs: []string{"KUBERNETES_TOKEN"}, def: "/var/run/secrets/kubernetes.io/serviceaccount/token", help: "bearer token file for the API server", set: str(func(c *Config) *string { return &c.KubeToken })},
-	{flag: "kubernetes-ca-cert", envs: []string{"KUBERNETES_CA_CERT"}, def: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", help: `API server CA file, or "False" to skip verification (insecure)`, set: str(func(c *Config) *string { return &c.KubeCACert })},
-	{flag: "k8s-retry-max", envs: []string{"K8S_RETRY_MAX"}, def: "5", help: "attempts for Kubernetes reads and writes", set: integer(1, func(c *Config) *int { return &c.K8sRetryMax })},
-	{flag: "k8s-retry-backoff", envs: []string{"K8S_RETRY_BACKOFF"}, def: "2.0", help: "backoff multiplier between Kubernetes attempts (first pause 1s)", set: float(1, func(c *Config) *float64 { return &c.K8sRetryBackoff })},
+	{flag: "kubernetes-token", envs: []string{"KUBERNETES_TOKEN"}, def: kube.DefaultTokenFile, help: "bearer token file for the API server", set: str(func(c *Config) *string { return &c.KubeToken })},
+	{flag: "kubernetes-ca-cert", envs: []string{"KUBERNETES_CA_CERT"}, def: kube.DefaultCAFile, help: `API server CA file, or "False" to skip verification (insecure)`, set: str(func(c *Config) *string { return &c.KubeCACert })},
+	{flag: "k8s-retry-max", envs: []string{"K8S_RETRY_MAX"}, def: strconv.Itoa(kube.DefaultRetryMax), help: "attempts for Kubernetes reads and writes", set: integer(1, func(c *Config) *int { return &c.K8sRetryMax })},
+	{flag: "k8s-retry-backoff", envs: []string{"K8S_RETRY_BACKOFF"}, def: formatFloat(kube.DefaultRetryBackoff), help: "backoff multiplier between Kubernetes attempts (first pause 1s)", set: float(1, func(c *Config) *float64 { return &c.K8sRetryBackoff })},
 	{flag: "lease-name", envs: []string{"LEASE_NAME"}, def: "registration-engine", help: "Lease that keeps two runs apart", set: str(func(c *Config) *string { return &c.LeaseName })},
 	{flag: "pod-name", envs: []string{"POD_NAME"}, help: "holder written into the Lease (downward API; default the host name)", set: str(func(c *Config) *string { return &c.PodName })},
 	{flag: "job-name", envs: []string{"JOB_NAME"}, help: "name of the Job running us (downward API label batch.kubernetes.io/job-name)", set: str(func(c *Config) *string { return &c.JobName })},
@@ -323,7 +379,7 @@ var settings = []setting{
 	{flag: "in-cluster-dns", envs: []string{"IN_CLUSTER_DNS"}, def: "true", boolean: true, help: "in-cluster DNS: make the update server's name resolve in the cluster through CoreDNS", set: boolean(func(c *Config) *bool { return &c.InClusterDNS })},
 
 	{group: "The run"},
-	{flag: "run-deadline", envs: []string{"RUN_DEADLINE"}, def: "10m", help: "time a run may take after the startup sleep", set: duration(func(c *Config) *time.Duration { return &c.RunDeadline })},
+	{flag: "run-deadline", envs: []string{"RUN_DEADLINE"}, def: formatDuration(DefaultRunDeadline), help: "time a run may take after the startup sleep", set: duration(func(c *Config) *time.Duration { return &c.RunDeadline })},
 	{flag: "startup-sleep-max", envs: []string{"STARTUP_SLEEP_MAX"}, def: "1h", help: "upper bound of the random sleep before a scheduled run (0 disables)", set: duration(func(c *Config) *time.Duration { return &c.StartupSleepMax })},
 	{flag: "dry-run", envs: []string{"DRY_RUN"}, boolean: true, def: "false", help: "run every phase, print the Secret (secrets redacted), write nothing", set: boolean(func(c *Config) *bool { return &c.DryRun })},
 	{flag: "output", envs: []string{"OUTPUT_FILE"}, help: "write the Secret manifest to this file (mode 0600) instead of the cluster", set: str(func(c *Config) *string { return &c.Output })},
@@ -338,8 +394,10 @@ var settings = []setting{
 }
 
 // LoadConfig fills a Config from args (flags win), then getenv, then the
-// defaults, and validates it. Every problem is reported at once in one
-// permanent error; a bad value names the flag or variable and what it got.
+// defaults, validates it, and reads the region servers' file
+// (REGIONSRV_CONFIG). Every problem, the file's included, is reported at once
+// in one permanent error before anything is contacted; a bad value names the
+// flag or variable and what it got.
 func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	fs := flag.NewFlagSet("registration-engine", flag.ContinueOnError)
@@ -397,8 +455,8 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 		}
 		if err := s.set(c, val); err != nil {
 			shown := val
-			if s.flag == "registration-code" {
-				shown = "REDACTED"
+			if s.secret {
+				shown = Secret(val).String()
 			}
 			problems = append(problems, fmt.Errorf("%s=%q: %w", from, shown, err))
 			if s.def != "" {
@@ -408,6 +466,14 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	}
 	if err := c.Validate(); err != nil {
 		problems = append(problems, err)
+	}
+	// The region servers' file is configuration too: a broken one must stop
+	// the run here, with the other problems, not after phase 2 has called
+	// IMDS, Entra and ARM.
+	if settings, err := regionconfig.Load(c.RegionConfigPath); err != nil {
+		problems = append(problems, fmt.Errorf("REGIONSRV_CONFIG: %w", err))
+	} else {
+		c.RegionSettings = settings
 	}
 	if len(problems) > 0 {
 		return nil, failure.Permanent(fmt.Errorf("config: %w", errors.Join(problems...)))

@@ -2,7 +2,11 @@ package job
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,20 +15,35 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/job/regionconfig"
+	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+// testRegionConfig is a valid regionserverclnt.cfg, which LoadConfig reads.
+const testRegionConfig = "regionconfig/testdata/azure.cfg"
+
+// env serves m as the environment, with REGIONSRV_CONFIG pointing at
+// testRegionConfig unless m sets it.
+func env(m map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := m[k]; ok || k != "REGIONSRV_CONFIG" {
+			return v
+		}
+		return testRegionConfig
+	}
+}
 
 func TestLoadConfigDefaults(t *testing.T) {
 	c, err := LoadConfig(nil, env(nil))
 	require.NoError(t, err)
 	assert.Equal(t, "scc-registration", c.SecretName)
 	assert.Equal(t, "cattle-scc-system", c.SecretNamespace)
-	assert.Equal(t, DefaultAzureIMDS, c.AzureIMDSEndpoint)
-	assert.Equal(t, DefaultARM, c.ARMEndpoint)
-	assert.Equal(t, DefaultRegionCfg, c.RegionConfigPath)
-	assert.Equal(t, DefaultDMIDir, c.DMIDir)
+	assert.Equal(t, "http://169.254.169.254", c.AzureIMDSEndpoint)
+	assert.Equal(t, "https://management.azure.com", c.ARMEndpoint)
+	assert.Equal(t, testRegionConfig, c.RegionConfigPath)
+	assert.Equal(t, []string{"23.100.36.229", "40.121.202.140", "52.187.53.250", "104.45.31.195", "191.237.254.253"}, c.RegionSettings.RegionServers, "the file is read at load")
+	assert.Equal(t, "/sys/class/dmi/id", c.DMIDir)
 	assert.Equal(t, 5, c.VerifyRetryMax)
 	assert.Equal(t, 2.0, c.VerifyRetryBackoff)
 	assert.Equal(t, 5, c.K8sRetryMax)
@@ -106,6 +125,64 @@ func TestLoadConfigReportsEveryProblemAtOnce(t *testing.T) {
 	}
 	assert.NotContains(t, msg, "sekrit-code")
 	assert.Equal(t, ExitPermanent, ExitCode(err))
+}
+
+// The region servers' file, the retry bounds and the extension's ID are
+// checked at load, with everything else, so that a run with any of them
+// wrong stops before phase 1 instead of after IMDS, Entra and ARM.
+func TestLoadConfigChecksBoundsGrammarAndRegionFileAtOnce(t *testing.T) {
+	broken := filepath.Join(t.TempDir(), "regionserverclnt.cfg")
+	require.NoError(t, os.WriteFile(broken, []byte("[server]\nregionsrv = 10.0.0.1, smt}.example\n"), 0o644))
+	_, err := LoadConfig(nil, env(map[string]string{
+		"VERIFY_RETRY_MAX":      "21",
+		"VERIFY_RETRY_BACKOFF":  "61",
+		"EXTENSION_RESOURCE_ID": "x/../y",
+		"REGIONSRV_CONFIG":      broken,
+	}))
+	require.Error(t, err)
+	assert.Equal(t, ExitPermanent, ExitCode(err))
+	assert.ErrorIs(t, err, azure.ErrExtensionID)
+	assert.ErrorIs(t, err, regionconfig.ErrMissingKey)
+	assert.ErrorIs(t, err, regionconfig.ErrInvalidRegionServer)
+	// Each problem names its setting, so one round of fixes is enough.
+	for _, want := range []string{`VERIFY_RETRY_MAX="21": want a whole number from 1 to 20`, `VERIFY_RETRY_BACKOFF="61"`, `EXTENSION_RESOURCE_ID="x/../y"`, "REGIONSRV_CONFIG: ", broken} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestLoadConfigReadsTheDefaultRegionFile(t *testing.T) {
+	if _, err := os.Stat(regionconfig.DefaultPath); err == nil {
+		t.Skipf("%s exists on this machine", regionconfig.DefaultPath)
+	}
+	_, err := LoadConfig(nil, env(map[string]string{"REGIONSRV_CONFIG": ""}))
+	require.ErrorIs(t, err, regionconfig.ErrRead)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.Contains(t, err.Error(), regionconfig.DefaultPath)
+}
+
+// Secrecy belongs to the setting: any setting marked secret has its bad
+// value redacted, whatever its name.
+func TestSecretSettingNeverInAnError(t *testing.T) {
+	saved := settings
+	t.Cleanup(func() { settings = saved })
+	settings = append(slices.Clone(saved), setting{
+		flag: "future-token", envs: []string{"FUTURE_TOKEN"}, secret: true,
+		set: func(*Config, string) error { return errors.New("want a token of 32 characters") },
+	})
+	_, err := LoadConfig([]string{"--future-token=tok-FLAG-LEAK"}, env(nil))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `--future-token="REDACTED": want a token of 32 characters`)
+	assert.NotContains(t, err.Error(), "FLAG-LEAK")
+	_, err = LoadConfig(nil, env(map[string]string{"FUTURE_TOKEN": "tok-ENV-LEAK"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `FUTURE_TOKEN="REDACTED"`)
+	assert.NotContains(t, err.Error(), "ENV-LEAK")
+
+	for _, s := range saved {
+		if s.flag == "registration-code" {
+			assert.True(t, s.secret, "the registration code is a secret setting")
+		}
+	}
 }
 
 func TestConfigLogNeverShowsTheRegistrationCode(t *testing.T) {

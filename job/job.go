@@ -14,11 +14,13 @@ import (
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // The narrow views Run has of its collaborators. Each is satisfied by one
-// concrete type of a subpackage; tests substitute real ones pointed at
-// loopback fakes.
+// concrete type of a subpackage, which New assembles; job_test.go substitutes
+// a recorder that scripts each phase's outcome, and the subpackages test the
+// real types against loopback fakes.
 type (
 	// Detector finds the cloud (phase 1).
 	Detector interface {
@@ -49,7 +51,9 @@ type (
 
 // Job is one run's collaborators and settings, assembled by New (or by a
 // test). Zero-valued optional fields are skipped: no Lock means no Lease
-// (dry runs, runs outside a cluster), no InClusterDNS means the cluster's DNS is left alone.
+// (dry runs, runs outside a cluster), no InClusterDNS means the cluster's
+// DNS is left alone. LoadSettings hands phase 3 the region settings; New's
+// returns those LoadConfig already read and checked.
 type Job struct {
 	Log          *slog.Logger
 	Detector     Detector
@@ -266,7 +270,7 @@ func (j *Job) startupSleep(ctx context.Context, log *slog.Logger) error {
 	log.Info("scheduled run: sleeping before the first request so that clusters spread their load", slog.String("sleep", d.String()), slog.String("sleepMax", j.SleepMax.String()))
 	sleep := j.Sleep
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = pause.For
 	}
 	if err := sleep(ctx, d); err != nil {
 		return withCause(ctx, fmt.Errorf("startup sleep: %w", err))
@@ -274,20 +278,13 @@ func (j *Job) startupSleep(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// DefaultRunDeadline bounds a run after the startup sleep (RUN_DEADLINE's
+// default).
+const DefaultRunDeadline = 10 * time.Minute
 
 func (j *Job) deadline() time.Duration {
 	if j.Deadline <= 0 {
-		return 10 * time.Minute
+		return DefaultRunDeadline
 	}
 	return j.Deadline
 }

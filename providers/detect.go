@@ -18,6 +18,10 @@ import (
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
+// DefaultAzureIMDS is Azure's instance metadata service: detection probes it
+// (phase 1) and the Azure prover asks it for the attested document (phase 2).
+const DefaultAzureIMDS = "http://169.254.169.254"
+
 // The real metadata base URLs. Detector fields left nil use these; tests and
 // the demo point the fields at loopback fakes instead.
 var (
@@ -26,7 +30,7 @@ var (
 	// of the same address and Go dials it over AF_INET from the same
 	// socket family, so a second probe would only cost a request against
 	// IMDS's 5-requests-per-second limit.
-	DefaultAzureEndpoints = []string{"http://169.254.169.254"}
+	DefaultAzureEndpoints = []string{DefaultAzureIMDS}
 	// DefaultGCPEndpoints: the trailing dot makes the name fully qualified,
 	// so off Google the resolver does not walk every search domain first.
 	DefaultGCPEndpoints = []string{"http://metadata.google.internal.", "http://169.254.169.254", "http://[fd20:ce::254]"}

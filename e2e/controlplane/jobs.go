@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -16,18 +17,25 @@ import (
 
 // WaitJobFinished polls until the Job is Complete or Failed and returns it;
 // the 90 s bound covers the Job controller's 10 s back-off before a retry.
+// A failed read (a busy API server, as on a kind node starting pods) is
+// polled again and named if the Job never finishes. The real control plane
+// and the kind tests both wait through it.
 func WaitJobFinished(ctx context.Context, t testing.TB, cs kubernetes.Interface, ns, name string) *batchv1.Job {
 	t.Helper()
-	var job *batchv1.Job
+	var (
+		job     *batchv1.Job
+		lastErr error
+	)
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			lastErr = err
+			return false, nil
 		}
 		job = j
 		return FinishedCondition(j) != nil, nil
 	})
-	require.NoError(t, err, "job %s/%s did not finish; status: %+v", ns, name, job)
+	require.NoError(t, err, "job %s/%s did not finish; last read error: %v; status: %+v", ns, name, lastErr, job)
 	return job
 }
 
@@ -41,4 +49,19 @@ func FinishedCondition(j *batchv1.Job) *batchv1.JobCondition {
 		return nil
 	}
 	return &j.Status.Conditions[i]
+}
+
+// SetEnv sets variables of a container a test runs: it replaces the values
+// of those c already has, in place, and appends the others in name order.
+// vals is consumed.
+func SetEnv(c *corev1.Container, vals map[string]string) {
+	for i := range c.Env {
+		if v, ok := vals[c.Env[i].Name]; ok {
+			c.Env[i] = corev1.EnvVar{Name: c.Env[i].Name, Value: v}
+			delete(vals, c.Env[i].Name)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: vals[k]})
+	}
 }

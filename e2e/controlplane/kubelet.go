@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 )
 
 // Kubelet plays the node for the pods that Jobs create in one namespace, so
@@ -174,7 +175,7 @@ func (k *Kubelet) runPod(ctx context.Context, cs kubernetes.Interface, pod *core
 		s.HostIP, s.PodIP = "127.0.0.1", "127.0.0.1"
 		s.Conditions = podConditions(corev1.ConditionTrue)
 		s.ContainerStatuses = []corev1.ContainerStatus{{
-			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true, Started: ptr(true),
+			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true, Started: ptr.To(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
 		}}
 	}); err != nil {
@@ -197,7 +198,7 @@ func (k *Kubelet) runPod(ctx context.Context, cs kubernetes.Interface, pod *core
 		s.Phase = phase
 		s.Conditions = podConditions(corev1.ConditionFalse)
 		s.ContainerStatuses = []corev1.ContainerStatus{{
-			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: false, Started: ptr(false),
+			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: false, Started: ptr.To(false),
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 				ExitCode: int32(code), Reason: reason, StartedAt: started, FinishedAt: finished,
 			}},
@@ -292,5 +293,3 @@ func fetchEnvSources(ctx context.Context, cs kubernetes.Interface, ns string, c 
 	}
 	return src, nil
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 )
@@ -129,7 +130,7 @@ func testJob() *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "run-"},
 		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr(int32(3)),
+			BackoffLimit: ptr.To(int32(3)),
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action: batchv1.PodFailurePolicyActionFailJob,
 				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
@@ -152,5 +153,3 @@ func testJob() *batchv1.Job {
 		},
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

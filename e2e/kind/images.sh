@@ -32,10 +32,11 @@ trap cleanup EXIT
 # debootstrap_to DIR PACKAGES: a minbase Debian of $DEBIAN_SUITE with
 # PACKAGES, without apt's caches and lists.
 debootstrap_to() {
-  local dir=$1 pkgs=$2 start
+  local dir=$1 pkgs=$2 start from
   start=$(date +%s)
-  log "debootstrap $DEBIAN_SUITE into $dir (+$pkgs) from $(mirror)"
-  debootstrap --variant=minbase --include="$pkgs" "$DEBIAN_SUITE" "$dir" "$(mirror)" > "$dir.log" 2>&1 \
+  from=$(mirror) || exit 1
+  log "debootstrap $DEBIAN_SUITE into $dir (+$pkgs) from $from"
+  debootstrap --variant=minbase --include="$pkgs" "$DEBIAN_SUITE" "$dir" "$from" > "$dir.log" 2>&1 \
     || { tail -20 "$dir.log" >&2; die "debootstrap failed (log: $dir.log)"; }
   rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/usr/share/doc/* "$dir"/usr/share/man/*
   log "debootstrap done in $(( $(date +%s) - start ))s"

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
+	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 )
@@ -112,10 +113,10 @@ func TestKind(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		job := c.runJob(t, ctx, "manual-wrong-plan", func(pod *corev1.PodSpec) {
-			setEnv(t, pod, planEnv, "not-the-plan-of-the-extension")
+			controlplane.SetEnv(engineContainer(t, pod), map[string]string{planEnv: "not-the-plan-of-the-extension"})
 		})
-		failed := condition(job, batchv1.JobFailed)
-		require.NotNil(t, failed, "the Job did not fail: %+v", job.Status)
+		failed := controlplane.FinishedCondition(job)
+		require.Equal(t, batchv1.JobFailed, failed.Type, "the Job did not fail: %+v", job.Status)
 		assert.Equal(t, batchv1.JobReasonPodFailurePolicy, failed.Reason, "podFailurePolicy (exit %d) ended the Job: %s", exitPermanent, failed.Message)
 		assert.Equal(t, int32(1), job.Status.Failed, "one pod, no retries")
 		pods := c.jobPods(t, ctx, job.Name)
@@ -135,7 +136,7 @@ func TestKind(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		job := c.runJob(t, ctx, "manual-1", nil)
-		require.NotNil(t, condition(job, batchv1.JobComplete), "the Job did not complete: %+v", job.Status)
+		require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(job).Type, "the Job did not complete: %+v", job.Status)
 		assert.Equal(t, int32(0), job.Status.Failed, "no pod failed on the way")
 
 		sec, err := c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
@@ -410,37 +411,15 @@ func (c *kindCluster) runJob(t *testing.T, ctx context.Context, name string, edi
 	}
 	_, err = c.cs.BatchV1().Jobs(kube.Namespace).Create(ctx, job, metav1.CreateOptions{})
 	require.NoError(t, err)
-	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		job, err = c.cs.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // the API server is busy: poll again
-		}
-		return condition(job, batchv1.JobComplete) != nil || condition(job, batchv1.JobFailed) != nil, nil
-	})
-	require.NoError(t, err, "Job %s neither completed nor failed: %+v", name, job.Status)
-	return job
+	return controlplane.WaitJobFinished(ctx, t, c.cs, kube.Namespace, name)
 }
 
-func condition(job *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCondition {
-	for i, cond := range job.Status.Conditions {
-		if cond.Type == typ && cond.Status == corev1.ConditionTrue {
-			return &job.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func setEnv(t *testing.T, pod *corev1.PodSpec, name, value string) {
+// engineContainer is the engine's container in the CronJob's pod.
+func engineContainer(t *testing.T, pod *corev1.PodSpec) *corev1.Container {
 	t.Helper()
-	for i := range pod.Containers {
-		for j := range pod.Containers[i].Env {
-			if pod.Containers[i].Env[j].Name == name {
-				pod.Containers[i].Env[j].Value = value
-				return
-			}
-		}
-	}
-	require.Failf(t, "no such variable", "the CronJob sets no %s", name)
+	i := slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == engineName })
+	require.GreaterOrEqual(t, i, 0, "the CronJob has no container %s", engineName)
+	return &pod.Containers[i]
 }
 
 func (c *kindCluster) jobPods(t *testing.T, ctx context.Context, job string) []corev1.Pod {

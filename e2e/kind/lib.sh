@@ -53,10 +53,53 @@ stamp() { printf '%s\n' "$2" > "$STAMPS/$1"; }
 # image_exists NAME: true when the kind daemon has image NAME.
 image_exists() { "$DOCKER" image inspect "$1" >/dev/null 2>&1; }
 
-# mirror: the Debian mirror apt already uses on this machine.
+# APT_DIR is where mirror reads apt's sources; tests point it at fixtures.
+APT_DIR=${APT_DIR:-/etc/apt}
+
+# mirror: the Debian mirror apt already uses on this machine: the first "deb"
+# source that carries $DEBIAN_SUITE in $APT_DIR/sources.list,
+# sources.list.d/*.list (one-line format) or sources.list.d/*.sources
+# (deb822; a stanza with Enabled: no is skipped). The project names no mirror
+# of its own; when apt has none, mirror says where one belongs and fails.
 mirror() {
-  local m
-  m=$(grep -hsE '^(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null \
-    | grep -m1 -E 'debian/?( |$)' | sed -E 's/^URIs: *//; s/^deb (\[[^]]*\] )?//; s/ .*//')
-  echo "${m:-http://deb.debian.org/debian}"
+  local files=() f m=""
+  for f in "$APT_DIR/sources.list" "$APT_DIR"/sources.list.d/*.list "$APT_DIR"/sources.list.d/*.sources; do
+    [[ -f "$f" ]] && files+=("$f")
+  done
+  if ((${#files[@]})); then
+    m=$(awk -v suite="$DEBIAN_SUITE" '
+      function flush() {
+        if (!found && types ~ /(^| )deb( |$)/ && enabled != "no" && (" " suites " ") ~ (" " suite " ")) {
+          split(uris, u, " ")
+          if (u[1] != "") { print u[1]; found = 1 }
+        }
+        types = uris = suites = enabled = ""
+      }
+      FNR == 1 { if (prev ~ /\.sources$/) flush(); prev = FILENAME }
+      /^[ \t]*#/ { next }
+      FILENAME ~ /\.sources$/ {
+        if ($0 ~ /^[ \t]*$/) { flush(); next }
+        if (match($0, /^[A-Za-z-]+:/)) {
+          key = tolower(substr($0, 1, RLENGTH - 1)); val = substr($0, RLENGTH + 1)
+          gsub(/^[ \t]+|[ \t]+$/, "", val)
+          if (key == "types") types = val
+          else if (key == "uris") uris = val
+          else if (key == "suites") suites = val
+          else if (key == "enabled") enabled = tolower(val)
+        }
+        next
+      }
+      $1 == "deb" && !found {
+        i = 2
+        if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+        if ($(i + 1) == suite) { print $i; found = 1 }
+      }
+      END { if (prev ~ /\.sources$/) flush() }
+    ' "${files[@]}")
+  fi
+  if [[ -z "$m" ]]; then
+    log "ERROR: apt has no Debian mirror for $DEBIAN_SUITE: none of $APT_DIR/sources.list, $APT_DIR/sources.list.d/*.list and *.sources names a \"deb\" source with suite $DEBIAN_SUITE. Add the mirror this machine reaches to apt's sources (as apt-get needs it too), or set APT_DIR to a directory that has one."
+    return 1
+  fi
+  echo "$m"
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -122,7 +121,7 @@ func (r *Racer) Race(ctx context.Context, v6, v4 netip.Addr) (netip.Addr, error)
 		defer t.Stop()
 		fallbackTimer = t.C
 	}
-	var failed raceErrors
+	var failed failure.List
 	for {
 		select {
 		case <-fallbackTimer:
@@ -181,17 +180,3 @@ func family(a netip.Addr) string {
 	}
 	return "IPv6"
 }
-
-// raceErrors keeps every attempt's error reachable for errors.Is/As while
-// printing them on one line, which is what a log line needs.
-type raceErrors []error
-
-func (e raceErrors) Error() string {
-	parts := make([]string, len(e))
-	for i, err := range e {
-		parts[i] = err.Error()
-	}
-	return strings.Join(parts, "; ")
-}
-
-func (e raceErrors) Unwrap() []error { return e }

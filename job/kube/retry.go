@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // Defaults of the seed's K8S_RETRY_MAX and K8S_RETRY_BACKOFF.
@@ -42,7 +43,7 @@ func newRetrier(attempts int, backoff float64, sleep func(context.Context, time.
 		backoff = DefaultRetryBackoff
 	}
 	if sleep == nil {
-		sleep = sleepContext
+		sleep = pause.For
 	}
 	return retrier{attempts: attempts, backoff: backoff, sleep: sleep, log: logger(log)}
 }
@@ -118,18 +119,6 @@ func APIError(err error, need Access) error {
 		return failure.Permanent(err)
 	default:
 		return err
-	}
-}
-
-// sleepContext waits for d or until ctx is done.
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package regionconfig reads /etc/regionserverclnt.cfg, the INI file that
 // tells a SUSE cloud guest where its region servers are and which pinned
-// certificate each one must present (phase 3 of a run).
+// certificate each one must present. The engine reads it at start, with its
+// other settings (job.LoadConfig), and phase 3 reports what it found.
 //
 // The file format is the one SUSE's cloudregister client reads with Python's
 // configparser.RawConfigParser, and installers write it for that client, so
@@ -14,8 +15,9 @@
 // Keys in a [DEFAULT] section are not inherited by [server]; the real
 // configurations have no [DEFAULT] section.
 //
-// Parsing is pure: Parse never touches the file system or the network, so the
-// engine can report every problem of a configuration before it contacts
+// Parsing is pure: Parse never touches the file system or the network. Load
+// reads one file and nothing else, so LoadConfig reports every problem of the
+// file, beside those of the other settings, before the engine contacts
 // anything. Nothing here is retried: every error is marked failure.Permanent.
 package regionconfig
 
@@ -38,7 +40,7 @@ import (
 )
 
 // DefaultPath is where SLES images carry the file and where the manifests
-// mount it.
+// mount it: REGIONSRV_CONFIG's default.
 const DefaultPath = "/etc/regionserverclnt.cfg"
 
 // MaxSize bounds what Load reads. Real files are a few hundred bytes; a
@@ -293,23 +295,11 @@ func checkHostName(name string, bad func(string) error) error {
 	return nil
 }
 
-// problemList reports several problems on one line (a log line per run, not
-// per problem) while errors.Is still sees each of them.
-type problemList []error
-
+// joined reports several problems on one line (a log line per run, not per
+// problem) while errors.Is still sees each of them.
 func joined(errs []error) error {
 	if len(errs) == 1 {
 		return errs[0]
 	}
-	return problemList(errs)
+	return failure.List(errs)
 }
-
-func (p problemList) Error() string {
-	parts := make([]string, len(p))
-	for i, err := range p {
-		parts[i] = err.Error()
-	}
-	return strings.Join(parts, "; ")
-}
-
-func (p problemList) Unwrap() []error { return p }

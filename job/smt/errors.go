@@ -3,7 +3,6 @@ package smt
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Sentinels for every way Find can fail. Errors wrap one of them; errors.Is
@@ -60,17 +59,3 @@ type StatusError struct {
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("GET %s: HTTP %d", e.URL, e.Code)
 }
-
-// errorList keeps several errors reachable for errors.Is/As and prints them
-// on one line, which is what a log line or a Job's last words need.
-type errorList []error
-
-func (l errorList) Error() string {
-	parts := make([]string, len(l))
-	for i, err := range l {
-		parts[i] = err.Error()
-	}
-	return strings.Join(parts, "; ")
-}
-
-func (l errorList) Unwrap() []error { return l }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // Defaults applied by Find to zero Finder fields. They are cloudregister's
@@ -166,27 +167,12 @@ func (f *Finder) withDefaults() (*Finder, error) {
 		c.Dial = d.DialContext
 	}
 	if c.Sleep == nil {
-		c.Sleep = sleep
+		c.Sleep = pause.For
 	}
 	if c.Shuffle == nil {
 		c.Shuffle = rand.Shuffle
 	}
 	return &c, nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // get does one GET with its own timeout and returns the body of a 200,

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // Entry is one update server as the region data describes it. Only entries
@@ -163,7 +165,7 @@ func (s smtInfo) entry() (Entry, error) {
 		e.Region = strings.TrimSpace(s.Region)
 	}
 	if len(problems) > 0 {
-		return Entry{}, errorList(problems)
+		return Entry{}, failure.List(problems)
 	}
 	return e, nil
 }

@@ -58,7 +58,7 @@ func (f *Finder) regionData(ctx context.Context, s regionconfig.Settings, hint s
 			last[i] = fmt.Errorf("%s: %w", src.name, err)
 		}
 	}
-	return nil, "", fmt.Errorf("smt: region servers: %w in %d pass(es): %w", ErrNoRegionServer, len(f.PassTimeouts), errorList(last))
+	return nil, "", fmt.Errorf("smt: region servers: %w in %d pass(es): %w", ErrNoRegionServer, len(f.PassTimeouts), failure.List(last))
 }
 
 // pause is the wait after pass i (0-based); the last configured pause
@@ -87,7 +87,7 @@ func (f *Finder) query(ctx context.Context, src regionSource, timeout time.Durat
 		f.Log.Warn("update server entry skipped", slog.String("server", src.name), slog.Any("error", p))
 	}
 	if err != nil && len(skipped) > 0 {
-		return nil, fmt.Errorf("%w: %w", err, errorList(skipped))
+		return nil, fmt.Errorf("%w: %w", err, failure.List(skipped))
 	}
 	return entries, err
 }
@@ -129,7 +129,7 @@ func (f *Finder) sources(ctx context.Context, s regionconfig.Settings, hint stri
 	}
 	if len(usable) == 0 {
 		return nil, failure.Permanent(fmt.Errorf("smt: region servers: %w: %w; each regionsrv entry needs its certificate as <certLocation>/<entry>.pem (%s): in the cluster, the ConfigMap region-server-certs (see manifests/README.md)",
-			ErrNoRegionServer, errorList(skipped), s.CertLocation))
+			ErrNoRegionServer, failure.List(skipped), s.CertLocation))
 	}
 
 	ordered := f.regionOrder(ctx, usable)

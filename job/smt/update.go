@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // choose returns the first entry that passes every check, trying siblings
@@ -51,7 +53,7 @@ func (f *Finder) choose(ctx context.Context, entries []Entry, source string, htt
 		f.Log.Warn("update server rejected", slog.String("server", e.Name), slog.String("region", e.Region), slog.Any("error", err))
 		rejected = append(rejected, fmt.Errorf("%s (%s): %w", e.Name, addrList(e), err))
 	}
-	return UpdateServer{}, fmt.Errorf("smt: update servers from %s: %w: %w", source, ErrNoUpdateServer, errorList(rejected))
+	return UpdateServer{}, fmt.Errorf("smt: update servers from %s: %w: %w", source, ErrNoUpdateServer, failure.List(rejected))
 }
 
 func boolRank(b bool) int {
@@ -136,7 +138,7 @@ func (f *Finder) health(ctx context.Context, client *http.Client, e Entry, https
 			return netip.Addr{}, nil, ctx.Err()
 		}
 	}
-	return netip.Addr{}, nil, fmt.Errorf("%w: %w", ErrNotResponsive, errorList(failed))
+	return netip.Addr{}, nil, fmt.Errorf("%w: %w", ErrNotResponsive, failure.List(failed))
 }
 
 // fetchCert downloads smt.crt, then rmt.crt, from each address in order,
@@ -160,5 +162,5 @@ func (f *Finder) fetchCert(ctx context.Context, client *http.Client, order []net
 			failed = append(failed, err)
 		}
 	}
-	return nil, fmt.Errorf("%w: %w", ErrNoCertificate, errorList(failed))
+	return nil, fmt.Errorf("%w: %w", ErrNoCertificate, failure.List(failed))
 }

@@ -45,7 +45,11 @@ type armClient struct {
 	url      string
 }
 
-func newARMClient(cfg Config) (*armClient, error) {
+// newARMClient builds the client that reads the extension id names. Its URL
+// is built from the parsed, escaped segments and the pinned api-version,
+// never from the raw setting, so nothing in EXTENSION_RESOURCE_ID can change
+// the path or the query.
+func newARMClient(cfg Config, id ExtensionID) (*armClient, error) {
 	authority := cfg.AuthorityHost
 	if authority == "" {
 		authority = cloud.AzurePublic.ActiveDirectoryAuthorityHost
@@ -87,7 +91,8 @@ func newARMClient(cfg Config) (*armClient, error) {
 	popts.Transport = transport
 	bearer := runtime.NewBearerTokenPolicy(cred, []string{armScope}, nil)
 	pl := runtime.NewPipeline(moduleName, moduleVersion, runtime.PipelineOptions{PerRetry: []policy.Policy{bearer}}, &popts)
-	return &armClient{pipeline: pl, url: cfg.ARMEndpoint + cfg.ExtensionResourceID + "?api-version=" + ExtensionAPIVersion}, nil
+	query := url.Values{"api-version": {ExtensionAPIVersion}}.Encode()
+	return &armClient{pipeline: pl, url: cfg.ARMEndpoint + id.Path() + "?" + query}, nil
 }
 
 // extensionPlan is the ARM common-types Plan at the top level of the

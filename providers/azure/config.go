@@ -33,15 +33,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-
+	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // Production endpoints and the API versions the engine pins.
 const (
-	DefaultARMEndpoint  = "https://management.azure.com"
-	DefaultIMDSEndpoint = "http://169.254.169.254"
+	DefaultARMEndpoint = "https://management.azure.com"
+	// DefaultRetryMax and DefaultRetryBackoff are VERIFY_RETRY_MAX's and
+	// VERIFY_RETRY_BACKOFF's defaults; MaxRetryMax and MaxRetryBackoff
+	// their bounds, which keep a run inside its deadline.
+	DefaultRetryMax     = 5
+	MaxRetryMax         = 20
+	DefaultRetryBackoff = 2.0
+	MaxRetryBackoff     = 60.0
 	// ExtensionAPIVersion is the ARM api-version of the extension GET (the
 	// one the reference engine uses; top-level plan is present in it).
 	ExtensionAPIVersion = "2023-05-01"
@@ -73,7 +79,7 @@ type Config struct {
 	// ARMEndpoint defaults to DefaultARMEndpoint. Must be https: the bearer
 	// token is never sent in clear text.
 	ARMEndpoint string
-	// IMDSEndpoint defaults to DefaultIMDSEndpoint.
+	// IMDSEndpoint defaults to providers.DefaultAzureIMDS.
 	IMDSEndpoint string
 	// ExtensionResourceID is EXTENSION_RESOURCE_ID, the full ARM ID of the
 	// cluster extension (…/providers/Microsoft.KubernetesConfiguration/extensions/<name>).
@@ -82,9 +88,11 @@ type Config struct {
 	// _PLAN_ID; compared exactly (case-sensitive) with the extension's plan.
 	Publisher, Offer, Plan string
 	// RetryMax is VERIFY_RETRY_MAX: attempts per ARM call (azcore retry
-	// policy) and per IMDS call (retry-go); 0 means 5, at most 20.
+	// policy) and per IMDS call (retry-go); 0 means DefaultRetryMax, at most
+	// MaxRetryMax.
 	RetryMax int
-	// RetryBackoff is VERIFY_RETRY_BACKOFF (0 means 2.0, at most 60): for
+	// RetryBackoff is VERIFY_RETRY_BACKOFF (0 means DefaultRetryBackoff, at
+	// most MaxRetryBackoff): for
 	// IMDS the delays are 1 s × RetryBackoff^n; for ARM it is azcore's base
 	// delay in seconds (azcore grows it as (2^n−1)·base, Retry-After wins).
 	RetryBackoff float64
@@ -119,7 +127,7 @@ type Config struct {
 // Prover proves Azure identity for one run. It implements providers.Prover.
 type Prover struct {
 	cfg      Config
-	resource *arm.ResourceID
+	resource ExtensionID
 	urn      string
 	nonce    string
 	log      *slog.Logger
@@ -163,30 +171,20 @@ func New(cfg Config) (*Prover, error) {
 	}
 	cfg.ARMEndpoint = strings.TrimRight(cfg.ARMEndpoint, "/")
 	if cfg.IMDSEndpoint == "" {
-		cfg.IMDSEndpoint = DefaultIMDSEndpoint
+		cfg.IMDSEndpoint = providers.DefaultAzureIMDS
 	}
 	if u, err := url.Parse(cfg.IMDSEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("IMDS endpoint %q: must be an http URL", cfg.IMDSEndpoint)
 	}
 	cfg.IMDSEndpoint = strings.TrimRight(cfg.IMDSEndpoint, "/")
 
-	var rid *arm.ResourceID
-	switch {
-	case strings.TrimSpace(cfg.ExtensionResourceID) == "":
-		bad("EXTENSION_RESOURCE_ID is not set: it is the ARM ID of this cluster extension, " +
-			"/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.ContainerService/managedClusters/<cluster>/providers/" + extensionType + "/<name>")
-	default:
-		id, err := arm.ParseResourceID(cfg.ExtensionResourceID)
-		switch {
-		case err != nil:
-			bad("EXTENSION_RESOURCE_ID %q: %w", cfg.ExtensionResourceID, err)
-		case !strings.EqualFold(id.ResourceType.String(), extensionType):
-			bad("EXTENSION_RESOURCE_ID %q: names a %s, want a %s", cfg.ExtensionResourceID, id.ResourceType.String(), extensionType)
-		case id.SubscriptionID == "":
-			bad("EXTENSION_RESOURCE_ID %q: has no subscription", cfg.ExtensionResourceID)
-		default:
-			rid = id
-		}
+	var rid ExtensionID
+	if strings.TrimSpace(cfg.ExtensionResourceID) == "" {
+		bad("EXTENSION_RESOURCE_ID is not set: it is the ARM ID of this cluster extension, %s", extensionIDShape)
+	} else if id, err := ParseExtensionID(cfg.ExtensionResourceID); err != nil {
+		bad("EXTENSION_RESOURCE_ID %q: %w", cfg.ExtensionResourceID, err)
+	} else {
+		rid = id
 	}
 	for _, v := range []struct{ name, value string }{
 		{"MARKETPLACE_PUBLISHER_ID", cfg.Publisher}, {"MARKETPLACE_OFFER_ID", cfg.Offer}, {"MARKETPLACE_PLAN_ID", cfg.Plan},
@@ -197,15 +195,15 @@ func New(cfg Config) (*Prover, error) {
 	}
 	switch {
 	case cfg.RetryMax == 0:
-		cfg.RetryMax = 5
-	case cfg.RetryMax < 0 || cfg.RetryMax > 20:
-		bad("VERIFY_RETRY_MAX %d: must be between 1 and 20", cfg.RetryMax)
+		cfg.RetryMax = DefaultRetryMax
+	case cfg.RetryMax < 0 || cfg.RetryMax > MaxRetryMax:
+		bad("VERIFY_RETRY_MAX %d: must be between 1 and %d", cfg.RetryMax, MaxRetryMax)
 	}
 	switch {
 	case cfg.RetryBackoff == 0:
-		cfg.RetryBackoff = 2.0
-	case !(cfg.RetryBackoff > 0 && cfg.RetryBackoff <= 60):
-		bad("VERIFY_RETRY_BACKOFF %g: must be more than 0 and at most 60", cfg.RetryBackoff)
+		cfg.RetryBackoff = DefaultRetryBackoff
+	case !(cfg.RetryBackoff > 0 && cfg.RetryBackoff <= MaxRetryBackoff):
+		bad("VERIFY_RETRY_BACKOFF %g: must be more than 0 and at most %g", cfg.RetryBackoff, MaxRetryBackoff)
 	}
 	if len(errs) > 0 {
 		return nil, failure.Permanent(fmt.Errorf("azure: %w: %w", ErrConfig, errors.Join(errs...)))
@@ -215,7 +213,7 @@ func New(cfg Config) (*Prover, error) {
 		cfg.Clock = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepCtx
+		cfg.Sleep = pause.For
 	}
 	log := cfg.Log
 	if log == nil {
@@ -241,21 +239,9 @@ func New(cfg Config) (*Prover, error) {
 	}
 	p.nonce = Nonce(p.urn)
 	var err error
-	if p.arm, err = newARMClient(cfg); err != nil {
+	if p.arm, err = newARMClient(cfg, rid); err != nil {
 		return nil, err
 	}
 	p.imds = newIMDSClient(cfg, log)
 	return p, nil
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

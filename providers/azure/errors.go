@@ -8,6 +8,9 @@ import "errors"
 var (
 	// ErrConfig: a required setting is missing or malformed (permanent).
 	ErrConfig = errors.New("invalid configuration")
+	// ErrExtensionID: EXTENSION_RESOURCE_ID does not follow the ARM grammar
+	// of a cluster extension's ID (permanent; New wraps it in ErrConfig).
+	ErrExtensionID = errors.New("not a cluster extension's resource ID")
 	// ErrToken: Entra ID did not issue a token for the workload identity.
 	// Permanent when Entra rejected the request (federated credential,
 	// client or tenant wrong), transient when it could not be reached.

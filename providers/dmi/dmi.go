@@ -19,6 +19,10 @@ import (
 	"strings"
 )
 
+// DefaultDir is where the Linux kernel exports the DMI files (DMI_DIR_PATH's
+// default).
+const DefaultDir = "/sys/class/dmi/id"
+
 // The files Read looks at, relative to the DMI directory.
 const (
 	SysVendorFile       = "sys_vendor"

@@ -43,7 +43,7 @@ func TestRead(t *testing.T) {
 		fsys       fs.FS
 		want       Info
 		wantErr    bool
-		wantErrIs  error  // when set, the error must wrap it
+		wantErrIs  error  // the error must wrap it
 		errMention string // the file the error must name
 	}{
 		"values trimmed": {
@@ -61,6 +61,7 @@ func TestRead(t *testing.T) {
 			},
 			want:       Info{ChassisAssetTag: "7783-7084-3265-9085-8269-3286-77"},
 			wantErr:    true,
+			wantErrIs:  fs.ErrInvalid, // reading a directory
 			errMention: "sys_vendor",
 		},
 		"permission denied": {
@@ -86,11 +87,8 @@ func TestRead(t *testing.T) {
 				assert.NoError(t, err)
 				return
 			}
-			require.Error(t, err)
-			if tc.wantErrIs != nil {
-				assert.ErrorIs(t, err, tc.wantErrIs)
-			}
-			assert.Contains(t, err.Error(), tc.errMention)
+			require.ErrorIs(t, err, tc.wantErrIs)
+			assert.Contains(t, err.Error(), tc.errMention, "the error names the file")
 		})
 	}
 }

@@ -7,7 +7,10 @@
 // schedule. Both providers and job use it, so it depends on nothing.
 package failure
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // ErrPermanent marks an error that another attempt cannot fix: bad
 // configuration, no supported cloud, a Marketplace plan mismatch, a forged
@@ -32,3 +35,20 @@ type permanentError struct{ err error }
 func (e permanentError) Error() string        { return e.err.Error() }
 func (e permanentError) Unwrap() error        { return e.err }
 func (e permanentError) Is(target error) bool { return target == ErrPermanent }
+
+// List reports several errors on one line, which is what a log line or a
+// Job's last words need (errors.Join writes one per line), while errors.Is
+// and errors.As still reach each of them. Like any multi-error it is
+// permanent (IsPermanent) as soon as one of its errors is.
+type List []error
+
+func (l List) Error() string {
+	parts := make([]string, len(l))
+	for i, err := range l {
+		parts[i] = err.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unwrap returns the errors, for errors.Is and errors.As.
+func (l List) Unwrap() []error { return l }

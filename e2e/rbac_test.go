@@ -1,4 +1,4 @@
-package controlplane_test
+package e2e
 
 import (
 	"context"
@@ -18,17 +18,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
-)
-
-const (
-	sccNamespace = "cattle-scc-system"
-	engineSA     = "registration-engine"
-	secretName   = "scc-registration"
-	leaseName    = "registration-engine"
+	"github.com/rancher/registration-engine/job/kube"
 )
 
 // manifestsBase is the kustomization whose RBAC is under test.
-var manifestsBase = filepath.Join("..", "..", "manifests", "base")
+var manifestsBase = filepath.Join("..", "manifests", "base")
 
 // rbacFixture is what a cluster holds besides the engine's manifests: the
 // namespace Rancher creates, Secrets the engine must not reach (one in its
@@ -109,7 +103,7 @@ func TestEngineRBAC(t *testing.T) {
 	p.Apply(t, []byte(rbacFixture))
 	p.Apply(t, p.Kustomize(t, manifestsBase))
 	admin := p.AdminClient(t)
-	as := p.ClientAs(t, p.ServiceAccountToken(t, sccNamespace, engineSA))
+	as := p.ClientAs(t, p.ServiceAccountToken(t, kube.Namespace, engineSA))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -119,11 +113,11 @@ func TestEngineRBAC(t *testing.T) {
 	require.Equal(t, "system:serviceaccount:cattle-scc-system:registration-engine", review.Status.UserInfo.Username)
 
 	// Creation comes first and in order: everything below needs the objects.
-	code, body := request(t, as, http.MethodPatch, secretPath(sccNamespace, secretName)+apply, applyType, secretApply(sccNamespace, secretName))
+	code, body := request(t, as, http.MethodPatch, secretPath(kube.Namespace, kube.SecretName)+apply, applyType, secretApply(kube.Namespace, kube.SecretName))
 	require.Equal(t, http.StatusCreated, code, "server-side apply must create the absent Secret: %s", body)
-	code, body = request(t, as, http.MethodPatch, leasePath(sccNamespace, leaseName)+apply, applyType, leaseApply(sccNamespace, leaseName))
+	code, body = request(t, as, http.MethodPatch, leasePath(kube.Namespace, leaseName)+apply, applyType, leaseApply(kube.Namespace, leaseName))
 	require.Equal(t, http.StatusCreated, code, "server-side apply must create the absent Lease: %s", body)
-	created, err := admin.CoreV1().Secrets(sccNamespace).Get(ctx, secretName, metav1.GetOptions{})
+	created, err := admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "online", string(created.Data["registrationType"]))
 
@@ -142,72 +136,72 @@ func TestEngineRBAC(t *testing.T) {
 		want                            int
 	}{
 		"get the Secret": {
-			method: http.MethodGet, path: secretPath(sccNamespace, secretName), want: http.StatusOK,
+			method: http.MethodGet, path: secretPath(kube.Namespace, kube.SecretName), want: http.StatusOK,
 		},
 		"server-side apply the existing Secret": {
-			method: http.MethodPatch, path: secretPath(sccNamespace, secretName) + apply, contentType: applyType,
-			body: secretApply(sccNamespace, secretName), want: http.StatusOK,
+			method: http.MethodPatch, path: secretPath(kube.Namespace, kube.SecretName) + apply, contentType: applyType,
+			body: secretApply(kube.Namespace, kube.SecretName), want: http.StatusOK,
 		},
 		"merge-patch the Secret's data": {
-			method: http.MethodPatch, path: secretPath(sccNamespace, secretName), contentType: mergeType,
+			method: http.MethodPatch, path: secretPath(kube.Namespace, kube.SecretName), contentType: mergeType,
 			body: `{"data":{"regCode":"Y29kZQ=="}}`, want: http.StatusOK,
 		},
 		"update the Secret": {
-			method: http.MethodPut, path: secretPath(sccNamespace, secretName), contentType: jsonType,
-			bodyFrom: asRead(secretPath(sccNamespace, secretName)), want: http.StatusOK,
+			method: http.MethodPut, path: secretPath(kube.Namespace, kube.SecretName), contentType: jsonType,
+			bodyFrom: asRead(secretPath(kube.Namespace, kube.SecretName)), want: http.StatusOK,
 		},
 		"POST-create the Secret is refused": {
 			// Refused, not 409 AlreadyExists: the rule's resourceNames
 			// never match a POST, which carries no name in its URL.
-			method: http.MethodPost, path: "/api/v1/namespaces/" + sccNamespace + "/secrets", contentType: jsonType,
+			method: http.MethodPost, path: "/api/v1/namespaces/" + kube.Namespace + "/secrets", contentType: jsonType,
 			body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"scc-registration"}}`, want: http.StatusForbidden,
 		},
 		"delete the Secret is refused": {
-			method: http.MethodDelete, path: secretPath(sccNamespace, secretName), want: http.StatusForbidden,
+			method: http.MethodDelete, path: secretPath(kube.Namespace, kube.SecretName), want: http.StatusForbidden,
 		},
 		"get another Secret is refused": {
-			method: http.MethodGet, path: secretPath(sccNamespace, "someone-elses"), want: http.StatusForbidden,
+			method: http.MethodGet, path: secretPath(kube.Namespace, "someone-elses"), want: http.StatusForbidden,
 		},
 		"merge-patch another Secret is refused": {
-			method: http.MethodPatch, path: secretPath(sccNamespace, "someone-elses"), contentType: mergeType,
+			method: http.MethodPatch, path: secretPath(kube.Namespace, "someone-elses"), contentType: mergeType,
 			body: `{"data":{"password":"b3duZWQ="}}`, want: http.StatusForbidden,
 		},
 		"server-side apply another Secret is refused": {
-			method: http.MethodPatch, path: secretPath(sccNamespace, "scc-registration-2") + apply, contentType: applyType,
-			body: secretApply(sccNamespace, "scc-registration-2"), want: http.StatusForbidden,
+			method: http.MethodPatch, path: secretPath(kube.Namespace, "scc-registration-2") + apply, contentType: applyType,
+			body: secretApply(kube.Namespace, "scc-registration-2"), want: http.StatusForbidden,
 		},
 		"list Secrets is refused": {
-			method: http.MethodGet, path: "/api/v1/namespaces/" + sccNamespace + "/secrets", want: http.StatusForbidden,
+			method: http.MethodGet, path: "/api/v1/namespaces/" + kube.Namespace + "/secrets", want: http.StatusForbidden,
 		},
 		"watch Secrets is refused": {
-			method: http.MethodGet, path: "/api/v1/namespaces/" + sccNamespace + "/secrets?watch=true&timeoutSeconds=1",
+			method: http.MethodGet, path: "/api/v1/namespaces/" + kube.Namespace + "/secrets?watch=true&timeoutSeconds=1",
 			want: http.StatusForbidden,
 		},
 		"get the Lease": {
-			method: http.MethodGet, path: leasePath(sccNamespace, leaseName), want: http.StatusOK,
+			method: http.MethodGet, path: leasePath(kube.Namespace, leaseName), want: http.StatusOK,
 		},
 		"server-side apply the existing Lease": {
-			method: http.MethodPatch, path: leasePath(sccNamespace, leaseName) + apply, contentType: applyType,
-			body: leaseApply(sccNamespace, leaseName), want: http.StatusOK,
+			method: http.MethodPatch, path: leasePath(kube.Namespace, leaseName) + apply, contentType: applyType,
+			body: leaseApply(kube.Namespace, leaseName), want: http.StatusOK,
 		},
 		"update the Lease": {
-			method: http.MethodPut, path: leasePath(sccNamespace, leaseName), contentType: jsonType,
-			bodyFrom: asRead(leasePath(sccNamespace, leaseName)), want: http.StatusOK,
+			method: http.MethodPut, path: leasePath(kube.Namespace, leaseName), contentType: jsonType,
+			bodyFrom: asRead(leasePath(kube.Namespace, leaseName)), want: http.StatusOK,
 		},
 		"POST-create the Lease is refused": {
-			method: http.MethodPost, path: "/apis/coordination.k8s.io/v1/namespaces/" + sccNamespace + "/leases",
-			contentType: jsonType, body: leaseApply(sccNamespace, leaseName), want: http.StatusForbidden,
+			method: http.MethodPost, path: "/apis/coordination.k8s.io/v1/namespaces/" + kube.Namespace + "/leases",
+			contentType: jsonType, body: leaseApply(kube.Namespace, leaseName), want: http.StatusForbidden,
 		},
 		"server-side apply another Lease is refused": {
-			method: http.MethodPatch, path: leasePath(sccNamespace, "other-lock") + apply, contentType: applyType,
-			body: leaseApply(sccNamespace, "other-lock"), want: http.StatusForbidden,
+			method: http.MethodPatch, path: leasePath(kube.Namespace, "other-lock") + apply, contentType: applyType,
+			body: leaseApply(kube.Namespace, "other-lock"), want: http.StatusForbidden,
 		},
 		"get the same-named Secret in default is refused": {
-			method: http.MethodGet, path: secretPath("default", secretName), want: http.StatusForbidden,
+			method: http.MethodGet, path: secretPath("default", kube.SecretName), want: http.StatusForbidden,
 		},
 		"server-side apply the Secret in default is refused": {
-			method: http.MethodPatch, path: secretPath("default", secretName) + apply, contentType: applyType,
-			body: secretApply("default", secretName), want: http.StatusForbidden,
+			method: http.MethodPatch, path: secretPath("default", kube.SecretName) + apply, contentType: applyType,
+			body: secretApply("default", kube.SecretName), want: http.StatusForbidden,
 		},
 		"server-side apply the Lease in default is refused": {
 			method: http.MethodPatch, path: leasePath("default", leaseName) + apply, contentType: applyType,
@@ -261,7 +255,7 @@ func TestEngineRBAC(t *testing.T) {
 		})
 	}
 
-	other, err := admin.CoreV1().Secrets(sccNamespace).Get(ctx, "someone-elses", metav1.GetOptions{})
+	other, err := admin.CoreV1().Secrets(kube.Namespace).Get(ctx, "someone-elses", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "not-yours", string(other.Data["password"]), "a refused patch must not have changed another Secret")
 }
