@@ -10,6 +10,8 @@ STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CACHE_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/registration-engine
 K8S_VERSION   ?= 1.34.4
 K8S_TESTBIN   ?= $(CACHE_DIR)/k8s-testbin/v$(K8S_VERSION)
+SCC_OPERATOR_DIR ?= $(CACHE_DIR)/scc-operator
+SCC_OPERATOR_COMMITS ?=
 FAULT         ?=
 FUZZTIME      ?= 30s
 IMAGE         ?= registration-engine:latest
@@ -33,11 +35,11 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 	@e2e/scripts/demo.sh "$(FAULT)"
 
 .PHONY: test
-test: testbin ## unit tests and the real-control-plane tests (go test -race)
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '/e2e(/controlplane)?$$')
-	@echo "--- end-to-end: the built binaries, then a real kube-apiserver (full log: _out/e2e-test.log)"
+test: testbin scc-operator ## unit tests and the real-control-plane tests (go test -race)
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '/e2e(/controlplane|/sccoperator)?$$')
+	@echo "--- end-to-end: the built binaries, then a real kube-apiserver and rancher/scc-operator (full log: _out/e2e-test.log)"
 	@mkdir -p _out; set -o pipefail; \
-	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) $(GO) test -race -count=1 -v -timeout 20m ./e2e ./e2e/controlplane 2>&1 \
+	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -v -timeout 20m ./e2e ./e2e/controlplane ./e2e/sccoperator 2>&1 \
 	  | tee _out/e2e-test.log | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|proved:|control plane (started|stopped)|^(ok|FAIL|panic)' \
 	  || { echo "e2e tests failed; the failing part of _out/e2e-test.log:"; grep -B2 -A40 -- '--- FAIL' _out/e2e-test.log | head -300; exit 1; }
 
@@ -48,6 +50,10 @@ unit: ## only the hermetic unit tests (no control plane)
 .PHONY: testbin
 testbin: ## build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl for the tests
 	@K8S_VERSION=$(K8S_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_TESTBIN)
+
+.PHONY: scc-operator
+scc-operator: ## build (or reuse) rancher/scc-operator at its pinned commits (see e2e/scripts/scc-operator.sh)
+	@CACHE_DIR=$(CACHE_DIR) SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) e2e/scripts/scc-operator.sh $(SCC_OPERATOR_COMMITS)
 
 .PHONY: e2e-kind
 e2e-kind: ## the kind tier: Docker, the images and a kind node built here, then go test -tags e2e ./e2e/kind

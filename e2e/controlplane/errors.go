@@ -20,4 +20,7 @@ var (
 	// ErrEnvSource means a ConfigMap or Secret a pod's environment needs is
 	// missing (a real kubelet reports CreateContainerConfigError).
 	ErrEnvSource = errors.New("pod environment source missing")
+	// ErrStopped means the plane was stopped before a process could be
+	// started on it.
+	ErrStopped = errors.New("control plane stopped")
 )

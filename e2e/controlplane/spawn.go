@@ -16,6 +16,10 @@ import (
 type spawner struct {
 	reqs chan spawnReq
 	once sync.Once
+	// mu orders start against close: a start after close fails instead of
+	// sending on a closed channel.
+	mu     sync.RWMutex
+	closed bool
 }
 
 type spawnReq struct {
@@ -36,9 +40,32 @@ func newSpawner() *spawner {
 }
 
 func (s *spawner) start(cmd *exec.Cmd) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrStopped
+	}
 	r := spawnReq{cmd: cmd, err: make(chan error, 1)}
 	s.reqs <- r
 	return <-r.err
 }
 
-func (s *spawner) close() { s.once.Do(func() { close(s.reqs) }) }
+func (s *spawner) close() {
+	s.once.Do(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closed = true
+		close(s.reqs)
+	})
+}
+
+// StartProcess starts cmd the way the plane starts its own components: from
+// the plane's spawning thread, with the parent-death signal, so a process
+// that plays a cluster component (an operator, a controller) dies with the
+// test binary even when no cleanup runs. It overwrites cmd.SysProcAttr. The
+// caller waits for the process and must end it before Stop: after Stop the
+// plane starts nothing (ErrStopped).
+func (p *Plane) StartProcess(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = sysProcAttr()
+	return p.spawn.start(cmd)
+}

@@ -1,0 +1,323 @@
+package sccoperator
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// ErrNoRoute means the proxy refused a CONNECT: the name has no address
+// (like NXDOMAIN in a pod) or the port is not one it forwards.
+var ErrNoRoute = errors.New("no route")
+
+// Route maps the host:port a client asked to CONNECT to the address:port
+// the proxy dials, which must be on loopback. An error refuses the tunnel
+// with 502 Bad Gateway.
+type Route func(ctx context.Context, hostport string) (string, error)
+
+// Tunnel is one CONNECT the proxy answered.
+type Tunnel struct {
+	// Target is what the client asked for (name:port).
+	Target string
+	// Dialed is the loopback address the proxy connected to; "" when
+	// refused.
+	Dialed string
+	// Err is why the tunnel was refused or failed, "" when it opened.
+	Err string
+}
+
+// Proxy is an HTTP CONNECT proxy on 127.0.0.1 that stands in for the
+// cluster's DNS for one client: a process given HTTPS_PROXY=Proxy.URL
+// reaches a name through it, and the TLS inside the tunnel is the client's
+// own, so the certificate is checked against the name as usual. Only
+// CONNECT is served, and only to loopback addresses.
+type Proxy struct {
+	// URL is http://127.0.0.1:<port>, the value of HTTPS_PROXY.
+	URL string
+
+	route Route
+	srv   *http.Server
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
+	tunnels []Tunnel
+	conns   map[net.Conn]struct{}
+	closed  bool
+}
+
+// NewProxy starts a proxy that sends each CONNECT where route says. Close
+// stops it.
+func NewProxy(route Route) (*Proxy, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	p := &Proxy{URL: "http://" + l.Addr().String(), route: route, conns: map[net.Conn]struct{}{}}
+	p.srv = &http.Server{
+		Handler:           http.HandlerFunc(p.serve),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		_ = p.srv.Serve(l)
+	}()
+	return p, nil
+}
+
+// Tunnels returns every CONNECT the proxy answered, in order.
+func (p *Proxy) Tunnels() []Tunnel {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Tunnel(nil), p.tunnels...)
+}
+
+// Close stops the proxy, closes every open tunnel and waits for them.
+func (p *Proxy) Close() error {
+	err := p.srv.Close()
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) record(t Tunnel) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tunnels = append(p.tunnels, t)
+}
+
+// track registers conns for Close; false when the proxy is closing.
+func (p *Proxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	for _, c := range conns {
+		p.conns[c] = struct{}{}
+	}
+	p.wg.Add(1)
+	return true
+}
+
+func (p *Proxy) untrack(conns ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range conns {
+		delete(p.conns, c)
+		_ = c.Close()
+	}
+}
+
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodConnect {
+		http.Error(w, "only CONNECT is served", http.StatusMethodNotAllowed)
+		return
+	}
+	t := Tunnel{Target: r.Host}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	addr, err := p.route(ctx, r.Host)
+	if err == nil {
+		err = checkLoopback(addr)
+	}
+	if err != nil {
+		t.Err = err.Error()
+		p.record(t)
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	t.Dialed = addr
+	var d net.Dialer
+	upstream, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		t.Err = err.Error()
+		p.record(t)
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		_ = upstream.Close()
+		http.Error(w, "cannot hijack", http.StatusInternalServerError)
+		return
+	}
+	client, buf, err := hj.Hijack()
+	if err != nil {
+		_ = upstream.Close()
+		return
+	}
+	p.record(t)
+	if !p.track(client, upstream) {
+		_ = client.Close()
+		_ = upstream.Close()
+		return
+	}
+	go func() {
+		defer p.wg.Done()
+		defer p.untrack(client, upstream)
+		if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+			return
+		}
+		splice(client, buf.Reader, upstream)
+	}()
+}
+
+// splice copies both ways until either side ends; bytes the client sent
+// after its CONNECT request are still in buffered.
+func splice(client net.Conn, buffered *bufio.Reader, upstream net.Conn) {
+	done := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(upstream, buffered)
+		closeWrite(upstream)
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(client, upstream)
+		closeWrite(client)
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+}
+
+func checkLoopback(addr string) error {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return fmt.Errorf("proxy: route gave %q, not an IP and port: %w", addr, err)
+	}
+	if !ap.Addr().Unmap().IsLoopback() {
+		return fmt.Errorf("proxy: route gave %s, which is not on loopback", addr)
+	}
+	return nil
+}
+
+// StaticRoute routes each host:port key to its address and refuses every
+// other target.
+func StaticRoute(routes map[string]string) Route {
+	return func(_ context.Context, hostport string) (string, error) {
+		if a, ok := routes[strings.ToLower(hostport)]; ok {
+			return a, nil
+		}
+		return "", fmt.Errorf("proxy: %s: %w", hostport, ErrNoRoute)
+	}
+}
+
+// CoreDNS ConfigMaps CoreDNSRoute reads, in kube-system: kubeadm's and
+// kind's Corefile, and AKS's coredns-custom, whose keys CoreDNS imports.
+const (
+	corednsNamespace = "kube-system"
+	corednsConfigMap = "coredns"
+	corefileKey      = "Corefile"
+	corednsCustom    = "coredns-custom"
+)
+
+// CoreDNSRoute resolves a CONNECT to <name>:443 the way CoreDNS's hosts
+// plugin would answer a pod: from the inline entries ("<ip> <name>…") of
+// the hosts blocks in kube-system/coredns's Corefile and in every key of
+// kube-system/coredns-custom, read at the time of the CONNECT. The tunnel
+// goes to the first address found, on port (the fake update server's HTTPS
+// port: on loopback it cannot listen on 443). A name without an entry is
+// refused (ErrNoRoute), as a pod would get NXDOMAIN; so is every port but
+// 443.
+func CoreDNSRoute(cs kubernetes.Interface, port int) Route {
+	return func(ctx context.Context, hostport string) (string, error) {
+		host, p, err := net.SplitHostPort(hostport)
+		if err != nil {
+			return "", fmt.Errorf("proxy: %q: %w", hostport, err)
+		}
+		if p != "443" {
+			return "", fmt.Errorf("proxy: %s: only port 443 is forwarded: %w", hostport, ErrNoRoute)
+		}
+		var texts []string
+		cms := cs.CoreV1().ConfigMaps(corednsNamespace)
+		for _, name := range []string{corednsConfigMap, corednsCustom} {
+			cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return "", fmt.Errorf("proxy: read %s/%s: %w", corednsNamespace, name, err)
+			}
+			if name == corednsConfigMap {
+				texts = append(texts, cm.Data[corefileKey])
+				continue
+			}
+			for _, v := range cm.Data {
+				texts = append(texts, v)
+			}
+		}
+		for _, text := range texts {
+			if addrs := HostsEntries(text)[strings.ToLower(strings.TrimSuffix(host, "."))]; len(addrs) > 0 {
+				return netip.AddrPortFrom(addrs[0], uint16(port)).String(), nil
+			}
+		}
+		return "", fmt.Errorf("proxy: %s has no hosts entry in %s/%s or %s: %w", host, corednsNamespace, corednsConfigMap, corednsCustom, ErrNoRoute)
+	}
+}
+
+// HostsEntries returns the inline entries of every `hosts { … }` block in a
+// Corefile (or a coredns-custom snippet): each name, lower-cased and
+// without a trailing dot, with its addresses in order. Options inside the
+// block (fallthrough, ttl, reload, no_reverse) are skipped.
+func HostsEntries(corefile string) map[string][]netip.Addr {
+	out := map[string][]netip.Addr{}
+	depth, hostsDepth := 0, -1
+	for _, line := range strings.Split(corefile, "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		opens := strings.HasSuffix(f[len(f)-1], "{")
+		if f[0] == "}" {
+			depth--
+			if depth <= hostsDepth {
+				hostsDepth = -1
+			}
+			continue
+		}
+		if hostsDepth >= 0 && depth == hostsDepth+1 {
+			if ip, err := netip.ParseAddr(f[0]); err == nil {
+				for _, name := range f[1:] {
+					name = strings.ToLower(strings.TrimSuffix(name, "."))
+					out[name] = append(out[name], ip)
+				}
+			}
+		}
+		if opens {
+			if f[0] == "hosts" && hostsDepth < 0 {
+				hostsDepth = depth
+			}
+			depth++
+		}
+	}
+	return out
+}

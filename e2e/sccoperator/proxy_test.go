@@ -1,0 +1,170 @@
+package sccoperator
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+)
+
+const name = "smt.example.test"
+
+// nameServer serves "hello" over TLS with a certificate for name only, on
+// 127.0.0.1, and returns its port and a pool trusting it.
+func nameServer(t *testing.T) (int, *x509.CertPool) {
+	t.Helper()
+	cert, pemBytes, err := fakecloud.SelfSigned(name)
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "hello from "+r.Host)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(pemBytes))
+	return srv.Listener.Addr().(*net.TCPAddr).Port, pool
+}
+
+// viaProxy is a client that, like connect-ng's, takes its proxy from
+// HTTPS_PROXY (here given directly) and checks TLS for the URL's name.
+func viaProxy(p *Proxy, pool *x509.CertPool) *http.Client {
+	u, _ := url.Parse(p.URL)
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		Proxy:           http.ProxyURL(u),
+		TLSClientConfig: &tls.Config{RootCAs: pool},
+	}}
+}
+
+func TestProxyTunnelsByNameWithTLSEndToEnd(t *testing.T) {
+	port, pool := nameServer(t)
+	backend := "127.0.0.1:" + strconv.Itoa(port)
+	p, err := NewProxy(StaticRoute(map[string]string{name + ":443": backend, "wrong.example.test:443": backend, "far.example.test:443": "192.0.2.1:443"}))
+	require.NoError(t, err)
+	defer p.Close()
+	client := viaProxy(p, pool)
+
+	resp, err := client.Get("https://" + name + "/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, "hello from "+name, string(body), "the request reaches the backend with the name as Host")
+
+	tests := map[string]struct {
+		url        string
+		wantTunnel Tunnel
+	}{
+		"name without a route":         {url: "https://unknown.example.test/", wantTunnel: Tunnel{Target: "unknown.example.test:443", Err: "proxy: unknown.example.test:443: no route"}},
+		"certificate for another name": {url: "https://wrong.example.test/", wantTunnel: Tunnel{Target: "wrong.example.test:443", Dialed: backend}},
+		"route off loopback":           {url: "https://far.example.test/", wantTunnel: Tunnel{Target: "far.example.test:443", Err: "proxy: route gave 192.0.2.1:443, which is not on loopback"}},
+	}
+	for n, tc := range tests {
+		t.Run(n, func(t *testing.T) {
+			_, err := client.Get(tc.url)
+			require.Error(t, err)
+			tunnels := p.Tunnels()
+			assert.Equal(t, tc.wantTunnel, tunnels[len(tunnels)-1])
+			if tc.wantTunnel.Dialed != "" {
+				var hostErr x509.HostnameError
+				assert.ErrorAs(t, err, &hostErr, "TLS inside the tunnel is the client's own: the name is checked")
+			}
+		})
+	}
+
+	resp, err = http.Get(p.URL + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "only CONNECT")
+}
+
+func TestCoreDNSRoute(t *testing.T) {
+	corefile := fakecloud.KubeadmCorefile[:len(".:53 {\n")] + "    hosts {\n        ::1 " + name + "\n        fallthrough\n    }\n" + fakecloud.KubeadmCorefile[len(".:53 {\n"):]
+	tests := map[string]struct {
+		objects     []corev1.ConfigMap
+		target      string
+		want        string
+		wantNoRoute bool
+	}{
+		"Corefile hosts block": {
+			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": corefile}}},
+			target:  name + ":443", want: "[::1]:8446",
+		},
+		"coredns-custom key": {
+			objects: []corev1.ConfigMap{
+				{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": fakecloud.KubeadmCorefile}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"x.override": "hosts {\n    127.0.0.4 SMT.example.test.\n    fallthrough\n}\n"}},
+			},
+			target: name + ":443", want: "127.0.0.4:8446",
+		},
+		"no entry": {
+			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": fakecloud.KubeadmCorefile}}},
+			target:  name + ":443", wantNoRoute: true,
+		},
+		"no CoreDNS at all": {target: name + ":443", wantNoRoute: true},
+		"other port": {
+			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": corefile}}},
+			target:  name + ":80", wantNoRoute: true,
+		},
+	}
+	for n, tc := range tests {
+		t.Run(n, func(t *testing.T) {
+			cs := fake.NewSimpleClientset()
+			for _, cm := range tc.objects {
+				cm.Namespace = "kube-system"
+				_, err := cs.CoreV1().ConfigMaps("kube-system").Create(context.Background(), &cm, metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			got, err := CoreDNSRoute(cs, 8446)(context.Background(), tc.target)
+			if tc.wantNoRoute {
+				assert.True(t, errors.Is(err, ErrNoRoute), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestHostsEntries(t *testing.T) {
+	got := HostsEntries(`.:53 {
+    errors
+    hosts /etc/coredns/extra {   # a file, and inline entries
+        10.0.0.1 a.example b.example.
+        ::1 a.example
+        ttl 30
+        fallthrough
+    }
+    template IN A c.example {
+        answer "{{ .Name }} 60 IN A 10.9.9.9"
+    }
+    forward . /etc/resolv.conf
+}
+other.:53 {
+    hosts {
+        127.0.0.4 D.example
+    }
+}
+`)
+	assert.Equal(t, map[string][]netip.Addr{
+		"a.example": {netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("::1")},
+		"b.example": {netip.MustParseAddr("10.0.0.1")},
+		"d.example": {netip.MustParseAddr("127.0.0.4")},
+	}, got)
+}
