@@ -68,8 +68,14 @@ func (c cloud) file(t *testing.T, name string) string {
 // ready; it stops with the test.
 func startCloud(t *testing.T, faults ...string) cloud {
 	t.Helper()
+	return startCloudArgs(t, "--fault", strings.Join(faults, ","))
+}
+
+// startCloudArgs is startCloud with any fakecloud flags besides --dir.
+func startCloudArgs(t *testing.T, args ...string) cloud {
+	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(fakecloudBin, "--dir", dir, "--fault", strings.Join(faults, ","))
+	cmd := exec.Command(fakecloudBin, append([]string{"--dir", dir}, args...)...)
 	// Read while the process writes it, so it is locked.
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out

@@ -4,17 +4,23 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 )
 
 // What Install puts into the plane in Rancher's place.
 const (
-	// Namespace is the operator's namespace, where it reads scc-registration.
+	// Namespace is the operator's namespace, where it reads SecretName.
 	Namespace = "cattle-scc-system"
+	// SecretName is the Secret the operator registers from (the engine
+	// writes it).
+	SecretName = "scc-registration"
 	// ServiceAccount is the operator's identity; ClusterRole and
 	// ClusterRoleBinding carry the same name.
 	ServiceAccount = "rancher-scc-operator"
@@ -169,4 +175,45 @@ func clearLease(ctx context.Context, p *controlplane.Plane, t testing.TB) error 
 		return fmt.Errorf("lease %s/%s: %w", LeaseNamespace, LeaseName, err)
 	}
 	return nil
+}
+
+// Forget brings the plane back to a cluster the operator never saw: the
+// Secret scc-registration and every Registration are deleted, their
+// finalizers removed first. Call it with no operator running (between
+// cases, or at the end): deregistration on delete, which the finalizers
+// wait for, is racy in the operator and needs it running.
+func Forget(t testing.TB, p *controlplane.Plane) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dropFinalizers := []byte(`{"metadata":{"finalizers":null}}`)
+	secrets := p.AdminClient(t).CoreV1().Secrets(Namespace)
+	_, err := secrets.Patch(ctx, SecretName, types.MergePatchType, dropFinalizers, metav1.PatchOptions{})
+	if err == nil {
+		err = secrets.Delete(ctx, SecretName, metav1.DeleteOptions{})
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("forget %s/%s: %v", Namespace, SecretName, err)
+	}
+	dyn, err := dynamic.NewForConfig(p.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs := dyn.Resource(RegistrationResource)
+	list, err := regs.List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return // no operator ever ran: no CRD
+	}
+	if err != nil {
+		t.Fatalf("forget registrations: %v", err)
+	}
+	for _, r := range list.Items {
+		_, err := regs.Patch(ctx, r.GetName(), types.MergePatchType, dropFinalizers, metav1.PatchOptions{})
+		if err == nil {
+			err = regs.Delete(ctx, r.GetName(), metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("forget registration %s: %v", r.GetName(), err)
+		}
+	}
 }
