@@ -285,9 +285,7 @@ func TestFind(t *testing.T) {
 		},
 		"name under the cluster domain: refused unasked, sibling chosen": {
 			setup: func(e env) {
-				evil := e.w.update[nameA].Info(ipA, "", testRegion)
-				evil.Name = "kubernetes.default.svc.cluster.local"
-				e.w.rs(region1).SetEntries(evil, e.w.infos()[1])
+				e.w.rs(region1).SetEntries(e.w.named(nameA, "kubernetes.default.svc.cluster.local"), e.w.infos()[1])
 			},
 			want: nameB,
 			check: func(t *testing.T, w *world, _ UpdateServer) {
@@ -296,21 +294,15 @@ func TestFind(t *testing.T) {
 			},
 		},
 		"name outside the allowed domains: refused, sibling chosen": {
-			setup: func(e env) {
-				evil := e.w.update[nameA].Info(ipA, "", testRegion)
-				evil.Name = "login.microsoftonline.com"
-				e.w.rs(region1).SetEntries(evil, e.w.infos()[1])
-			},
-			want: nameB,
+			setup: func(e env) { e.w.rs(region1).SetEntries(e.w.named(nameA, "login.microsoftonline.com"), e.w.infos()[1]) },
+			want:  nameB,
 			check: func(t *testing.T, w *world, _ UpdateServer) {
 				assert.Zero(t, w.dialsTo(ipA))
 			},
 		},
 		"single-label or underscore name: entry skipped, sibling chosen": {
 			setup: func(e env) {
-				single, under := e.w.update[nameA].Info(ipA, "", testRegion), e.w.update[nameA].Info(ipA, "", testRegion)
-				single.Name, under.Name = "susecloud", "smt_a.susecloud.test"
-				e.w.rs(region1).SetEntries(single, under, e.w.infos()[2])
+				e.w.rs(region1).SetEntries(e.w.named(nameA, "susecloud"), e.w.named(nameA, "smt_a.susecloud.test"), e.w.infos()[2])
 			},
 			want: nameC,
 			check: func(t *testing.T, w *world, _ UpdateServer) {
@@ -337,9 +329,7 @@ func TestFind(t *testing.T) {
 		"domains are configurable, the cluster domain is not": {
 			setup: func(e env) {
 				e.f.Domains = []string{"cluster.local", "susecloud.test"}
-				evil := e.w.update[nameA].Info(ipA, "", testRegion)
-				evil.Name = "smt.cluster.local"
-				e.w.rs(region1).SetEntries(evil, e.w.infos()[2])
+				e.w.rs(region1).SetEntries(e.w.named(nameA, "smt.cluster.local"), e.w.infos()[2])
 			},
 			want: nameC,
 		},

@@ -154,6 +154,15 @@ func (w *world) reset(t testing.TB) {
 
 func (w *world) rs(ip string) *fakecloud.RegionServer { return w.region[ip].get() }
 
+// named is server's IPv4-only entry under another SMTserverName, as a
+// region server under someone else's control would hand it out.
+func (w *world) named(server, name string) fakecloud.SMTInfo {
+	ips := map[string]string{nameA: ipA, nameB: ipB, nameC: ipC}
+	info := w.update[server].Info(ips[server], "", testRegion)
+	info.Name = name
+	return info
+}
+
 func (w *world) settings() regionconfig.Settings {
 	return regionconfig.Settings{
 		API:           "regionInfo",
