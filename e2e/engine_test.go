@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -291,8 +294,9 @@ func TestOutputFileUnchangedOnSecondRun(t *testing.T) {
 }
 
 func TestSIGTERMMidRun(t *testing.T) {
-	// The IPv6 black hole holds phase 4 for seconds: time enough to stop it.
-	c := startCloud(t, "ipv6-blackhole")
+	// A slow IMDS holds phases 1 and 2 for seconds: time enough to stop it.
+	// (An IPv6 black hole no longer does: phase 4 races past it.)
+	c := startCloud(t, "slow-imds")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, engineBin, "--dry-run")
@@ -442,4 +446,161 @@ func TestAttestationInspect(t *testing.T) {
 	require.NoError(t, os.WriteFile(doc, bad, 0o600))
 	tampered := runEngine(t, context.Background(), nil, append(args, doc)...)
 	assert.Equal(t, 2, tampered.code, tampered.String())
+}
+
+// TestSecretsNeverLeakOnFailure runs failing registrations at DEBUG and
+// asserts that no secret reaches a log line or stdout on the way out: Entra
+// and ARM error bodies, an apply the API server refuses with a message that
+// quotes what it was sent (as an admission webhook may), and a permanent
+// failure in each phase that has one (phase 5, the address race, fails
+// only transiently: its addresses passed phase 4). Each secret is looked
+// for as it is and base64-encoded, as a Secret's data carries it.
+func TestSecretsNeverLeakOnFailure(t *testing.T) {
+	const regCode = "LEAKCHECK-REGCODE-F41L"
+	c := startCloud(t)
+	forbidden := startCloud(t, "arm-403")
+
+	// The document the fake IMDS signs for this deployment is the same for
+	// every run within minutes; a successful run shows it.
+	out := filepath.Join(t.TempDir(), "secret.yaml")
+	ok := runEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE="+regCode), "--output", out)
+	require.Equal(t, 0, ok.code, ok.String())
+	manifest, err := os.ReadFile(out)
+	require.NoError(t, err)
+	m := regexp.MustCompile(`\\"signature\\": \\"([^\\]+)\\"|"signature": "([^"]+)"`).FindStringSubmatch(string(manifest))
+	require.NotNil(t, m, string(manifest))
+	sig := m[1] + m[2]
+
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	const foreignToken = "LEAKCHECK-FOREIGN-FEDERATED-TOKEN-0b5e"
+	bareMetal := filepath.Join(dir, "dmi")
+	require.NoError(t, os.MkdirAll(bareMetal, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bareMetal, "sys_vendor"), []byte("Dell Inc.\n"), 0o644))
+	noCerts := filepath.Join(dir, "no-certs")
+	require.NoError(t, os.MkdirAll(noCerts, 0o755))
+	cfg := c.file(t, "regionserverclnt.cfg")
+	apiServer := refusingAPIServer(t)
+
+	tests := map[string]struct {
+		cloud      cloud
+		env        []string
+		args       []string
+		wantCode   int
+		wantPhase  string
+		wantInLogs string // proves the failure path was the one taken
+	}{
+		"Entra refuses the federated token": {
+			cloud: c, env: []string{"AZURE_FEDERATED_TOKEN_FILE=" + write("foreign-token", foreignToken)},
+			wantCode: 2, wantPhase: "prove", wantInLogs: "AADSTS70021",
+		},
+		"ARM answers 403 with its error body": {
+			cloud: forbidden, wantCode: 2, wantPhase: "prove", wantInLogs: "AuthorizationFailed",
+		},
+		"phase 1: no cloud": {
+			cloud: c, env: []string{"AZURE_IMDS_ENDPOINT=http://127.0.0.1:9", "GCP_METADATA_ENDPOINTS=http://127.0.0.1:9",
+				"AWS_IMDS_ENDPOINTS=http://127.0.0.1:9", "DMI_DIR_PATH=" + bareMetal, "DETECT_BUDGET=500ms"},
+			wantCode: 2, wantPhase: "detect", wantInLogs: "Dell Inc.",
+		},
+		"phase 2: plan mismatch": {
+			cloud: c, env: []string{"MARKETPLACE_PLAN_ID=another-plan"}, wantCode: 2, wantPhase: "prove", wantInLogs: "marketplace plan mismatch",
+		},
+		"phase 3: broken regionserverclnt.cfg": {
+			cloud: c, env: []string{"REGIONSRV_CONFIG=" + write("broken.cfg", "[server]\nthis is not ini\n")},
+			wantCode: 2, wantPhase: "load-config", wantInLogs: "not a valid INI file",
+		},
+		"phase 4: no pinned region-server certificate": {
+			cloud: c, env: []string{"REGIONSRV_CONFIG=" + write("no-certs.cfg", regexp.MustCompile(`(?m)^certLocation = .*$`).ReplaceAllString(cfg, "certLocation = "+noCerts))},
+			wantCode: 2, wantPhase: "find-update-server", wantInLogs: "pinned certificate unusable",
+		},
+		"phase 6: the API server refuses the apply, quoting it": {
+			cloud: c, env: []string{"KUBECONFIG=" + apiServer, "IN_CLUSTER_DNS=false", "POD_NAME=leakcheck"},
+			wantCode: 2, wantPhase: "write-secret", wantInLogs: "denied the request",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			env := append(append(slices.Clone(tc.cloud.Env), "REGISTRATION_CODE="+regCode, "LOG_LEVEL=DEBUG"), tc.env...)
+			args := tc.args
+			if args == nil && !slices.ContainsFunc(tc.env, func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") }) {
+				args = []string{"--dry-run"}
+			}
+			res := runEngine(t, context.Background(), env, args...)
+			require.Equal(t, tc.wantCode, res.code, res.String())
+			assert.Equal(t, tc.wantPhase, summary(t, res.stderr)["failedPhase"])
+			assert.Contains(t, res.stderr, tc.wantInLogs)
+			assert.Contains(t, res.stderr, `"level":"DEBUG"`, "DEBUG logging is on")
+			secrets := map[string]string{
+				"registration code":         regCode,
+				"federated token":           tc.cloud.file(t, "token"),
+				"foreign federated token":   foreignToken,
+				"ARM access token":          tc.cloud.file(t, "access-token"),
+				"document signature":        sig[:64],
+				"document signature (tail)": sig[len(sig)-64:],
+			}
+			for what, value := range secrets {
+				for form, v := range map[string]string{"as is": value, "base64": base64.StdEncoding.EncodeToString([]byte(value))} {
+					assert.NotContains(t, res.stderr+res.stdout, v, "%s (%s) leaked", what, form)
+				}
+			}
+		})
+	}
+}
+
+// refusingAPIServer is a Kubernetes API server that grants the Lease and
+// refuses every write of the Secret with a message quoting the request
+// body, as an admission webhook that echoes what it denied does. It returns
+// the path of a kubeconfig for it.
+func refusingAPIServer(t *testing.T) string {
+	t.Helper()
+	var mu sync.Mutex
+	var lease []byte
+	status := func(w http.ResponseWriter, code int, reason, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]any{"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "message": msg, "code": code})
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case strings.Contains(r.URL.Path, "/leases/") && r.Method == http.MethodGet:
+			if lease == nil {
+				status(w, http.StatusNotFound, "NotFound", "leases not found")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(lease)
+		case strings.Contains(r.URL.Path, "/leases/"):
+			var l map[string]any
+			_ = json.Unmarshal(body, &l)
+			if md, ok := l["metadata"].(map[string]any); ok {
+				md["resourceVersion"] = "1"
+			}
+			lease, _ = json.Marshal(l)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(lease)
+		case strings.Contains(r.URL.Path, "/secrets/") && r.Method == http.MethodGet:
+			status(w, http.StatusNotFound, "NotFound", "secrets not found")
+		case strings.Contains(r.URL.Path, "/secrets/"):
+			status(w, http.StatusBadRequest, "BadRequest", `admission webhook "policy.example.com" denied the request: `+string(body))
+		default:
+			status(w, http.StatusNotFound, "NotFound", r.URL.Path)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+srv.URL+`", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: not-a-secret}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600))
+	return kubeconfig
 }

@@ -76,6 +76,10 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 			HTTPPort:     cfg.UpdateHTTPPort,
 			PassTimeouts: cfg.RegionPassTimeouts,
 			PassPauses:   cfg.RegionPassPauses,
+			Domains:      cfg.UpdateServerDomains,
+
+			// Tests and the fake cloud only; Find warns on every run.
+			AllowLoopback: cfg.UpdateServerAllowLoopback,
 		},
 		Racer:     &happyeyeballs.Racer{Port: cfg.UpdateHTTPSPort},
 		RegCode:   cfg.RegCode,

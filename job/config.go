@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
@@ -79,6 +80,10 @@ type Config struct {
 	UpdateHTTPPort     int
 	RegionPassTimeouts []time.Duration
 	RegionPassPauses   []time.Duration
+	// UpdateServerDomains and UpdateServerAllowLoopback are smt.Finder's
+	// Domains and AllowLoopback.
+	UpdateServerDomains       []string
+	UpdateServerAllowLoopback bool
 
 	// Kubernetes storage.
 	RegCode         Secret
@@ -257,6 +262,26 @@ func endpoints(dst func(*Config) *[]string) func(*Config, string) error {
 	}
 }
 
+// hostnames takes a comma-separated list of DNS names, each as
+// hostname.Normalize returns it.
+func hostnames(dst func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, part := range splitList(v) {
+			n, err := hostname.Normalize(part)
+			if err != nil {
+				return err
+			}
+			out = append(out, n)
+		}
+		if len(out) == 0 {
+			return errors.New("want at least one domain")
+		}
+		*dst(c) = out
+		return nil
+	}
+}
+
 func checkURL(v string, httpsOnly bool) error {
 	u, err := url.Parse(v)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -360,6 +385,8 @@ var settings = []setting{
 	{flag: "update-server-http-port", envs: []string{"UPDATE_SERVER_HTTP_PORT"}, def: strconv.Itoa(smt.DefaultHTTPPort), help: "HTTP port of the update servers (certificate when httpsOnly is not true)", set: port(func(c *Config) *int { return &c.UpdateHTTPPort })},
 	{flag: "region-pass-timeouts", envs: []string{"REGION_PASS_TIMEOUTS"}, def: formatDurations(smt.DefaultPassTimeouts), help: "request timeout of each pass over the region servers", set: durations(func(c *Config) *[]time.Duration { return &c.RegionPassTimeouts })},
 	{flag: "region-pass-pauses", envs: []string{"REGION_PASS_PAUSES"}, def: formatDurations(smt.DefaultPassPauses), help: "pause before the second, third, … pass", set: durations(func(c *Config) *[]time.Duration { return &c.RegionPassPauses })},
+	{flag: "update-server-domains", envs: []string{"UPDATE_SERVER_DOMAINS"}, def: strings.Join(smt.DefaultDomains, ","), help: "domains an update server's name must be under, comma-separated (never the cluster domain)", set: hostnames(func(c *Config) *[]string { return &c.UpdateServerDomains })},
+	{flag: "update-server-allow-loopback", envs: []string{"UPDATE_SERVER_ALLOW_LOOPBACK"}, def: "false", boolean: true, help: "TESTS AND THE FAKE CLOUD ONLY: accept update servers at loopback addresses (logged as a warning on every run)", set: boolean(func(c *Config) *bool { return &c.UpdateServerAllowLoopback })},
 
 	{group: "Kubernetes storage"},
 	{flag: "registration-code", envs: []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE"}, secret: true, help: "SUSE/Rancher registration code (the first non-empty variable wins)", set: func(c *Config, v string) error { c.RegCode = Secret(v); return nil }},

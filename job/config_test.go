@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/job/regionconfig"
+	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/failure"
 )
@@ -239,4 +240,34 @@ func envNames() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func TestUpdateServerSettings(t *testing.T) {
+	tests := map[string]struct {
+		env          map[string]string
+		wantDomains  []string
+		wantLoopback bool
+		wantErr      string // the variable the error must name; "" for success
+	}{
+		"defaults: SUSE's domain, no loopback": {wantDomains: smt.DefaultDomains},
+		"domains listed, normalised":           {env: map[string]string{"UPDATE_SERVER_DOMAINS": "SUSECloud.net., rmt.example.com"}, wantDomains: []string{"susecloud.net", "rmt.example.com"}},
+		"loopback for the fake cloud":          {env: map[string]string{"UPDATE_SERVER_ALLOW_LOOPBACK": "true"}, wantDomains: smt.DefaultDomains, wantLoopback: true},
+		"a domain with an underscore":          {env: map[string]string{"UPDATE_SERVER_DOMAINS": "susecloud.net,bad_name.example"}, wantErr: `UPDATE_SERVER_DOMAINS="susecloud.net,bad_name.example"`},
+		"a single-label domain":                {env: map[string]string{"UPDATE_SERVER_DOMAINS": "net"}, wantErr: `UPDATE_SERVER_DOMAINS="net"`},
+		"only commas":                          {env: map[string]string{"UPDATE_SERVER_DOMAINS": ", ,"}, wantErr: `UPDATE_SERVER_DOMAINS=", ,"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, err := LoadConfig(nil, env(tc.env))
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				assert.True(t, failure.IsPermanent(err))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantDomains, c.UpdateServerDomains)
+			assert.Equal(t, tc.wantLoopback, c.UpdateServerAllowLoopback)
+		})
+	}
 }

@@ -233,6 +233,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		attrs = append([]any{slog.String("phase", p.name), slog.Int("step", i+1), slog.Int64("durationMs", time.Since(t).Milliseconds())}, attrs...)
 		if err != nil {
 			err = withCause(ctx, fmt.Errorf("phase %d %s: %w", i+1, p.name, err))
+			err = redact(err, j.RegCode.Reveal(), instanceData(ev))
 			log.Error("phase failed", append(attrs, slog.String("outcome", "failed"), slog.Bool("permanent", failure.IsPermanent(err)), slog.String("error", err.Error()))...)
 			res.Failed = p.name
 			return res, err
@@ -294,6 +295,14 @@ func (j *Job) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return j.Log
+}
+
+// instanceData is the attested document phase 2 produced, "" before it.
+func instanceData(ev *providers.Evidence) string {
+	if ev == nil {
+		return ""
+	}
+	return ev.InstanceData
 }
 
 func addrString(a netip.Addr) string {

@@ -120,6 +120,9 @@ type Azure struct {
 	ExpiredLeaf atomic.Bool
 	// Slow delays every response by this many nanoseconds (a time.Duration).
 	Slow atomic.Int64
+	// Forge, when set, makes every attested document the forgery it
+	// describes.
+	Forge atomic.Pointer[Forgery]
 
 	// Counters of requests that reached each fake.
 	TokenRequests    atomic.Int32
@@ -568,20 +571,34 @@ func (a *Azure) attested(w http.ResponseWriter, r *http.Request) {
 	case a.WrongSigner.Load():
 		kind = leafWrongSigner
 	}
+	forged := a.Forge.Load()
+	forge := Forgery{}
+	if forged != nil {
+		forge = *forged
+	}
+	now = now.Add(forge.CreatedAhead)
 	c := attestedContent{Nonce: nonce, SKU: "", SubscriptionID: a.cfg.SubscriptionID, VMID: a.cfg.VMID}
 	c.TimeStamp.CreatedOn = azureTime(now)
 	c.TimeStamp.ExpiresOn = azureTime(now.Add(6 * time.Hour))
 	content, err := json.Marshal(c)
+	if err == nil && len(forge.Omit) > 0 {
+		content, err = omitKeys(content, forge.Omit)
+	}
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
 		return
 	}
-	leaf, err := a.pki.leaf(r.Host, a.cfg.Location, kind)
+	var leaf *x509.Certificate
+	if forged == nil {
+		leaf, err = a.pki.leaf(r.Host, a.cfg.Location, kind)
+	} else {
+		leaf, err = a.pki.forgedLeaf(r.Host, a.cfg.Location, forge)
+	}
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
 		return
 	}
-	der, err := a.pki.sign(content, leaf)
+	der, err := a.pki.signWith(content, leaf, forge.SHA1)
 	if err == nil && a.TamperDocument.Load() {
 		der, err = tamper(der, content)
 	}
@@ -590,6 +607,19 @@ func (a *Azure) attested(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"encoding": "pkcs7", "signature": base64.StdEncoding.EncodeToString(der)})
+}
+
+// omitKeys removes keys from the JSON object content (key order becomes
+// alphabetical, as Azure's already is).
+func omitKeys(content []byte, keys []string) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(content, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		delete(m, k)
+	}
+	return json.Marshal(m)
 }
 
 // Document returns an attested document as the IMDS would serve it for

@@ -175,20 +175,100 @@ func (p *azurePKI) leaf(host, region string, kind leafKind) (*x509.Certificate, 
 	return c, nil
 }
 
+// Forgery describes an attested document the fake IMDS signs instead of a
+// genuine one, each field one thing a genuine Azure document never does, so
+// that tests can show the verifier refuses it. The zero value forges
+// nothing. Every forged document gets a signer certificate of its own.
+type Forgery struct {
+	// SelfSigned makes the signer (named metadata.azure.com) its own issuer.
+	SelfSigned bool
+	// ForeignIssuer has the look-alike CA issue the signer, whose
+	// intermediate carries the trusted one's name, while the signer's AIA
+	// URL names the trusted intermediate, which did not sign it.
+	ForeignIssuer bool
+	// SignerIsCA makes the signer certificate a CA.
+	SignerIsCA bool
+	// NoUsage leaves key usage and extended key usage out of the signer.
+	NoUsage bool
+	// SAN, when set, replaces the signer's DNS names; its CN stays
+	// metadata.azure.com.
+	SAN []string
+	// AIAPaths, when set, replace the signer's caIssuers URLs with these
+	// paths on the fake IMDS (which answers 404 for any unknown one).
+	AIAPaths []string
+	// SHA1 signs the content with SHA-1 instead of SHA-256.
+	SHA1 bool
+	// CreatedAhead dates createdOn (and expiresOn with it) this far ahead.
+	CreatedAhead time.Duration
+	// Omit leaves these keys out of the signed content ("subscriptionId",
+	// "vmId").
+	Omit []string
+}
+
+// forgedLeaf issues a fresh signer certificate for f, for documents served
+// on host; it carries the PKI's leaf key, which signs the document.
+func (p *azurePKI) forgedLeaf(host, region string, f Forgery) (*x509.Certificate, error) {
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "metadata.azure.com"},
+		DNSNames:              []string{region + ".metadata.azure.com", "metadata.azure.com"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IssuingCertificateURL: []string{"http://" + host + aiaPath},
+	}
+	if f.SAN != nil {
+		tmpl.DNSNames = f.SAN
+	}
+	if f.AIAPaths != nil {
+		tmpl.IssuingCertificateURL = nil
+		for _, path := range f.AIAPaths {
+			tmpl.IssuingCertificateURL = append(tmpl.IssuingCertificateURL, "http://"+host+path)
+		}
+	}
+	if f.NoUsage {
+		tmpl.KeyUsage, tmpl.ExtKeyUsage = 0, nil
+	}
+	if f.SignerIsCA {
+		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
+	}
+	parent, parentKey := p.trusted.inter, p.trusted.interKey
+	switch {
+	case f.SelfSigned:
+		tmpl.IssuingCertificateURL = nil
+		parent, parentKey = tmpl, p.leafKey
+	case f.ForeignIssuer:
+		parent, parentKey = p.untrusted.inter, p.untrusted.interKey
+	}
+	return createCert(tmpl, parent, p.leafKey.Public(), parentKey)
+}
+
 // sign wraps content in a PKCS#7 SignedData shaped like Azure's.
 func (p *azurePKI) sign(content []byte, leaf *x509.Certificate) ([]byte, error) {
+	return p.signWith(content, leaf, false)
+}
+
+// signWith is sign, with SHA-1 in place of SHA-256 when sha1 is set.
+func (p *azurePKI) signWith(content []byte, leaf *x509.Certificate, sha1 bool) ([]byte, error) {
+	digest, quirkOID := pkcs7.OIDDigestAlgorithmSHA256, pkcs7.OIDEncryptionAlgorithmRSASHA256
+	if sha1 {
+		digest, quirkOID = pkcs7.OIDDigestAlgorithmSHA1, pkcs7.OIDEncryptionAlgorithmRSASHA1
+	}
 	sd, err := pkcs7.NewSignedData(content)
 	if err != nil {
 		return nil, err
 	}
-	sd.SetDigestAlgorithm(pkcs7.OIDDigestAlgorithmSHA256)
+	sd.SetDigestAlgorithm(digest)
 	sd.SetEncryptionAlgorithm(pkcs7.OIDEncryptionAlgorithmRSA)
 	if err := sd.SignWithoutAttr(leaf, p.leafKey, pkcs7.SignerInfoConfig{}); err != nil {
 		return nil, err
 	}
 	// Azure's quirk: the signature OID stands where the digest OID belongs,
 	// both in the SignedData's digest set and in the SignerInfo.
-	quirk := pkix.AlgorithmIdentifier{Algorithm: pkcs7.OIDEncryptionAlgorithmRSASHA256, Parameters: asn1.NullRawValue}
+	quirk := pkix.AlgorithmIdentifier{Algorithm: quirkOID, Parameters: asn1.NullRawValue}
 	raw := sd.GetSignedData()
 	for i := range raw.DigestAlgorithmIdentifiers {
 		raw.DigestAlgorithmIdentifiers[i] = quirk

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -380,6 +381,11 @@ httpsOnly = true
 		"UPDATE_SERVER_HTTP_PORT":    strconv.Itoa(httpPort),
 		"STARTUP_SLEEP_MAX":          "0",
 		"VERIFY_RETRY_BACKOFF":       "1",
+	}
+	if ip, err := netip.ParseAddr(opts.UpdateIPs[0]); err == nil && ip.IsLoopback() {
+		// The engine refuses update servers at loopback addresses unless
+		// told that this is a test; a pod's address needs no exception.
+		c.env["UPDATE_SERVER_ALLOW_LOOPBACK"] = "true"
 	}
 	for _, name := range opts.Faults {
 		if err := c.SetFault(name); err != nil {

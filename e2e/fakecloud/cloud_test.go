@@ -213,3 +213,28 @@ func TestFederatedSubjectAcceptsTheServiceAccountsToken(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopbackExceptionOnlyForLoopbackUpdateServers: the engine refuses
+// update servers at loopback addresses unless UPDATE_SERVER_ALLOW_LOOPBACK is
+// set, so a fake cloud on loopback sets it, and one that hands out a pod's
+// address (the kind tier) does not: there the real rule runs.
+func TestLoopbackExceptionOnlyForLoopbackUpdateServers(t *testing.T) {
+	tests := map[string]struct {
+		opts fakecloud.Options
+		want string
+	}{
+		"update servers on loopback": {opts: fakecloud.Options{}, want: "true"},
+		"update server at a pod's address": {
+			opts: fakecloud.Options{Host: serviceName, Listen: podAddr, UpdateIPs: []string{"10.244.0.7"}}, want: "",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.opts.Dir = t.TempDir()
+			c, err := fakecloud.Start(tc.opts)
+			require.NoError(t, err)
+			t.Cleanup(c.Stop)
+			assert.Equal(t, tc.want, c.Env()["UPDATE_SERVER_ALLOW_LOOPBACK"])
+		})
+	}
+}

@@ -25,4 +25,8 @@ var (
 	// ErrInvalidRegionServer means a regionsrv entry is neither an IPv4
 	// address, an IPv6 address without brackets, nor a host name.
 	ErrInvalidRegionServer = errors.New("not a usable region server")
+	// ErrInsecureMetadataServer means metadata_server is an http URL. Its
+	// answer replaces the pinned region servers' (update server name,
+	// address and certificate fingerprint), so it is only taken over TLS.
+	ErrInsecureMetadataServer = errors.New("metadata server must be an https URL")
 )

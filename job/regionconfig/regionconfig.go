@@ -70,7 +70,8 @@ type Settings struct {
 	// they must not be normalised (an IPv6 written in full keeps its zeros).
 	RegionServers []string
 	// MetadataServer is [server] metadata_server when it is an absolute
-	// http or https URL; "" otherwise (missing, "none", or the template
+	// https URL (an http URL is an error wrapping ErrInsecureMetadataServer);
+	// "" otherwise (missing, "none", or the template
 	// placeholder). cloudregister skips the region servers entirely when
 	// the key exists; we only honour a usable URL.
 	MetadataServer string
@@ -184,7 +185,14 @@ func Parse(data []byte, name string) (Settings, error) {
 		}
 	}
 	if v, _ := get(server, "server", "metadata_server"); isHTTPURL(v) {
-		s.MetadataServer = v
+		if u, _ := url.Parse(v); u.Scheme != "https" {
+			// Its answer names the update server and the fingerprint of the
+			// certificate the cluster will trust: over http, anyone on the
+			// path could choose both.
+			problems = append(problems, fmt.Errorf("[server] metadata_server %q: %w", v, ErrInsecureMetadataServer))
+		} else {
+			s.MetadataServer = v
+		}
 	}
 
 	instance, _ := file.GetSection("instance") // optional

@@ -155,6 +155,10 @@ func TestParseErrors(t *testing.T) {
 			wantErrs: []error{ErrMissingKey, ErrInvalidRegionServer},
 			mentions: []string{"api", "certLocation", `"1.2.3.4:443"`, `"[2001:db8::1]"`},
 		},
+		"metadata server over http": {
+			text: valid + "metadata_server = http://metadata.example.com/smt\n", wantErrs: []error{ErrInsecureMetadataServer},
+			mentions: []string{"metadata_server", "http://metadata.example.com/smt"},
+		},
 		"garbage line":       {text: "[server]\nthis is not ini\n", wantErrs: []error{ErrSyntax}},
 		"unclosed section":   {text: "[server\napi = x\n", wantErrs: []error{ErrSyntax}},
 		"binary":             {text: "\x7fELF\x02\x01\x01\x00\x00=\x00", wantErrs: []error{ErrSyntax}},

@@ -32,6 +32,13 @@ var (
 	// was rejected. The error lists each one and why.
 	ErrNoUpdateServer = errors.New("no usable update server")
 
+	// ErrRefused means an update server entry was refused for its name or
+	// its address before anything was sent to it: the name is not under an
+	// allowed domain or is under the cluster domain, or an address is
+	// loopback, link-local, unspecified or multicast. The error names the
+	// rule; the next entry is tried.
+	ErrRefused = errors.New("update server refused")
+
 	// ErrNotResponsive means an update server's health check did not say
 	// "online" on any of its addresses.
 	ErrNotResponsive = errors.New("update server not responsive")

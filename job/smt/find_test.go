@@ -2,6 +2,7 @@ package smt
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,11 +161,13 @@ func TestFind(t *testing.T) {
 		"metadata server replaces the region servers": {
 			setup: func(e env) {
 				u := e.w.update[nameC]
-				srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+				srv := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 					_ = json.NewEncoder(rw).Encode(map[string]string{"fingerprint": u.Fingerprint(), "SMTserverIP": ipC, "SMTserverName": u.Name})
 				}))
 				e.t.Cleanup(srv.Close)
 				e.s.MetadataServer = srv.URL + "/smtinfo"
+				e.f.MetadataRoots = x509.NewCertPool()
+				e.f.MetadataRoots.AddCert(srv.Certificate())
 			},
 			want: nameC,
 			check: func(t *testing.T, w *world, got UpdateServer) {
@@ -172,6 +176,38 @@ func TestFind(t *testing.T) {
 				assert.Equal(t, "unknown", got.Region)
 				assert.Equal(t, w.update[nameC].CertPEM, got.CertPEM)
 			},
+		},
+		"metadata server redirect is not followed": {
+			setup: func(e env) {
+				u := e.w.update[nameC]
+				var followed atomic.Bool
+				srv := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/elsewhere" {
+						followed.Store(true)
+						_ = json.NewEncoder(rw).Encode(map[string]string{"fingerprint": u.Fingerprint(), "SMTserverIP": ipC, "SMTserverName": u.Name})
+						return
+					}
+					http.Redirect(rw, r, "/elsewhere", http.StatusFound)
+				}))
+				e.t.Cleanup(srv.Close)
+				e.t.Cleanup(func() { assert.False(e.t, followed.Load(), "the redirect was followed") })
+				e.s.MetadataServer = srv.URL + "/smtinfo"
+				e.f.MetadataRoots = x509.NewCertPool()
+				e.f.MetadataRoots.AddCert(srv.Certificate())
+				e.f.PassTimeouts = e.f.PassTimeouts[:1]
+			},
+			wantErr:  []error{ErrNoRegionServer},
+			mentions: []string{"HTTP 302"},
+		},
+		"metadata server with a certificate the roots do not trust": {
+			setup: func(e env) {
+				srv := httptest.NewTLSServer(http.NotFoundHandler())
+				e.t.Cleanup(srv.Close)
+				e.s.MetadataServer = srv.URL + "/smtinfo"
+				e.f.PassTimeouts = e.f.PassTimeouts[:1]
+			},
+			wantErr:  []error{ErrNoRegionServer},
+			mentions: []string{"certificate"},
 		},
 		"entries with None or invalid addresses are skipped": {
 			setup: func(e env) {
@@ -229,6 +265,73 @@ func TestFind(t *testing.T) {
 			check: func(t *testing.T, w *world, _ UpdateServer) {
 				assert.Equal(t, 1, w.dialsTo("2001:db8::11"), "the certificate is fetched from the address that answered")
 			},
+		},
+		"update server's IPv6 is a black hole: IPv4 is raced while IPv6 still hangs": {
+			setup: func(e env) {
+				// A health timeout far longer than the family delay: trying
+				// IPv4 only after IPv6 gave up would show as no IPv4 dial
+				// during the hang.
+				e.f.HealthTimeout = 20 * time.Second
+				e.f.FamilyDelay = 10 * time.Millisecond
+				e.w.rs(region1).SetEntries(e.w.update[nameA].Info(ipA, "2001:db8::11", testRegion))
+				e.w.blackHole("2001:db8::11")
+			},
+			want: nameA,
+			check: func(t *testing.T, w *world, got UpdateServer) {
+				assert.Equal(t, 1, w.dialsTo("2001:db8::11"), "IPv6 is tried once, in the race")
+				assert.Positive(t, w.dialsWhileHoleHung(ipA), "IPv4 started while the IPv6 connect still hung")
+				assert.Equal(t, netip.MustParseAddr("2001:db8::11"), got.IPv6, "the IPv6 address is still handed to phase 5")
+			},
+		},
+		"name under the cluster domain: refused unasked, sibling chosen": {
+			setup: func(e env) {
+				e.w.rs(region1).SetEntries(e.w.named(nameA, "kubernetes.default.svc.cluster.local"), e.w.infos()[1])
+			},
+			want: nameB,
+			check: func(t *testing.T, w *world, _ UpdateServer) {
+				assert.Zero(t, w.dialsTo(ipA), "nothing is sent to a refused entry")
+				assert.Equal(t, []string{"kubernetes.default.svc.cluster.local"}, w.log.servers("update server refused"))
+			},
+		},
+		"name outside the allowed domains: refused, sibling chosen": {
+			setup: func(e env) { e.w.rs(region1).SetEntries(e.w.named(nameA, "login.microsoftonline.com"), e.w.infos()[1]) },
+			want:  nameB,
+			check: func(t *testing.T, w *world, _ UpdateServer) {
+				assert.Zero(t, w.dialsTo(ipA))
+			},
+		},
+		"single-label or underscore name: entry skipped, sibling chosen": {
+			setup: func(e env) {
+				e.w.rs(region1).SetEntries(e.w.named(nameA, "susecloud"), e.w.named(nameA, "smt_a.susecloud.test"), e.w.infos()[2])
+			},
+			want: nameC,
+			check: func(t *testing.T, w *world, _ UpdateServer) {
+				assert.Zero(t, w.dialsTo(ipA))
+				assert.Equal(t, []string{region1, region1}, w.log.servers("update server entry skipped"))
+			},
+		},
+		"every entry refused: the error names each entry and its rule": {
+			setup: func(e env) {
+				e.f.AllowLoopback = false
+				linkLocal, linkLocal6 := e.w.update[nameA].Info("169.254.169.254", "", testRegion), e.w.update[nameB].Info("", "fe80::1", testRegion)
+				e.w.rs(region1).SetEntries(linkLocal, linkLocal6, e.w.update[nameC].Info(ipC, "", testRegion))
+			},
+			wantErr: []error{ErrNoUpdateServer, ErrRefused},
+			mentions: []string{
+				nameA + " (169.254.169.254): update server refused: address 169.254.169.254 is link-local",
+				nameB + " (fe80::1): update server refused: address fe80::1 is link-local",
+				nameC + " (" + ipC + "): update server refused: address " + ipC + " is loopback",
+			},
+			check: func(t *testing.T, w *world, _ UpdateServer) {
+				assert.Zero(t, w.dialsTo(ipC)+w.dialsTo("169.254.169.254")+w.dialsTo("fe80::1"), "nothing is sent to a refused address")
+			},
+		},
+		"domains are configurable, the cluster domain is not": {
+			setup: func(e env) {
+				e.f.Domains = []string{"cluster.local", "susecloud.test"}
+				e.w.rs(region1).SetEntries(e.w.named(nameA, "smt.cluster.local"), e.w.infos()[2])
+			},
+			want: nameC,
 		},
 		"old SMT without health API: alive through its certificate": {
 			setup: func(e env) { e.w.update[nameA].SetFaults(fakecloud.UpdateFaults{Health404: true}) },

@@ -2,6 +2,7 @@ package smt
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rancher/registration-engine/job/happyeyeballs"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/providers/failure"
 	"github.com/rancher/registration-engine/providers/pause"
@@ -24,6 +26,20 @@ var (
 	DefaultPassTimeouts = []time.Duration{15 * time.Second, 7500 * time.Millisecond, 5 * time.Second}
 	DefaultPassPauses   = []time.Duration{20 * time.Second, 10 * time.Second}
 )
+
+// DefaultDomains are the domains an update server's name must lie under
+// when Finder.Domains is empty: the names SUSE's region data serves for
+// Azure (smt-azure.susecloud.net and its siblings). UPDATE_SERVER_DOMAINS
+// replaces it.
+var DefaultDomains = []string{"susecloud.net"}
+
+// DefaultClusterDomain is the cluster DNS domain Find never accepts an update
+// server's name under, when Finder.ClusterDomain is empty.
+const DefaultClusterDomain = "cluster.local"
+
+// DefaultFamilyDelay is the head start an update server's IPv6 address gets
+// over its IPv4 address in the health check: phase 5's (RFC 8305's) delay.
+const DefaultFamilyDelay = happyeyeballs.DefaultDelay
 
 // Default ports, timeouts and body limit, applied like the pass defaults.
 const (
@@ -86,6 +102,34 @@ type Finder struct {
 	// MaxBody bounds every response body; a larger one is an error wrapping
 	// ErrBodyTooLarge. 0 means 1 MiB.
 	MaxBody int64
+	// FamilyDelay is how long the health check waits for an update
+	// server's IPv6 address to connect before it tries IPv4 as well, as
+	// phase 5 does; 0 means DefaultFamilyDelay. An IPv6 address that drops
+	// every packet then costs this delay, not HealthTimeout.
+	FamilyDelay time.Duration
+
+	// Domains are the domains an update server's name must lie under (the
+	// domain itself or a name below it); empty means DefaultDomains. The
+	// region data decides what name the whole cluster resolves to the
+	// update server's address (phase 6 writes it into CoreDNS ahead of the
+	// kubernetes plugin), so a name outside them is refused like a bad
+	// sibling.
+	Domains []string
+	// ClusterDomain is the cluster's DNS domain; no name under it is ever
+	// accepted, whatever Domains says, so region data cannot redirect a
+	// Service such as kubernetes.default.svc.cluster.local. "" means
+	// DefaultClusterDomain.
+	ClusterDomain string
+	// AllowLoopback accepts update servers at loopback addresses, which
+	// Find otherwise refuses like link-local, unspecified and multicast
+	// ones. For tests and the fake cloud only, whose update servers listen
+	// on 127.0.0.x and [::1]; Find logs a warning on every run that has it.
+	AllowLoopback bool
+
+	// MetadataRoots verify a metadata_server's certificate; nil means the
+	// system roots (which SSL_CERT_FILE replaces, as for every Go program).
+	// Region servers never use them: each is pinned to its own file.
+	MetadataRoots *x509.CertPool
 
 	// Dial opens every TCP connection Find makes; nil means a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -103,13 +147,22 @@ type Finder struct {
 // certificate matches its fingerprint, preferring siblings in the region of
 // the first entry.
 //
+// An entry whose name is outside Domains or under ClusterDomain, or one of
+// whose addresses is loopback (unless AllowLoopback), link-local,
+// unspecified or multicast, is refused before anything is sent to it, and
+// the next one is tried.
+//
 // Errors wrap ErrNoRegionServer (nobody gave usable region data; permanent
 // when no server could even be asked) or ErrNoUpdateServer (every update
-// server was rejected, each listed with its reason), or ctx's error.
+// server was rejected, each listed with its reason, ErrRefused for those
+// refused by name or address), or ctx's error.
 func (f *Finder) Find(ctx context.Context, s regionconfig.Settings, regionHint string) (UpdateServer, error) {
 	c, err := f.withDefaults()
 	if err != nil {
 		return UpdateServer{}, err
+	}
+	if c.AllowLoopback {
+		c.Log.Warn("update servers at loopback addresses are accepted (UPDATE_SERVER_ALLOW_LOOPBACK): a setting for tests and the fake cloud only, never for a cluster")
 	}
 	entries, source, err := c.regionData(ctx, s, regionHint)
 	if err != nil {
@@ -161,6 +214,15 @@ func (f *Finder) withDefaults() (*Finder, error) {
 	}
 	if c.MaxBody <= 0 {
 		c.MaxBody = DefaultMaxBody
+	}
+	if c.FamilyDelay <= 0 {
+		c.FamilyDelay = DefaultFamilyDelay
+	}
+	if len(c.Domains) == 0 {
+		c.Domains = DefaultDomains
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = DefaultClusterDomain
 	}
 	if c.Dial == nil {
 		var d net.Dialer

@@ -2,6 +2,8 @@ package smt
 
 import (
 	"testing"
+
+	"github.com/rancher/registration-engine/job/hostname"
 )
 
 // Seeds beyond these live in testdata/fuzz/<FuzzName>/.
@@ -42,8 +44,8 @@ func FuzzParseMetadata(f *testing.F) {
 // each of its own family.
 func checkEntry(t *testing.T, e Entry) {
 	t.Helper()
-	if !validHostName(e.Name) {
-		t.Fatalf("name %q", e.Name)
+	if n, err := hostname.Normalize(e.Name); err != nil || n != e.Name {
+		t.Fatalf("name %q: %v", e.Name, err)
 	}
 	if normalizeFingerprint(e.Fingerprint) == "" {
 		t.Fatalf("fingerprint %q", e.Fingerprint)

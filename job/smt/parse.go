@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -20,8 +21,10 @@ import (
 // set and at least one of IPv4 and IPv6 is valid.
 type Entry struct {
 	// Name is SMTserverName, the FQDN the server's certificate is issued
-	// for and the host of the registration URL. It is a syntactically valid
-	// host name, so it is safe to put into a URL or a hosts entry.
+	// for and the host of the registration URL, as hostname.Normalize
+	// returns it (lower case, no trailing dot), so it is safe to put into a
+	// URL or a hosts entry. Whether its domain is one the engine accepts is
+	// decided later, by the Finder.
 	Name string
 	// IPv4 and IPv6 are the server's addresses; the zero Addr when the
 	// region data says "None" or nothing.
@@ -124,8 +127,8 @@ func (s smtInfo) entry() (Entry, error) {
 
 	if absent(s.Name) {
 		problems = append(problems, errors.New("no SMTserverName"))
-	} else if name := strings.TrimSpace(s.Name); !validHostName(name) {
-		problems = append(problems, fmt.Errorf("SMTserverName %q is not a host name", s.Name))
+	} else if name, err := hostname.Normalize(strings.TrimSpace(s.Name)); err != nil {
+		problems = append(problems, fmt.Errorf("SMTserverName: %w", err))
 	} else {
 		e.Name = name
 	}
@@ -172,29 +175,6 @@ func (s smtInfo) entry() (Entry, error) {
 
 func usable(a netip.Addr) bool {
 	return !a.IsUnspecified() && !a.IsMulticast()
-}
-
-// validHostName accepts DNS names made of letters, digits, '-' and '_'
-// labels. The name ends up in a URL and in a CoreDNS hosts block, so
-// anything else (spaces, slashes, newlines, braces) is refused here rather
-// than escaped later.
-func validHostName(name string) bool {
-	if len(name) == 0 || len(name) > 253 {
-		return false
-	}
-	for label := range strings.SplitSeq(name, ".") {
-		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for _, c := range []byte(label) {
-			switch {
-			case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-			default:
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // normalizeFingerprint turns a published fingerprint into the form

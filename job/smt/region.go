@@ -99,13 +99,17 @@ func (f *Finder) query(ctx context.Context, src regionSource, timeout time.Durat
 func (f *Finder) sources(ctx context.Context, s regionconfig.Settings, hint string) ([]regionSource, error) {
 	if s.MetadataServer != "" {
 		// No pinning: cloudregister trusts the system roots here, and the
-		// URL is the operator's own choice.
+		// URL is the operator's own choice. regionconfig takes it only as
+		// https, and no redirect is followed, so the answer comes from the
+		// host the operator named, verified by the system roots
+		// (MetadataRoots in tests).
 		tr := &http.Transport{
 			DialContext:       f.Dial,
-			TLSClientConfig:   &tls.Config{MinVersion: tls.VersionTLS12},
+			TLSClientConfig:   &tls.Config{RootCAs: f.MetadataRoots, MinVersion: tls.VersionTLS12},
 			DisableKeepAlives: true,
 		}
-		return []regionSource{{name: s.MetadataServer, url: s.MetadataServer, client: &http.Client{Transport: tr}, metadata: true}}, nil
+		client := &http.Client{Transport: tr, CheckRedirect: noRedirect}
+		return []regionSource{{name: s.MetadataServer, url: s.MetadataServer, client: client, metadata: true}}, nil
 	}
 	if len(s.RegionServers) == 0 {
 		return nil, failure.Permanent(fmt.Errorf("smt: region servers: %w: none configured", ErrNoRegionServer))

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rancher/registration-engine/job/happyeyeballs"
+	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -39,6 +41,11 @@ func (f *Finder) choose(ctx context.Context, entries []Entry, source string, htt
 
 	var rejected []error
 	for _, e := range candidates {
+		if err := f.admit(e); err != nil {
+			f.Log.Warn("update server refused", slog.String("server", e.Name), slog.String("region", e.Region), slog.Any("error", err))
+			rejected = append(rejected, fmt.Errorf("%s (%s): %w", e.Name, addrList(e), err))
+			continue
+		}
 		certPEM, err := f.check(ctx, client, e, httpsOnly)
 		if err == nil {
 			return UpdateServer{
@@ -54,6 +61,42 @@ func (f *Finder) choose(ctx context.Context, entries []Entry, source string, htt
 		rejected = append(rejected, fmt.Errorf("%s (%s): %w", e.Name, addrList(e), err))
 	}
 	return UpdateServer{}, fmt.Errorf("smt: update servers from %s: %w: %w", source, ErrNoUpdateServer, failure.List(rejected))
+}
+
+// admit refuses an entry whose name or addresses must never reach the
+// cluster: phase 6 makes the name resolve to the address cluster-wide,
+// ahead of every other source, so whoever controls region data would
+// otherwise decide where a Service, Entra or a registry resolves. The error
+// wraps ErrRefused and names the rule.
+func (f *Finder) admit(e Entry) error {
+	if hostname.Under(e.Name, f.ClusterDomain) {
+		return fmt.Errorf("%w: SMTserverName %q is under the cluster domain %s", ErrRefused, e.Name, f.ClusterDomain)
+	}
+	if !slices.ContainsFunc(f.Domains, func(d string) bool { return hostname.Under(e.Name, d) }) {
+		return fmt.Errorf("%w: SMTserverName %q is not under an allowed domain (%s; UPDATE_SERVER_DOMAINS)", ErrRefused, e.Name, strings.Join(f.Domains, ", "))
+	}
+	for _, a := range addrs(e) {
+		if rule := refusedAddr(a.Unmap(), f.AllowLoopback); rule != "" {
+			return fmt.Errorf("%w: address %s is %s", ErrRefused, a, rule)
+		}
+	}
+	return nil
+}
+
+// refusedAddr names the rule a is refused by, or "" when a may be an update
+// server's address.
+func refusedAddr(a netip.Addr, allowLoopback bool) string {
+	switch {
+	case a.IsUnspecified():
+		return "unspecified"
+	case a.IsLoopback() && !allowLoopback:
+		return "loopback (UPDATE_SERVER_ALLOW_LOOPBACK is for tests only)"
+	case a.IsLinkLocalUnicast():
+		return "link-local (169.254.0.0/16, fe80::/10)"
+	case a.IsMulticast():
+		return "multicast"
+	}
+	return ""
 }
 
 func boolRank(b bool) int {
@@ -101,15 +144,20 @@ func (f *Finder) check(ctx context.Context, client *http.Client, e Entry, httpsO
 	return verifyCert(body, e.Fingerprint)
 }
 
-// health asks https://<ip>/api/health/status on each address, IPv6 first,
-// and returns the address that answered. A 200 decides at once: "online"
-// or not responsive, without trying the other address (as cloudregister).
-// A 404 is an old SMT without the health API: it is alive if its
-// certificate downloads, and that download is returned as body. Errors and
-// other statuses move on to the next address.
+// health asks https://<ip>/api/health/status on each address, the one that
+// connects first in a Happy Eyeballs race first (IPv6 with a head start of
+// FamilyDelay, as in phase 5), and returns the address that answered. A 200
+// decides at once: "online" or not responsive, without trying the other
+// address (as cloudregister). A 404 is an old SMT without the health API:
+// it is alive if its certificate downloads, and that download is returned
+// as body. Errors and other statuses move on to the next address.
 func (f *Finder) health(ctx context.Context, client *http.Client, e Entry, httpsOnly bool) (answered netip.Addr, body []byte, err error) {
+	order, err := f.raceOrder(ctx, e)
+	if err != nil {
+		return netip.Addr{}, nil, fmt.Errorf("%w: %w", ErrNotResponsive, err)
+	}
 	var failed []error
-	for _, a := range addrs(e) {
+	for _, a := range order {
 		u := "https://" + hostPort(a.String(), f.HTTPSPort, DefaultPort) + "/api/health/status"
 		resp, err := f.get(ctx, client, u, f.HealthTimeout)
 		var status *StatusError
@@ -139,6 +187,28 @@ func (f *Finder) health(ctx context.Context, client *http.Client, e Entry, https
 		}
 	}
 	return netip.Addr{}, nil, fmt.Errorf("%w: %w", ErrNotResponsive, failure.List(failed))
+}
+
+// raceOrder is the entry's addresses, the one that accepts a TCP connection
+// first at the HTTPS port leading. The race gives IPv6 FamilyDelay before
+// IPv4 starts too, so an IPv6 address that drops every packet costs that
+// delay instead of HealthTimeout (cloudregister waits out the timeout on
+// every request). With one address there is nothing to race. An error
+// means neither address connected within HealthTimeout.
+func (f *Finder) raceOrder(ctx context.Context, e Entry) ([]netip.Addr, error) {
+	if !e.IPv6.IsValid() || !e.IPv4.IsValid() {
+		return addrs(e), nil
+	}
+	r := happyeyeballs.Racer{Port: f.HTTPSPort, Delay: f.FamilyDelay, AttemptTimeout: f.HealthTimeout, Dial: f.Dial}
+	first, err := r.Race(ctx, e.IPv6, e.IPv4)
+	if err != nil {
+		return nil, err
+	}
+	f.Log.Debug("update server address connected first", slog.String("server", e.Name), slog.String("address", first.String()))
+	if first == e.IPv4 {
+		return []netip.Addr{e.IPv4, e.IPv6}, nil
+	}
+	return []netip.Addr{e.IPv6, e.IPv4}, nil
 }
 
 // fetchCert downloads smt.crt, then rmt.crt, from each address in order,

@@ -46,6 +46,10 @@ type world struct {
 	dials  map[string]int  // host → dial attempts
 	hole   map[string]bool // hosts whose dials hang until cancelled
 	pauses []time.Duration
+	// hanging counts dials into a hole that have not given up yet;
+	// dialsBesideHole counts, per host, dials that began while one did.
+	hanging         int
+	dialsBesideHole map[string]int
 }
 
 // swappable lets each case start with a fresh fake region server (fresh
@@ -143,11 +147,21 @@ func (w *world) reset(t testing.TB) {
 	}
 	w.mu.Lock()
 	w.dials, w.hole, w.pauses = map[string]int{}, map[string]bool{}, nil
+	w.hanging, w.dialsBesideHole = 0, map[string]int{}
 	w.mu.Unlock()
 	w.log.reset()
 }
 
 func (w *world) rs(ip string) *fakecloud.RegionServer { return w.region[ip].get() }
+
+// named is server's IPv4-only entry under another SMTserverName, as a
+// region server under someone else's control would hand it out.
+func (w *world) named(server, name string) fakecloud.SMTInfo {
+	ips := map[string]string{nameA: ipA, nameB: ipB, nameC: ipC}
+	info := w.update[server].Info(ips[server], "", testRegion)
+	info.Name = name
+	return info
+}
 
 func (w *world) settings() regionconfig.Settings {
 	return regionconfig.Settings{
@@ -174,6 +188,10 @@ func (w *world) finder() *Finder {
 		Dial:          w.dial,
 		Sleep:         w.sleep,
 		Shuffle:       func(int, func(i, j int)) {},
+		// The world's update servers are named under susecloud.test and
+		// listen on loopback, both of which a production Finder refuses.
+		Domains:       []string{"susecloud.test"},
+		AllowLoopback: true,
 	}
 }
 
@@ -188,9 +206,18 @@ func (w *world) dial(ctx context.Context, network, addr string) (net.Conn, error
 	w.mu.Lock()
 	w.dials[host]++
 	hole := w.hole[host]
+	if w.hanging > 0 {
+		w.dialsBesideHole[host]++
+	}
+	if hole {
+		w.hanging++
+	}
 	w.mu.Unlock()
 	if hole {
 		<-ctx.Done()
+		w.mu.Lock()
+		w.hanging--
+		w.mu.Unlock()
 		return nil, &net.OpError{Op: "dial", Net: network, Err: ctx.Err()}
 	}
 	var d net.Dialer
@@ -201,6 +228,15 @@ func (w *world) dialsTo(host string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.dials[host]
+}
+
+// dialsWhileHoleHung is how many dials to host began while a dial into a
+// black hole was still hanging: what tells a race from one try after the
+// other.
+func (w *world) dialsWhileHoleHung(host string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dialsBesideHole[host]
 }
 
 func (w *world) blackHole(hosts ...string) {

@@ -28,12 +28,23 @@ const (
 	aiaTimeout = 10 * time.Second
 	// maxAIARedirects bounds redirects, each of which must stay on the allow-list.
 	maxAIARedirects = 3
+	// maxAIAURLs is how many caIssuers URLs of one certificate are tried:
+	// Azure's name one, and a forged certificate could name dozens.
+	maxAIAURLs = 2
+	// aiaBudget bounds all fetches of one chain verification together.
+	aiaBudget = 15 * time.Second
 )
 
 // errAIANotAllowed marks a caIssuers URL outside the allow-list. The chain
 // then cannot be completed, and the document is rejected rather than
 // reported as "unavailable": no genuine Azure certificate points there.
 var errAIANotAllowed = errors.New("caIssuers URL not on the allow-list")
+
+// errAIANotIssuer marks a certificate fetched from a caIssuers URL that did
+// not sign the certificate naming the URL: the issuer Azure publishes is
+// not the one that issued it, so the certificate is forged, not merely
+// incomplete.
+var errAIANotIssuer = errors.New("the certificate at the caIssuers URL did not issue it")
 
 // aiaFetcher downloads issuing CA certificates from AIA URLs on the
 // allow-list and caches them for the life of the process (one run).
@@ -95,17 +106,17 @@ func (f *aiaFetcher) isAllowed(u *url.URL) bool {
 	return false
 }
 
-// issuer fetches the issuing CA of c from its AIA URLs (first that works)
-// and checks that it really signed c.
+// issuer fetches the issuing CA of c from its AIA URLs (the first that
+// works, of at most maxAIAURLs) and checks that it really signed c.
 func (f *aiaFetcher) issuer(ctx context.Context, c *x509.Certificate) (*x509.Certificate, error) {
 	var errs []error
-	for _, raw := range c.IssuingCertificateURL {
+	for _, raw := range c.IssuingCertificateURL[:min(len(c.IssuingCertificateURL), maxAIAURLs)] {
 		ic, err := f.get(ctx, raw)
 		if err == nil {
 			if err = c.CheckSignatureFrom(ic); err == nil {
 				return ic, nil
 			}
-			err = fmt.Errorf("%s: did not sign %q: %w", raw, c.Subject.CommonName, err)
+			err = fmt.Errorf("%s: %w %q: %w", raw, errAIANotIssuer, c.Subject.CommonName, err)
 		}
 		errs = append(errs, err)
 	}

@@ -11,9 +11,12 @@
 //     extension carries exactly the configured Marketplace plan.
 //  2. The extension lives in the subscription of the machine IMDS describes.
 //  3. IMDS signs an attested document whose nonce is derived from the plan
-//     URN, and that document verifies locally: signature over the content,
-//     signer named under metadata.azure.com (or the sovereign clouds'
-//     names), chain to pinned roots, our nonce, not expired.
+//     URN, and that document verifies locally: signature over the content
+//     (SHA-256 or better), a signer certificate like Azure's (named under
+//     metadata.azure.com or the sovereign clouds' names, on its SAN when it
+//     has one; an end-entity TLS certificate), chain to pinned roots,
+//     subscriptionId and vmId signed, createdOn not ahead of the clock;
+//     only then our nonce, and not expired.
 //
 // Inspect runs the same verification on a document a customer sends, for
 // the `attestation inspect` command.

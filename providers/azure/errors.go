@@ -28,9 +28,12 @@ var (
 	// ErrIMDS: the instance metadata service failed or answered nonsense
 	// (transient: IMDS recovers, and its 410/429/500 are already retried).
 	ErrIMDS = errors.New("instance metadata unavailable")
-	// ErrAttestation: the attested document failed verification: bad
-	// signature, signer not an Azure metadata name, chain to an unknown
-	// root, malformed envelope or content (permanent).
+	// ErrAttestation: the attested document failed verification: bad or
+	// SHA-1 signature, a signer certificate unlike Azure's, chain to an
+	// unknown root or through an issuer its AIA URL does not serve,
+	// malformed envelope or content, subscriptionId or vmId missing,
+	// createdOn ahead of the clock (permanent). Checked before the nonce,
+	// so a forgery is never mistaken for a cached document.
 	ErrAttestation = errors.New("attested document rejected")
 	// ErrNonceMismatch: IMDS kept serving a document signed for another nonce
 	// (a cache primed by another caller on the node) after every retry.
@@ -41,7 +44,9 @@ var (
 	// hands out a fresh document; a persistent one points at the node clock.
 	ErrDocumentExpired = errors.New("attested document expired")
 	// ErrIntermediateUnavailable: the signer's issuing CA could not be
-	// fetched from its AIA URL, so the chain could not be checked at all.
-	// Transient (network), and never reported as a forgery.
+	// fetched from its AIA URLs (at most two per certificate, within one
+	// time budget), so the chain could not be checked at all. Transient
+	// (network), and never reported as a forgery. A certificate that was
+	// fetched but did not issue the signer is ErrAttestation.
 	ErrIntermediateUnavailable = errors.New("intermediate certificate unavailable")
 )

@@ -106,7 +106,7 @@ func Inspect(ctx context.Context, input []byte, opts InspectOptions) (*InspectRe
 	}
 	res := v.verify(ctx, doc, at)
 	switch {
-	case res.missing != nil && !errors.Is(res.err, errAIANotAllowed):
+	case res.unavailable():
 		how := "run without --offline or pass it with --intermediates"
 		if !opts.Offline {
 			how = "pass it with --intermediates"

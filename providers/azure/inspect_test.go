@@ -94,6 +94,10 @@ func TestInspectFakeDocuments(t *testing.T) {
 			fault: func() { fake.ExpiredLeaf.Store(true) }, form: imdsForm, opts: online,
 			want: [3]string{"OK", "OK", "OK"}, wantAIA: true, atCreated: true,
 		},
+		"forged signer whose allowed AIA URL names another issuer is rejected, not unavailable": {
+			fault: func() { fake.Forge.Store(&fakecloud.Forgery{ForeignIssuer: true}) }, form: imdsForm, opts: online,
+			want: [3]string{"OK", "OK", "FAILED"}, wantAIA: true,
+		},
 		"production roots do not trust the fake": {
 			form: imdsForm, opts: azure.InspectOptions{AIAAllowedHosts: online.AIAAllowedHosts},
 			want: [3]string{"OK", "OK", "FAILED"}, wantAIA: true,
@@ -107,6 +111,7 @@ func TestInspectFakeDocuments(t *testing.T) {
 				fake.WrongSigner.Store(b)
 				fake.ExpiredLeaf.Store(b)
 			}
+			fake.Forge.Store(nil)
 			if tc.fault != nil {
 				tc.fault()
 			}

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -78,15 +79,21 @@ func (p *Prover) checkPlan(ctx context.Context) error {
 // attestedDocument fetches the document for our nonce and verifies it; it
 // returns the base64 signature exactly as IMDS sent it.
 //
-// A document signed for another nonce is retried (IMDS may serve one cached
-// for another caller on the node) within the IMDS retry budget, and is
-// ErrNonceMismatch, transient, when the budget is spent. Everything that
-// says the document itself is wrong is ErrAttestation, permanent.
+// Everything that tells a forgery from a genuine document is checked first,
+// on every document IMDS serves: the signature over the content, the
+// signer certificate, its chain to the trust anchors and the signed
+// content's required fields. Any of them failing is ErrAttestation,
+// permanent and never retried. Only a genuine document can then be a
+// cached one: signed for another nonce (IMDS may serve one cached for
+// another caller on the node), it is retried within the IMDS retry budget
+// and is ErrNonceMismatch, transient, when the budget is spent. An
+// intermediate that cannot be fetched is ErrIntermediateUnavailable,
+// transient.
 func (p *Prover) attestedDocument(ctx context.Context, subscriptionID string) (string, error) {
 	var (
 		sig     string
-		doc     *document
 		content *signedContent
+		chain   []*x509.Certificate
 	)
 	reject := func(err error) error {
 		return retry.Unrecoverable(failure.Permanent(fmt.Errorf("%w: %w", ErrAttestation, err)))
@@ -110,36 +117,41 @@ func (p *Prover) attestedDocument(ctx context.Context, subscriptionID string) (s
 		if _, err := d.checkSigner(); err != nil {
 			return reject(err)
 		}
+		now := p.cfg.Clock()
+		res := p.chain.verify(ctx, d, now)
+		switch {
+		case res.unavailable():
+			return retry.Unrecoverable(fmt.Errorf("%w: %w", ErrIntermediateUnavailable, res.err))
+		case res.err != nil:
+			return reject(res.err)
+		}
+		// The library's own combined check, with the completed chain, as
+		// the final gate: signature and chain in one call, with a non-nil
+		// pool.
+		if err := d.p7.VerifyWithChainAtTime(p.chain.trust.pool, now); err != nil {
+			return reject(err)
+		}
 		c, err := d.parseContent()
 		if err != nil {
+			return reject(err)
+		}
+		if err := c.check(now); err != nil {
 			return reject(err)
 		}
 		if c.Nonce != p.nonce {
 			return fmt.Errorf("%w: signed nonce %q, requested %q (IMDS served a cached document)", ErrNonceMismatch, c.Nonce, p.nonce)
 		}
-		sig, doc, content = r.Signature, d, c
+		sig, content, chain = r.Signature, c, res.chain
 		return nil
 	}, func(err error) bool { return errors.Is(err, ErrNonceMismatch) })
 	if err != nil {
-		if errors.Is(err, ErrAttestation) || errors.Is(err, ErrNonceMismatch) {
+		if errors.Is(err, ErrAttestation) || errors.Is(err, ErrNonceMismatch) || errors.Is(err, ErrIntermediateUnavailable) {
 			return "", fmt.Errorf("azure imds: attested document: %w", err)
 		}
 		return "", fmt.Errorf("azure imds: attested document: %w: %w", ErrIMDS, err)
 	}
 
 	now := p.cfg.Clock()
-	res := p.chain.verify(ctx, doc, now)
-	switch {
-	case res.missing != nil && !errors.Is(res.err, errAIANotAllowed):
-		return "", fmt.Errorf("azure imds: attested document: %w: %w", ErrIntermediateUnavailable, res.err)
-	case res.err != nil:
-		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: %w", ErrAttestation, res.err))
-	}
-	// The library's own combined check, with the completed chain, as the
-	// final gate: signature and chain in one call, with a non-nil pool.
-	if err := doc.p7.VerifyWithChainAtTime(p.chain.trust.pool, now); err != nil {
-		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: %w", ErrAttestation, err))
-	}
 	exp, err := content.expiresOn()
 	if err != nil {
 		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: %w", ErrAttestation, err))
@@ -148,10 +160,10 @@ func (p *Prover) attestedDocument(ctx context.Context, subscriptionID string) (s
 		return "", fmt.Errorf("azure imds: attested document: %w: expiresOn %s is not after %s (check the node clock)",
 			ErrDocumentExpired, exp.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
-	if content.SubscriptionID != "" && !strings.EqualFold(content.SubscriptionID, subscriptionID) {
+	if !strings.EqualFold(content.SubscriptionID, subscriptionID) {
 		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: signed subscriptionId %s, compute metadata says %s",
 			ErrAttestation, content.SubscriptionID, subscriptionID))
 	}
-	p.log.Info("attested document chain verified", "phase", "prove", "chain", describeChain(res.chain))
+	p.log.Info("attested document chain verified", "phase", "prove", "chain", describeChain(chain))
 	return sig, nil
 }

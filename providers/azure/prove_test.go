@@ -55,7 +55,9 @@ func TestProve(t *testing.T) {
 		// wantErr nil means success.
 		wantErr   error
 		permanent bool
-		check     func(t *testing.T, e *env, ev *providers.Evidence, err error)
+		// mentions is what the error must say for an operator to act.
+		mentions string
+		check    func(t *testing.T, e *env, ev *providers.Evidence, err error)
 	}{
 		"success": {
 			check: func(t *testing.T, e *env, ev *providers.Evidence, _ error) {
@@ -170,6 +172,72 @@ func TestProve(t *testing.T) {
 			setup:   func(t *testing.T, e *env) { e.fake.ExpiredLeaf.Store(true) },
 			wantErr: azure.ErrAttestation, permanent: true,
 		},
+		"signed content without subscriptionId: permanent, names the field": {
+			setup:   forge(fakecloud.Forgery{Omit: []string{"subscriptionId"}}),
+			wantErr: azure.ErrAttestation, permanent: true,
+			mentions: "signed content has no subscriptionId",
+		},
+		"signed content without vmId: permanent, names the field": {
+			setup:   forge(fakecloud.Forgery{Omit: []string{"vmId"}}),
+			wantErr: azure.ErrAttestation, permanent: true,
+			mentions: "signed content has no vmId",
+		},
+		"self-signed signer with another nonce is a forgery, not a cached document": {
+			setup: func(t *testing.T, e *env) {
+				forge(fakecloud.Forgery{SelfSigned: true})(t, e)
+				e.fake.CachedNonce.Store(100)
+			},
+			wantErr: azure.ErrAttestation, permanent: true,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.NotErrorIs(t, err, azure.ErrNonceMismatch)
+				assert.Equal(t, int32(1), e.fake.AttestedRequests.Load(), "a forgery is not asked for again")
+			},
+		},
+		"forged signer whose AIA URL is allowed but names another issuer: permanent": {
+			setup:   forge(fakecloud.Forgery{ForeignIssuer: true}),
+			wantErr: azure.ErrAttestation, permanent: true,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.NotErrorIs(t, err, azure.ErrIntermediateUnavailable)
+				assert.Equal(t, int32(1), e.fake.AIARequests.Load())
+			},
+		},
+		"at most two AIA URLs are tried": {
+			setup: forge(fakecloud.Forgery{AIAPaths: []string{"/aia/a.crt", "/aia/b.crt", "/aia/c.crt", "/aia/d.crt", "/aia/e.crt"}}),
+			// 404s say nothing about the document: unavailable, transient.
+			wantErr: azure.ErrIntermediateUnavailable,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Equal(t, int32(2), e.fake.AIARequests.Load())
+				assert.Equal(t, int32(1), e.fake.AttestedRequests.Load(), "an unavailable intermediate is not IMDS's failure")
+			},
+		},
+		"signer is a CA": {
+			setup:   forge(fakecloud.Forgery{SignerIsCA: true}),
+			wantErr: azure.ErrAttestation, permanent: true,
+			mentions: "is a CA certificate",
+		},
+		"signer without key usage or serverAuth": {
+			setup:   forge(fakecloud.Forgery{NoUsage: true}),
+			wantErr: azure.ErrAttestation, permanent: true,
+			mentions: "lacks key usage digitalSignature",
+		},
+		"signer named metadata.azure.com in its CN but another name in its SAN": {
+			setup:   forge(fakecloud.Forgery{SAN: []string{"login.attacker.example"}}),
+			wantErr: azure.ErrAttestation, permanent: true,
+			mentions: `signer "login.attacker.example" is not under metadata.azure.com`,
+		},
+		"content signed with SHA-1": {
+			setup:   forge(fakecloud.Forgery{SHA1: true}),
+			wantErr: azure.ErrAttestation, permanent: true,
+			mentions: "signed with SHA-1",
+		},
+		"createdOn a year ahead": {
+			setup:   forge(fakecloud.Forgery{CreatedAhead: 365 * 24 * time.Hour}),
+			wantErr: azure.ErrAttestation, permanent: true,
+			mentions: "timeStamp.createdOn",
+		},
+		"createdOn a minute ahead: clocks drift, accepted": {
+			setup: forge(fakecloud.Forgery{CreatedAhead: time.Minute}),
+		},
 		"cached nonce retried then success": {
 			setup: func(t *testing.T, e *env) { e.fake.CachedNonce.Store(1) },
 			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
@@ -238,12 +306,18 @@ func TestProve(t *testing.T) {
 				assert.ErrorIs(t, err, tc.wantErr)
 				assert.Equal(t, tc.permanent, failure.IsPermanent(err), "permanent: %v", err)
 				assert.Nil(t, ev)
+				assert.Contains(t, err.Error(), tc.mentions)
 			}
 			if tc.check != nil {
 				tc.check(t, e, ev, err)
 			}
 		})
 	}
+}
+
+// forge makes the fake IMDS sign every document as f describes.
+func forge(f fakecloud.Forgery) func(t *testing.T, e *env) {
+	return func(_ *testing.T, e *env) { e.fake.Forge.Store(&f) }
 }
 
 func TestProveRegionHintLowerCase(t *testing.T) {

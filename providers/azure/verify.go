@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -114,10 +115,38 @@ func decodeBase64(s string) ([]byte, error) {
 	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
 }
 
+// Algorithm identifiers that say SHA-1 (or DSA, which PKCS#7 only pairs
+// with SHA-1 here) in a SignerInfo, as digest or as signature algorithm.
+var sha1OIDs = []asn1.ObjectIdentifier{
+	pkcs7.OIDDigestAlgorithmSHA1, pkcs7.OIDEncryptionAlgorithmRSASHA1, pkcs7.OIDDigestAlgorithmECDSASHA1,
+	pkcs7.OIDDigestAlgorithmDSA, pkcs7.OIDDigestAlgorithmDSASHA1,
+}
+
+// sha2DigestOIDs are the digest algorithms a SignerInfo may name: SHA-2,
+// bare or, as Azure writes it, as the RSA or ECDSA signature OID. The
+// library reads bare rsaEncryption there as SHA-1, so it is not among them.
+var sha2DigestOIDs = []asn1.ObjectIdentifier{
+	pkcs7.OIDDigestAlgorithmSHA256, pkcs7.OIDDigestAlgorithmSHA384, pkcs7.OIDDigestAlgorithmSHA512,
+	pkcs7.OIDEncryptionAlgorithmRSASHA256, pkcs7.OIDEncryptionAlgorithmRSASHA384, pkcs7.OIDEncryptionAlgorithmRSASHA512,
+	pkcs7.OIDDigestAlgorithmECDSASHA256, pkcs7.OIDDigestAlgorithmECDSASHA384, pkcs7.OIDDigestAlgorithmECDSASHA512,
+}
+
 // verifySignature checks the signature over the content against the
 // signer's public key, and nothing else. A document whose chain is perfect
 // but whose content was swapped fails here (Coder's GHSA-6x44-w3xg-hqqf).
+// A SHA-1 signature is refused: a SHA-1 collision would let a chosen
+// content share a genuine document's signature.
 func (d *document) verifySignature() error {
+	for _, si := range d.p7.Signers {
+		for _, alg := range []asn1.ObjectIdentifier{si.DigestAlgorithm.Algorithm, si.DigestEncryptionAlgorithm.Algorithm} {
+			if slices.ContainsFunc(sha1OIDs, alg.Equal) {
+				return fmt.Errorf("the content is signed with SHA-1 (%s); Azure signs with SHA-256", alg)
+			}
+		}
+		if !slices.ContainsFunc(sha2DigestOIDs, si.DigestAlgorithm.Algorithm.Equal) {
+			return fmt.Errorf("the content's digest algorithm %s is not SHA-256, SHA-384 or SHA-512", si.DigestAlgorithm.Algorithm)
+		}
+	}
 	// A nil trust store makes the library skip the chain, not the signature.
 	if err := d.p7.VerifyWithChainAtTime(nil, time.Now()); err != nil {
 		return fmt.Errorf("signature over the content does not verify: %w", err)
@@ -126,10 +155,17 @@ func (d *document) verifySignature() error {
 }
 
 // signerName returns the name that makes the signer an Azure metadata
-// certificate, or false with the names it does carry.
+// certificate, or false with the names it does carry. As for TLS, the DNS
+// names of the SAN are the certificate's names when it has any, and the CN
+// counts only without them: a CN of metadata.azure.com beside a SAN of
+// another name does not make an Azure signer.
 func signerName(c *x509.Certificate) (string, bool) {
 	var names []string
-	for _, n := range append([]string{c.Subject.CommonName}, c.DNSNames...) {
+	candidates := c.DNSNames
+	if len(candidates) == 0 {
+		candidates = []string{c.Subject.CommonName}
+	}
+	for _, n := range candidates {
 		if n != "" && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
@@ -145,11 +181,24 @@ func signerName(c *x509.Certificate) (string, bool) {
 	return strings.Join(names, ", "), false
 }
 
-// checkSigner rejects a signer that is not an Azure metadata certificate.
+// checkSigner rejects a signer that is not an Azure metadata certificate:
+// its name must be under signerDomains, and it must be what Azure's signer
+// certificates are (testdata/realdoc: the 2020 and 2022 leaves alike), an
+// end-entity TLS certificate: not a CA, key usage digitalSignature,
+// extended key usage serverAuth. A CA or a certificate for another purpose
+// that happens to chain to a trusted root is not Azure's signer.
 func (d *document) checkSigner() (string, error) {
-	name, ok := signerName(d.signer)
-	if !ok {
+	c := d.signer
+	name, ok := signerName(c)
+	switch {
+	case !ok:
 		return name, fmt.Errorf("signer %q is not under %s", name, strings.Join(signerDomains, ", "))
+	case c.BasicConstraintsValid && c.IsCA:
+		return name, fmt.Errorf("signer %q is a CA certificate, not an end-entity one", name)
+	case c.KeyUsage&x509.KeyUsageDigitalSignature == 0:
+		return name, fmt.Errorf("signer %q lacks key usage digitalSignature", name)
+	case !slices.Contains(c.ExtKeyUsage, x509.ExtKeyUsageServerAuth):
+		return name, fmt.Errorf("signer %q lacks extended key usage serverAuth", name)
 	}
 	return name, nil
 }
@@ -160,6 +209,31 @@ func (d *document) parseContent() (*signedContent, error) {
 		return nil, fmt.Errorf("signed content is not JSON: %w", err)
 	}
 	return &c, nil
+}
+
+// maxClockAhead is how far in the future a signed createdOn may lie: clocks
+// of a node and of Azure's signer drift apart by seconds, not by minutes.
+const maxClockAhead = 5 * time.Minute
+
+// check rejects signed content that a genuine document of the pinned
+// api-version (IMDSAPIVersion) never has: no subscriptionId or vmId (the
+// fields the update server and the subscription cross-check rely on), or a
+// createdOn more than maxClockAhead after now.
+func (c *signedContent) check(now time.Time) error {
+	for _, f := range []struct{ name, value string }{{"subscriptionId", c.SubscriptionID}, {"vmId", c.VMID}} {
+		if strings.TrimSpace(f.value) == "" {
+			return fmt.Errorf("signed content has no %s (api-version %s always signs it)", f.name, IMDSAPIVersion)
+		}
+	}
+	created, err := time.Parse(timeLayout, c.TimeStamp.CreatedOn)
+	if err != nil {
+		return fmt.Errorf("timeStamp.createdOn %q: %w", c.TimeStamp.CreatedOn, err)
+	}
+	if created.After(now.Add(maxClockAhead)) {
+		return fmt.Errorf("timeStamp.createdOn %s is more than %s after %s (check the node clock)",
+			created.UTC().Format(time.RFC3339), maxClockAhead, now.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // expiresOn parses the signed expiry.
@@ -242,9 +316,20 @@ func (v *chainVerifier) missingLink(leaf *x509.Certificate, known []*x509.Certif
 	return nil
 }
 
+// unavailable reports whether the chain could not be checked for want of an
+// intermediate that could not be fetched, rather than found wrong: nothing
+// then says the document is forged. A caIssuers URL off the allow-list, or
+// one that served a certificate which did not sign the link, says it is.
+func (r chainResult) unavailable() bool {
+	return r.missing != nil && !errors.Is(r.err, errAIANotAllowed) && !errors.Is(r.err, errAIANotIssuer)
+}
+
 // verify checks d's signer chain at time at. Certificates fetched from AIA
-// are added to d.p7 so that the final library check sees them too.
+// are added to d.p7 so that the final library check sees them too. All
+// fetches of one verification share aiaBudget.
 func (v *chainVerifier) verify(ctx context.Context, d *document, at time.Time) chainResult {
+	ctx, cancel := context.WithTimeout(ctx, aiaBudget)
+	defer cancel()
 	known := append([]*x509.Certificate{}, d.p7.Certificates...)
 	known = append(known, v.intermediates...)
 	if v.fetch != nil {

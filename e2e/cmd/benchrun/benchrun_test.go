@@ -137,3 +137,34 @@ func TestJudge(t *testing.T) {
 	assert.Equal(t, "**pass** (90.0 ms to spare)", judge(float64(2010*time.Millisecond), float64(targetOffCloud), format))
 	assert.Equal(t, "**miss** by 100.0 ms (20%)", judge(float64(600*time.Millisecond), float64(targetHealthy), format))
 }
+
+// TestBlackHoleTarget: the IPv6 black hole row compares the two scenarios
+// measured side by side, as a difference against the target and a ratio.
+func TestBlackHoleTarget(t *testing.T) {
+	runs := func(d time.Duration) []sample { return []sample{{wall: d}, {wall: d}, {wall: d}} }
+	tests := map[string]struct {
+		blackHole  time.Duration
+		wantResult string
+		wantIn     string
+	}{
+		"two head starts slower: pass": {blackHole: 800 * time.Millisecond, wantResult: "**pass**", wantIn: "+500.0 ms, 2.67×"},
+		"a timeout waited out: miss":   {blackHole: 2300 * time.Millisecond, wantResult: "**miss**", wantIn: "+2.00 s, 7.67×"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := &report{scenarios: []scenarioResult{
+				{name: "healthy", samples: runs(300 * time.Millisecond)},
+				{name: "IPv6 black hole", samples: runs(tc.blackHole)},
+			}}
+			var got *target
+			for _, tg := range r.targets() {
+				if tg.what == "IPv6 black hole ≤ healthy run + 0.5 s wall" {
+					got = &tg
+				}
+			}
+			require.NotNil(t, got)
+			assert.Contains(t, got.result, tc.wantResult)
+			assert.Contains(t, got.measured, tc.wantIn)
+		})
+	}
+}

@@ -169,6 +169,7 @@ func scenarios() []scenario {
 			setup: func(string) ([]string, func(), error) { return nil, func() {}, nil }},
 		{name: "healthy", what: "every peer answers; the engine registers (dry run)", wantCode: 0, setup: cloudSetup()},
 		{name: "first region server down", what: "fault region-down: the first region server refuses connections, the second answers", wantCode: 0, setup: cloudSetup("region-down")},
+		{name: "IPv6 black hole", what: "fault ipv6-blackhole: the update server's IPv6 address ([::1]) drops every connection attempt without an answer, its IPv4 address answers; phase 4's health check and phase 5 race the two (IPv6 first, IPv4 250 ms later). Without IPv6 loopback on the machine the fault is a no-op and this row equals the healthy one", wantCode: 0, setup: cloudSetup("ipv6-blackhole")},
 		{name: "off-cloud", what: "every metadata endpoint (1 Azure, 3 GCP, 2 AWS) accepts and never answers; DMI says bare metal; the engine gives up, exit 2", wantCode: 2, setup: offCloudSetup},
 	}
 }

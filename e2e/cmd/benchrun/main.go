@@ -3,7 +3,9 @@
 // Go benchmarks, whose output it reads and puts beside its own figures:
 //
 //   - whole-process runs of the engine binary against an in-process fake
-//     cloud (healthy, first region server down) and on a host with no cloud,
+//     cloud (healthy, first region server down, the update server's IPv6
+//     address a black hole: the last beside the healthy run, with the
+//     difference and the ratio) and on a host with no cloud,
 //     each repeated --runs times: median and spread of wall time and peak
 //     RSS (the child's own rusage, read by the small spawn helper, so no
 //     /usr/bin/time is needed);
