@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/fakecloud"
 )
 
 // The binaries under test, built once by TestMain.
@@ -312,6 +313,72 @@ func TestSIGTERMMidRun(t *testing.T) {
 	assert.Equal(t, 143, exit.ExitCode(), stderr.String())
 	assert.Empty(t, stdout.String(), "nothing half-written")
 	assert.Contains(t, stderr.String(), "terminated by signal")
+}
+
+// managedIdentityEnv turns the fake cloud's workload identity environment
+// into what the chart renders for a Marketplace install: the mode and the
+// extension's client ID, and none of the webhook's variables.
+func managedIdentityEnv(env []string, clientID string) []string {
+	var out []string
+	for _, kv := range env {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "AZURE_CREDENTIAL_MODE=managed-identity", "AZURE_CLIENT_ID="+clientID)
+}
+
+// TestEngineManagedIdentity runs the binary in managed-identity mode: the
+// ARM token comes from the fake IMDS's /metadata/identity/oauth2/token.
+func TestEngineManagedIdentity(t *testing.T) {
+	tests := map[string]struct {
+		fault     string
+		wantCode  int
+		wantInLog []string
+	}{
+		"token from IMDS":              {wantCode: 0, wantInLog: []string{`"credentialMode":"managed-identity"`}},
+		"IMDS throttles, then a token": {fault: "identity-token-429", wantCode: 0, wantInLog: []string{`"credentialMode":"managed-identity"`}},
+		"identity not found": {fault: "identity-not-found", wantCode: 2,
+			wantInLog: []string{"AZURE_CLIENT_ID=" + fakecloud.DefaultAzureConfig().ManagedIdentityClientID, "global.azure.identity.clientId", "Identity not found"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := startCloud(t, tc.fault)
+			env := managedIdentityEnv(c.Env, fakecloud.DefaultAzureConfig().ManagedIdentityClientID)
+			res := runEngine(t, context.Background(), append(env, "REGISTRATION_CODE=E2E-CODE"), "--dry-run")
+			require.Equal(t, tc.wantCode, res.code, res.String())
+			s := summary(t, res.stderr)
+			if tc.wantCode == 0 {
+				assert.Equal(t, "registered", s["outcome"], res.String())
+				assert.Contains(t, res.stdout, "registrationUrl")
+			} else {
+				assert.Equal(t, "prove", s["failedPhase"], res.String())
+				assert.Empty(t, res.stdout, "a failed run prints no Secret")
+			}
+			for _, want := range tc.wantInLog {
+				assert.Contains(t, res.stderr, want)
+			}
+		})
+	}
+}
+
+// TestDONOTMODIFYIsPermanent runs the binary as a Marketplace bundle
+// rendered outside Azure would start it: the values Azure fills in are
+// still DONOTMODIFY. It stops at load, exit 2, naming each of them.
+func TestDONOTMODIFYIsPermanent(t *testing.T) {
+	c := startCloud(t)
+	env := managedIdentityEnv(c.Env, "DONOTMODIFY")
+	env = append(env, "EXTENSION_RESOURCE_ID=DONOTMODIFY", "MARKETPLACE_PLAN_ID=DONOTMODIFY")
+	res := runEngine(t, context.Background(), env, "--dry-run")
+	assert.Equal(t, 2, res.code, res.String())
+	for _, name := range []string{"AZURE_CLIENT_ID", "EXTENSION_RESOURCE_ID", "MARKETPLACE_PLAN_ID"} {
+		assert.Contains(t, res.stderr, name+`="DONOTMODIFY": the chart was rendered outside Azure`, res.String())
+	}
+	assert.NotContains(t, res.stderr, "registration-engine starting", "nothing runs on a placeholder")
+	assert.Empty(t, res.stdout)
 }
 
 func TestBrokenConfigReportsEveryProblem(t *testing.T) {

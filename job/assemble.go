@@ -49,6 +49,7 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 				return nil, failure.Permanent(fmt.Errorf("this is %s, but only Azure Marketplace deployments can prove their identity so far", c))
 			}
 			return azure.New(azure.Config{
+				CredentialMode:      cfg.AzureCredentialMode,
 				ClientID:            cfg.AzureClientID,
 				TenantID:            cfg.AzureTenantID,
 				TokenFile:           cfg.AzureTokenFile,

@@ -53,6 +53,8 @@ type Config struct {
 	PublisherID         string
 	OfferID             string
 	PlanID              string
+	// AzureCredentialMode is AZURE_CREDENTIAL_MODE, never empty after load.
+	AzureCredentialMode azure.CredentialMode
 	AzureClientID       string
 	AzureTenantID       string
 	AzureTokenFile      string
@@ -112,6 +114,11 @@ type Config struct {
 
 	ShowHelp    bool
 	ShowVersion bool
+
+	// given holds the flags of the settings set by a flag or a variable
+	// (not defaulted); rejected those whose value was already reported
+	// (Placeholder, or not parseable).
+	given, rejected map[string]bool
 }
 
 // setting is one configurable value: a flag, the environment variables that
@@ -355,12 +362,17 @@ func logLevel(c *Config, v string) error {
 }
 
 var settings = []setting{
-	{group: "Marketplace and Azure Workload Identity"},
+	{group: "Marketplace and Azure identity"},
 	{flag: "extension-resource-id", envs: []string{"EXTENSION_RESOURCE_ID"}, help: "ARM resource ID of the cluster extension whose Marketplace plan is verified", set: extensionID},
 	{flag: "publisher-id", envs: []string{"MARKETPLACE_PUBLISHER_ID"}, help: "expected plan publisher", set: str(func(c *Config) *string { return &c.PublisherID })},
 	{flag: "offer-id", envs: []string{"MARKETPLACE_OFFER_ID"}, help: "expected plan product (offer ID)", set: str(func(c *Config) *string { return &c.OfferID })},
 	{flag: "plan-id", envs: []string{"MARKETPLACE_PLAN_ID"}, help: "expected plan name (plan ID)", set: str(func(c *Config) *string { return &c.PlanID })},
-	{flag: "azure-client-id", envs: []string{"AZURE_CLIENT_ID"}, help: "Workload Identity client ID (injected by the webhook)", set: str(func(c *Config) *string { return &c.AzureClientID })},
+	{flag: "azure-credential-mode", envs: []string{"AZURE_CREDENTIAL_MODE"}, def: string(azure.WorkloadIdentity), help: "how ARM is reached: workload-identity (the webhook's federated token) or managed-identity (AZURE_CLIENT_ID through IMDS); set explicitly, its identity settings are checked at load", set: func(c *Config, v string) error {
+		m, err := azure.ParseCredentialMode(strings.TrimSpace(v))
+		c.AzureCredentialMode = m
+		return err
+	}},
+	{flag: "azure-client-id", envs: []string{"AZURE_CLIENT_ID"}, help: "workload-identity: the client ID the webhook injects; managed-identity: the extension's managed identity (the chart's global.azure.identity.clientId)", set: str(func(c *Config) *string { return &c.AzureClientID })},
 	{flag: "azure-tenant-id", envs: []string{"AZURE_TENANT_ID"}, help: "Entra tenant ID (injected by the webhook)", set: str(func(c *Config) *string { return &c.AzureTenantID })},
 	{flag: "azure-federated-token-file", envs: []string{"AZURE_FEDERATED_TOKEN_FILE"}, help: "projected ServiceAccount token file (injected by the webhook)", set: str(func(c *Config) *string { return &c.AzureTokenFile })},
 	{flag: "azure-authority-host", envs: []string{"AZURE_AUTHORITY_HOST"}, help: "Entra authority host, https (injected by the webhook; default public cloud)", set: endpoint(true, func(c *Config) *string { return &c.AzureAuthorityHost })},
@@ -460,6 +472,7 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.given, c.rejected = map[string]bool{}, map[string]bool{}
 
 	var problems []error
 	for _, s := range settings {
@@ -480,12 +493,22 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 		if val == "" && s.def == "" {
 			continue
 		}
+		c.given[s.flag] = from != "default"
+		if isPlaceholder(val) {
+			problems = append(problems, placeholderProblem(from))
+			c.rejected[s.flag] = true
+			if s.def != "" {
+				_ = s.set(c, s.def)
+			}
+			continue
+		}
 		if err := s.set(c, val); err != nil {
 			shown := val
 			if s.secret {
 				shown = Secret(val).String()
 			}
 			problems = append(problems, fmt.Errorf("%s=%q: %w", from, shown, err))
+			c.rejected[s.flag] = true
 			if s.def != "" {
 				_ = s.set(c, s.def) // so Validate does not report the same setting twice
 			}
@@ -536,6 +559,16 @@ func (c *Config) Validate() error {
 	if len(c.RegionPassPauses) > 0 && len(c.RegionPassPauses) < len(c.RegionPassTimeouts)-1 {
 		problems = append(problems, fmt.Errorf("REGION_PASS_PAUSES has %d pauses for %d passes; give %d", len(c.RegionPassPauses), len(c.RegionPassTimeouts), len(c.RegionPassTimeouts)-1))
 	}
+	// A mode set explicitly (the chart and the overlay always set it) says
+	// this is an Azure deployment: its identity settings are checked now.
+	// Defaulted, they are checked when Azure is detected, so that a run
+	// elsewhere reports the cloud. A rejected value was already reported.
+	if c.given["azure-credential-mode"] && !c.rejected["azure-credential-mode"] && !c.rejected["azure-client-id"] &&
+		!c.rejected["azure-tenant-id"] && !c.rejected["azure-federated-token-file"] {
+		problems = append(problems, azure.CheckCredential(azure.Config{
+			CredentialMode: c.AzureCredentialMode, ClientID: c.AzureClientID, TenantID: c.AzureTenantID, TokenFile: c.AzureTokenFile,
+		})...)
+	}
 	if c.DryRun && c.Output != "" {
 		problems = append(problems, errors.New("--dry-run and --output exclude each other: a dry run writes nothing"))
 	}
@@ -555,6 +588,7 @@ func (c *Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("extensionResourceId", c.ExtensionResourceID),
 		slog.String("plan", c.PublisherID+":"+c.OfferID+":"+c.PlanID),
+		slog.String("azureCredentialMode", string(c.AzureCredentialMode)),
 		slog.String("azureClientId", c.AzureClientID),
 		slog.String("azureTenantId", c.AzureTenantID),
 		slog.String("armEndpoint", c.ARMEndpoint),

@@ -271,3 +271,102 @@ func TestUpdateServerSettings(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadConfigCredentialMode(t *testing.T) {
+	token := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(token, []byte("sa-token"), 0o600))
+	tests := map[string]struct {
+		env      map[string]string
+		wantMode azure.CredentialMode
+		// wantErr: every string the one load error must contain; nil: no
+		// error. wantAbsent: what it must not say.
+		wantErr, wantAbsent []string
+	}{
+		"unset: workload identity, checked when Azure is detected": {
+			env:      nil,
+			wantMode: azure.WorkloadIdentity,
+		},
+		"managed identity with its client ID": {
+			env:      map[string]string{"AZURE_CREDENTIAL_MODE": "managed-identity", "AZURE_CLIENT_ID": "9b2f3c1d-0000-4000-8000-00000000e0e1"},
+			wantMode: azure.ManagedIdentity,
+		},
+		"workload identity set explicitly with the webhook's variables": {
+			env: map[string]string{"AZURE_CREDENTIAL_MODE": "workload-identity", "AZURE_CLIENT_ID": "c", "AZURE_TENANT_ID": "t",
+				"AZURE_FEDERATED_TOKEN_FILE": token},
+			wantMode: azure.WorkloadIdentity,
+		},
+		"managed identity without AZURE_CLIENT_ID fails at load with every other problem": {
+			env:        map[string]string{"AZURE_CREDENTIAL_MODE": "managed-identity", "RUN_DEADLINE": "soon"},
+			wantErr:    []string{"AZURE_CLIENT_ID is not set", "global.azure.identity.clientId", `RUN_DEADLINE="soon"`},
+			wantAbsent: []string{"AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE"},
+		},
+		"workload identity set explicitly without the webhook's variables fails at load": {
+			env:     map[string]string{"AZURE_CREDENTIAL_MODE": "workload-identity"},
+			wantErr: []string{"AZURE_CLIENT_ID is not set", "AZURE_TENANT_ID is not set", "AZURE_FEDERATED_TOKEN_FILE is not set"},
+		},
+		"an unknown mode is named, not guessed": {
+			env:        map[string]string{"AZURE_CREDENTIAL_MODE": "auto"},
+			wantErr:    []string{`AZURE_CREDENTIAL_MODE="auto": want workload-identity or managed-identity`},
+			wantAbsent: []string{"is not set"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, err := LoadConfig(nil, env(tc.env))
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				assert.Equal(t, tc.wantMode, c.AzureCredentialMode)
+				var buf bytes.Buffer
+				slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", slog.Any("config", c))
+				assert.Contains(t, buf.String(), `"azureCredentialMode":"`+string(tc.wantMode)+`"`, "the log says which mode runs")
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, ExitPermanent, ExitCode(err))
+			for _, want := range tc.wantErr {
+				assert.Contains(t, err.Error(), want)
+			}
+			for _, absent := range tc.wantAbsent {
+				assert.NotContains(t, err.Error(), absent)
+			}
+		})
+	}
+}
+
+func TestLoadConfigDONOTMODIFYIsMissing(t *testing.T) {
+	tests := map[string]struct {
+		args []string
+		env  map[string]string
+		// named: the settings the error must name.
+		named []string
+	}{
+		"EXTENSION_RESOURCE_ID": {env: map[string]string{"EXTENSION_RESOURCE_ID": "DONOTMODIFY"}, named: []string{`EXTENSION_RESOURCE_ID="DONOTMODIFY"`}},
+		"MARKETPLACE_PLAN_ID":   {env: map[string]string{"MARKETPLACE_PLAN_ID": "DONOTMODIFY"}, named: []string{`MARKETPLACE_PLAN_ID="DONOTMODIFY"`}},
+		"AZURE_CLIENT_ID of the managed identity, named once": {
+			env:   map[string]string{"AZURE_CREDENTIAL_MODE": "managed-identity", "AZURE_CLIENT_ID": "DONOTMODIFY"},
+			named: []string{`AZURE_CLIENT_ID="DONOTMODIFY"`},
+		},
+		"a setting with a default": {env: map[string]string{"ARM_ENDPOINT": "DONOTMODIFY"}, named: []string{`ARM_ENDPOINT="DONOTMODIFY"`}},
+		"a flag":                   {args: []string{"--publisher-id", "DONOTMODIFY"}, named: []string{`--publisher-id="DONOTMODIFY"`}},
+		"every one at once": {
+			env:   map[string]string{"EXTENSION_RESOURCE_ID": "DONOTMODIFY", "MARKETPLACE_PLAN_ID": " DONOTMODIFY ", "MARKETPLACE_OFFER_ID": "DONOTMODIFY"},
+			named: []string{`EXTENSION_RESOURCE_ID="DONOTMODIFY"`, `MARKETPLACE_PLAN_ID="DONOTMODIFY"`, `MARKETPLACE_OFFER_ID="DONOTMODIFY"`},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadConfig(tc.args, env(tc.env))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrNotRendered)
+			assert.Equal(t, ExitPermanent, ExitCode(err))
+			for _, n := range tc.named {
+				assert.Contains(t, err.Error(), n)
+			}
+			assert.Equal(t, len(tc.named), strings.Count(err.Error(), "the chart was rendered outside Azure"), "one line per setting: %v", err)
+			assert.NotContains(t, err.Error(), "is not set", "a placeholder is reported as such, not also as missing")
+		})
+	}
+
+	_, err := LoadConfig(nil, env(map[string]string{"MARKETPLACE_PLAN_ID": "DONOTMODIFY-premium"}))
+	assert.NoError(t, err, "only the whole literal is the placeholder")
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,7 +31,13 @@ type AzurePlan struct {
 // fields get the defaults of DefaultAzureConfig.
 type AzureConfig struct {
 	TenantID string
+	// ClientID is the Workload Identity's client ID (Entra).
 	ClientID string
+	// ManagedIdentityClientID is the one user-assigned managed identity the
+	// IMDS token endpoint knows (the cluster extension's identity, which the
+	// Marketplace passes as global.azure.identity.clientId); any other
+	// client_id gets 400 Identity not found.
+	ManagedIdentityClientID string
 	// FederatedToken is the service-account token the Entra fake expects as
 	// client_assertion: write the same bytes to the file AZURE_FEDERATED_TOKEN_FILE names.
 	FederatedToken string
@@ -53,14 +60,15 @@ type AzureConfig struct {
 // vectors of the registration engine (suse / sles-15-sp7 / premium).
 func DefaultAzureConfig() AzureConfig {
 	return AzureConfig{
-		TenantID:       "72f988bf-86f1-41af-91ab-2d7cd011db47",
-		ClientID:       "5e2a1a4c-0000-4000-8000-00000000c11e",
-		FederatedToken: "eyJhbGciOiJSUzI1NiJ9.fake-service-account-token.sig",
-		SubscriptionID: "ce73a2b0-d2e7-4ff6-b987-b32d6908de4e",
-		ResourceGroup:  "rg-fake",
-		VMID:           "e01fcd50-213b-4559-8fdf-d98c0086cde4",
-		Location:       "westeurope",
-		Plan:           AzurePlan{Publisher: "suse", Product: "sles-15-sp7", Name: "premium"},
+		TenantID:                "72f988bf-86f1-41af-91ab-2d7cd011db47",
+		ClientID:                "5e2a1a4c-0000-4000-8000-00000000c11e",
+		ManagedIdentityClientID: "9b2f3c1d-0000-4000-8000-00000000e0e1",
+		FederatedToken:          "eyJhbGciOiJSUzI1NiJ9.fake-service-account-token.sig",
+		SubscriptionID:          "ce73a2b0-d2e7-4ff6-b987-b32d6908de4e",
+		ResourceGroup:           "rg-fake",
+		VMID:                    "e01fcd50-213b-4559-8fdf-d98c0086cde4",
+		Location:                "westeurope",
+		Plan:                    AzurePlan{Publisher: "suse", Product: "sles-15-sp7", Name: "premium"},
 	}
 }
 
@@ -102,6 +110,13 @@ type Azure struct {
 	IMDS429 atomic.Int32
 	IMDS410 atomic.Int32
 	IMDS500 atomic.Int32
+	// IdentityToken429 is the number of 429 responses the managed identity
+	// token endpoint sends before it issues a token.
+	IdentityToken429 atomic.Int32
+	// IdentityNotFound makes the token endpoint answer every request 400
+	// Identity not found, as IMDS does for a client_id that is not assigned
+	// to the machine.
+	IdentityNotFound atomic.Bool
 	// TamperDocument changes one byte of the signed content of every
 	// attested document after signing.
 	TamperDocument atomic.Bool
@@ -125,11 +140,12 @@ type Azure struct {
 	Forge atomic.Pointer[Forgery]
 
 	// Counters of requests that reached each fake.
-	TokenRequests    atomic.Int32
-	ARMRequests      atomic.Int32
-	IMDSRequests     atomic.Int32
-	AttestedRequests atomic.Int32
-	AIARequests      atomic.Int32
+	TokenRequests         atomic.Int32
+	ARMRequests           atomic.Int32
+	IMDSRequests          atomic.Int32
+	AttestedRequests      atomic.Int32
+	AIARequests           atomic.Int32
+	IdentityTokenRequests atomic.Int32
 
 	cfg AzureConfig
 	pki *azurePKI
@@ -150,7 +166,8 @@ func NewAzure(cfg AzureConfig) (*Azure, error) {
 		dst *string
 		def string
 	}{
-		{&cfg.TenantID, def.TenantID}, {&cfg.ClientID, def.ClientID}, {&cfg.FederatedToken, def.FederatedToken},
+		{&cfg.TenantID, def.TenantID}, {&cfg.ClientID, def.ClientID}, {&cfg.ManagedIdentityClientID, def.ManagedIdentityClientID},
+		{&cfg.FederatedToken, def.FederatedToken},
 		{&cfg.SubscriptionID, def.SubscriptionID}, {&cfg.ResourceGroup, def.ResourceGroup},
 		{&cfg.VMID, def.VMID}, {&cfg.Location, def.Location},
 	} {
@@ -409,7 +426,8 @@ func armError(w http.ResponseWriter, status int, code, msg string) {
 // IMDSHandler serves the Azure Instance Metadata Service paths the engine
 // uses: /metadata/versions, /metadata/instance, /metadata/instance/compute,
 // /metadata/instance/compute/location (format=text), /metadata/attested/document,
-// and the intermediates at /aia/…. Like IMDS it rejects requests without
+// the managed identity token endpoint /metadata/identity/oauth2/token, and
+// the intermediates at /aia/…. Like IMDS it rejects requests without
 // "Metadata: true" or with X-Forwarded-For, and a missing or unknown
 // api-version (400 with newest-versions).
 func (a *Azure) IMDSHandler() http.Handler {
@@ -423,6 +441,10 @@ func (a *Azure) IMDSHandler() http.Handler {
 			return
 		}
 		w.Header().Set("Server", "IMDS/150.870.65.1544")
+		if r.URL.Path == IdentityTokenPath {
+			a.identityToken(w, r)
+			return
+		}
 		if r.Header.Get("Metadata") != "true" || r.Header.Get("X-Forwarded-For") != "" {
 			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "Bad request. Required metadata header not specified"})
 			return
@@ -471,6 +493,73 @@ func (a *Azure) IMDSHandler() http.Handler {
 		default:
 			writeJSON(w, http.StatusNotFound, map[string]any{"error": "Not found"})
 		}
+	})
+}
+
+// IdentityTokenPath is IMDS's managed identity token endpoint.
+const IdentityTokenPath = "/metadata/identity/oauth2/token"
+
+// identityVersions are the api-versions the token endpoint accepts
+// (azidentity sends 2018-02-01).
+var identityVersions = []string{"2018-02-01", "2019-08-01"}
+
+// identityError writes the OAuth-shaped error body of IMDS's token
+// endpoint, e.g. 400 {"error":"invalid_request","error_description":"Identity not found"}.
+func identityError(w http.ResponseWriter, status int, code, desc string) {
+	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+}
+
+// identityToken serves GET /metadata/identity/oauth2/token as IMDS does for
+// a machine with one user-assigned identity: "Metadata: true", an
+// api-version, resource (ARM only) and client_id are required, and the
+// token is the one the ARM fake accepts. Faults: IdentityToken429,
+// IdentityNotFound.
+func (a *Azure) identityToken(w http.ResponseWriter, r *http.Request) {
+	a.IdentityTokenRequests.Add(1)
+	if r.Header.Get("Metadata") != "true" || r.Header.Get("X-Forwarded-For") != "" {
+		identityError(w, http.StatusBadRequest, "invalid_request", "Required metadata header not specified")
+		return
+	}
+	if r.Method != http.MethodGet {
+		identityError(w, http.StatusMethodNotAllowed, "invalid_request", "Method not allowed")
+		return
+	}
+	if take(&a.IdentityToken429) {
+		identityError(w, http.StatusTooManyRequests, "too_many_requests", "Too many requests")
+		return
+	}
+	q := r.URL.Query()
+	if v := q["api-version"]; len(v) != 1 || !slices.Contains(identityVersions, v[0]) {
+		identityError(w, http.StatusBadRequest, "invalid_request", "Required query variable 'api-version' is missing or invalid")
+		return
+	}
+	resource := q.Get("resource")
+	if resource == "" {
+		identityError(w, http.StatusBadRequest, "invalid_request", "Required audience parameter not specified")
+		return
+	}
+	// Only a user-assigned identity exists, so a request without client_id
+	// (the system-assigned identity) finds none either.
+	if a.IdentityNotFound.Load() || q.Get("client_id") != a.cfg.ManagedIdentityClientID {
+		identityError(w, http.StatusBadRequest, "invalid_request", "Identity not found")
+		return
+	}
+	if strings.TrimSuffix(resource, "/") != "https://management.azure.com" {
+		identityError(w, http.StatusBadRequest, "invalid_resource",
+			fmt.Sprintf("AADSTS500011: The resource principal named %s was not found in the tenant.", resource))
+		return
+	}
+	now := time.Now()
+	// IMDS writes the numbers as strings.
+	writeJSON(w, http.StatusOK, map[string]string{
+		"access_token":   a.cfg.AccessToken,
+		"client_id":      a.cfg.ManagedIdentityClientID,
+		"expires_in":     "86399",
+		"expires_on":     strconv.FormatInt(now.Add(86399*time.Second).Unix(), 10),
+		"ext_expires_in": "86399",
+		"not_before":     strconv.FormatInt(now.Unix(), 10),
+		"resource":       resource,
+		"token_type":     "Bearer",
 	})
 }
 

@@ -248,3 +248,60 @@ func TestAzureARM(t *testing.T) {
 	resp, _ = getTLS(t, srv, cfg.ExtensionResourceID+"?api-version=2022-11-01", bearer...)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "only the pinned api-version")
 }
+
+// TestAzureIdentityTokenEndpoint: the managed identity token endpoint
+// answers like IMDS's: OAuth-shaped errors, the node's one identity only,
+// and the faults of the fault table.
+func TestAzureIdentityTokenEndpoint(t *testing.T) {
+	a := newAzure(t)
+	srv := httptest.NewServer(a.IMDSHandler())
+	t.Cleanup(srv.Close)
+	md := map[string]string{"Metadata": "true"}
+	id := a.Config().ManagedIdentityClientID
+	q := func(v url.Values) string { return fakecloud.IdentityTokenPath + "?" + v.Encode() }
+	good := url.Values{"api-version": {"2018-02-01"}, "resource": {"https://management.azure.com"}, "client_id": {id}}
+	without := func(k string) url.Values {
+		v := url.Values{}
+		for kk, vv := range good {
+			if kk != k {
+				v[kk] = vv
+			}
+		}
+		return v
+	}
+	tests := map[string]struct {
+		path   string
+		header map[string]string
+		fault  func()
+		status int
+		body   string
+	}{
+		"token for the node's identity": {path: q(good), header: md, status: 200, body: `"access_token":"` + a.Config().AccessToken + `"`},
+		"no Metadata header":            {path: q(good), status: 400, body: `{"error":"invalid_request","error_description":"Required metadata header not specified"}`},
+		"no api-version":                {path: q(without("api-version")), header: md, status: 400, body: `"invalid_request"`},
+		"no resource":                   {path: q(without("resource")), header: md, status: 400, body: "Required audience parameter not specified"},
+		"no client_id (system-assigned)": {path: q(without("client_id")), header: md, status: 400,
+			body: `{"error":"invalid_request","error_description":"Identity not found"}`},
+		"another client_id": {path: q(url.Values{"api-version": {"2018-02-01"}, "resource": {"https://management.azure.com"}, "client_id": {"00000000-0000-0000-0000-000000000000"}}),
+			header: md, status: 400, body: "Identity not found"},
+		"identity-not-found fault": {path: q(good), header: md, fault: func() { a.IdentityNotFound.Store(true) }, status: 400, body: "Identity not found"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			a.IdentityNotFound.Store(false)
+			if tc.fault != nil {
+				tc.fault()
+			}
+			resp, body := get(t, srv.URL+tc.path, tc.header)
+			assert.Equal(t, tc.status, resp.StatusCode, string(body))
+			assert.Contains(t, string(body), tc.body)
+		})
+	}
+
+	a.IdentityNotFound.Store(false)
+	a.IdentityToken429.Store(1)
+	resp, _ := get(t, srv.URL+q(good), md)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "first request throttled")
+	resp, _ = get(t, srv.URL+q(good), md)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "then a token")
+}

@@ -107,6 +107,14 @@ var Faults = []Fault{
 	}},
 	{"arm-5xx", "ARM answers 503 twice: succeeds after backoff", func(c *Cloud) error { c.Azure.ARM5xx.Store(2); return nil }},
 	{"imds-429", "IMDS throttles twice: succeeds after backoff", func(c *Cloud) error { c.Azure.IMDS429.Store(2); return nil }},
+	{"identity-token-429", "IMDS's managed identity token endpoint throttles once: succeeds after backoff (managed-identity mode)", func(c *Cloud) error {
+		c.Azure.IdentityToken429.Store(1)
+		return nil
+	}},
+	{"identity-not-found", "IMDS's managed identity token endpoint answers 400 Identity not found: permanent, names AZURE_CLIENT_ID (managed-identity mode)", func(c *Cloud) error {
+		c.Azure.IdentityNotFound.Store(true)
+		return nil
+	}},
 	{"imds-500", "IMDS answers 500 twice: succeeds after backoff", func(c *Cloud) error { c.Azure.IMDS500.Store(2); return nil }},
 	{"tampered-document", "one byte of the signed content changes: the signature check fails, permanent", func(c *Cloud) error { c.Azure.TamperDocument.Store(true); return nil }},
 	{"cached-nonce", "IMDS serves a stale nonce twice: retried, then succeeds", func(c *Cloud) error { c.Azure.CachedNonce.Store(2); return nil }},

@@ -16,7 +16,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"github.com/rancher/registration-engine/providers/failure"
 )
@@ -38,7 +37,7 @@ var entraHosts = map[string]bool{
 	"login.windows.net": true, "sts.windows.net": true, "login.usgovcloudapi.net": true,
 }
 
-// armClient reads the cluster extension with the workload identity's token
+// armClient reads the cluster extension with the credential mode's token
 // through azcore's pipeline (bearer-token and retry policies).
 type armClient struct {
 	pipeline runtime.Pipeline
@@ -66,15 +65,9 @@ func newARMClient(cfg Config, id ExtensionID) (*armClient, error) {
 	}
 	transport := limitedTransport{client: inner, max: maxARMBytes}
 	copts := azcore.ClientOptions{Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}, Transport: transport}
-	cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
-		ClientOptions:            copts,
-		ClientID:                 cfg.ClientID,
-		TenantID:                 cfg.TenantID,
-		TokenFilePath:            cfg.TokenFile,
-		DisableInstanceDiscovery: !entraHosts[strings.ToLower(u.Hostname())],
-	})
+	cred, err := newCredential(cfg, copts, entraHosts[strings.ToLower(u.Hostname())])
 	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("azure: %w: workload identity credential: %w; %s", ErrConfig, err, wiHint))
+		return nil, err
 	}
 	popts := policy.ClientOptions{
 		Retry: policy.RetryOptions{
@@ -149,11 +142,11 @@ func (c *armClient) getExtension(ctx context.Context) (*extensionResource, error
 		rerr := runtime.NewResponseError(resp)
 		switch resp.StatusCode {
 		case http.StatusUnauthorized:
-			return nil, failure.Permanent(fmt.Errorf("%w: ARM refused the workload identity's token (check that the federated "+
-				"identity credential and AZURE_TENANT_ID belong to the tenant of the subscription): %w", ErrARM, rerr))
+			return nil, failure.Permanent(fmt.Errorf("%w: ARM refused the identity's token (check that the identity belongs "+
+				"to the tenant of the extension's subscription): %w", ErrARM, rerr))
 		case http.StatusForbidden:
-			return nil, failure.Permanent(fmt.Errorf("%w: the workload identity may not read the extension: give it a role "+
-				"assignment with Microsoft.KubernetesConfiguration/extensions/read on the cluster (e.g. Reader): %w", ErrARM, rerr))
+			return nil, failure.Permanent(fmt.Errorf("%w: the identity may not read the extension: give it a role "+
+				"assignment with Microsoft.KubernetesConfiguration/extensions/read on the extension or the cluster (e.g. Reader): %w", ErrARM, rerr))
 		case http.StatusNotFound:
 			return nil, failure.Permanent(fmt.Errorf("%w: extension not found: EXTENSION_RESOURCE_ID is wrong or the extension "+
 				"was removed: %w", ErrARM, rerr))
@@ -168,25 +161,12 @@ func (c *armClient) getExtension(ctx context.Context) (*extensionResource, error
 	return r, nil
 }
 
-// classifyTokenError sorts a pipeline error: Entra refusing the federated
-// token is permanent (it will refuse it again); anything else is network
+// classifyTokenError sorts a pipeline error: a token error was already
+// classified by the credential (newCredential); anything else is network
 // trouble that outlived the retries.
 func classifyTokenError(err error) error {
-	var afe *azidentity.AuthenticationFailedError
-	if errors.As(err, &afe) {
-		if afe.RawResponse != nil && afe.RawResponse.StatusCode >= 400 && afe.RawResponse.StatusCode < 500 &&
-			afe.RawResponse.StatusCode != http.StatusTooManyRequests && afe.RawResponse.StatusCode != http.StatusRequestTimeout {
-			return failure.Permanent(fmt.Errorf("%w: Entra ID refused the service account token: check the federated identity "+
-				"credential of AZURE_CLIENT_ID (issuer = the cluster's OIDC issuer, subject = system:serviceaccount:<namespace>:<name>, "+
-				"audience api://AzureADTokenExchange): %w", ErrToken, err))
-		}
-		return fmt.Errorf("%w: %w", ErrToken, err)
-	}
-	var fromCredential interface{ NonRetriable() }
-	if errors.As(err, &fromCredential) {
-		// The bearer policy marks every credential failure non-retriable;
-		// one without an Entra response is Entra being unreachable.
-		return fmt.Errorf("%w: %w", ErrToken, err)
+	if errors.Is(err, ErrToken) {
+		return err
 	}
 	return fmt.Errorf("%w: %w", ErrARM, err)
 }

@@ -5,10 +5,13 @@
 // Three independent facts are established, and the run fails closed when
 // any of them is missing:
 //
-//  1. The pod's workload identity (azidentity.NewWorkloadIdentityCredential,
-//     never DefaultAzureCredential, which would fall back to the node's
-//     managed identity) may read the cluster extension from ARM, and that
-//     extension carries exactly the configured Marketplace plan.
+//  1. The identity AZURE_CREDENTIAL_MODE names — the pod's workload identity
+//     (azidentity.NewWorkloadIdentityCredential) or the extension's managed
+//     identity through IMDS (azidentity.NewManagedIdentityCredential with
+//     AZURE_CLIENT_ID), never DefaultAzureCredential, which would fall back
+//     to whatever identity the node has — may read the cluster extension
+//     from ARM, and that extension carries exactly the configured
+//     Marketplace plan.
 //  2. The extension lives in the subscription of the machine IMDS describes.
 //  3. IMDS signs an attested document whose nonce is derived from the plan
 //     URN, and that document verifies locally: signature over the content
@@ -32,7 +35,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -70,9 +72,14 @@ const (
 // Config is everything the Azure prover needs. The caller reads the
 // environment; this package never does.
 type Config struct {
+	// CredentialMode is AZURE_CREDENTIAL_MODE: which identity's token reads
+	// the extension from ARM. Required; see CheckCredential for what each
+	// mode needs.
+	CredentialMode CredentialMode
 	// ClientID, TenantID and TokenFile come from AZURE_CLIENT_ID,
 	// AZURE_TENANT_ID and AZURE_FEDERATED_TOKEN_FILE, which the workload
-	// identity webhook injects.
+	// identity webhook injects. In managed-identity mode ClientID alone
+	// names the extension's identity, and the other two are unused.
 	ClientID, TenantID, TokenFile string
 	// AuthorityHost is AZURE_AUTHORITY_HOST; "" means the public cloud's
 	// https://login.microsoftonline.com/. Must be https. For a host that is
@@ -147,20 +154,7 @@ func New(cfg Config) (*Prover, error) {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 
-	for _, v := range []struct{ name, value string }{
-		{"AZURE_CLIENT_ID", cfg.ClientID}, {"AZURE_TENANT_ID", cfg.TenantID}, {"AZURE_FEDERATED_TOKEN_FILE", cfg.TokenFile},
-	} {
-		if strings.TrimSpace(v.value) == "" {
-			bad("%s is not set: %s", v.name, wiHint)
-		}
-	}
-	if cfg.TokenFile != "" {
-		if f, err := os.Open(cfg.TokenFile); err != nil {
-			bad("AZURE_FEDERATED_TOKEN_FILE: cannot read the service account token: %w; %s", err, wiHint)
-		} else {
-			_ = f.Close()
-		}
-	}
+	errs = append(errs, CheckCredential(cfg)...)
 	if cfg.AuthorityHost != "" {
 		if u, err := url.Parse(cfg.AuthorityHost); err != nil || u.Scheme != "https" || u.Host == "" {
 			bad("AZURE_AUTHORITY_HOST %q: must be an https URL", cfg.AuthorityHost)

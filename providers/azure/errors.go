@@ -11,10 +11,12 @@ var (
 	// ErrExtensionID: EXTENSION_RESOURCE_ID does not follow the ARM grammar
 	// of a cluster extension's ID (permanent; New wraps it in ErrConfig).
 	ErrExtensionID = errors.New("not a cluster extension's resource ID")
-	// ErrToken: Entra ID did not issue a token for the workload identity.
-	// Permanent when Entra rejected the request (federated credential,
-	// client or tenant wrong), transient when it could not be reached.
-	ErrToken = errors.New("no workload identity token")
+	// ErrToken: Entra ID did not issue a token for the workload identity
+	// (or IMDS for the managed identity, in managed-identity mode).
+	// Permanent when the request was rejected (federated credential, client
+	// or tenant wrong; IMDS: identity not found), transient when the token
+	// service could not be reached or kept throttling.
+	ErrToken = errors.New("no token for the identity")
 	// ErrARM: reading the extension from ARM failed. Permanent for 401, 403
 	// and 404 (identity, role assignment, resource ID); transient otherwise.
 	ErrARM = errors.New("cannot read the extension")

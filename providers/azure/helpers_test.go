@@ -2,9 +2,11 @@ package azure_test
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -42,7 +44,10 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	fake, err := fakecloud.NewAzure(fakecloud.AzureConfig{})
+	// A managed identity of its own per test: azidentity's managed identity
+	// tokens are cached per process, keyed by client ID, and each fake
+	// issues another token.
+	fake, err := fakecloud.NewAzure(fakecloud.AzureConfig{ManagedIdentityClientID: randomClientID(t)})
 	require.NoError(t, err)
 	e := &env{fake: fake}
 
@@ -81,6 +86,7 @@ func newEnv(t *testing.T) *env {
 
 	fc := fake.Config()
 	e.cfg = azure.Config{
+		CredentialMode:      azure.WorkloadIdentity,
 		ClientID:            fc.ClientID,
 		TenantID:            fc.TenantID,
 		TokenFile:           tokenFile,
@@ -105,6 +111,23 @@ func newEnv(t *testing.T) *env {
 		Log: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	}
 	return e
+}
+
+// useManagedIdentity switches the config to managed-identity mode with the
+// fake's managed identity: AZURE_CLIENT_ID alone, no tenant, no token file.
+func (e *env) useManagedIdentity() {
+	e.cfg.CredentialMode = azure.ManagedIdentity
+	e.cfg.ClientID = e.fake.Config().ManagedIdentityClientID
+	e.cfg.TenantID, e.cfg.TokenFile = "", ""
+}
+
+// randomClientID is a GUID-shaped client ID no other test uses.
+func randomClientID(t *testing.T) string {
+	b := make([]byte, 16)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 func (e *env) recordedSleeps() []time.Duration {

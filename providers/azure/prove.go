@@ -54,7 +54,7 @@ func (p *Prover) Prove(ctx context.Context) (*providers.Evidence, error) {
 func (p *Prover) checkPlan(ctx context.Context) error {
 	ext, err := p.arm.getExtension(ctx)
 	if err != nil {
-		return fmt.Errorf("azure arm: %w", err)
+		return fmt.Errorf("azure arm: as the %s: %w", p.cfg.describeIdentity(), err)
 	}
 	if ext.Plan == nil {
 		return failure.Permanent(fmt.Errorf("azure arm: %w: the extension has no plan (expected publisher %q, offer %q, plan %q): "+

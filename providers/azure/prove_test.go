@@ -338,8 +338,15 @@ func TestProveRegionHintLowerCase(t *testing.T) {
 
 // TestIMDSNeverUsesProxy points HTTP_PROXY at a trap and IMDS at its real
 // address; the default IMDS client must dial 169.254.169.254 itself (the
-// dial is redirected to the loopback fake) and never the proxy.
+// dial is redirected to the loopback fake) and never the proxy. In
+// managed-identity mode the token request takes the same way.
 func TestIMDSNeverUsesProxy(t *testing.T) {
+	for _, mode := range azure.CredentialModes {
+		t.Run(string(mode), func(t *testing.T) { imdsNeverUsesProxy(t, mode) })
+	}
+}
+
+func imdsNeverUsesProxy(t *testing.T, mode azure.CredentialMode) {
 	var trapHits atomic.Int32
 	trap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		trapHits.Add(1)
@@ -352,6 +359,9 @@ func TestIMDSNeverUsesProxy(t *testing.T) {
 	t.Setenv("NO_PROXY", "")
 
 	e := newEnv(t)
+	if mode == azure.ManagedIdentity {
+		e.useManagedIdentity()
+	}
 	var imdsDials atomic.Int32
 	// Redirect the real IMDS address to the fake; anything else must be
 	// loopback (the trap), so a proxied request would reach the trap.
@@ -381,6 +391,9 @@ func TestIMDSNeverUsesProxy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, trapHits.Load(), "IMDS traffic went through HTTP_PROXY")
 	assert.GreaterOrEqual(t, imdsDials.Load(), int32(1), "IMDS was dialled directly")
+	if mode == azure.ManagedIdentity {
+		assert.Equal(t, int32(1), e.fake.IdentityTokenRequests.Load(), "the token came from IMDS")
+	}
 }
 
 func TestNewReportsMissingSettings(t *testing.T) {

@@ -1,0 +1,251 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/AzureAD/microsoft-authentication-library-for-go/apps/managedidentity"
+
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// CredentialMode is how the engine gets its ARM token (AZURE_CREDENTIAL_MODE).
+// There is no "auto": a pod that was meant to use one identity must never
+// fall back to another one the node happens to have (what
+// DefaultAzureCredential does), so the caller always names a mode.
+type CredentialMode string
+
+const (
+	// WorkloadIdentity exchanges the ServiceAccount token the Workload
+	// Identity webhook projects (AZURE_CLIENT_ID, AZURE_TENANT_ID,
+	// AZURE_FEDERATED_TOKEN_FILE) at Entra ID. It needs a federated
+	// identity credential, which a Marketplace ARM template cannot create.
+	WorkloadIdentity CredentialMode = "workload-identity"
+	// ManagedIdentity asks IMDS on the node for a token of the user-assigned
+	// identity AZURE_CLIENT_ID: the cluster extension's identity, which the
+	// Marketplace passes as global.azure.identity.clientId. No setup.
+	ManagedIdentity CredentialMode = "managed-identity"
+)
+
+// CredentialModes lists the modes, for help texts and errors.
+var CredentialModes = []CredentialMode{WorkloadIdentity, ManagedIdentity}
+
+// ParseCredentialMode accepts exactly the names of CredentialModes.
+func ParseCredentialMode(s string) (CredentialMode, error) {
+	for _, m := range CredentialModes {
+		if s == string(m) {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("want %s or %s", WorkloadIdentity, ManagedIdentity)
+}
+
+const (
+	// miHint says where AZURE_CLIENT_ID comes from in managed-identity mode.
+	miHint = "in managed-identity mode it is the client ID of the cluster extension's managed identity, " +
+		"which the Azure Marketplace passes to the chart as global.azure.identity.clientId"
+	// imdsIdentityHost and identityTokenPath are where azidentity (MSAL)
+	// sends a managed identity's token request on a VM: hard-coded there,
+	// so the transport below redirects them to the configured IMDS.
+	imdsIdentityHost  = "169.254.169.254"
+	identityTokenPath = "/metadata/identity/oauth2/token"
+)
+
+// CheckCredential reports every setting cfg.CredentialMode needs and lacks,
+// each naming its variable and where it comes from. job calls it at config
+// load; New calls it again for callers that build a Config themselves.
+func CheckCredential(cfg Config) []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	switch cfg.CredentialMode {
+	case WorkloadIdentity:
+		for _, v := range []struct{ name, value string }{
+			{"AZURE_CLIENT_ID", cfg.ClientID}, {"AZURE_TENANT_ID", cfg.TenantID}, {"AZURE_FEDERATED_TOKEN_FILE", cfg.TokenFile},
+		} {
+			if strings.TrimSpace(v.value) == "" {
+				bad("%s is not set: %s", v.name, wiHint)
+			}
+		}
+		if cfg.TokenFile != "" {
+			if f, err := os.Open(cfg.TokenFile); err != nil {
+				bad("AZURE_FEDERATED_TOKEN_FILE: cannot read the service account token: %w; %s", err, wiHint)
+			} else {
+				_ = f.Close()
+			}
+		}
+	case ManagedIdentity:
+		if strings.TrimSpace(cfg.ClientID) == "" {
+			bad("AZURE_CLIENT_ID is not set: %s (the engine never falls back to the node's own identity)", miHint)
+		}
+	default:
+		bad("AZURE_CREDENTIAL_MODE %q: want %s or %s", cfg.CredentialMode, WorkloadIdentity, ManagedIdentity)
+	}
+	return errs
+}
+
+// describe names the identity a token belongs to, for logs and errors.
+func (cfg Config) describeIdentity() string {
+	if cfg.CredentialMode == ManagedIdentity {
+		return "managed identity AZURE_CLIENT_ID=" + cfg.ClientID
+	}
+	return "workload identity AZURE_CLIENT_ID=" + cfg.ClientID
+}
+
+// newCredential builds the token credential of cfg.CredentialMode. Entra
+// traffic (workload identity) goes through transport; IMDS traffic (managed
+// identity) through the IMDS client, never a proxy. Every token error it
+// returns is classified (ErrToken, permanent or not), and the first token
+// is logged with the mode that produced it.
+func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery bool) (azcore.TokenCredential, error) {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := &classifiedCredential{mode: cfg.CredentialMode, clientID: cfg.ClientID, imds: cfg.IMDSEndpoint,
+		log: log.With("cloud", "azure", "phase", "prove")}
+	switch cfg.CredentialMode {
+	case WorkloadIdentity:
+		cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
+			ClientOptions:            copts,
+			ClientID:                 cfg.ClientID,
+			TenantID:                 cfg.TenantID,
+			TokenFilePath:            cfg.TokenFile,
+			DisableInstanceDiscovery: !instanceDiscovery,
+		})
+		if err != nil {
+			return nil, failure.Permanent(fmt.Errorf("azure: %w: workload identity credential: %w; %s", ErrConfig, err, wiHint))
+		}
+		c.inner = cred
+	case ManagedIdentity:
+		// azidentity picks its managed identity source from the
+		// environment (IDENTITY_ENDPOINT, MSI_ENDPOINT, …, which App
+		// Service, Arc or Cloud Shell set); this engine only speaks to IMDS.
+		if src, err := managedidentity.GetSource(); err != nil || src != managedidentity.DefaultToIMDS {
+			return nil, failure.Permanent(fmt.Errorf("azure: %w: managed-identity mode reaches IMDS only, but the environment "+
+				"selects the managed identity source %q (IDENTITY_ENDPOINT, MSI_ENDPOINT or IMDS_ENDPOINT is set): %v", ErrConfig, src, err))
+		}
+		base, _ := url.Parse(cfg.IMDSEndpoint) // validated in New
+		ro := policy.RetryOptions{
+			MaxRetries:    int32(cfg.RetryMax - 1),
+			RetryDelay:    time.Duration(cfg.RetryBackoff * float64(time.Second)),
+			MaxRetryDelay: maxIMDSDelay,
+			// nil StatusCodes: azidentity's IMDS set, 404 410 429 5xx.
+		}
+		if ro.MaxRetries == 0 {
+			ro.MaxRetries = -1 // azcore reads 0 as its default; one attempt means no retry
+		}
+		cred, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{
+			ClientOptions: azcore.ClientOptions{
+				Transport: imdsTokenTransport{base: base, client: newIMDSClient(cfg, log).client},
+				Retry:     ro,
+			},
+			ID: azidentity.ClientID(cfg.ClientID),
+		})
+		if err != nil {
+			return nil, failure.Permanent(fmt.Errorf("azure: %w: managed identity credential: %w", ErrConfig, err))
+		}
+		c.inner = cred
+	default:
+		return nil, failure.Permanent(fmt.Errorf("azure: %w: AZURE_CREDENTIAL_MODE %q: want %s or %s",
+			ErrConfig, cfg.CredentialMode, WorkloadIdentity, ManagedIdentity))
+	}
+	return c, nil
+}
+
+// imdsTokenTransport carries the managed identity credential's token
+// requests: the request azidentity addresses to 169.254.169.254 goes to the
+// configured IMDS endpoint (the same override as every other IMDS call)
+// through the IMDS client, which never uses a proxy. Any other destination
+// is refused, so a token request can never leave the node.
+type imdsTokenTransport struct {
+	base   *url.URL
+	client *http.Client
+}
+
+// Do implements policy.Transporter.
+func (t imdsTokenTransport) Do(req *http.Request) (*http.Response, error) {
+	if req.URL.Host != imdsIdentityHost || req.URL.Path != identityTokenPath {
+		return nil, fmt.Errorf("managed identity: refusing a token request to %s%s: only IMDS %s is allowed",
+			req.URL.Host, req.URL.Path, identityTokenPath)
+	}
+	out := req.Clone(req.Context())
+	out.URL.Scheme, out.URL.Host = t.base.Scheme, t.base.Host
+	out.URL.Path = strings.TrimRight(t.base.Path, "/") + identityTokenPath
+	out.Host = ""
+	return limitedTransport{client: t.client, max: maxIMDSBytes}.Do(out)
+}
+
+// classifiedCredential is the mode's credential with errors the run can act
+// on: ErrToken, permanent when the identity itself is wrong, transient when
+// its token service could not be reached; and one log line, with the mode,
+// the first time a token is issued.
+type classifiedCredential struct {
+	inner    azcore.TokenCredential
+	mode     CredentialMode
+	clientID string
+	imds     string
+	log      *slog.Logger
+	logged   bool
+}
+
+// GetToken implements azcore.TokenCredential.
+func (c *classifiedCredential) GetToken(ctx context.Context, opts policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	start := time.Now()
+	tok, err := c.inner.GetToken(ctx, opts)
+	if err != nil {
+		if c.mode == ManagedIdentity {
+			return tok, c.managedIdentityError(err)
+		}
+		return tok, workloadIdentityError(err)
+	}
+	if !c.logged {
+		// The bearer policy serializes GetToken, so no lock is needed.
+		c.logged = true
+		c.log.Info("azure token acquired", "credentialMode", string(c.mode), "clientId", c.clientID,
+			"durationMs", time.Since(start).Milliseconds())
+	}
+	return tok, nil
+}
+
+// workloadIdentityError: Entra refusing the federated token is permanent
+// (it will refuse it again); Entra unreachable is transient.
+func workloadIdentityError(err error) error {
+	var afe *azidentity.AuthenticationFailedError
+	if errors.As(err, &afe) && afe.RawResponse != nil && permanentStatus(afe.RawResponse.StatusCode) {
+		return failure.Permanent(fmt.Errorf("%w: Entra ID refused the service account token: check the federated identity "+
+			"credential of AZURE_CLIENT_ID (issuer = the cluster's OIDC issuer, subject = system:serviceaccount:<namespace>:<name>, "+
+			"audience api://AzureADTokenExchange): %w", ErrToken, err))
+	}
+	return fmt.Errorf("%w: workload identity: %w", ErrToken, err)
+}
+
+// managedIdentityError: IMDS refusing the identity (400 Identity not found)
+// is permanent and names AZURE_CLIENT_ID; IMDS unreachable or throttling
+// after azcore's retries is transient.
+func (c *classifiedCredential) managedIdentityError(err error) error {
+	var afe *azidentity.AuthenticationFailedError
+	if errors.As(err, &afe) && afe.RawResponse != nil && permanentStatus(afe.RawResponse.StatusCode) {
+		return failure.Permanent(fmt.Errorf("%w: IMDS has no managed identity AZURE_CLIENT_ID=%s on this node (HTTP %d): "+
+			"%s; Azure assigns that identity to the cluster's nodes when it installs the extension: %w",
+			ErrToken, c.clientID, afe.RawResponse.StatusCode, miHint, err))
+	}
+	return fmt.Errorf("%w: managed identity: IMDS %s did not issue a token (a pod blocked from IMDS, e.g. by the AKS IMDS "+
+		"restriction, cannot use managed-identity mode): %w", ErrToken, c.imds, err)
+}
+
+// permanentStatus: a 4xx other than throttling and timeouts will be
+// answered the same way next time.
+func permanentStatus(code int) bool {
+	return code >= 400 && code < 500 && code != http.StatusTooManyRequests && code != http.StatusRequestTimeout
+}

@@ -1,0 +1,205 @@
+package azure_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// syncBuffer collects log output written from the SDK's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestCredentialModes runs phase 2 in each mode against the fake cloud:
+// the managed identity's token comes from the IMDS token endpoint (which
+// insists on Metadata: true, api-version, resource and the client_id of
+// the node's identity), the workload identity's from Entra, and the log
+// says which one ran.
+func TestCredentialModes(t *testing.T) {
+	tests := map[string]struct {
+		managed   bool
+		setup     func(t *testing.T, e *env)
+		wantErr   error
+		permanent bool
+		check     func(t *testing.T, e *env, log string, err error)
+	}{
+		"managed identity: token from IMDS, never from Entra": {
+			managed: true,
+			check: func(t *testing.T, e *env, log string, _ error) {
+				assert.Equal(t, int32(1), e.fake.IdentityTokenRequests.Load())
+				assert.Zero(t, e.fake.TokenRequests.Load(), "Entra is not asked")
+				assert.Equal(t, int32(1), e.fake.ARMRequests.Load(), "ARM accepted the IMDS token")
+				assert.Contains(t, log, "credentialMode=managed-identity")
+				assert.Contains(t, log, "clientId="+e.cfg.ClientID)
+			},
+		},
+		"managed identity: 429 then success": {
+			managed: true,
+			setup:   func(t *testing.T, e *env) { e.fake.IdentityToken429.Store(1) },
+			check: func(t *testing.T, e *env, _ string, _ error) {
+				assert.Equal(t, int32(2), e.fake.IdentityTokenRequests.Load(), "the throttled request is retried once")
+			},
+		},
+		"managed identity: identity not found is permanent and names AZURE_CLIENT_ID": {
+			managed:   true,
+			setup:     func(t *testing.T, e *env) { e.fake.IdentityNotFound.Store(true) },
+			wantErr:   azure.ErrToken,
+			permanent: true,
+			check: func(t *testing.T, e *env, _ string, err error) {
+				assert.Equal(t, int32(1), e.fake.IdentityTokenRequests.Load(), "a 400 is not retried")
+				assert.Zero(t, e.fake.ARMRequests.Load())
+				assert.Contains(t, err.Error(), "AZURE_CLIENT_ID="+e.cfg.ClientID)
+				assert.Contains(t, err.Error(), "global.azure.identity.clientId")
+				assert.Contains(t, err.Error(), "Identity not found", "IMDS's own words reach the operator")
+			},
+		},
+		"managed identity: a client ID the node does not have is permanent": {
+			managed:   true,
+			setup:     func(t *testing.T, e *env) { e.cfg.ClientID = randomClientID(t) },
+			wantErr:   azure.ErrToken,
+			permanent: true,
+			check: func(t *testing.T, e *env, _ string, err error) {
+				assert.Contains(t, err.Error(), "AZURE_CLIENT_ID="+e.cfg.ClientID)
+			},
+		},
+		"managed identity: token endpoint failing beyond VERIFY_RETRY_MAX is transient": {
+			managed: true,
+			setup: func(t *testing.T, e *env) {
+				var hits atomic.Int32
+				e.withIMDS(t, func(next http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						if r.URL.Path == fakecloud.IdentityTokenPath {
+							hits.Add(1)
+							w.WriteHeader(http.StatusServiceUnavailable)
+							return
+						}
+						next.ServeHTTP(w, r)
+					})
+				})
+				t.Cleanup(func() { assert.Equal(t, int32(3), hits.Load(), "RetryMax attempts, no more") })
+			},
+			wantErr: azure.ErrToken,
+			check: func(t *testing.T, e *env, _ string, err error) {
+				assert.Contains(t, err.Error(), "IMDS")
+			},
+		},
+		"workload identity: token from Entra, IMDS is not asked for one": {
+			check: func(t *testing.T, e *env, log string, _ error) {
+				assert.Equal(t, int32(1), e.fake.TokenRequests.Load())
+				assert.Zero(t, e.fake.IdentityTokenRequests.Load())
+				assert.Contains(t, log, "credentialMode=workload-identity")
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			if tc.managed {
+				e.useManagedIdentity()
+			}
+			var log syncBuffer
+			e.cfg.Log = slog.New(slog.NewTextHandler(&log, nil))
+			if tc.setup != nil {
+				tc.setup(t, e)
+			}
+			p, err := azure.New(e.cfg)
+			require.NoError(t, err)
+			ev, err := p.Prove(context.Background())
+			if tc.wantErr == nil {
+				require.NoError(t, err, log.String())
+				require.NotNil(t, ev)
+			} else {
+				require.Error(t, err)
+				t.Logf("error: %v", err)
+				assert.ErrorIs(t, err, tc.wantErr)
+				assert.Equal(t, tc.permanent, failure.IsPermanent(err), "permanent: %v", err)
+			}
+			if tc.check != nil {
+				tc.check(t, e, log.String(), err)
+			}
+		})
+	}
+}
+
+// TestCredentialModeSettings: each mode asks for exactly its own settings.
+func TestCredentialModeSettings(t *testing.T) {
+	tests := map[string]struct {
+		mutate func(e *env)
+		names  []string // nil: New succeeds
+	}{
+		"managed identity needs no tenant and no token file": {
+			mutate: func(e *env) { e.useManagedIdentity() },
+		},
+		"managed identity without AZURE_CLIENT_ID": {
+			mutate: func(e *env) { e.useManagedIdentity(); e.cfg.ClientID = "" },
+			names:  []string{"AZURE_CLIENT_ID", "global.azure.identity.clientId"},
+		},
+		"no mode": {
+			mutate: func(e *env) { e.cfg.CredentialMode = "" },
+			names:  []string{"AZURE_CREDENTIAL_MODE", "workload-identity", "managed-identity"},
+		},
+		"unknown mode": {
+			mutate: func(e *env) { e.cfg.CredentialMode = "default" },
+			names:  []string{`AZURE_CREDENTIAL_MODE "default"`},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.mutate(e)
+			p, err := azure.New(e.cfg)
+			if tc.names == nil {
+				require.NoError(t, err)
+				assert.NotNil(t, p)
+				return
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, azure.ErrConfig)
+			assert.True(t, failure.IsPermanent(err))
+			for _, n := range tc.names {
+				assert.Contains(t, err.Error(), n)
+			}
+		})
+	}
+}
+
+// TestManagedIdentityReachesOnlyIMDS: when the environment points
+// azidentity at another managed identity source (App Service, Cloud Shell,
+// Arc), the engine refuses to start phase 2 rather than send the request
+// there.
+func TestManagedIdentityReachesOnlyIMDS(t *testing.T) {
+	t.Setenv("MSI_ENDPOINT", "http://127.0.0.1:9/msi/token")
+	e := newEnv(t)
+	e.useManagedIdentity()
+	_, err := azure.New(e.cfg)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, azure.ErrConfig)
+	assert.True(t, failure.IsPermanent(err))
+	assert.Contains(t, err.Error(), "MSI_ENDPOINT")
+	assert.Zero(t, e.fake.IdentityTokenRequests.Load())
+}
