@@ -41,6 +41,14 @@ type (
 	Store interface {
 		Write(ctx context.Context, r kube.Registration) (changed bool, err error)
 	}
+	// Handover waits, before the Secret is written, until the update server
+	// is reachable the way the operator will reach it: its name resolving
+	// through the cluster's DNS to the mapped address, TLS answering there
+	// with the pinned certificate. object names the CoreDNS ConfigMap
+	// holding the entry, for its messages.
+	Handover interface {
+		Until(ctx context.Context, name string, addr netip.Addr, certPEM []byte, object string) (waited time.Duration, err error)
+	}
 	// Locker keeps two runs apart.
 	Locker interface {
 		Acquire(ctx context.Context) (release func(context.Context) error, err error)
@@ -58,9 +66,16 @@ type Job struct {
 	Finder       Finder
 	Racer        Racer
 	InClusterDNS InClusterDNS
+	Handover     Handover
 	Store        Store
 	Lock         Locker
 	RegCode      Secret
+
+	// HandoverSkip says why Handover is nil: it is logged where the wait
+	// would have been. HandoverDisabled makes that a warning (the wait was
+	// turned off, not inapplicable).
+	HandoverSkip     string
+	HandoverDisabled bool
 
 	// Deadline bounds the run after the startup sleep.
 	Deadline time.Duration
@@ -209,6 +224,22 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 					return nil, fmt.Errorf("in-cluster DNS: %w", err)
 				}
 				attrs = append(attrs, slog.Bool("dnsChanged", changed))
+			}
+			switch {
+			case j.Handover != nil:
+				var object string
+				if o, ok := j.InClusterDNS.(interface{ Object() string }); ok {
+					object = o.Object()
+				}
+				waited, err := j.Handover.Until(ctx, server.Name, addr, server.CertPEM, object)
+				if err != nil {
+					return nil, fmt.Errorf("handover: %w", err)
+				}
+				attrs = append(attrs, slog.Int64("handoverMs", waited.Milliseconds()))
+			case j.HandoverDisabled:
+				log.Warn("handover wait disabled (HANDOVER_TIMEOUT=0, for tests only): the operator may get the Secret before it can reach the update server, and a failed registration stays failed", slog.String("server", server.Name))
+			default:
+				log.Info("handover wait skipped", slog.String("reason", j.HandoverSkip), slog.String("server", server.Name))
 			}
 			if j.RegCode == "" {
 				log.Warn("no registration code set (REGISTRATION_CODE, REG_CODE or REGCODE); rancher/scc-operator refuses online registration without one")
