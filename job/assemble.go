@@ -141,6 +141,26 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 		}
 	}
 	j.Handover, j.HandoverSkip, j.HandoverDisabled = handoverWait(cfg, log)
+	j.SecretRef = cfg.SecretNamespace + "/" + cfg.SecretName
+	j.Operator = &kube.OperatorWatch{
+		Secrets:       clients.Secrets,
+		Registrations: clients.Registrations,
+		Namespace:     cfg.SecretNamespace,
+		Name:          cfg.SecretName,
+		Log:           log,
+	}
+	j.OperatorWait = cfg.OperatorWait
+	// The Job runs in the Secret's namespace (the manifests set
+	// REGISTRATION_SECRET_NAMESPACE from the pod's).
+	if cfg.JobName != "" && cfg.JobUID != "" {
+		j.Events = &kube.JobEvents{
+			Events:    clients.Events,
+			Namespace: cfg.SecretNamespace,
+			JobName:   cfg.JobName,
+			JobUID:    cfg.JobUID,
+			Instance:  holder,
+		}
+	}
 	return j, nil
 }
 

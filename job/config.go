@@ -536,6 +536,6 @@ wins over the environment, the environment over the default.
 	}
 	fmt.Fprintf(tw, "\n  --help\t\tshow this help\n  --version\t\tprint the version\n")
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nExit codes: %d registered or rightly skipped, %d transient failure (the Job retries),\n%d permanent failure (the Job fails at once), %d run deadline exceeded, %d terminated.\n",
+	fmt.Fprintf(w, "\nExit codes: %d registered or rightly skipped, %d transient failure (the Job retries),\n%d permanent failure, or a Registration rancher/scc-operator marked Failed (the Job fails at once),\n%d run deadline exceeded, %d terminated.\n",
 		ExitOK, ExitTransient, ExitPermanent, ExitDeadline, ExitTerminated)
 }

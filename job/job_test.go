@@ -352,3 +352,117 @@ func TestRunSaysWhyThereIsNoHandoverWait(t *testing.T) {
 		})
 	}
 }
+
+// operatorFake answers the operator report and records the Events.
+type operatorFake struct {
+	report   kube.OperatorReport
+	waits    []time.Duration
+	events   []kube.JobEvent
+	eventErr error
+}
+
+func (o *operatorFake) Report(_ context.Context, wait time.Duration) kube.OperatorReport {
+	o.waits = append(o.waits, wait)
+	return o.report
+}
+
+func (o *operatorFake) Record(_ context.Context, e kube.JobEvent) error {
+	o.events = append(o.events, e)
+	return o.eventErr
+}
+
+// TestRunReportsTheOperator: what rancher/scc-operator made of the Secret
+// reaches the run summary, the Job's Event and the exit code; a Failed
+// Registration is never a successful run.
+func TestRunReportsTheOperator(t *testing.T) {
+	tests := map[string]struct {
+		changed  bool
+		report   kube.OperatorReport
+		failAt   string
+		wantWait time.Duration
+		reason   string
+		warning  bool
+		exit     int
+		phase    string
+		note     string
+	}{
+		"written, operator active": {
+			changed: true, report: kube.OperatorReport{State: kube.OperatorActive, Registration: "scc-registration-abc"},
+			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, exit: ExitOK, note: "operator=active registration scc-registration-abc",
+		},
+		"written, operator failed: exit 2, failedPhase operator, the remedy": {
+			changed: true, report: kube.OperatorReport{State: kube.OperatorFailed, Registration: "scc-registration-abc", Message: "401 Unknown Registration Code."},
+			wantWait: 2 * time.Minute, reason: kube.ReasonOperatorFailed, warning: true, exit: ExitPermanent, phase: PhaseOperator,
+			note: "kubectl -n cattle-scc-system delete secret scc-registration",
+		},
+		"written, operator pending: exit 0 with a warning": {
+			changed: true, report: kube.OperatorReport{State: kube.OperatorPending, Message: "registration scc-registration-abc not created yet"},
+			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, warning: true, exit: ExitOK, note: "operator=pending",
+		},
+		"written, no operator": {
+			changed: true, report: kube.OperatorReport{State: kube.OperatorAbsent, Message: "not installed"},
+			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, exit: ExitOK, note: "operator=absent",
+		},
+		"unchanged looks once": {
+			report:   kube.OperatorReport{State: kube.OperatorActive, Registration: "scc-registration-abc"},
+			wantWait: 0, reason: kube.ReasonUnchanged, exit: ExitOK, note: "already current",
+		},
+		"unchanged but Failed is still reported and fails": {
+			report:   kube.OperatorReport{State: kube.OperatorFailed, Registration: "scc-registration-abc", Message: "no such host"},
+			wantWait: 0, reason: kube.ReasonOperatorFailed, warning: true, exit: ExitPermanent, phase: PhaseOperator,
+		},
+		"the engine's own failure names its phase": {
+			failAt: "find", reason: kube.ReasonFailed, warning: true, exit: ExitTransient, phase: "find-update-server",
+			note: "phase find-update-server failed (exit code 1)",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := &recorder{changed: tc.changed, failAt: tc.failAt, failWith: errors.New("no region server answered")}
+			op := &operatorFake{report: tc.report}
+			var logs bytes.Buffer
+			j := newJob(r, &logs)
+			j.Operator, j.OperatorWait, j.Events, j.SecretRef = op, 2*time.Minute, op, "cattle-scc-system/scc-registration"
+			res, err := j.Run(context.Background())
+			assert.Equal(t, tc.exit, ExitCode(err), "%v", err)
+			assert.Equal(t, tc.phase, res.Failed)
+			if tc.failAt == "" {
+				assert.Equal(t, []time.Duration{tc.wantWait}, op.waits, "wait after a write, one look otherwise")
+			} else {
+				assert.Empty(t, op.waits, "no Secret, no operator to ask")
+			}
+			require.Len(t, op.events, 1, "one Event per run")
+			ev := op.events[0]
+			assert.Equal(t, tc.reason, ev.Reason)
+			assert.Equal(t, tc.warning, ev.Warning)
+			assert.Contains(t, ev.Note, tc.note)
+			assert.NotContains(t, ev.Note, "REGCODE-SECRET")
+
+			lines := logLines(t, &logs)
+			last := lines[len(lines)-1]
+			assert.Equal(t, "run finished", last["msg"])
+			if tc.report.State != "" {
+				assert.Equal(t, tc.report.State, last["operator"])
+			}
+			if tc.report.State == kube.OperatorFailed {
+				assert.Equal(t, tc.report.Message, last["operatorMessage"], "the operator's own words in the summary")
+				assert.ErrorIs(t, err, ErrOperatorFailed)
+				assert.Equal(t, "ERROR", last["level"])
+			}
+		})
+	}
+}
+
+// TestRunSurvivesAFailedEvent: an Event the API refuses is a warning; the
+// run's result stands.
+func TestRunSurvivesAFailedEvent(t *testing.T) {
+	r := &recorder{changed: true}
+	op := &operatorFake{report: kube.OperatorReport{State: kube.OperatorActive}, eventErr: errors.New("forbidden")}
+	var logs bytes.Buffer
+	j := newJob(r, &logs)
+	j.Operator, j.Events = op, op
+	res, err := j.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeRegistered, res.Outcome)
+	assert.Contains(t, logs.String(), "could not record the run's Event on its Job")
+}
