@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
@@ -21,177 +23,296 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 )
 
-// TestOperator runs the real rancher/scc-operator (built by make
-// scc-operator at its pinned commits) against the Secret that the engine's
-// CronJob Job writes, on the real control plane: CronJob → Job → the six
-// phases → the Corefile's hosts entry → scc-registration → the operator →
-// the Registration.
-//
-// Name resolution: the process tier has no CoreDNS, so the operator reaches
-// the fake update server through an HTTP CONNECT proxy on loopback that it
-// uses through HTTPS_PROXY (sccoperator.Proxy). The proxy answers CONNECT
-// smt-azure.susecloud.net:443 with the address that name has in the hosts
-// block the engine wrote into kube-system/coredns (what CoreDNS would
-// answer in a pod), on the fake update server's port. TLS runs end to end,
-// so the operator checks the update server's certificate for that name.
-//
-// The cases run one after another: they share cattle-scc-system's Secret,
-// and only one operator runs at a time (it binds :8080).
-func TestOperator(t *testing.T) {
+// dnsDelay is how long the process tier's stand-in for CoreDNS keeps a new
+// hosts entry unanswered, for the engine and the operator alike. The kind
+// tier measures 30-110 s; a few seconds show the wait without the cost.
+const dnsDelay = 4 * time.Second
+
+// operatorEnv is the shared plane with the overlay applied, the fake cloud
+// in this process (so its SCC API's request log can be read), and a
+// stand-in for the cluster's DNS that answers a new entry only dnsDelay
+// after it appeared: served over DNS to the engine's handover wait
+// (HANDOVER_DNS_SERVER) and as the operator's HTTPS_PROXY route.
+type operatorEnv struct {
+	*clusterEnv
+	fc    *fakecloud.Cloud
+	c     cloud
+	proxy *sccoperator.Proxy
+	dns   *sccoperator.ClusterDNS
+}
+
+func setupOperator(t *testing.T) *operatorEnv {
 	e := setupCluster(t)
-	rmt := sccoperator.Binary(t, sccoperator.CommitRMT)
-	t.Cleanup(func() { sccoperator.Forget(t, e.p) })
-
-	t.Run("add-rmt-support registers from the engine's Secret", func(t *testing.T) {
-		oc := e.runOperatorCase(t, rmt, "op-register", "--reg-code", overlayRegCode)
-		require.True(t, oc.final.Done(), "the Registration ended %s", oc.final)
-		assert.Equal(t, sccoperator.ConditionDone, oc.final.Current)
-		assert.Equal(t, "Rancher Prime "+sccoperator.RancherVersion, oc.final.RegisteredProduct)
-		assert.NotZero(t, oc.final.SystemID)
-		for _, s := range oc.states {
-			assert.False(t, s.Failed(), "the Registration passed through Failure=True: %s", s)
-		}
-
-		announce := oc.request(t, http.MethodPost, "/connect/subscriptions/systems")
-		require.NotNil(t, announce, "the update server saw no announce: %+v", oc.sccRequests)
-		assert.Equal(t, overlayRegCode, announce.RegCode, "the operator announced with the CronJob's registration code")
-		assert.Equal(t, updateServer, announce.ServerName, "TLS server name")
-		assert.Equal(t, updateServer, announce.Host, "Host header")
-		assert.Equal(t, sccoperator.ServerURL, announce.Hostname, "the operator announces Rancher's server-url")
-		assert.Equal(t, http.StatusCreated, announce.Status)
-		activations := oc.request(t, http.MethodGet, "/connect/systems/activations")
-		require.NotNil(t, activations, "%+v", oc.sccRequests)
-		assert.Equal(t, http.StatusOK, activations.Status)
-		t.Logf("proved: rancher/scc-operator %.7s (add-rmt-support) read the Secret the engine's Job wrote, reached %s at %s (the address of the Corefile's hosts entry) through the CONNECT proxy with TLS checked against registrationUrlCert, announced with the CronJob's code and made Registration %s Done with activationStatus.activated=true %s after the Job was created, passing through %d states, none Failure=True",
-			sccoperator.CommitRMT, updateServer, oc.tunnel.Dialed, oc.final.Name, oc.took.Round(time.Millisecond), len(oc.states))
-	})
-
-	t.Run("main refuses the update server's certificate", func(t *testing.T) {
-		main := sccoperator.Binary(t, sccoperator.CommitMain)
-		oc := e.runOperatorCase(t, main, "op-main", "--reg-code", overlayRegCode)
-		require.True(t, oc.final.Failed(), "the Registration ended %s", oc.final)
-		assert.False(t, oc.final.Activated)
-		msg := oc.final.FailureMessage()
-		assert.Contains(t, msg, "x509: certificate signed by unknown authority",
-			"main trusts only the system roots, not registrationUrlCert")
-		assert.Empty(t, oc.sccRequests, "no request got through the TLS handshake")
-		t.Logf("proved: rancher/scc-operator %.7s (main) ignores registrationUrlCert: with the update server's certificate only there, Registration %s ends Failure=True (%q); the engine needs add-rmt-support (%.7s) or later",
-			sccoperator.CommitMain, oc.final.Name, msg, sccoperator.CommitRMT)
-	})
-
-	t.Run("unknown registration code", func(t *testing.T) {
-		const known = "ANOTHER-CUSTOMERS-CODE"
-		oc := e.runOperatorCase(t, rmt, "op-401", "--reg-code", known)
-		require.True(t, oc.final.Failed(), "the Registration ended %s", oc.final)
-		msg := oc.final.FailureMessage()
-		assert.Contains(t, msg, "Unknown Registration Code.")
-		assert.Contains(t, msg, "(401)")
-		announce := oc.request(t, http.MethodPost, "/connect/subscriptions/systems")
-		require.NotNil(t, announce, "%+v", oc.sccRequests)
-		assert.Equal(t, overlayRegCode, announce.RegCode)
-		assert.Equal(t, http.StatusUnauthorized, announce.Status)
-		assert.Nil(t, oc.request(t, http.MethodGet, "/connect/systems/activations"), "nothing after a refused announce")
-		t.Logf("proved: a registration code the update server does not know (401) ends Registration %s Failure=True with the operator's message %q", oc.final.Name, msg)
-	})
-}
-
-// operatorCase is what one run of the engine's Job with the operator
-// watching produced.
-type operatorCase struct {
-	final       sccoperator.Registration
-	states      []sccoperator.Registration
-	sccRequests []fakecloud.SCCRequest
-	tunnel      sccoperator.Tunnel
-	// took is from the Job's creation to the Registration's terminal
-	// state (as the test saw it): the engine's whole run included.
-	took time.Duration
-}
-
-// request returns the first SCC API request with method and path.
-func (oc operatorCase) request(t *testing.T, method, path string) *fakecloud.SCCRequest {
-	t.Helper()
-	for i, r := range oc.sccRequests {
-		if r.Method == method && r.Path == path {
-			return &oc.sccRequests[i]
-		}
-	}
-	return nil
-}
-
-// runOperatorCase starts from a cluster the operator never saw, starts a
-// fake cloud with cloudArgs, the CONNECT proxy and the operator bin, runs
-// the engine's CronJob as Job jobName through the process kubelet, and waits
-// for the operator's Registration to be Done or Failed.
-func (e *clusterEnv) runOperatorCase(t *testing.T, bin, jobName string, cloudArgs ...string) operatorCase {
-	ctx := testContext(t)
-	sccoperator.Forget(t, e.p)
-	e.resetCoreDNS(ctx, t)
-	c := startCloudArgs(t, cloudArgs...)
-	env := envMap(c.Env)
-	httpsPort, err := strconv.Atoi(env["UPDATE_SERVER_HTTPS_PORT"])
+	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: updateServer, RegCode: overlayRegCode})
 	require.NoError(t, err)
-	proxy, err := sccoperator.NewProxy(sccoperator.CoreDNSRoute(e.admin, httpsPort))
+	t.Cleanup(fc.Stop)
+	port, err := strconv.Atoi(fc.Env()["UPDATE_SERVER_HTTPS_PORT"])
+	require.NoError(t, err)
+	clusterDNS := &sccoperator.ClusterDNS{Client: e.admin, Delay: dnsDelay}
+	dns, err := clusterDNS.Server()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dns.Close() })
+	proxy, err := sccoperator.NewProxy(clusterDNS.Route(port))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = proxy.Close() })
-	op := sccoperator.Run(t, e.p, sccoperator.Options{Binary: bin, ProxyURL: proxy.URL})
-	rec, err := sccoperator.Record(ctx, e.p.Admin)
+	own := *e
+	own.dns = dns
+	return &operatorEnv{clusterEnv: &own, fc: fc, c: cloud{Dir: t.TempDir(), Env: fc.Environ()}, proxy: proxy, dns: clusterDNS}
+}
+
+// TestOperator is the whole product on a real control plane: the CronJob's
+// Job (run by the process kubelet) goes through the six phases, edits
+// kube-system/coredns, waits until the name resolves and answers, writes
+// scc-registration, and the real rancher/scc-operator (add-rmt-support,
+// dad26bb) registers with the fake update server under its real name. The
+// process tier has no CoreDNS: the operator reaches the update server
+// through an HTTP CONNECT proxy (HTTPS_PROXY) that resolves names from the
+// same CoreDNS ConfigMaps the engine edits, with the same delay the
+// engine's handover wait sees over DNS; TLS runs end to end.
+func TestOperator(t *testing.T) {
+	o := setupOperator(t)
+	t.Run("no operator installed", o.testAbsent)
+	t.Run("the operator registers from the Job's Secret", o.testRegisters)
+	t.Run("an unchanged run", o.testUnchanged)
+	t.Run("a code the update server refuses", o.testRefusedCode)
+	t.Run("the main revision refuses the update server's certificate", o.testMainRevision)
+}
+
+// testAbsent: without the operator's CRD the run reports operator=absent at
+// once and succeeds.
+func (o *operatorEnv) testAbsent(t *testing.T) {
+	ctx := testContext(t)
+	o.resetCoreDNS(ctx, t)
+	o.dns.Forget()
+	o.p.Kubectl(t, "delete", "crd", "registrations.scc.cattle.io", "--ignore-not-found", "--wait=true")
+	o.forceDeleteSecret(ctx, t)
+	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	pr, done := o.runJob(ctx, t, runs, "operator-absent")
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
+	sum := summary(t, pr.res.stderr)
+	assert.Equal(t, job.ExitOK, pr.res.code)
+	assert.Equal(t, kube.OperatorAbsent, sum["operator"], pr.res.stderr)
+	ev := o.jobEvent(ctx, t, "operator-absent")
+	assert.Equal(t, kube.ReasonRegistered, ev.Reason)
+	assert.Contains(t, ev.Note, "operator=absent")
+	t.Logf("proved: with no rancher/scc-operator installed the Job completes (exit %d), its summary says operator=%v and Event %s %q is on the Job",
+		pr.res.code, sum["operator"], ev.Reason, ev.Note)
+}
+
+// testRegisters: the engine's Job waits for the name, writes the Secret,
+// and the real operator registers; the engine reports it.
+func (o *operatorEnv) testRegisters(t *testing.T) {
+	ctx := testContext(t)
+	o.resetCoreDNS(ctx, t)
+	o.dns.Forget()
+	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	o.forceDeleteSecret(ctx, t)
+	for _, u := range o.fc.Updates {
+		u.Reset()
+		u.SetRegCode(overlayRegCode)
+	}
+	rec, err := sccoperator.Record(ctx, o.p.Admin)
 	require.NoError(t, err)
 	t.Cleanup(rec.Stop)
+	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
 
-	runs := e.startKubelet(ctx, t, kube.Namespace, c)
-	created := time.Now()
-	e.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, jobName)
-	t.Cleanup(func() { e.deleteJob(t, kube.Namespace, jobName) })
-	done := controlplane.WaitJobFinished(ctx, t, e.admin, kube.Namespace, jobName)
-	pr := runs.forJob(t, jobName)
-	require.Len(t, pr, 1, "one pod")
-	cond := controlplane.FinishedCondition(done)
-	require.NotNil(t, cond)
-	require.Equal(t, batchv1.JobComplete, cond.Type, "%s: %s\n%s", cond.Reason, cond.Message, pr[0].res)
-	require.Equal(t, job.OutcomeRegistered, summary(t, pr[0].res.stderr)["outcome"])
+	pr, done := o.runJob(ctx, t, runs, "operator-1")
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
+	sum := summary(t, pr.res.stderr)
+	assert.Equal(t, job.ExitOK, pr.res.code)
+	assert.Equal(t, job.OutcomeRegistered, sum["outcome"])
+	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.res.stderr)
 
-	name, err := sccoperator.WaitForSecret(ctx, e.admin, kube.Namespace, kube.SecretName)
-	require.NoError(t, err, "operator log:\n%s", op.LogTail(30))
-	final, err := rec.Wait(ctx, name, sccoperator.Registration.Terminal)
-	require.NoError(t, err, "operator log:\n%s", op.LogTail(30))
-	took := time.Since(created)
+	// The wait was seen to wait: the first check found no name.
+	waiting := logLine(t, pr.res.stderr, "waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret")
+	require.NotNil(t, waiting, "the handover wait waited:\n%s", pr.res.stderr)
+	handed := logLine(t, pr.res.stderr, handedOverMsg)
+	require.NotNil(t, handed, pr.res.stderr)
+	waited := time.Duration(handed["waitedMs"].(float64)) * time.Millisecond
+	assert.GreaterOrEqual(t, waited, dnsDelay-time.Second, "the Secret waited for the name")
 
-	oc := operatorCase{final: final, states: rec.States(name), took: took}
-	oc.sccRequests = sccRequests(ctx, t, env["AZURE_IMDS_ENDPOINT"])
-	for _, tn := range proxy.Tunnels() {
-		if tn.Target == updateServer+":443" {
-			oc.tunnel = tn
+	regName, ok := sum["registration"].(string)
+	require.True(t, ok && regName != "", pr.res.stderr)
+	s := o.secret(ctx, t)
+	byLabel, err := sccoperator.NameForSecret(s)
+	require.NoError(t, err)
+	assert.Equal(t, byLabel, regName, "the engine found the operator's Registration")
+	states := rec.States(regName)
+	require.NotEmpty(t, states)
+	last := states[len(states)-1]
+	assert.True(t, last.Done(), "Done and activated: %s", last)
+	for _, st := range states {
+		assert.False(t, st.Failed(), "never Failure: %s", st)
+	}
+	var announce *fakecloud.SCCRequest
+	for _, u := range o.fc.Updates {
+		for _, r := range u.SCCRequests() {
+			if r.Method == "POST" && r.Path == "/connect/subscriptions/systems" {
+				announce = &r
+			}
 		}
 	}
-	require.NotEmpty(t, oc.tunnel.Target, "the operator never asked the proxy for %s:443: %+v", updateServer, proxy.Tunnels())
-	require.Empty(t, oc.tunnel.Err, "the proxy refused the operator's tunnel")
-	addr, _ := summary(t, pr[0].res.stderr)["address"].(string)
-	dialed, err := netip.ParseAddrPort(oc.tunnel.Dialed)
-	require.NoError(t, err)
-	assert.Equal(t, addr, dialed.Addr().String(), "the proxy sent the operator where the engine's hosts entry points")
-	t.Logf("registration %s: %d states, last %s", name, len(oc.states), final)
-	return oc
+	require.NotNil(t, announce, "the operator announced to the fake update server")
+	assert.Equal(t, overlayRegCode, announce.RegCode, "our regCode")
+	assert.Equal(t, updateServer, announce.ServerName, "dialled by the update server's name (SNI)")
+
+	ev := o.jobEvent(ctx, t, "operator-1")
+	assert.Equal(t, kube.ReasonRegistered, ev.Reason)
+	assert.Equal(t, "Normal", ev.Type)
+	t.Logf("run summary: %s", lastLine(pr.res.stderr))
+	t.Logf("kubectl get events:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "get", "events", "--field-selector", "involvedObject.name=operator-1"))
+	t.Logf("proved: the Job waited %s for %s to resolve through the cluster's DNS and answer with the pinned certificate, wrote the Secret, and rancher/scc-operator %.7s took Registration %s to Done/activated without ever passing Failure (%d states); the fake SCC saw our regCode over SNI %s; the summary says operator=%v and the Job carries Event %s",
+		waited.Round(time.Millisecond), updateServer, sccoperator.CommitRMT, regName, len(states), announce.ServerName, sum["operator"], ev.Reason)
 }
 
-// sccRequests reads what the fake cloud's update servers recorded.
-func sccRequests(ctx context.Context, t *testing.T, imds string) []fakecloud.SCCRequest {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, imds+"/fakecloud/scc-requests", nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var out []fakecloud.SCCRequest
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return out
+// testUnchanged: a second Job writes nothing and still reports the
+// operator's state.
+func (o *operatorEnv) testUnchanged(t *testing.T) {
+	ctx := testContext(t)
+	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	before := o.secretVersion(ctx, t)
+	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	pr, done := o.runJob(ctx, t, runs, "operator-2")
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
+	sum := summary(t, pr.res.stderr)
+	assert.Equal(t, job.OutcomeUnchanged, sum["outcome"])
+	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.res.stderr)
+	assert.Equal(t, before, o.secretVersion(ctx, t), "nothing written")
+	ev := o.jobEvent(ctx, t, "operator-2")
+	assert.Equal(t, kube.ReasonUnchanged, ev.Reason)
+	t.Logf("proved: a second Job wrote nothing, its summary says outcome=%v operator=%v, and the Job carries Event %s %q",
+		sum["outcome"], sum["operator"], ev.Reason, ev.Note)
 }
 
-// envMap turns KEY=value lines into a map.
-func envMap(env []string) map[string]string {
-	m := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
+// testRefusedCode: a code the update server refuses (401) makes the
+// operator fail the Registration; the engine's run fails with exit 2 and
+// the Job carries OperatorRegistrationFailed with the remedy.
+func (o *operatorEnv) testRefusedCode(t *testing.T) {
+	ctx := testContext(t)
+	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	const wrong = "E2E-WRONG-CODE"
+	o.setCronJobRegCode(ctx, t, wrong)
+	t.Cleanup(func() { o.setCronJobRegCode(context.Background(), t, overlayRegCode) })
+	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	pr, done := o.runJob(ctx, t, runs, "operator-wrong-code")
+	cond := controlplane.FinishedCondition(done)
+	assert.Equal(t, batchv1.JobFailed, cond.Type, pr.res.String())
+	assert.Equal(t, batchv1.JobReasonPodFailurePolicy, cond.Reason, "exit 2 fails the Job at once")
+	assert.Equal(t, job.ExitPermanent, pr.res.code, pr.res.stderr)
+	sum := summary(t, pr.res.stderr)
+	assert.Equal(t, kube.OperatorFailed, sum["operator"])
+	assert.Equal(t, job.PhaseOperator, sum["failedPhase"])
+	msg, _ := sum["operatorMessage"].(string)
+	assert.NotEmpty(t, msg, "the operator's own words")
+	var refused bool
+	for _, u := range o.fc.Updates {
+		for _, r := range u.SCCRequests() {
+			refused = refused || (r.RegCode == wrong && r.Status == 401)
+		}
 	}
-	return m
+	assert.True(t, refused, "the fake refused the wrong code with 401")
+	ev := o.jobEvent(ctx, t, "operator-wrong-code")
+	assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason)
+	assert.Equal(t, "Warning", ev.Type)
+	assert.Contains(t, ev.Note, "kubectl -n cattle-scc-system delete secret scc-registration")
+	t.Logf("run summary: %s", lastLine(pr.res.stderr))
+	t.Logf("kubectl describe job:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "describe", "job", "operator-wrong-code"))
+	t.Logf("proved: with a code the update server refuses, rancher/scc-operator failed the Registration (%q), the run exited %d with failedPhase=%v, the Job failed through its podFailurePolicy and carries Event %s with the remedy",
+		msg, pr.res.code, sum["failedPhase"], ev.Reason)
+	// Leave no Failed Registration behind: the operator deregisters on delete.
+	o.forceDeleteSecret(ctx, t)
+}
+
+// testMainRevision: rancher/scc-operator main (cee65c0) ignores
+// registrationUrlCert and trusts only the system roots, so with the update
+// server's CA only in the Secret it fails TLS for good. This is the version
+// requirement the README states: add-rmt-support (dad26bb) or later.
+func (o *operatorEnv) testMainRevision(t *testing.T) {
+	ctx := testContext(t)
+	o.forceDeleteSecret(ctx, t)
+	for _, u := range o.fc.Updates {
+		u.Reset()
+		u.SetRegCode(overlayRegCode)
+	}
+	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitMain), ProxyURL: o.proxy.URL})
+	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	pr, done := o.runJob(ctx, t, runs, "operator-main")
+	assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.res.String())
+	assert.Equal(t, job.ExitPermanent, pr.res.code, pr.res.stderr)
+	sum := summary(t, pr.res.stderr)
+	assert.Equal(t, kube.OperatorFailed, sum["operator"], pr.res.stderr)
+	msg, _ := sum["operatorMessage"].(string)
+	assert.Contains(t, msg, "x509: certificate signed by unknown authority", "main trusts only the system roots, not registrationUrlCert")
+	for _, u := range o.fc.Updates {
+		assert.Empty(t, u.SCCRequests(), "no request got through the TLS handshake")
+	}
+	t.Logf("proved: rancher/scc-operator %.7s (main) ignores registrationUrlCert: with the update server's certificate only there, the Registration failed (%q) and the engine's run exited %d with operator=%v; the engine needs add-rmt-support (%.7s) or later",
+		sccoperator.CommitMain, msg, pr.res.code, sum["operator"], sccoperator.CommitRMT)
+	o.forceDeleteSecret(ctx, t)
+}
+
+// runJob creates a Job from the CronJob, waits for it and returns its one pod run.
+func (o *operatorEnv) runJob(ctx context.Context, t *testing.T, runs *podRuns, name string) (podRun, *batchv1.Job) {
+	t.Helper()
+	o.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
+	t.Cleanup(func() { o.deleteJob(t, kube.Namespace, name) })
+	done := controlplane.WaitJobFinished(ctx, t, o.admin, kube.Namespace, name)
+	pr := runs.forJob(t, name)
+	require.Len(t, pr, 1, "one pod")
+	return pr[0], done
+}
+
+// jobEvent returns the one events.k8s.io Event regarding Job name.
+func (o *operatorEnv) jobEvent(ctx context.Context, t *testing.T, name string) eventsv1.Event {
+	t.Helper()
+	j, err := o.admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	list, err := o.admin.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Job" && e.Regarding.Name == name && e.ReportingController == kube.ReportingController {
+			out = append(out, e)
+		}
+	}
+	require.Len(t, out, 1, "one Event per run")
+	assert.Equal(t, j.UID, out[0].Regarding.UID, "the Event points at the Job itself (JOB_UID from the downward API)")
+	return out[0]
+}
+
+// forceDeleteSecret deletes scc-registration and waits until it is gone;
+// with no operator running to release it, it drops the operator's
+// finalizer first.
+func (o *operatorEnv) forceDeleteSecret(ctx context.Context, t *testing.T) {
+	t.Helper()
+	secrets := o.admin.CoreV1().Secrets(kube.Namespace)
+	err := secrets.Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	require.NoError(t, err)
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := secrets.Get(ctx, kube.SecretName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err == nil {
+		return
+	}
+	_, err = secrets.Patch(ctx, kube.SecretName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "drop finalizers: %v", err)
+}
+
+// setCronJobRegCode sets the CronJob's REGISTRATION_CODE.
+func (o *operatorEnv) setCronJobRegCode(ctx context.Context, t *testing.T, code string) {
+	cj, err := o.admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
+	require.NoError(t, err)
+	controlplane.SetEnv(&cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0], map[string]string{"REGISTRATION_CODE": code})
+	_, err = o.admin.BatchV1().CronJobs(kube.Namespace).Update(ctx, cj, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// lastLine is the run summary, the last line of the log.
+func lastLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	return lines[len(lines)-1]
 }
