@@ -28,7 +28,7 @@ var manifestsBase = filepath.Join("..", "manifests", "base")
 // namespace Rancher creates, Secrets the engine must not reach (one in its
 // namespace, one of the same name in another), and CoreDNS's objects in
 // kube-system next to one it must not reach.
-const rbacFixture = `
+var rbacFixture = `
 apiVersion: v1
 kind: Namespace
 metadata: {name: cattle-scc-system}
@@ -45,24 +45,9 @@ stringData: {regCode: not-yours}
 ---
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: coredns, namespace: kube-system}
-data: {Corefile: ".:53 {\n    forward . /etc/resolv.conf\n}\n"}
----
-apiVersion: v1
-kind: ConfigMap
 metadata: {name: kube-proxy, namespace: kube-system}
 data: {config.conf: "mode: iptables"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: coredns, namespace: kube-system}
-spec:
-  selector: {matchLabels: {k8s-app: kube-dns}}
-  template:
-    metadata: {labels: {k8s-app: kube-dns}}
-    spec:
-      containers: [{name: coredns, image: coredns/coredns:1.12.0}]
-`
+---` + corednsFixture
 
 // registrationCRD stands in for the CRD rancher/scc-operator installs, with
 // one Registration, so the read-only ClusterRole can be tried for real.
