@@ -35,6 +35,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
@@ -88,6 +89,9 @@ type clusterEnv struct {
 	// admission, when set, changes a pod's environment before the process
 	// kubelet runs it, as a mutating webhook would have.
 	admission func(ctx context.Context, pod *corev1.Pod, env []string) ([]string, error)
+	// dns answers the engine's handover wait as CoreDNS would in a pod
+	// (HANDOVER_DNS_SERVER), from kube-system's CoreDNS ConfigMaps.
+	dns *fakecloud.DNSServer
 }
 
 func setupCluster(t *testing.T) *clusterEnv {
@@ -97,6 +101,10 @@ func setupCluster(t *testing.T) *clusterEnv {
 	p.Apply(t, overlay)
 	p.Apply(t, []byte(corednsFixture))
 	e := &clusterEnv{p: p, admin: p.AdminClient(t), overlay: overlay}
+	dns, err := (&sccoperator.ClusterDNS{Client: e.admin}).Server()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dns.Close() })
+	e.dns = dns
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cm, err := e.admin.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
@@ -375,6 +383,9 @@ func (e *clusterEnv) testCorefile(t *testing.T, c cloud) {
 	dep1, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, dep0.Generation, dep1.Generation, "the Corefile has reload: no restart")
+	handed := logLine(t, first.stderr, handedOverMsg)
+	require.NotNil(t, handed, "the Secret is written only after the name resolved through the cluster's DNS:\n%s", first.stderr)
+	assert.Equal(t, "kube-system/coredns", handed["coredns"])
 
 	second := e.runAs(ctx, t, c, e.token(t), "run-dns-2", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, second.code, second.String())
@@ -511,6 +522,10 @@ func (e *clusterEnv) testPermanentFailureJob(t *testing.T) {
 		pr[0].res.code, cond.Reason, cond.Message)
 }
 
+// handedOverMsg is the engine's log line when the handover wait saw the
+// name resolve and the pinned certificate answer.
+const handedOverMsg = "update server reachable through the cluster: handing over"
+
 const scheduledSleepMsg = "scheduled run: sleeping before the first request so that clusters spread their load"
 
 // testScheduledRun copies the e2e CronJob, its ServiceAccount and Role into
@@ -618,6 +633,8 @@ func (e *clusterEnv) runEnv(t *testing.T, c cloud, token, podName string, extra 
 		"KUBERNETES_CA_CERT="+e.p.CAFile,
 		"POD_NAME="+podName,
 		"IN_CLUSTER_DNS=false",
+		// A process has no cluster DNS: the handover wait asks e.dns.
+		"HANDOVER_DNS_SERVER="+e.dns.Addr,
 	)
 	return append(env, extra...)
 }
@@ -775,6 +792,8 @@ func (e *clusterEnv) startKubelet(ctx context.Context, t *testing.T, ns string, 
 			if pr.err = err; err != nil {
 				return 1
 			}
+			// The pod's resolver would be the cluster's DNS; a process asks e.dns.
+			full = append(full, "HANDOVER_DNS_SERVER="+e.dns.Addr)
 			wait, err := startEngine(ctx, full, pod.Spec.Containers[0].Args...)
 			if pr.err = err; err != nil {
 				return 1

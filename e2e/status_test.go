@@ -31,6 +31,10 @@ import (
 	"github.com/rancher/registration-engine/job/status"
 )
 
+// noOperatorWait keeps a run without an operator from waiting for one:
+// after TestOperator its CRD is still served.
+const noOperatorWait = "OPERATOR_WAIT=0s"
+
 // statusEnv is the shared plane for the status cases, which run one after
 // another in cattle-scc-system: each leaves the cluster in the state a user
 // can end up in, runs `registration-engine status` as that user would, and
@@ -108,7 +112,7 @@ func TestStatus(t *testing.T) {
 
 	t.Run("Secret without a code", func(t *testing.T) {
 		ctx := testContext(t)
-		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-no-code", "IN_CLUSTER_DNS=true", "REGISTRATION_CODE=")
+		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-no-code", "IN_CLUSTER_DNS=true", noOperatorWait, "REGISTRATION_CODE=")
 		require.Equal(t, job.ExitOK, run.code, run.String())
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitPermanent, `Not registered: scc-registration has no regCode, so rancher/scc-operator cannot register — put the code in the Secret registration-code \(kubectl -n cattle-scc-system create secret generic registration-code --from-literal=regCode=…\), then run the engine: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
@@ -116,7 +120,7 @@ func TestStatus(t *testing.T) {
 
 	t.Run("operator absent", func(t *testing.T) {
 		ctx := testContext(t)
-		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-no-operator", "IN_CLUSTER_DNS=true")
+		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-no-operator", "IN_CLUSTER_DNS=true", noOperatorWait)
 		require.Equal(t, job.ExitOK, run.code, run.String())
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitPermanent, `Not registered: rancher/scc-operator has not adopted scc-registration: .* — install or start rancher/scc-operator \(Rancher Prime 2.12 or later installs it in cattle-scc-system\)$`)
@@ -184,7 +188,7 @@ func TestStatus(t *testing.T) {
 	t.Run("operator Registration Failed", func(t *testing.T) {
 		ctx := testContext(t)
 		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-wrong-code", "IN_CLUSTER_DNS=true", "REGISTRATION_CODE=E2E-WRONG-CODE")
-		require.Equal(t, job.ExitOK, run.code, run.String())
+		require.Equal(t, job.ExitPermanent, run.code, "the run waits for the operator's answer and fails with it\n%s", run)
 		res := e.waitStatus(t, e.adminKubeconfig, job.ExitPermanent)
 		e.expect(t, res, job.ExitPermanent, `Not registered: rancher/scc-operator's Registration scc-registration-[0-9a-f]{32} failed: ".*Unknown Registration Code.*" — the operator does not retry; fix the cause, then delete and recreate scc-registration: kubectl -n cattle-scc-system delete secret scc-registration && kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
 		t.Logf("status output, operator failed:\n%s", res.stdout)

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/happyeyeballs"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
@@ -86,9 +87,11 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 	switch {
 	case cfg.DryRun:
 		j.Store = PrintStore{W: stdout, Namespace: cfg.SecretNamespace, Name: cfg.SecretName}
+		j.HandoverSkip = "dry run: nothing is handed to the operator"
 		return j, nil
 	case cfg.Output != "":
 		j.Store = FileStore{Path: cfg.Output, Namespace: cfg.SecretNamespace, Name: cfg.SecretName}
+		j.HandoverSkip = "--output: not in a cluster"
 		return j, nil
 	}
 
@@ -137,7 +140,47 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 			Log:         log,
 		}
 	}
+	j.Handover, j.HandoverSkip, j.HandoverDisabled = handoverWait(cfg, log)
+	j.SecretRef = cfg.SecretNamespace + "/" + cfg.SecretName
+	j.Operator = &kube.OperatorWatch{
+		Secrets:       clients.Secrets,
+		Registrations: clients.Registrations,
+		Namespace:     cfg.SecretNamespace,
+		Name:          cfg.SecretName,
+		Log:           log,
+	}
+	j.OperatorWait = cfg.OperatorWait
+	// The Job runs in the Secret's namespace (the manifests set
+	// REGISTRATION_SECRET_NAMESPACE from the pod's).
+	if cfg.JobName != "" && cfg.JobUID != "" {
+		j.Events = &kube.JobEvents{
+			Events:    clients.Events,
+			Namespace: cfg.SecretNamespace,
+			JobName:   cfg.JobName,
+			JobUID:    cfg.JobUID,
+			Instance:  holder,
+		}
+	}
 	return j, nil
+}
+
+// handoverWait is the wait before the Secret is written, or why there is
+// none: only a run in a pod that mapped the name in CoreDNS can ask the
+// cluster's DNS what the operator will get.
+func handoverWait(cfg *Config, log *slog.Logger) (w Handover, skip string, disabled bool) {
+	switch {
+	case !cfg.InClusterDNS:
+		return nil, "IN_CLUSTER_DNS=false: no in-cluster DNS mapping to wait for", false
+	case cfg.Kubeconfig != "" && cfg.HandoverDNSServer == "":
+		return nil, "not in a pod (--kubeconfig): this machine's resolver is not the cluster's DNS", false
+	case cfg.HandoverTimeout <= 0:
+		return nil, "HANDOVER_TIMEOUT=0", true
+	}
+	h := &handover.Wait{Port: cfg.UpdateHTTPSPort, Timeout: cfg.HandoverTimeout, Log: log}
+	if cfg.HandoverDNSServer != "" {
+		h.Resolve = handover.ServerResolver(cfg.HandoverDNSServer)
+	}
+	return h, "", false
 }
 
 // tlsClient is the client for Entra and ARM: the system roots plus, when

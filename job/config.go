@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -86,7 +87,13 @@ type Config struct {
 	PodName         string
 	JobName         string
 	CronJobName     string
+	JobUID          string
 	InClusterDNS    bool
+
+	// Handover to rancher/scc-operator.
+	HandoverTimeout   time.Duration
+	HandoverDNSServer string
+	OperatorWait      time.Duration
 
 	// The run.
 	RunDeadline     time.Duration
@@ -187,6 +194,17 @@ func parseDuration(v string) (time.Duration, error) {
 		return 0, errors.New(`want a duration such as "90s", "10m" or seconds`)
 	}
 	return d, nil
+}
+
+func addrPort(dst func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		ap, err := netip.ParseAddrPort(strings.TrimSpace(v))
+		if err != nil {
+			return errors.New("want an IP address and port such as 127.0.0.1:5353")
+		}
+		*dst(c) = ap.String()
+		return nil
+	}
 }
 
 func boolean(dst func(*Config) *bool) func(*Config, string) error {
@@ -320,7 +338,13 @@ var settings = []setting{
 	{flag: "pod-name", envs: []string{"POD_NAME"}, help: "holder written into the Lease (downward API; default the host name)", set: str(func(c *Config) *string { return &c.PodName })},
 	{flag: "job-name", envs: []string{"JOB_NAME"}, help: "name of the Job running us (downward API label batch.kubernetes.io/job-name)", set: str(func(c *Config) *string { return &c.JobName })},
 	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: "registration-engine", help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
+	{flag: "job-uid", envs: []string{"JOB_UID"}, help: "UID of the Job running us (downward API label batch.kubernetes.io/controller-uid); with JOB_NAME it names the Job the run's Events are about", set: str(func(c *Config) *string { return &c.JobUID })},
 	{flag: "in-cluster-dns", envs: []string{"IN_CLUSTER_DNS"}, def: "true", boolean: true, help: "in-cluster DNS: make the update server's name resolve in the cluster through CoreDNS", set: boolean(func(c *Config) *bool { return &c.InClusterDNS })},
+
+	{group: "Handover to rancher/scc-operator"},
+	{flag: "handover-timeout", envs: []string{"HANDOVER_TIMEOUT"}, def: "3m", help: "before writing the Secret, wait up to this long until the update server's name resolves through the cluster's DNS to the address the run mapped and answers TLS there with the pinned certificate (within the run deadline; 0 disables the wait, for tests only)", set: duration(func(c *Config) *time.Duration { return &c.HandoverTimeout })},
+	{flag: "handover-dns-server", envs: []string{"HANDOVER_DNS_SERVER"}, help: "ip:port of the DNS server the handover wait asks instead of the pod's resolver (tests only)", set: addrPort(func(c *Config) *string { return &c.HandoverDNSServer })},
+	{flag: "operator-wait", envs: []string{"OPERATOR_WAIT"}, def: "2m", help: "after writing the Secret, wait up to this long for rancher/scc-operator's Registration to become active or fail (within the run deadline; 0 reads it once)", set: duration(func(c *Config) *time.Duration { return &c.OperatorWait })},
 
 	{group: "The run"},
 	{flag: "run-deadline", envs: []string{"RUN_DEADLINE"}, def: "10m", help: "time a run may take after the startup sleep", set: duration(func(c *Config) *time.Duration { return &c.RunDeadline })},
@@ -478,6 +502,10 @@ func (c *Config) LogValue() slog.Value {
 		slog.Bool("dryRun", c.DryRun),
 		slog.String("output", c.Output),
 		slog.Bool("inClusterDns", c.InClusterDNS),
+		slog.String("handoverTimeout", c.HandoverTimeout.String()),
+		slog.String("handoverDnsServer", c.HandoverDNSServer),
+		slog.String("operatorWait", c.OperatorWait.String()),
+		slog.String("jobUid", c.JobUID),
 	)
 }
 
@@ -508,6 +536,6 @@ wins over the environment, the environment over the default.
 	}
 	fmt.Fprintf(tw, "\n  --help\t\tshow this help\n  --version\t\tprint the version\n")
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nExit codes: %d registered or rightly skipped, %d transient failure (the Job retries),\n%d permanent failure (the Job fails at once), %d run deadline exceeded, %d terminated.\n",
+	fmt.Fprintf(w, "\nExit codes: %d registered or rightly skipped, %d transient failure (the Job retries),\n%d permanent failure, or a Registration rancher/scc-operator marked Failed (the Job fails at once),\n%d run deadline exceeded, %d terminated.\n",
 		ExitOK, ExitTransient, ExitPermanent, ExitDeadline, ExitTerminated)
 }

@@ -36,6 +36,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 	assert.Equal(t, slog.LevelInfo, c.LogLevel)
 	assert.True(t, c.InClusterDNS)
 	assert.Equal(t, 443, c.UpdateHTTPSPort)
+	assert.Equal(t, 3*time.Minute, c.HandoverTimeout)
+	assert.Equal(t, 2*time.Minute, c.OperatorWait)
+	assert.Empty(t, c.HandoverDNSServer, "the pod's own resolver")
 }
 
 func TestLoadConfigPrecedence(t *testing.T) {
@@ -76,6 +79,15 @@ func TestLoadConfigPrecedence(t *testing.T) {
 				assert.Equal(t, []time.Duration{time.Second, 500 * time.Millisecond}, c.RegionPassTimeouts)
 			},
 		},
+		"handover and operator settings": {
+			env: map[string]string{"HANDOVER_TIMEOUT": "0", "HANDOVER_DNS_SERVER": "127.0.0.1:5353", "OPERATOR_WAIT": "30s", "JOB_UID": "uid-1"},
+			want: func(t *testing.T, c *Config) {
+				assert.Zero(t, c.HandoverTimeout, "0 disables the wait")
+				assert.Equal(t, "127.0.0.1:5353", c.HandoverDNSServer)
+				assert.Equal(t, 30*time.Second, c.OperatorWait)
+				assert.Equal(t, "uid-1", c.JobUID)
+			},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -94,6 +106,7 @@ func TestLoadConfigReportsEveryProblemAtOnce(t *testing.T) {
 		"LOG_LEVEL":            "LOUD",
 		"REGION_PASS_TIMEOUTS": "soon",
 		"REGISTRATION_CODE":    "sekrit-code",
+		"HANDOVER_DNS_SERVER":  "dns.example",
 	}))
 	require.Error(t, err)
 	assert.True(t, failure.IsPermanent(err))
@@ -101,6 +114,7 @@ func TestLoadConfigReportsEveryProblemAtOnce(t *testing.T) {
 	for _, want := range []string{
 		`VERIFY_RETRY_MAX="abc"`, `K8S_RETRY_BACKOFF="-1"`, `ARM_ENDPOINT="http://plain.example"`,
 		`LOG_LEVEL="LOUD"`, `REGION_PASS_TIMEOUTS="soon"`, "--dry-run and --output exclude each other",
+		`HANDOVER_DNS_SERVER="dns.example"`,
 	} {
 		assert.Contains(t, msg, want)
 	}

@@ -18,6 +18,10 @@ const (
 	ExitTransient = 1
 	// ExitPermanent: bad configuration, no supported cloud, a Marketplace plan
 	// mismatch, a forged document, RBAC refusing us; a retry cannot succeed.
+	// Also a run whose write succeeded but whose Registration
+	// rancher/scc-operator marked Failed (failedPhase "operator"): the
+	// operator ignores the Secret until a person deletes it, so the Job must
+	// fail where `kubectl get jobs` shows it.
 	ExitPermanent = 2
 	// ExitDeadline: the run deadline passed before the run finished.
 	ExitDeadline = 124
@@ -30,6 +34,10 @@ var ErrTerminated = errors.New("terminated by signal")
 
 // ErrDeadline is the cancellation cause of the run deadline.
 var ErrDeadline = errors.New("run deadline exceeded")
+
+// ErrOperatorFailed means rancher/scc-operator marked the Registration made
+// from our Secret Failed. Always wrapped as permanent.
+var ErrOperatorFailed = errors.New("rancher/scc-operator failed the registration")
 
 // ExitCode maps the error a run returned to the process exit code. It is the
 // only place that decides; main calls os.Exit with its answer.

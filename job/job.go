@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/rancher/registration-engine/job/kube"
@@ -41,6 +42,22 @@ type (
 	Store interface {
 		Write(ctx context.Context, r kube.Registration) (changed bool, err error)
 	}
+	// Handover waits, before the Secret is written, until the update server
+	// is reachable the way the operator will reach it: its name resolving
+	// through the cluster's DNS to the mapped address, TLS answering there
+	// with the pinned certificate. object names the CoreDNS ConfigMap
+	// holding the entry, for its messages.
+	Handover interface {
+		Until(ctx context.Context, name string, addr netip.Addr, certPEM []byte, object string) (waited time.Duration, err error)
+	}
+	// OperatorWatcher reads what rancher/scc-operator made of the Secret.
+	OperatorWatcher interface {
+		Report(ctx context.Context, wait time.Duration) kube.OperatorReport
+	}
+	// EventRecorder records the run's outcome as an Event on its Job.
+	EventRecorder interface {
+		Record(ctx context.Context, e kube.JobEvent) error
+	}
 	// Locker keeps two runs apart.
 	Locker interface {
 		Acquire(ctx context.Context) (release func(context.Context) error, err error)
@@ -58,9 +75,27 @@ type Job struct {
 	Finder       Finder
 	Racer        Racer
 	InClusterDNS InClusterDNS
+	Handover     Handover
 	Store        Store
 	Lock         Locker
 	RegCode      Secret
+	// Operator, when set, is read after the Secret is written (waiting up
+	// to OperatorWait for active or failed) and on unchanged runs (one
+	// look). Nil: no cluster (dry run, --output).
+	Operator     OperatorWatcher
+	OperatorWait time.Duration
+	// Events, when set, gets one Event per run on the Job that runs it;
+	// nil when no Job is known (JOB_NAME, JOB_UID unset).
+	Events EventRecorder
+	// SecretRef is namespace/name of the Secret, for the remedy in the
+	// OperatorRegistrationFailed Event.
+	SecretRef string
+
+	// HandoverSkip says why Handover is nil: it is logged where the wait
+	// would have been. HandoverDisabled makes that a warning (the wait was
+	// turned off, not inapplicable).
+	HandoverSkip     string
+	HandoverDisabled bool
 
 	// Deadline bounds the run after the startup sleep.
 	Deadline time.Duration
@@ -90,7 +125,14 @@ type Result struct {
 	Address netip.Addr
 	Changed bool
 	Failed  string // the phase that failed, if any
+	// Operator is what rancher/scc-operator made of the Secret; State is
+	// "" when it was not read.
+	Operator kube.OperatorReport
 }
+
+// PhaseOperator is the failedPhase of a run whose write succeeded but whose
+// Registration the operator marked Failed.
+const PhaseOperator = "operator"
 
 // Run executes the run once: startup sleep, Lease, the six phases, release.
 // It returns nil when the cluster is registered, already current, or another
@@ -114,6 +156,12 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	if res.Address.IsValid() {
 		attrs = append(attrs, slog.String("address", res.Address.String()))
 	}
+	if res.Operator.State != "" {
+		attrs = append(attrs, slog.String("operator", res.Operator.State), slog.String("registration", res.Operator.Registration))
+		if res.Operator.Message != "" {
+			attrs = append(attrs, slog.String("operatorMessage", res.Operator.Message))
+		}
+	}
 	if err != nil {
 		attrs = append(attrs, slog.String("failedPhase", res.Failed), slog.String("error", err.Error()))
 		log.Error("run finished", attrs...)
@@ -121,6 +169,7 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 		log.Info("run finished", attrs...)
 	}
 	res.Outcome = outcome
+	j.recordEvent(ctx, log, res, err)
 	return res, err
 }
 
@@ -210,6 +259,22 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 				}
 				attrs = append(attrs, slog.Bool("dnsChanged", changed))
 			}
+			switch {
+			case j.Handover != nil:
+				var object string
+				if o, ok := j.InClusterDNS.(interface{ Object() string }); ok {
+					object = o.Object()
+				}
+				waited, err := j.Handover.Until(ctx, server.Name, addr, server.CertPEM, object)
+				if err != nil {
+					return nil, fmt.Errorf("handover: %w", err)
+				}
+				attrs = append(attrs, slog.Int64("handoverMs", waited.Milliseconds()))
+			case j.HandoverDisabled:
+				log.Warn("handover wait disabled (HANDOVER_TIMEOUT=0, for tests only): the operator may get the Secret before it can reach the update server, and a failed registration stays failed", slog.String("server", server.Name))
+			default:
+				log.Info("handover wait skipped", slog.String("reason", j.HandoverSkip), slog.String("server", server.Name))
+			}
 			if j.RegCode == "" {
 				log.Warn("no registration code set (REGISTRATION_CODE, REG_CODE or REGCODE); rancher/scc-operator refuses online registration without one")
 			}
@@ -239,7 +304,102 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 	if res.Changed {
 		res.Outcome = OutcomeRegistered
 	}
-	return res, nil
+	return res, j.reportOperator(ctx, log, &res, server.Name)
+}
+
+// reportOperator reads what the operator made of the Secret: after a write
+// it waits up to OperatorWait for active or failed, on an unchanged run it
+// looks once. A Failed Registration fails the run permanently (exit 2): the
+// operator ignores the Secret until a person deletes it, so no retry and no
+// later run can help, and the Job must show it. Pending and absent leave
+// the run successful, pending with a warning.
+func (j *Job) reportOperator(ctx context.Context, log *slog.Logger, res *Result, server string) error {
+	if j.Operator == nil {
+		return nil
+	}
+	var wait time.Duration
+	if res.Changed {
+		wait = j.OperatorWait
+	}
+	t := time.Now()
+	rep := j.Operator.Report(ctx, wait)
+	res.Operator = rep
+	attrs := []any{slog.String("operator", rep.State), slog.String("registration", rep.Registration), slog.String("operatorMessage", rep.Message), slog.Int64("durationMs", time.Since(t).Milliseconds())}
+	switch rep.State {
+	case kube.OperatorFailed:
+		res.Failed = PhaseOperator
+		err := failure.Permanent(fmt.Errorf("%w: registration %s: %s; %s", ErrOperatorFailed, rep.Registration, rep.Message, operatorRemedy(j.SecretRef, server)))
+		log.Error("rancher/scc-operator failed the registration", append(attrs, slog.String("error", err.Error()))...)
+		return err
+	case kube.OperatorPending:
+		log.Warn("rancher/scc-operator has not finished the registration", append(attrs, slog.String("operatorWait", wait.String()))...)
+	default:
+		log.Info("rancher/scc-operator's registration", attrs...)
+	}
+	return nil
+}
+
+// operatorRemedy is what the operator requires before it registers again.
+func operatorRemedy(secret, server string) string {
+	if secret == "" {
+		secret = kube.Namespace + "/" + kube.SecretName
+	}
+	ns, name, _ := strings.Cut(secret, "/")
+	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`kubectl -n %s create job --from=cronjob/registration-engine <name>`), which writes it afresh",
+		secret, server, ns, name, ns)
+}
+
+// recordEvent records the run's outcome on its Job. An Event that cannot
+// be created is a warning, never a failed run.
+func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, runErr error) {
+	if res.Outcome == OutcomeSkipped {
+		return
+	}
+	if j.Events == nil {
+		log.Debug("no Event recorded: no Job known (JOB_NAME or JOB_UID unset)")
+		return
+	}
+	e := kube.JobEvent{Action: "Register"}
+	op := ""
+	if res.Operator.State != "" {
+		op = fmt.Sprintf("; operator=%s", res.Operator.State)
+		if res.Operator.Registration != "" {
+			op += " registration " + res.Operator.Registration
+		}
+		if res.Operator.Message != "" {
+			op += ": " + res.Operator.Message
+		}
+	}
+	switch {
+	case runErr != nil && res.Failed == PhaseOperator:
+		e.Warning, e.Reason, e.Action = true, kube.ReasonOperatorFailed, "Report"
+		e.Note = fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Remedy: %s", res.Operator.Registration, res.Operator.Message, operatorRemedy(j.SecretRef, res.Server))
+	case runErr != nil:
+		e.Warning, e.Reason = true, kube.ReasonFailed
+		e.Note = fmt.Sprintf("phase %s failed (exit code %d): %v", res.Failed, ExitCode(runErr), runErr)
+	case res.Changed:
+		e.Reason = kube.ReasonRegistered
+		e.Warning = res.Operator.State == kube.OperatorPending
+		e.Note = fmt.Sprintf("wrote %s for https://%s (address %s)%s", j.secretRef(), res.Server, addrString(res.Address), op)
+	default:
+		e.Reason = kube.ReasonUnchanged
+		e.Warning = res.Operator.State == kube.OperatorPending
+		e.Note = fmt.Sprintf("%s already current for https://%s (address %s)%s", j.secretRef(), res.Server, addrString(res.Address), op)
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := j.Events.Record(ectx, e); err != nil {
+		log.Warn("could not record the run's Event on its Job", slog.String("reason", e.Reason), slog.String("error", err.Error()))
+		return
+	}
+	log.Debug("event recorded", slog.String("reason", e.Reason))
+}
+
+func (j *Job) secretRef() string {
+	if j.SecretRef == "" {
+		return kube.Namespace + "/" + kube.SecretName
+	}
+	return j.SecretRef
 }
 
 // withCause adds why the context ended (signal or deadline) to err, so that

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
@@ -34,6 +35,9 @@ type recorder struct {
 	released bool
 	leaseErr error
 	changed  bool
+	// handedOver records what the handover wait was asked to check.
+	handedOver  []string
+	handoverErr error
 }
 
 func (r *recorder) step(ctx context.Context, name string) error {
@@ -76,6 +80,18 @@ func (r *recorder) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (bool
 	return true, r.step(ctx, "dns")
 }
 
+func (r *recorder) Object() string { return "kube-system/coredns" }
+
+func (r *recorder) Until(ctx context.Context, name string, addr netip.Addr, certPEM []byte, object string) (time.Duration, error) {
+	if err := r.step(ctx, "handover"); err != nil {
+		return 0, err
+	}
+	r.mu.Lock()
+	r.handedOver = append(r.handedOver, name+" "+addr.String()+" "+string(certPEM)+" "+object)
+	r.mu.Unlock()
+	return time.Second, r.handoverErr
+}
+
 func (r *recorder) Write(ctx context.Context, reg kube.Registration) (bool, error) {
 	if err := r.step(ctx, "write"); err != nil {
 		return false, err
@@ -115,6 +131,7 @@ func newJob(r *recorder, logs *bytes.Buffer) *Job {
 		Finder:       r,
 		Racer:        r,
 		InClusterDNS: r,
+		Handover:     r,
 		Store:        r,
 		Lock:         r,
 		RegCode:      "REGCODE-SECRET",
@@ -138,7 +155,9 @@ func TestRunExecutesEveryPhaseOnceInOrder(t *testing.T) {
 	res, err := newJob(r, &logs).Run(context.Background())
 	require.NoError(t, err)
 
-	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find", "race", "dns", "write"}, r.calls)
+	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find", "race", "dns", "handover", "write"}, r.calls)
+	assert.Equal(t, []string{"smt-azure.example 2001:db8::10 PEM kube-system/coredns"}, r.handedOver,
+		"the wait checks the name, the raced address and the certificate the Secret pins, in the CoreDNS object just edited")
 	assert.True(t, r.released)
 	assert.Equal(t, OutcomeRegistered, res.Outcome)
 	require.Len(t, r.written, 1)
@@ -192,6 +211,10 @@ func TestRunStopsAtTheFailingPhase(t *testing.T) {
 			failAt: "dns", err: errors.New("coredns: conflict"),
 			wantCalls: []string{"lease", "detect", "prove", "config", "find", "race", "dns"}, wantPhase: "write-secret", wantExit: ExitTransient,
 		},
+		"name not served by CoreDNS yet means no Secret": {
+			failAt: "handover", err: &handover.NotReadyError{Name: "smt-azure.example", Step: handover.StepResolve},
+			wantCalls: []string{"lease", "detect", "prove", "config", "find", "race", "dns", "handover"}, wantPhase: "write-secret", wantExit: ExitTransient,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -226,7 +249,7 @@ func TestRunSkipsWhenTheLeaseIsHeld(t *testing.T) {
 // while each phase is in flight: exit 143, the Lease released, nothing
 // written.
 func TestSIGTERMInEveryPhase(t *testing.T) {
-	for _, phase := range []string{"lease", "detect", "prove", "find", "race", "dns", "write"} {
+	for _, phase := range []string{"lease", "detect", "prove", "find", "race", "dns", "handover", "write"} {
 		t.Run(phase, func(t *testing.T) {
 			r := &recorder{block: phase}
 			ctx, cancel := context.WithCancelCause(context.Background())
@@ -292,4 +315,154 @@ func TestStartupSleepInterruptedBySIGTERM(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, ExitTerminated, ExitCode(err))
 	assert.Empty(t, r.calls, "no Lease taken, no phase run")
+}
+
+// TestRunSaysWhyThereIsNoHandoverWait: a run without the wait says why in
+// its log, as a warning when the wait was turned off rather than
+// inapplicable.
+func TestRunSaysWhyThereIsNoHandoverWait(t *testing.T) {
+	tests := map[string]struct {
+		skip     string
+		disabled bool
+		level    string
+	}{
+		"no in-cluster DNS mapping": {skip: "IN_CLUSTER_DNS=false: no in-cluster DNS mapping to wait for", level: "INFO"},
+		"turned off for a test":     {skip: "HANDOVER_TIMEOUT=0", disabled: true, level: "WARN"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := &recorder{changed: true}
+			var logs bytes.Buffer
+			j := newJob(r, &logs)
+			j.Handover, j.HandoverSkip, j.HandoverDisabled = nil, tc.skip, tc.disabled
+			_, err := j.Run(context.Background())
+			require.NoError(t, err)
+			assert.NotContains(t, r.calls, "handover")
+			var found bool
+			for _, l := range logLines(t, &logs) {
+				if msg, _ := l["msg"].(string); strings.HasPrefix(msg, "handover wait") {
+					found = true
+					assert.Equal(t, tc.level, l["level"], msg)
+					if !tc.disabled {
+						assert.Equal(t, tc.skip, l["reason"])
+					}
+				}
+			}
+			assert.True(t, found, "the log says the wait did not happen:\n%s", logs.String())
+		})
+	}
+}
+
+// operatorFake answers the operator report and records the Events.
+type operatorFake struct {
+	report   kube.OperatorReport
+	waits    []time.Duration
+	events   []kube.JobEvent
+	eventErr error
+}
+
+func (o *operatorFake) Report(_ context.Context, wait time.Duration) kube.OperatorReport {
+	o.waits = append(o.waits, wait)
+	return o.report
+}
+
+func (o *operatorFake) Record(_ context.Context, e kube.JobEvent) error {
+	o.events = append(o.events, e)
+	return o.eventErr
+}
+
+// TestRunReportsTheOperator: what rancher/scc-operator made of the Secret
+// reaches the run summary, the Job's Event and the exit code; a Failed
+// Registration is never a successful run.
+func TestRunReportsTheOperator(t *testing.T) {
+	tests := map[string]struct {
+		changed  bool
+		report   kube.OperatorReport
+		failAt   string
+		wantWait time.Duration
+		reason   string
+		warning  bool
+		exit     int
+		phase    string
+		note     string
+	}{
+		"written, operator active": {
+			changed: true, report: kube.OperatorReport{State: kube.OperatorActive, Registration: "scc-registration-abc"},
+			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, exit: ExitOK, note: "operator=active registration scc-registration-abc",
+		},
+		"written, operator failed: exit 2, failedPhase operator, the remedy": {
+			changed: true, report: kube.OperatorReport{State: kube.OperatorFailed, Registration: "scc-registration-abc", Message: "401 Unknown Registration Code."},
+			wantWait: 2 * time.Minute, reason: kube.ReasonOperatorFailed, warning: true, exit: ExitPermanent, phase: PhaseOperator,
+			note: "kubectl -n cattle-scc-system delete secret scc-registration",
+		},
+		"written, operator pending: exit 0 with a warning": {
+			changed: true, report: kube.OperatorReport{State: kube.OperatorPending, Message: "registration scc-registration-abc not created yet"},
+			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, warning: true, exit: ExitOK, note: "operator=pending",
+		},
+		"written, no operator": {
+			changed: true, report: kube.OperatorReport{State: kube.OperatorAbsent, Message: "not installed"},
+			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, exit: ExitOK, note: "operator=absent",
+		},
+		"unchanged looks once": {
+			report:   kube.OperatorReport{State: kube.OperatorActive, Registration: "scc-registration-abc"},
+			wantWait: 0, reason: kube.ReasonUnchanged, exit: ExitOK, note: "already current",
+		},
+		"unchanged but Failed is still reported and fails": {
+			report:   kube.OperatorReport{State: kube.OperatorFailed, Registration: "scc-registration-abc", Message: "no such host"},
+			wantWait: 0, reason: kube.ReasonOperatorFailed, warning: true, exit: ExitPermanent, phase: PhaseOperator,
+		},
+		"the engine's own failure names its phase": {
+			failAt: "find", reason: kube.ReasonFailed, warning: true, exit: ExitTransient, phase: "find-update-server",
+			note: "phase find-update-server failed (exit code 1)",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := &recorder{changed: tc.changed, failAt: tc.failAt, failWith: errors.New("no region server answered")}
+			op := &operatorFake{report: tc.report}
+			var logs bytes.Buffer
+			j := newJob(r, &logs)
+			j.Operator, j.OperatorWait, j.Events, j.SecretRef = op, 2*time.Minute, op, "cattle-scc-system/scc-registration"
+			res, err := j.Run(context.Background())
+			assert.Equal(t, tc.exit, ExitCode(err), "%v", err)
+			assert.Equal(t, tc.phase, res.Failed)
+			if tc.failAt == "" {
+				assert.Equal(t, []time.Duration{tc.wantWait}, op.waits, "wait after a write, one look otherwise")
+			} else {
+				assert.Empty(t, op.waits, "no Secret, no operator to ask")
+			}
+			require.Len(t, op.events, 1, "one Event per run")
+			ev := op.events[0]
+			assert.Equal(t, tc.reason, ev.Reason)
+			assert.Equal(t, tc.warning, ev.Warning)
+			assert.Contains(t, ev.Note, tc.note)
+			assert.NotContains(t, ev.Note, "REGCODE-SECRET")
+
+			lines := logLines(t, &logs)
+			last := lines[len(lines)-1]
+			assert.Equal(t, "run finished", last["msg"])
+			if tc.report.State != "" {
+				assert.Equal(t, tc.report.State, last["operator"])
+			}
+			if tc.report.State == kube.OperatorFailed {
+				assert.Equal(t, tc.report.Message, last["operatorMessage"], "the operator's own words in the summary")
+				assert.ErrorIs(t, err, ErrOperatorFailed)
+				assert.Equal(t, "ERROR", last["level"])
+			}
+		})
+	}
+}
+
+// TestRunSurvivesAFailedEvent: an Event the API refuses is a warning; the
+// run's result stands.
+func TestRunSurvivesAFailedEvent(t *testing.T) {
+	r := &recorder{changed: true}
+	op := &operatorFake{report: kube.OperatorReport{State: kube.OperatorActive}, eventErr: errors.New("forbidden")}
+	var logs bytes.Buffer
+	j := newJob(r, &logs)
+	j.Operator, j.Events = op, op
+	res, err := j.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeRegistered, res.Outcome)
+	assert.Contains(t, logs.String(), "could not record the run's Event on its Job")
 }

@@ -246,6 +246,12 @@ const (
 // refused (ErrNoRoute), as a pod would get NXDOMAIN; so is every port but
 // 443.
 func CoreDNSRoute(cs kubernetes.Interface, port int) Route {
+	return hostsRoute(func(ctx context.Context, host string) ([]netip.Addr, error) { return coreDNSHosts(ctx, cs, host) }, port)
+}
+
+// hostsRoute routes CONNECT <name>:443 to the first address lookup gives
+// for name, on port.
+func hostsRoute(lookup func(ctx context.Context, host string) ([]netip.Addr, error), port int) Route {
 	return func(ctx context.Context, hostport string) (string, error) {
 		host, p, err := net.SplitHostPort(hostport)
 		if err != nil {
@@ -254,31 +260,45 @@ func CoreDNSRoute(cs kubernetes.Interface, port int) Route {
 		if p != "443" {
 			return "", fmt.Errorf("proxy: %s: only port 443 is forwarded: %w", hostport, ErrNoRoute)
 		}
-		var texts []string
-		cms := cs.CoreV1().ConfigMaps(corednsNamespace)
-		for _, name := range []string{corednsConfigMap, corednsCustom} {
-			cm, err := cms.Get(ctx, name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				continue
-			case err != nil:
-				return "", fmt.Errorf("proxy: read %s/%s: %w", corednsNamespace, name, err)
-			}
-			if name == corednsConfigMap {
-				texts = append(texts, cm.Data[corefileKey])
-				continue
-			}
-			for _, v := range cm.Data {
-				texts = append(texts, v)
-			}
+		addrs, err := lookup(ctx, host)
+		if err != nil {
+			return "", fmt.Errorf("proxy: %w", err)
 		}
-		for _, text := range texts {
-			if addrs := HostsEntries(text)[strings.ToLower(strings.TrimSuffix(host, "."))]; len(addrs) > 0 {
-				return netip.AddrPortFrom(addrs[0], uint16(port)).String(), nil
-			}
+		if len(addrs) == 0 {
+			return "", fmt.Errorf("proxy: %s has no hosts entry in %s/%s or %s: %w", host, corednsNamespace, corednsConfigMap, corednsCustom, ErrNoRoute)
 		}
-		return "", fmt.Errorf("proxy: %s has no hosts entry in %s/%s or %s: %w", host, corednsNamespace, corednsConfigMap, corednsCustom, ErrNoRoute)
+		return netip.AddrPortFrom(addrs[0], uint16(port)).String(), nil
 	}
+}
+
+// coreDNSHosts is what CoreDNS's hosts plugin answers for host: the
+// addresses of its inline entries in kube-system/coredns's Corefile, else in
+// a key of kube-system/coredns-custom, read now. None: NXDOMAIN.
+func coreDNSHosts(ctx context.Context, cs kubernetes.Interface, host string) ([]netip.Addr, error) {
+	var texts []string
+	cms := cs.CoreV1().ConfigMaps(corednsNamespace)
+	for _, name := range []string{corednsConfigMap, corednsCustom} {
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read %s/%s: %w", corednsNamespace, name, err)
+		}
+		if name == corednsConfigMap {
+			texts = append(texts, cm.Data[corefileKey])
+			continue
+		}
+		for _, v := range cm.Data {
+			texts = append(texts, v)
+		}
+	}
+	for _, text := range texts {
+		if addrs := HostsEntries(text)[strings.ToLower(strings.TrimSuffix(host, "."))]; len(addrs) > 0 {
+			return addrs, nil
+		}
+	}
+	return nil, nil
 }
 
 // HostsEntries returns the inline entries of every `hosts { … }` block in a

@@ -67,7 +67,14 @@ type CoreDNS struct {
 	Key         string // key in coredns-custom; default DefaultHostsKey
 	Clock       clock.PassiveClock
 	Log         *slog.Logger
+
+	// object is the ConfigMap the last Ensure found the entry's place in.
+	object string
 }
+
+// Object names the ConfigMap (namespace/name) the last Ensure put the entry
+// in, for messages about it; "" before the first Ensure.
+func (c *CoreDNS) Object() string { return c.object }
 
 // Ensure makes fqdn resolve to ip in the cluster and reports whether it
 // changed CoreDNS's configuration. A failure means the Secret must not be
@@ -94,6 +101,7 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (b
 	custom, err := cms.Get(ctx, CoreDNSCustom, metav1.GetOptions{})
 	switch {
 	case err == nil:
+		c.object = ns + "/" + CoreDNSCustom
 		return c.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
 	case !apierrors.IsNotFound(err):
 		return false, kube.APIError(err, needConfigMaps(ns))
@@ -106,6 +114,7 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (b
 	if err != nil {
 		return false, kube.APIError(err, needConfigMaps(ns))
 	}
+	c.object = ns + "/" + CoreDNSConfigMap
 	old := core.Data[CorefileKey]
 	next, err := SetCorefileHostsEntry(old, fqdn, ip)
 	if err != nil {

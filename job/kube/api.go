@@ -68,8 +68,11 @@ type (
 	}
 )
 
-// scheme knows core/v1, apps/v1, coordination.k8s.io/v1, and for the
-// status subcommand's reads batch/v1 and events.k8s.io/v1, and the option
+// sccGroupVersion is rancher/scc-operator's API group, read as raw JSON.
+var sccGroupVersion = schema.GroupVersion{Group: RegistrationGroup, Version: RegistrationVersion}
+
+// scheme knows core/v1, apps/v1, coordination.k8s.io/v1, events.k8s.io/v1,
+// batch/v1 (the status subcommand reads the CronJob and its Jobs) and the option
 // types of meta/v1: all the engine sends or receives.
 var (
 	scheme, schemeErr = newScheme()
@@ -79,7 +82,7 @@ var (
 
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, batchv1.AddToScheme, eventsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, batchv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return s, err
 		}
@@ -91,7 +94,7 @@ func newScheme() (*runtime.Scheme, error) {
 // api serves the four getters through one REST client per API group, all
 // on one HTTP client (shared connections and token).
 type api struct {
-	core, apps, coordination rest.Interface
+	core, apps, coordination, events, scc rest.Interface
 }
 
 func newAPI(cfg *rest.Config, httpClient *http.Client) (*api, error) {
@@ -112,6 +115,12 @@ func newAPI(cfg *rest.Config, httpClient *http.Client) (*api, error) {
 	if a.coordination, err = client(coordinationv1.SchemeGroupVersion, "/apis"); err != nil {
 		return nil, err
 	}
+	if a.events, err = client(eventsv1.SchemeGroupVersion, "/apis"); err != nil {
+		return nil, err
+	}
+	if a.scc, err = client(sccGroupVersion, "/apis"); err != nil {
+		return nil, err
+	}
 	return &a, nil
 }
 
@@ -125,6 +134,10 @@ func (a *api) ConfigMaps(ns string) ConfigMapInterface {
 
 func (a *api) Deployments(ns string) DeploymentInterface {
 	return resource[*appsv1.Deployment]{a.apps, ns, "deployments", func() *appsv1.Deployment { return &appsv1.Deployment{} }}
+}
+
+func (a *api) Events(ns string) EventInterface {
+	return resource[*eventsv1.Event]{a.events, ns, "events", func() *eventsv1.Event { return &eventsv1.Event{} }}
 }
 
 func (a *api) Leases(ns string) LeaseInterface {
@@ -154,6 +167,13 @@ func (r resource[T]) Patch(ctx context.Context, name string, pt types.PatchType,
 	out := r.newObject()
 	err := r.client.Patch(pt).Namespace(r.namespace).Resource(r.plural).Name(name).SubResource(subresources...).
 		VersionedParams(&opts, parameterCodec).Body(data).Do(ctx).Into(out)
+	return out, err
+}
+
+func (r resource[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
+	out := r.newObject()
+	err := r.client.Post().Namespace(r.namespace).Resource(r.plural).
+		VersionedParams(&opts, parameterCodec).Body(obj).Do(ctx).Into(out)
 	return out, err
 }
 

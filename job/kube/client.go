@@ -121,6 +121,9 @@ type Clients struct {
 	ConfigMaps  ConfigMapsGetter
 	Deployments DeploymentsGetter
 	Leases      LeasesGetter
+	Events      EventsGetter
+	// Registrations reads rancher/scc-operator's Registrations.
+	Registrations RegistrationsInterface
 }
 
 // NewClients builds the clients on one shared HTTP client, so they share
@@ -134,5 +137,5 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Secrets: a, ConfigMaps: a, Deployments: a, Leases: a}, nil
+	return &Clients{Secrets: a, ConfigMaps: a, Deployments: a, Leases: a, Events: a, Registrations: registrations{a.scc}}, nil
 }

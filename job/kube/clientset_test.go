@@ -15,3 +15,5 @@ func (t typed) Deployments(ns string) DeploymentInterface {
 	return t.cs.AppsV1().Deployments(ns)
 }
 func (t typed) Leases(ns string) LeaseInterface { return t.cs.CoordinationV1().Leases(ns) }
+
+func (t typed) Events(ns string) EventInterface { return t.cs.EventsV1().Events(ns) }

@@ -38,13 +38,15 @@ func WorkstationConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
 
 // Reader is a read-only view of everything `registration-engine status`
 // relates: the engine's CronJob, its Jobs, their pods and Events, the
-// Lease, the Secret, CoreDNS's ConfigMaps, and any object by its API path
-// (rancher/scc-operator's Registration, whose Go types are not ours). It
-// has no method that writes. Errors are the API server's, unwrapped, so a
-// caller can tell a refused read (apierrors.IsForbidden) from an absent
-// object (apierrors.IsNotFound).
+// Lease, the Secret, CoreDNS's ConfigMaps, and rancher/scc-operator's
+// Registrations (read as the run reads them). It has no method that
+// writes. Errors are the API server's, unwrapped, so a caller can tell a
+// refused read (apierrors.IsForbidden) from an absent object
+// (apierrors.IsNotFound).
 type Reader struct {
 	core, batch, coordination, events rest.Interface
+	// Registrations reads the operator's Registrations.
+	Registrations RegistrationsInterface
 }
 
 // NewReader builds a Reader on one shared HTTP client.
@@ -57,11 +59,8 @@ func NewReader(cfg *rest.Config) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{core: a.core, coordination: a.coordination}
+	r := &Reader{core: a.core, coordination: a.coordination, events: a.events, Registrations: registrations{a.scc}}
 	if r.batch, err = restClient(cfg, httpClient, batchv1.SchemeGroupVersion, "/apis"); err != nil {
-		return nil, err
-	}
-	if r.events, err = restClient(cfg, httpClient, eventsv1.SchemeGroupVersion, "/apis"); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -129,8 +128,12 @@ func (r *Reader) Events(ctx context.Context, ns string) (*eventsv1.EventList, er
 	return list(ctx, r.events, ns, "events", metav1.ListOptions{}, &eventsv1.EventList{})
 }
 
-// Raw reads the JSON of any object by its API path, e.g.
-// /apis/scc.cattle.io/v1/registrations/<name>.
-func (r *Reader) Raw(ctx context.Context, path string) ([]byte, error) {
-	return r.core.Get().AbsPath(path).DoRaw(ctx)
+// Registration reads one of the operator's Registrations.
+func (r *Reader) Registration(ctx context.Context, name string) (*SCCRegistration, error) {
+	return r.Registrations.Get(ctx, name)
+}
+
+// RegistrationsServed reports whether registrations.scc.cattle.io is served.
+func (r *Reader) RegistrationsServed(ctx context.Context) (bool, error) {
+	return r.Registrations.Served(ctx)
 }

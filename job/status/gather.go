@@ -3,10 +3,8 @@ package status
 import (
 	"cmp"
 	"context"
-	"crypto/md5"
 	"crypto/sha1"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -38,7 +36,8 @@ type Source interface {
 	Jobs(ctx context.Context, ns, selector string) (*batchv1.JobList, error)
 	Pods(ctx context.Context, ns, selector string) (*corev1.PodList, error)
 	Events(ctx context.Context, ns string) (*eventsv1.EventList, error)
-	Raw(ctx context.Context, path string) ([]byte, error)
+	Registration(ctx context.Context, name string) (*kube.SCCRegistration, error)
+	RegistrationsServed(ctx context.Context) (bool, error)
 }
 
 // The objects status relates, as the manifests and rancher/scc-operator
@@ -54,16 +53,11 @@ const (
 	// ManualAnnotation marks a Job made by kubectl create job --from.
 	ManualAnnotation = "cronjob.kubernetes.io/instantiate"
 
-	// The operator's labels and annotation on the Secret, and its objects
-	// (rancher/scc-operator internal/consts).
-	LabelSalt         = "scc.cattle.io/instance-salt"
-	LabelNameSuffix   = "scc.cattle.io/related-name-suffix"
-	LabelSCCManagedBy = "scc.cattle.io/managed-by"
-	AnnotationLastRun = "scc.cattle.io/last-processed"
-	RegistrationAPI   = "/apis/scc.cattle.io/v1"
-	RegistrationName  = "scc-registration-"
-	LeaderNamespace   = "kube-system"
-	LeaderLeaseName   = "scc-controllers"
+	// The operator's annotation on the Secret and its leader Lease
+	// (rancher/scc-operator internal/consts); its labels are in job/kube.
+	AnnotationLastProcessed = "scc.cattle.io/last-processed"
+	LeaderNamespace         = "kube-system"
+	LeaderLeaseName         = "scc-controllers"
 
 	// keptJobs is how many Jobs the report shows: the CronJob's history
 	// limits keep three of each outcome.
@@ -205,9 +199,9 @@ func describeJob(j batchv1.Job, pods []corev1.Pod, events []eventsv1.Event) Job 
 		}
 		ev := Event{Type: e.Type, Reason: e.Reason, Note: e.Note, Reporter: e.ReportingController, Time: eventTime(e)}
 		// The engine's own Event wins over the Job controller's.
-		mine := ev.Reporter == kube.FieldManager
-		if out.Event == nil || (mine && out.Event.Reporter != kube.FieldManager) ||
-			(mine == (out.Event.Reporter == kube.FieldManager) && ev.Time.After(out.Event.Time)) {
+		mine := ev.Reporter == kube.ReportingController
+		if out.Event == nil || (mine && out.Event.Reporter != kube.ReportingController) ||
+			(mine == (out.Event.Reporter == kube.ReportingController) && ev.Time.After(out.Event.Time)) {
 			out.Event = &ev
 		}
 	}
@@ -410,39 +404,30 @@ func (g *gatherer) operator(ctx context.Context, sec *corev1.Secret) {
 		o.Leader.Alive = o.Leader.Holder != "" && leaseUntil(le).After(g.now)
 	}
 	if sec != nil {
-		o.Adopted = sec.Labels[LabelSCCManagedBy] != "" || sec.Labels[LabelNameSuffix] != ""
-		if t, err := time.Parse(time.RFC3339, sec.Annotations[AnnotationLastRun]); err == nil {
+		_, o.Adopted = sec.Labels[kube.LabelSalt]
+		if t, err := time.Parse(time.RFC3339, sec.Annotations[AnnotationLastProcessed]); err == nil {
 			t = t.UTC()
 			o.LastProcessed = &t
 		}
-		if suffix := sec.Labels[LabelNameSuffix]; suffix != "" {
-			current := suffix == NameHash(sec)
+		if suffix := sec.Labels[kube.LabelNameSuffix]; suffix != "" {
+			o.Registration = kube.RegistrationPrefix + suffix
+			want, _ := kube.RegistrationName(sec)
+			current := want == o.Registration
 			o.ProcessedCurrent = &current
-			o.Registration = RegistrationName + suffix
 		}
 	}
 
 	if o.Registration != "" {
-		raw, err := g.src.Raw(ctx, RegistrationAPI+"/registrations/"+o.Registration)
-		o.Access = g.access("registrations.scc.cattle.io/"+o.Registration, err)
-		if o.Access == Read {
-			if err := o.parseRegistration(raw); err != nil {
-				o.Access = Failed
-				g.r.Unreadable = append(g.r.Unreadable, fmt.Sprintf("cannot read registrations.scc.cattle.io/%s: %v", o.Registration, err))
-			}
+		reg, err := g.src.Registration(ctx, o.Registration)
+		if o.Access = g.access("registrations.scc.cattle.io/"+o.Registration, err); o.Access == Read {
+			o.describe(reg)
 		}
 	}
 	if o.Access != Read {
 		// Is the operator's API there at all? Discovery is open to every
 		// authenticated user.
-		_, err := g.src.Raw(ctx, RegistrationAPI)
-		var installed bool
-		switch {
-		case err == nil:
-			installed = true
-			o.APIInstalled = &installed
-		case apierrors.IsNotFound(err):
-			o.APIInstalled = &installed
+		if served, err := g.src.RegistrationsServed(ctx); err == nil {
+			o.APIInstalled = &served
 		}
 	}
 	o.State = operatorState(o)
@@ -473,41 +458,11 @@ func (o *Operator) isTrue(typ string) bool {
 	return slices.ContainsFunc(o.Conditions, func(c Condition) bool { return c.Type == typ && c.Status == "True" })
 }
 
-// parseRegistration reads the fields status shows from a Registration's
-// JSON (rancher/scc-operator pkg/apis/scc.cattle.io/v1).
-func (o *Operator) parseRegistration(raw []byte) error {
-	var reg struct {
-		Status struct {
-			CurrentCondition *struct {
-				Type string `json:"type"`
-			} `json:"currentCondition"`
-			Conditions []struct {
-				Type           string `json:"type"`
-				Status         string `json:"status"`
-				Reason         string `json:"reason"`
-				Message        string `json:"message"`
-				LastUpdateTime string `json:"lastUpdateTime"`
-			} `json:"conditions"`
-			RegisteredProduct *string `json:"registeredProduct"`
-			ActivationStatus  struct {
-				Activated bool `json:"activated"`
-			} `json:"activationStatus"`
-		} `json:"status"`
-	}
-	if err := json.Unmarshal(raw, &reg); err != nil {
-		return err
-	}
-	st := reg.Status
-	if st.CurrentCondition != nil {
-		o.Current = st.CurrentCondition.Type
-	}
-	o.Activated = st.ActivationStatus.Activated
-	o.Product = ptrValue(st.RegisteredProduct)
-	for _, c := range st.Conditions {
-		o.Conditions = append(o.Conditions, Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, Updated: c.LastUpdateTime})
-		if c.Type == "Failure" && c.Status == "True" {
-			o.Message = c.Message
-		}
+// describe copies what status shows of a Registration.
+func (o *Operator) describe(reg *kube.SCCRegistration) {
+	o.Current, o.Activated = reg.Current, reg.Activated
+	for _, c := range reg.Conditions {
+		o.Conditions = append(o.Conditions, Condition{Type: c.Type, Status: c.Status, Message: c.Message, Updated: c.LastUpdateTime})
 		if c.Type == "RegistrationActivated" && c.Status == "True" {
 			if t, err := time.Parse(time.RFC3339, c.LastUpdateTime); err == nil {
 				t = t.UTC()
@@ -515,23 +470,9 @@ func (o *Operator) parseRegistration(raw []byte) error {
 			}
 		}
 	}
-	return nil
-}
-
-// NameHash is the suffix of the Registration's name that rancher/scc-operator
-// derives from the Secret: md5 of the salt label, registrationType, regCode
-// and registrationUrl, hex (pkg/controllers/resources.go
-// extractRegistrationParamsFromSecret). The operator writes it into the
-// label scc.cattle.io/related-name-suffix when it acts on the Secret, so
-// the label equals NameHash exactly when the operator has processed the
-// Secret's current values.
-func NameHash(s *corev1.Secret) string {
-	h := md5.New()
-	h.Write([]byte(s.Labels[LabelSalt]))
-	h.Write(s.Data[kube.KeyRegistrationType])
-	h.Write(s.Data[kube.KeyRegCode])
-	h.Write(s.Data[kube.KeyRegistrationURL])
-	return hex.EncodeToString(h.Sum(nil))
+	if msg, failed := reg.Failed(); failed {
+		o.Message = msg
+	}
 }
 
 func eventTime(e eventsv1.Event) time.Time {

@@ -191,9 +191,6 @@ type DNS struct {
 	Object    string   `json:"object,omitempty"`
 	Key       string   `json:"key,omitempty"`
 	Addresses []string `json:"addresses,omitempty"`
-	// RunAddress is the address the last successful run raced to, when its
-	// Event says so.
-	RunAddress string `json:"runAddress,omitempty"`
 }
 
 // States of the operator, as the engine's run summary names them.
@@ -224,7 +221,6 @@ type Operator struct {
 	Conditions   []Condition `json:"conditions,omitempty"`
 	Activated    bool        `json:"activated"`
 	ActiveSince  *time.Time  `json:"activeSince,omitempty"`
-	Product      string      `json:"registeredProduct,omitempty"`
 	// Message is the Failure condition's message, the operator's words.
 	Message string `json:"message,omitempty"`
 	// APIInstalled: registrations.scc.cattle.io is served. Nil: unknown.
@@ -237,7 +233,6 @@ type Operator struct {
 type Condition struct {
 	Type    string `json:"type"`
 	Status  string `json:"status"`
-	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
 	Updated string `json:"lastUpdateTime,omitempty"`
 }

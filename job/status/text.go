@@ -145,11 +145,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	case !n.Checked:
 		section("DNS", "not checked: no update server named")
 	case n.Access == Read:
-		line := fmt.Sprintf("%s (%s): %s → %s", n.Object, n.Key, n.Host, strings.Join(n.Addresses, ", "))
-		if n.RunAddress != "" {
-			line += ", last run's address " + n.RunAddress
-		}
-		section("DNS", line)
+		section("DNS", fmt.Sprintf("%s (%s): %s → %s", n.Object, n.Key, n.Host, strings.Join(n.Addresses, ", ")))
 	case n.Access == Absent:
 		section("DNS", fmt.Sprintf("%s: no hosts entry for %s", n.Object, n.Host))
 	default:
@@ -183,11 +179,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, c := range o.Conditions {
 			conds = append(conds, c.Type+"="+c.Status)
 		}
-		line := "current condition " + o.Current + ", activated " + fmt.Sprint(o.Activated)
-		if o.Product != "" {
-			line += ", product " + o.Product
-		}
-		lines = append(lines, line, "conditions: "+strings.Join(conds, " "))
+		lines = append(lines, "current condition "+o.Current+", activated "+fmt.Sprint(o.Activated), "conditions: "+strings.Join(conds, " "))
 		if o.Message != "" {
 			lines = append(lines, fmt.Sprintf("failure: %q", o.Message))
 		}

@@ -2,7 +2,6 @@ package status
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -224,15 +223,9 @@ func (d decider) dnsBroken() (what, next string, broken bool) {
 	if !n.Checked {
 		return "", "", false
 	}
-	switch n.Access {
-	case Absent:
+	if n.Access == Absent {
 		return fmt.Sprintf("%s has no hosts entry for %s, so rancher/scc-operator cannot resolve the update server", n.Object, n.Host),
 			"run the engine, which writes it: " + d.runNow(), true
-	case Read:
-		if n.RunAddress != "" && !slices.Contains(n.Addresses, n.RunAddress) {
-			return fmt.Sprintf("%s points %s at %s, but the last run reached it at %s", n.Object, n.Host, strings.Join(n.Addresses, ", "), n.RunAddress),
-				"run the engine, which rewrites the entry: " + d.runNow(), true
-		}
 	}
 	return "", "", false
 }

@@ -1,0 +1,87 @@
+package handover
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNotReady means the update server was not yet reachable the way the
+// operator will reach it when the wait ended. Transient: CoreDNS may serve
+// the entry on the next run. Returned as a *NotReadyError.
+var ErrNotReady = errors.New("update server not reachable through the cluster yet")
+
+// Steps of the check, in the order the operator takes them.
+const (
+	// StepResolve: the name did not resolve to the mapped address.
+	StepResolve = "resolve"
+	// StepTLS: the address did not answer TLS with the pinned certificate.
+	StepTLS = "tls"
+)
+
+// NotReadyError says what had not happened yet when the wait ended: which
+// name, in which CoreDNS object, and the last answer or error.
+type NotReadyError struct {
+	// Name is the update server's name; Address the address it must
+	// resolve to; Port the TLS port dialed.
+	Name    string
+	Address netip.Addr
+	Port    int
+	// Object is the CoreDNS object holding the entry, e.g.
+	// kube-system/coredns; "" when unknown.
+	Object string
+	// Step is StepResolve or StepTLS: the first check that failed last.
+	Step string
+	// Answer is the last DNS answer (empty when the lookup failed).
+	Answer []netip.Addr
+	// Err is the last lookup or TLS error; nil when the name resolved
+	// elsewhere.
+	Err error
+	// Waited is how long the wait lasted; Attempts how many checks it made.
+	Waited   time.Duration
+	Attempts int
+}
+
+func (e *NotReadyError) Error() string {
+	var b strings.Builder
+	where := "through the cluster's DNS"
+	if e.Object != "" {
+		where += " (entry in " + e.Object + ")"
+	}
+	switch e.Step {
+	case StepTLS:
+		fmt.Fprintf(&b, "%s: %s resolves to %s %s, but %s does not answer TLS with the pinned certificate",
+			ErrNotReady, e.Name, e.Address, where, net.JoinHostPort(e.Address.String(), strconv.Itoa(e.Port)))
+	default:
+		fmt.Fprintf(&b, "%s: %s does not resolve to %s %s", ErrNotReady, e.Name, e.Address, where)
+	}
+	fmt.Fprintf(&b, " after %s and %d checks", e.Waited.Round(time.Millisecond), e.Attempts)
+	switch {
+	case e.Err != nil:
+		fmt.Fprintf(&b, "; last error: %v", e.Err)
+	case e.Step == StepResolve:
+		fmt.Fprintf(&b, "; last answer: %s", answerString(e.Answer))
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrNotReady) true.
+func (e *NotReadyError) Is(target error) bool { return target == ErrNotReady }
+
+// Unwrap returns the last lookup or TLS error.
+func (e *NotReadyError) Unwrap() error { return e.Err }
+
+func answerString(addrs []netip.Addr) string {
+	if len(addrs) == 0 {
+		return "no address"
+	}
+	s := make([]string, len(addrs))
+	for i, a := range addrs {
+		s[i] = a.String()
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}

@@ -1,0 +1,189 @@
+package handover
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// Defaults of Wait.
+const (
+	// DefaultPort is where the operator dials the update server: it joins
+	// the paths to https://<name>, with no port.
+	DefaultPort = 443
+	// DefaultInterval is the pause between two checks.
+	DefaultInterval = 2 * time.Second
+	// checkTimeout bounds one lookup plus one TLS handshake, so that one
+	// DNS server that never answers cannot take the whole wait.
+	checkTimeout = 10 * time.Second
+)
+
+// Resolver answers the addresses of a host name, as a process in the pod
+// would get them.
+type Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// SystemResolver is the pod's own resolver: /etc/resolv.conf, which in a
+// pod names the cluster's DNS service, with its search domains.
+func SystemResolver(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// ServerResolver asks the DNS server at server (ip:port) instead of the
+// one /etc/resolv.conf names; for a process that stands in for a pod.
+func ServerResolver(server string) Resolver {
+	r := &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, server)
+		},
+	}
+	return func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return r.LookupNetIP(ctx, "ip", host)
+	}
+}
+
+// Wait checks, every Interval until Timeout (or the run's deadline, if
+// sooner), what the operator will do with the Secret: resolve the update
+// server's name and open TLS to it, trusting the pinned certificate and
+// checking the name, as the operator revision that reads
+// registrationUrlCert does.
+type Wait struct {
+	// Resolve answers the name; nil means SystemResolver.
+	Resolve Resolver
+	// Port is the update server's TLS port; 0 means DefaultPort. Tests
+	// point it at a loopback server.
+	Port int
+	// Timeout bounds the whole wait; it must be positive.
+	Timeout time.Duration
+	// Interval is the pause between checks; 0 means DefaultInterval.
+	Interval time.Duration
+	Log      *slog.Logger
+}
+
+// Until returns once name resolves to addr and addr answers TLS with
+// certPEM's certificate for name; object names the CoreDNS object holding
+// the entry, for the messages. When Timeout passes first it returns a
+// *NotReadyError (transient) naming the last answer. A certPEM without a
+// certificate is a permanent error: no wait can fix it.
+func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM []byte, object string) (time.Duration, error) {
+	roots, err := pinnedRoots(certPEM)
+	if err != nil {
+		return 0, failure.Permanent(fmt.Errorf("handover: %w", err))
+	}
+	log := w.logger().With(slog.String("server", name), slog.String("address", addr.String()))
+	if object != "" {
+		log = log.With(slog.String("coredns", object))
+	}
+	port := cmp.Or(w.Port, DefaultPort)
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, w.Timeout)
+	defer cancel()
+
+	last := &NotReadyError{Name: name, Address: addr.Unmap(), Port: port, Object: object, Step: StepResolve}
+	for {
+		last.Attempts++
+		st := w.check(wctx, name, addr.Unmap(), port, roots)
+		if st.step == "" {
+			log.Info("update server reachable through the cluster: handing over",
+				slog.Int("attempts", last.Attempts), slog.Int64("waitedMs", time.Since(start).Milliseconds()))
+			return time.Since(start), nil
+		}
+		// A check cut short by the end of the wait says nothing about
+		// CoreDNS; keep the one before it, unless there is none.
+		if wctx.Err() == nil || last.Attempts == 1 {
+			last.Step, last.Answer, last.Err = st.step, st.answer, st.err
+		}
+		if last.Attempts == 1 {
+			log.Info("waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret",
+				slog.String("timeout", w.Timeout.String()), slog.String("step", st.step), slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+		} else {
+			log.Debug("update server not reachable through the cluster yet",
+				slog.Int("attempt", last.Attempts), slog.String("step", st.step), slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+		}
+		t := time.NewTimer(cmp.Or(w.Interval, DefaultInterval))
+		select {
+		case <-wctx.Done():
+			t.Stop()
+			last.Waited = time.Since(start)
+			return last.Waited, last
+		case <-t.C:
+		}
+	}
+}
+
+// state is one check's outcome: step is "" when everything worked.
+type state struct {
+	step   string
+	answer []netip.Addr
+	err    error
+}
+
+func (w *Wait) check(ctx context.Context, name string, addr netip.Addr, port int, roots *x509.CertPool) state {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	resolve := w.Resolve
+	if resolve == nil {
+		resolve = SystemResolver
+	}
+	answer, err := resolve(ctx, name)
+	for i := range answer {
+		answer[i] = answer[i].Unmap()
+	}
+	if err != nil {
+		return state{step: StepResolve, err: err}
+	}
+	if !slices.Contains(answer, addr) {
+		return state{step: StepResolve, answer: answer}
+	}
+	d := tls.Dialer{Config: &tls.Config{ServerName: name, RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(addr.String(), strconv.Itoa(port)))
+	if err != nil {
+		return state{step: StepTLS, answer: answer, err: err}
+	}
+	_ = conn.Close()
+	return state{answer: answer}
+}
+
+// pinnedRoots is what the operator trusts besides the system roots: the
+// first certificate of registrationUrlCert. The system roots are left out on
+// purpose: the pinned certificate is what the Secret hands over, and it is
+// what must work.
+func pinnedRoots(certPEM []byte) (*x509.CertPool, error) {
+	for rest := certPEM; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return nil, errors.New("the update server's certificate is not PEM")
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("the update server's certificate: %w", err)
+		}
+		pool := x509.NewCertPool()
+		pool.AddCert(cert)
+		return pool, nil
+	}
+}
+
+func (w *Wait) logger() *slog.Logger {
+	if w.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return w.Log
+}

@@ -1,0 +1,201 @@
+package handover
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+const updateServer = "smt-azure.susecloud.net"
+
+// tlsServer serves TLS with cert on 127.0.0.1 and returns its port; every
+// handshake is completed, then the connection closed.
+func tlsServer(t *testing.T, cert tls.Certificate) int {
+	t.Helper()
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// lookups answers name from answers, one per call, repeating the last.
+type lookups struct {
+	mu      sync.Mutex
+	answers []func() ([]netip.Addr, error)
+	calls   int
+}
+
+func (l *lookups) resolve(_ context.Context, host string) ([]netip.Addr, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if host != updateServer {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	i := min(l.calls, len(l.answers)-1)
+	l.calls++
+	return l.answers[i]()
+}
+
+func nxdomain() ([]netip.Addr, error) {
+	return nil, &net.DNSError{Err: "no such host", Name: updateServer, IsNotFound: true}
+}
+
+func to(addrs ...string) func() ([]netip.Addr, error) {
+	return func() ([]netip.Addr, error) {
+		var out []netip.Addr
+		for _, a := range addrs {
+			out = append(out, netip.MustParseAddr(a))
+		}
+		return out, nil
+	}
+}
+
+func TestWaitUntil(t *testing.T) {
+	good, goodPEM, err := fakecloud.SelfSigned(updateServer)
+	require.NoError(t, err)
+	other, _, err := fakecloud.SelfSigned(updateServer)
+	require.NoError(t, err)
+	loopback := netip.MustParseAddr("127.0.0.1")
+
+	tests := map[string]struct {
+		serve    tls.Certificate
+		answers  []func() ([]netip.Addr, error)
+		timeout  time.Duration
+		attempts int // of a success
+		check    func(t *testing.T, err *NotReadyError)
+	}{
+		"resolves and answers at once": {
+			serve: good, answers: []func() ([]netip.Addr, error){to("127.0.0.1")}, timeout: time.Minute, attempts: 1,
+		},
+		"waits for CoreDNS to serve the entry, then hands over": {
+			serve: good, answers: []func() ([]netip.Addr, error){nxdomain, nxdomain, to("127.0.0.1")}, timeout: time.Minute, attempts: 3,
+		},
+		"a second answer beside the mapped address is fine": {
+			serve: good, answers: []func() ([]netip.Addr, error){to("::1", "127.0.0.1")}, timeout: time.Minute, attempts: 1,
+		},
+		"resolves elsewhere: times out naming the last answer": {
+			serve: good, answers: []func() ([]netip.Addr, error){nxdomain, to("203.0.113.7")}, timeout: 200 * time.Millisecond,
+			check: func(t *testing.T, e *NotReadyError) {
+				assert.Equal(t, StepResolve, e.Step)
+				assert.Equal(t, []netip.Addr{netip.MustParseAddr("203.0.113.7")}, e.Answer)
+				assert.NoError(t, e.Err)
+				assert.Contains(t, e.Error(), "smt-azure.susecloud.net does not resolve to 127.0.0.1 through the cluster's DNS (entry in kube-system/coredns)")
+				assert.Contains(t, e.Error(), "last answer: [203.0.113.7]")
+			},
+		},
+		"never resolves: times out naming the lookup error": {
+			serve: good, answers: []func() ([]netip.Addr, error){nxdomain}, timeout: 200 * time.Millisecond,
+			check: func(t *testing.T, e *NotReadyError) {
+				assert.Equal(t, StepResolve, e.Step)
+				var dnsErr *net.DNSError
+				require.ErrorAs(t, e, &dnsErr)
+				assert.True(t, dnsErr.IsNotFound)
+				assert.Contains(t, e.Error(), "no such host")
+			},
+		},
+		"wrong certificate: keeps waiting, then times out naming it": {
+			serve: other, answers: []func() ([]netip.Addr, error){to("127.0.0.1")}, timeout: 200 * time.Millisecond,
+			check: func(t *testing.T, e *NotReadyError) {
+				assert.Equal(t, StepTLS, e.Step)
+				var unknown x509.UnknownAuthorityError
+				require.ErrorAs(t, e, &unknown, "the pinned certificate is the only root: %v", e)
+				assert.Greater(t, e.Attempts, 1, "it kept checking")
+				assert.Contains(t, e.Error(), "resolves to 127.0.0.1")
+				assert.Contains(t, e.Error(), "does not answer TLS with the pinned certificate")
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			port := tlsServer(t, tc.serve)
+			l := &lookups{answers: tc.answers}
+			w := &Wait{Resolve: l.resolve, Port: port, Timeout: tc.timeout, Interval: 10 * time.Millisecond}
+			waited, err := w.Until(context.Background(), updateServer, loopback, goodPEM, "kube-system/coredns")
+			if tc.check == nil {
+				require.NoError(t, err)
+				assert.Equal(t, tc.attempts, l.calls, "lookups until it handed over")
+				return
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrNotReady)
+			assert.False(t, failure.IsPermanent(err), "CoreDNS may serve the entry by the next run")
+			assert.GreaterOrEqual(t, waited, tc.timeout, "it waited the whole bound")
+			var e *NotReadyError
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, port, e.Port)
+			tc.check(t, e)
+		})
+	}
+}
+
+func TestWaitUntilRefusesAnUnusableCertificate(t *testing.T) {
+	w := &Wait{Resolve: (&lookups{answers: []func() ([]netip.Addr, error){to("127.0.0.1")}}).resolve, Timeout: time.Minute}
+	_, err := w.Until(context.Background(), updateServer, netip.MustParseAddr("127.0.0.1"), []byte("not PEM"), "")
+	require.Error(t, err)
+	assert.True(t, failure.IsPermanent(err), "no wait can fix the certificate")
+	assert.NotErrorIs(t, err, ErrNotReady)
+}
+
+func TestWaitUntilEndsWithTheRun(t *testing.T) {
+	good, goodPEM, err := fakecloud.SelfSigned(updateServer)
+	require.NoError(t, err)
+	port := tlsServer(t, good)
+	cause := errors.New("run deadline")
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 100*time.Millisecond, cause)
+	defer cancel()
+	w := &Wait{Resolve: (&lookups{answers: []func() ([]netip.Addr, error){nxdomain}}).resolve, Port: port, Timeout: time.Hour, Interval: 10 * time.Millisecond}
+	start := time.Now()
+	_, err = w.Until(ctx, updateServer, netip.MustParseAddr("127.0.0.1"), goodPEM, "")
+	require.ErrorIs(t, err, ErrNotReady)
+	assert.Less(t, time.Since(start), time.Minute, "the run's deadline clips HANDOVER_TIMEOUT")
+}
+
+// TestServerResolver resolves through a real DNS server on loopback, the
+// way the process tier stands in for the cluster's DNS.
+func TestServerResolver(t *testing.T) {
+	mapped := netip.MustParseAddr("127.0.0.9")
+	srv, err := fakecloud.NewDNSServer(func(_ context.Context, name string) ([]netip.Addr, bool, error) {
+		if name == updateServer {
+			return []netip.Addr{mapped}, true, nil
+		}
+		return nil, false, nil
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	resolve := ServerResolver(srv.Addr)
+
+	got, err := resolve(context.Background(), updateServer+".")
+	require.NoError(t, err)
+	assert.Equal(t, []netip.Addr{mapped}, got)
+
+	_, err = resolve(context.Background(), "unknown.example.")
+	var dnsErr *net.DNSError
+	require.ErrorAs(t, err, &dnsErr)
+	assert.True(t, dnsErr.IsNotFound, "NXDOMAIN, as for a name CoreDNS has no entry for")
+	assert.NotEmpty(t, srv.Queries())
+}
