@@ -61,9 +61,9 @@ type statusResult struct {
 func TestStatus(t *testing.T) {
 	e := &statusEnv{clusterEnv: setupCluster(t)}
 	e.adminKubeconfig = e.kubeconfig(t, "admin", "", e.p.AdminKubeconfig)
-	// The update servers' SCC API accepts only this code, so another one
-	// gets the fake's 401 (fakecloud reads FAKECLOUD_REG_CODE).
-	t.Setenv("FAKECLOUD_REG_CODE", directRegCode)
+	// The update servers' SCC API accepts only the CronJob's code, so
+	// another one gets the fake's 401 (fakecloud reads FAKECLOUD_REG_CODE).
+	t.Setenv("FAKECLOUD_REG_CODE", overlayRegCode)
 	e.cloud = startCloud(t)
 	e.reset(t)
 	t.Cleanup(func() { e.forgetOperator(t) })
@@ -146,14 +146,23 @@ func TestStatus(t *testing.T) {
 
 	t.Run("healthy and active", func(t *testing.T) {
 		ctx := testContext(t)
-		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-healthy", "IN_CLUSTER_DNS=true")
-		require.Equal(t, job.ExitOK, run.code, run.String())
+		// As a user would: a Job from the CronJob, through the process
+		// kubelet; the run waits for the operator and records its Event.
+		runs := e.startKubelet(ctx, t, kube.Namespace, e.cloud)
+		const name = "status-healthy"
+		e.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
+		done := controlplane.WaitJobFinished(ctx, t, e.admin, kube.Namespace, name)
+		pr := runs.forJob(t, name)
+		require.Len(t, pr, 1)
+		require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "%s", pr[0].res)
 		res := e.waitStatus(t, e.adminKubeconfig, job.ExitOK)
 		e.expect(t, res, job.ExitOK, `Registered: active since \S+Z, update server smt-azure.susecloud.net \(\S+\)$`)
-		assert.Contains(t, res.stdout, "instanceData: verified offline: signature OK, signer OK, chain OK")
+		assert.Contains(t, res.stdout, "instanceData: verified offline: signature OK, signer OK (metadata.azure.com), chain OK")
+		assert.Contains(t, res.stdout, "status-healthy (manual): succeeded")
+		assert.Contains(t, res.stdout, "event Normal Registered: ")
 		assert.Regexp(t, `SHA-1 ([0-9A-F]{2}:){19}[0-9A-F]{2}\n`, res.stdout)
 		assert.Contains(t, res.stdout, "processed the Secret's current values")
-		assert.NotContains(t, res.stdout, directRegCode, "the code is never shown")
+		assert.NotContains(t, res.stdout, overlayRegCode, "the code is never shown")
 		t.Logf("status output, healthy:\n%s", res.stdout)
 		json := e.status(t, e.adminKubeconfig, "-o", "json")
 		assert.Equal(t, job.ExitOK, json.code)
@@ -179,7 +188,7 @@ func TestStatus(t *testing.T) {
 		ctx := testContext(t)
 		t.Setenv("FAKECLOUD_UPDATE_CERT_VALIDITY", "144h")
 		short := startCloud(t)
-		run := e.runAs(ctx, t, short, e.token(t), "run-short-cert", "IN_CLUSTER_DNS=true")
+		run := e.runAs(ctx, t, short, e.token(t), "run-short-cert", "IN_CLUSTER_DNS=true", "REGISTRATION_CODE="+overlayRegCode)
 		require.Equal(t, job.ExitOK, run.code, run.String())
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitPermanent, `Registered, action needed: the update server's certificate expires in 5 days \(\S+\) — the engine takes a renewed certificate on its next run; if the update server has not renewed it by then, contact SUSE support; to run now: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)

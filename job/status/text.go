@@ -128,11 +128,19 @@ func (r *Report) WriteText(w io.Writer) error {
 			if d.Error != "" {
 				lines = append(lines, "instanceData: not a document: "+d.Error)
 			} else {
-				line := fmt.Sprintf("instanceData: verified offline: signature %s, signer %s, chain %s", d.Signature, d.Signer, d.Chain)
+				ok := d.Signature == "OK" && d.Signer == "OK" && d.Chain == "OK"
+				signer := d.Signer
+				if ok {
+					signer += " (" + d.Detail + ")"
+				}
+				line := fmt.Sprintf("instanceData: verified offline: signature %s, signer %s, chain %s", d.Signature, signer, d.Chain)
 				if d.CreatedOn != "" {
 					line += ", created " + d.CreatedOn
 				}
-				lines = append(lines, line, "  "+d.Detail)
+				lines = append(lines, line)
+				if !ok {
+					lines = append(lines, "  "+d.Detail)
+				}
 			}
 		}
 		section("Secret", lines...)
