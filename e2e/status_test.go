@@ -19,7 +19,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -120,10 +122,11 @@ func TestStatus(t *testing.T) {
 
 	t.Run("operator absent", func(t *testing.T) {
 		ctx := testContext(t)
+		e.uninstallOperator(ctx, t)
 		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-no-operator", "IN_CLUSTER_DNS=true", noOperatorWait)
 		require.Equal(t, job.ExitOK, run.code, run.String())
 		res := e.status(t, e.adminKubeconfig)
-		e.expect(t, res, job.ExitPermanent, `Not registered: rancher/scc-operator has not adopted scc-registration: .* — install or start rancher/scc-operator \(Rancher Prime 2.12 or later installs it in cattle-scc-system\)$`)
+		e.expect(t, res, job.ExitPermanent, `Not registered: rancher/scc-operator has not adopted scc-registration: the API registrations.scc.cattle.io is not served — install or start rancher/scc-operator \(Rancher Prime 2.12 or later installs it in cattle-scc-system\)$`)
 	})
 
 	t.Run("CoreDNS entry missing", func(t *testing.T) {
@@ -289,6 +292,25 @@ func (e *statusEnv) forgetOperator(t *testing.T) {
 		_, _ = regs.Patch(ctx, r.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 		_ = regs.Delete(ctx, r.GetName(), metav1.DeleteOptions{})
 	}
+}
+
+// uninstallOperator makes the cluster one where rancher/scc-operator was
+// never installed, whatever an earlier test ran: no Registration CRD, no
+// leader Lease. The operator's Run installs the CRD again.
+func (e *statusEnv) uninstallOperator(ctx context.Context, t *testing.T) {
+	leases := e.admin.CoordinationV1().Leases(sccoperator.LeaseNamespace)
+	err := leases.Delete(ctx, sccoperator.LeaseName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the operator's leader Lease: %v", err)
+	dyn, err := dynamic.NewForConfig(e.p.Admin)
+	require.NoError(t, err)
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	const crd = "registrations.scc.cattle.io"
+	err = crds.Delete(ctx, crd, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete CRD %s: %v", crd, err)
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := crds.Get(ctx, crd, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}), "CRD %s was not deleted", crd)
 }
 
 // readOnlyUser makes a ServiceAccount that may read everything in
