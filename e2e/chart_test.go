@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
 )
@@ -109,12 +110,17 @@ func TestChartInstall(t *testing.T) {
 	p := controlplane.Start(t)
 	e := &clusterEnv{p: p, admin: p.AdminClient(t)}
 	e.admission = workloadIdentityWebhook(e)
+	// The run's handover wait asks this stand-in for the cluster's DNS.
+	dns, err := (&sccoperator.ClusterDNS{Client: e.admin}).Server()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dns.Close() })
+	e.dns = dns
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
 	// What the cluster has before the install: Rancher's namespace and
 	// kube-system's CoreDNS.
-	_, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
+	_, err = e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	p.Apply(t, []byte(corednsFixture))
 
@@ -204,6 +210,7 @@ func releaseObjects(t *testing.T, manifest string) []releaseObject {
 	resources := map[string]string{
 		"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings",
 		"ConfigMap": "configmaps", "Secret": "secrets", "CronJob": "cronjobs",
+		"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
 	}
 	var out []releaseObject
 	for _, doc := range strings.Split(manifest, "\n---") {

@@ -1,6 +1,7 @@
 package fakecloud
 
 import (
+	"cmp"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -41,6 +42,10 @@ type Options struct {
 	// RegCode is the one registration code the update servers' SCC API
 	// accepts (any other gets 401); empty accepts every code.
 	RegCode string
+	// UpdateCertValidity is how long the update servers' certificates are
+	// valid from the start, for a certificate close to its expiry; 0 means
+	// a year.
+	UpdateCertValidity time.Duration
 
 	// Listen, when set, is the one address every server binds (a pod's
 	// "0.0.0.0"); Host, RegionIPs and UpdateIPs are then only what is
@@ -270,7 +275,7 @@ func Start(opts Options) (_ *Cloud, err error) {
 	servers := map[string]*UpdateServer{}
 	var infos []SMTInfo
 	for i, ip := range opts.UpdateIPs {
-		u, _, err := NewUpdateServer(opts.UpdateServerName)
+		u, _, err := newUpdateServer(opts.UpdateServerName, cmp.Or(opts.UpdateCertValidity, leafValidity))
 		if err != nil {
 			return nil, err
 		}

@@ -69,11 +69,18 @@ func (ca *CA) Issue(hosts ...string) (tls.Certificate, error) {
 // shaped like the region servers' certificates that SLES pins one file per
 // server (RSA, CN and SAN = the host).
 func SelfSigned(hosts ...string) (tls.Certificate, []byte, error) {
+	return selfSignedFor(leafValidity, hosts...)
+}
+
+// selfSignedFor is SelfSigned with a certificate that expires validity
+// from now.
+func selfSignedFor(validity time.Duration, hosts ...string) (tls.Certificate, []byte, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return tls.Certificate{}, nil, err
 	}
 	tmpl := leafTemplate(hosts)
+	tmpl.NotAfter = time.Now().Add(validity)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return tls.Certificate{}, nil, err
@@ -84,11 +91,14 @@ func SelfSigned(hosts ...string) (tls.Certificate, []byte, error) {
 // CertPEM returns the leaf of c in PEM form.
 func CertPEM(c tls.Certificate) []byte { return pemCert(c.Certificate[0]) }
 
+// leafValidity is how long a server certificate of the fake is valid.
+const leafValidity = 365 * 24 * time.Hour
+
 func leafTemplate(hosts []string) *x509.Certificate {
 	t := &x509.Certificate{
 		SerialNumber: serial(),
 		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
+		NotAfter:     time.Now().Add(leafValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}

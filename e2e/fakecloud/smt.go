@@ -257,7 +257,12 @@ type UpdateServer struct {
 // name and any extra hosts (IP literals become IP SANs). The certificate is
 // returned for serving TLS; it is also what /smt.crt publishes.
 func NewUpdateServer(name string, hosts ...string) (*UpdateServer, tls.Certificate, error) {
-	cert, pemBytes, err := SelfSigned(append([]string{name}, hosts...)...)
+	return newUpdateServer(name, leafValidity, hosts...)
+}
+
+// newUpdateServer is NewUpdateServer with a certificate valid for validity.
+func newUpdateServer(name string, validity time.Duration, hosts ...string) (*UpdateServer, tls.Certificate, error) {
+	cert, pemBytes, err := selfSignedFor(validity, append([]string{name}, hosts...)...)
 	if err != nil {
 		return nil, tls.Certificate{}, fmt.Errorf("fakecloud: update server certificate: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -70,7 +71,8 @@ type (
 // sccGroupVersion is rancher/scc-operator's API group, read as raw JSON.
 var sccGroupVersion = schema.GroupVersion{Group: RegistrationGroup, Version: RegistrationVersion}
 
-// scheme knows core/v1, apps/v1, coordination.k8s.io/v1, events.k8s.io/v1 and the option
+// scheme knows core/v1, apps/v1, coordination.k8s.io/v1, events.k8s.io/v1,
+// batch/v1 (the status subcommand reads the CronJob and its Jobs) and the option
 // types of meta/v1: all the engine sends or receives.
 var (
 	scheme, schemeErr = newScheme()
@@ -80,7 +82,7 @@ var (
 
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, batchv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return s, err
 		}
@@ -100,18 +102,7 @@ func newAPI(cfg *rest.Config, httpClient *http.Client) (*api, error) {
 		return nil, failure.Permanent(fmt.Errorf("kube: scheme: %w", schemeErr))
 	}
 	client := func(gv schema.GroupVersion, apiPath string) (rest.Interface, error) {
-		c := rest.CopyConfig(cfg)
-		c.GroupVersion = &gv
-		c.APIPath = apiPath
-		c.NegotiatedSerializer = codecs.WithoutConversion()
-		if c.UserAgent == "" {
-			c.UserAgent = rest.DefaultKubernetesUserAgent()
-		}
-		rc, err := rest.RESTClientForConfigAndClient(c, httpClient)
-		if err != nil {
-			return nil, failure.Permanent(fmt.Errorf("kube: %s client: %w", gv, err))
-		}
-		return rc, nil
+		return restClient(cfg, httpClient, gv, apiPath)
 	}
 	var a api
 	var err error

@@ -66,6 +66,8 @@ type RegistrationCondition struct {
 	Type    string `json:"type"`
 	Status  string `json:"status"`
 	Message string `json:"message"`
+	// LastUpdateTime is when the operator last set it (RFC 3339).
+	LastUpdateTime string `json:"lastUpdateTime"`
 }
 
 func (r *SCCRegistration) condition(typ string) (RegistrationCondition, bool) {

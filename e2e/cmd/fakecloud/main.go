@@ -7,7 +7,7 @@
 // ports), --host naming the Service the engine dials and --update-ip the
 // pod's own address, which the region server hands out.
 //
-//	fakecloud --dir DIR [--fault NAME[,NAME…]] [--plan publisher:offer:plan] [--reg-code CODE]
+//	fakecloud --dir DIR [--fault NAME[,NAME…]] [--plan publisher:offer:plan] [--reg-code CODE] [--update-cert-validity 144h]
 //	fakecloud --dir DIR --listen 0.0.0.0 --host SERVICE --update-ip POD-IP --imds-port N … [--federated-subject SUB]
 //	fakecloud --list-faults
 package main
@@ -24,6 +24,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 )
@@ -59,6 +60,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	name := fs.String("update-server-name", "smt-azure.susecloud.net", "name the region servers hand out")
 	regCode := fs.String("reg-code", getenv("FAKECLOUD_REG_CODE"), "the one registration code the update servers' SCC API accepts (FAKECLOUD_REG_CODE; empty: any)")
+	certValidity := fs.Duration("update-cert-validity", 0, "how long the update servers' certificates are valid from now (FAKECLOUD_UPDATE_CERT_VALIDITY; 0: a year)")
+	if v := getenv("FAKECLOUD_UPDATE_CERT_VALIDITY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("FAKECLOUD_UPDATE_CERT_VALIDITY: %w", err)
+		}
+		*certValidity = d
+	}
 	list := fs.Bool("list-faults", false, "list the faults and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -77,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if *dir == "" {
 		return errors.New("--dir is required")
 	}
-	opts := fakecloud.Options{Dir: *dir, Host: *host, UpdateServerName: *name, Listen: *listen, Ports: ports, FederatedSubject: *subject, RegCode: *regCode}
+	opts := fakecloud.Options{Dir: *dir, Host: *host, UpdateServerName: *name, Listen: *listen, Ports: ports, FederatedSubject: *subject, RegCode: *regCode, UpdateCertValidity: *certValidity}
 	if *updateIP != "" {
 		opts.UpdateIPs = []string{*updateIP}
 	}

@@ -1,0 +1,376 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/sccoperator"
+	"github.com/rancher/registration-engine/job"
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/status"
+)
+
+// noOperatorWait keeps a run without an operator from waiting for one:
+// after TestOperator its CRD is still served.
+const noOperatorWait = "OPERATOR_WAIT=0s"
+
+// statusEnv is the shared plane for the status cases, which run one after
+// another in cattle-scc-system: each leaves the cluster in the state a user
+// can end up in, runs `registration-engine status` as that user would, and
+// asserts the verdict line and the exit code.
+type statusEnv struct {
+	*clusterEnv
+	// adminKubeconfig is a kubeconfig file of the plane's admin, found
+	// through KUBECONFIG as on a workstation.
+	adminKubeconfig string
+	// cloud is the healthy fake cloud; its update servers accept only
+	// directRegCode.
+	cloud cloud
+}
+
+// statusResult is one run of the status command.
+type statusResult struct {
+	result
+	verdict string
+}
+
+// TestStatus walks a cluster through the states the issue lists, from
+// "never run" to registered with the real rancher/scc-operator and back to
+// failed, and checks what `registration-engine status` says in each.
+func TestStatus(t *testing.T) {
+	e := &statusEnv{clusterEnv: setupCluster(t)}
+	e.adminKubeconfig = e.kubeconfig(t, "admin", "", e.p.AdminKubeconfig)
+	// The update servers' SCC API accepts only the CronJob's code, so
+	// another one gets the fake's 401 (fakecloud reads FAKECLOUD_REG_CODE).
+	t.Setenv("FAKECLOUD_REG_CODE", overlayRegCode)
+	e.cloud = startCloud(t)
+	e.reset(t)
+	t.Cleanup(func() { e.forgetOperator(t) })
+	// A user's CronJob is not suspended (a suspended one is itself a
+	// finding); this one must not fire during the test, so its schedule is
+	// a date far away.
+	e.patchCronJob(testContext(t), t, `{"spec":{"suspend":false,"schedule":"0 0 1 1 *"}}`)
+	t.Cleanup(func() { e.patchCronJob(context.Background(), t, `{"spec":{"suspend":true,"schedule":"0 */18 * * *"}}`) })
+
+	t.Run("never run", func(t *testing.T) {
+		res := e.status(t, e.adminKubeconfig)
+		e.expect(t, res, job.ExitTransient, regexp.QuoteMeta(`Not registered yet: the engine has not run yet; its CronJob starts the first run on its schedule (schedule "0 0 1 1 *") — to run it now: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-`)+`\d+$`)
+	})
+
+	t.Run("last Job failed permanently (wrong plan)", func(t *testing.T) {
+		ctx := testContext(t)
+		runs := e.startKubelet(ctx, t, kube.Namespace, startCloud(t, "wrong-plan"))
+		const name = "status-wrong-plan"
+		e.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
+		// Once fixed, the next run is the newest Job; the later cases start
+		// from there.
+		t.Cleanup(func() { e.deleteJob(t, kube.Namespace, name) })
+		done := controlplane.WaitJobFinished(ctx, t, e.admin, kube.Namespace, name)
+		require.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type)
+		require.Len(t, runs.forJob(t, name), 1)
+		res := e.status(t, e.adminKubeconfig)
+		e.expect(t, res, job.ExitPermanent, `Not registered: the last run, status-wrong-plan, failed at .* with exit code 2.* — a retry cannot succeed: read the cause in kubectl -n cattle-scc-system logs job/status-wrong-plan, fix the configuration, then run the engine: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
+	})
+
+	t.Run("Lease held by a dead run", func(t *testing.T) {
+		ctx := testContext(t)
+		e.deleteLease(t)
+		now := metav1.NewMicroTime(time.Now())
+		_, err := e.admin.CoordinationV1().Leases(kube.Namespace).Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: leaseName},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: ptr("registration-engine-manual-7-x2k9p"), LeaseDurationSeconds: ptr(int32(600)),
+				AcquireTime: &now, RenewTime: &now,
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() { e.deleteLease(t) })
+		res := e.status(t, e.adminKubeconfig)
+		e.expect(t, res, job.ExitTransient, `Not registered yet: the Lease registration-engine is held by registration-engine-manual-7-x2k9p, a run that is gone, until \S+; runs before then are skipped — run the engine after \S+: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
+	})
+
+	t.Run("Secret without a code", func(t *testing.T) {
+		ctx := testContext(t)
+		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-no-code", "IN_CLUSTER_DNS=true", noOperatorWait, "REGISTRATION_CODE=")
+		require.Equal(t, job.ExitOK, run.code, run.String())
+		res := e.status(t, e.adminKubeconfig)
+		e.expect(t, res, job.ExitPermanent, `Not registered: scc-registration has no regCode, so rancher/scc-operator cannot register — put the code in the Secret registration-code \(kubectl -n cattle-scc-system create secret generic registration-code --from-literal=regCode=…\), then run the engine: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
+	})
+
+	t.Run("operator absent", func(t *testing.T) {
+		ctx := testContext(t)
+		e.uninstallOperator(ctx, t)
+		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-no-operator", "IN_CLUSTER_DNS=true", noOperatorWait)
+		require.Equal(t, job.ExitOK, run.code, run.String())
+		res := e.status(t, e.adminKubeconfig)
+		e.expect(t, res, job.ExitPermanent, `Not registered: rancher/scc-operator has not adopted scc-registration: the API registrations.scc.cattle.io is not served — install or start rancher/scc-operator \(Rancher Prime 2.12 or later installs it in cattle-scc-system\)$`)
+	})
+
+	t.Run("CoreDNS entry missing", func(t *testing.T) {
+		ctx := testContext(t)
+		e.resetCoreDNS(ctx, t)
+		res := e.status(t, e.adminKubeconfig)
+		e.expect(t, res, job.ExitPermanent, `Not registered: kube-system/coredns has no hosts entry for smt-azure.susecloud.net, so rancher/scc-operator cannot resolve the update server — run the engine, which writes it: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
+	})
+
+	// The real operator from here on: it reaches the fake update server
+	// through the CONNECT proxy, which resolves the name from the hosts
+	// entry the engine wrote, as CoreDNS would in a pod.
+	bin := sccoperator.Binary(t, sccoperator.CommitRMT)
+	httpsPort, err := strconv.Atoi(envValue(e.cloud.Env, "UPDATE_SERVER_HTTPS_PORT"))
+	require.NoError(t, err)
+	proxy, err := sccoperator.NewProxy(sccoperator.CoreDNSRoute(e.admin, httpsPort))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	sccoperator.Run(t, e.p, sccoperator.Options{Binary: bin, ProxyURL: proxy.URL})
+
+	t.Run("healthy and active", func(t *testing.T) {
+		ctx := testContext(t)
+		// As a user would: a Job from the CronJob, through the process
+		// kubelet; the run waits for the operator and records its Event.
+		runs := e.startKubelet(ctx, t, kube.Namespace, e.cloud)
+		const name = "status-healthy"
+		e.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
+		done := controlplane.WaitJobFinished(ctx, t, e.admin, kube.Namespace, name)
+		pr := runs.forJob(t, name)
+		require.Len(t, pr, 1)
+		require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "%s", pr[0].res)
+		res := e.waitStatus(t, e.adminKubeconfig, job.ExitOK)
+		e.expect(t, res, job.ExitOK, `Registered: active since \S+Z, update server smt-azure.susecloud.net \(\S+\)$`)
+		assert.Contains(t, res.stdout, "instanceData: verified offline: signature OK, signer OK (metadata.azure.com), chain OK")
+		assert.Contains(t, res.stdout, "status-healthy (manual): succeeded")
+		assert.Contains(t, res.stdout, "event Normal Registered: ")
+		assert.Regexp(t, `SHA-1 ([0-9A-F]{2}:){19}[0-9A-F]{2}\n`, res.stdout)
+		assert.Contains(t, res.stdout, "processed the Secret's current values")
+		assert.NotContains(t, res.stdout, overlayRegCode, "the code is never shown")
+		t.Logf("status output, healthy:\n%s", res.stdout)
+		json := e.status(t, e.adminKubeconfig, "-o", "json")
+		assert.Equal(t, job.ExitOK, json.code)
+		assert.Contains(t, json.stdout, `"state": "registered"`)
+		assert.Contains(t, json.stdout, `"state": "active"`)
+	})
+
+	t.Run("a user without access to kube-system", func(t *testing.T) {
+		kc := e.kubeconfig(t, "reader", e.readOnlyUser(t), "")
+		res := e.status(t, kc)
+		e.expect(t, res, job.ExitPermanent, `Unknown: cannot read rancher/scc-operator's Registration scc-registration-[0-9a-f]{32}: forbidden — run status with credentials that may get registrations.scc.cattle.io$`)
+		for _, refused := range []string{
+			"cannot read kube-system/configmaps/coredns: forbidden",
+			"cannot read kube-system/leases/scc-controllers: forbidden",
+		} {
+			assert.Contains(t, res.stdout, refused)
+		}
+		assert.NotContains(t, res.stdout, "no hosts entry", "a refused read is not a missing entry")
+		assert.Contains(t, res.stdout, "processed the Secret's current values", "what the Secret shows is still read")
+	})
+
+	t.Run("certificate near expiry", func(t *testing.T) {
+		ctx := testContext(t)
+		t.Setenv("FAKECLOUD_UPDATE_CERT_VALIDITY", "144h")
+		short := startCloud(t)
+		run := e.runAs(ctx, t, short, e.token(t), "run-short-cert", "IN_CLUSTER_DNS=true", "REGISTRATION_CODE="+overlayRegCode)
+		require.Equal(t, job.ExitOK, run.code, run.String())
+		res := e.status(t, e.adminKubeconfig)
+		e.expect(t, res, job.ExitPermanent, `Registered, action needed: the update server's certificate expires in 5 days \(\S+\) — the engine takes a renewed certificate on its next run; if the update server has not renewed it by then, contact SUSE support; to run now: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
+	})
+
+	t.Run("operator Registration Failed", func(t *testing.T) {
+		ctx := testContext(t)
+		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-wrong-code", "IN_CLUSTER_DNS=true", "REGISTRATION_CODE=E2E-WRONG-CODE")
+		require.Equal(t, job.ExitPermanent, run.code, "the run waits for the operator's answer and fails with it\n%s", run)
+		res := e.waitStatus(t, e.adminKubeconfig, job.ExitPermanent)
+		e.expect(t, res, job.ExitPermanent, `Not registered: rancher/scc-operator's Registration scc-registration-[0-9a-f]{32} failed: ".*Unknown Registration Code.*" — the operator does not retry; fix the cause, then delete and recreate scc-registration: kubectl -n cattle-scc-system delete secret scc-registration && kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
+		t.Logf("status output, operator failed:\n%s", res.stdout)
+	})
+}
+
+// status runs `registration-engine status` with KUBECONFIG=kubeconfig and
+// the fake cloud's attestation trust.
+func (e *statusEnv) status(t *testing.T, kubeconfig string, args ...string) statusResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args = append([]string{"status",
+		"--attestation-roots", filepath.Join(e.cloud.Dir, "attestation-roots.pem"),
+		"--intermediates", filepath.Join(e.cloud.Dir, "attestation-intermediate.pem")}, args...)
+	res := runEngine(t, ctx, []string{"KUBECONFIG=" + kubeconfig, "HOME=" + t.TempDir()}, args...)
+	verdict, _, _ := strings.Cut(res.stdout, "\n")
+	return statusResult{result: res, verdict: verdict}
+}
+
+// waitStatus runs status until it exits with code, for states the operator
+// reaches on its own time; it returns the last run.
+func (e *statusEnv) waitStatus(t *testing.T, kubeconfig string, code int) statusResult {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res := e.status(t, kubeconfig)
+		if res.code == code || time.Now().After(deadline) {
+			return res
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// expect asserts the verdict line (a regular expression anchored at its
+// start) and the exit code, and prints both for make test.
+func (e *statusEnv) expect(t *testing.T, res statusResult, code int, verdict string) {
+	t.Helper()
+	assert.Regexp(t, regexp.MustCompile(`^`+verdict), res.verdict, "%s", res.result)
+	assert.Equal(t, code, res.code, "%s", res.result)
+	t.Logf("proved: %s: status exits %d with %q", t.Name(), res.code, res.verdict)
+}
+
+// reset brings cattle-scc-system to a fresh install: no Secret, no Jobs,
+// no Lease, CoreDNS as kubeadm made it.
+func (e *statusEnv) reset(t *testing.T) {
+	ctx := testContext(t)
+	e.forgetOperator(t)
+	jobs := e.admin.BatchV1().Jobs(kube.Namespace)
+	list, err := jobs.List(ctx, metav1.ListOptions{LabelSelector: status.AppLabel})
+	require.NoError(t, err)
+	for _, j := range list.Items {
+		e.deleteJob(t, kube.Namespace, j.Name)
+	}
+	e.deleteLease(t)
+	e.resetCoreDNS(ctx, t)
+}
+
+func (e *statusEnv) deleteLease(t *testing.T) {
+	err := e.admin.CoordinationV1().Leases(kube.Namespace).Delete(context.Background(), leaseName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete lease: %v", err)
+}
+
+func (e *statusEnv) patchCronJob(ctx context.Context, t *testing.T, patch string) {
+	_, err := e.admin.BatchV1().CronJobs(kube.Namespace).Patch(ctx, cronJobName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.NoError(t, err)
+}
+
+// forgetOperator removes what the operator left: its finalizer on the
+// Secret (which would keep the Secret from being deleted while no operator
+// runs), the Secret, and its Registrations.
+func (e *statusEnv) forgetOperator(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	secrets := e.admin.CoreV1().Secrets(kube.Namespace)
+	if _, err := secrets.Patch(ctx, kube.SecretName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("secret finalizers: %v", err)
+	}
+	e.deleteSecret(ctx, t)
+	dyn, err := dynamic.NewForConfig(e.p.Admin)
+	require.NoError(t, err)
+	regs := dyn.Resource(sccoperator.RegistrationResource)
+	list, err := regs.List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return // the operator never installed its CRD
+	}
+	require.NoError(t, err)
+	for _, r := range list.Items {
+		_, _ = regs.Patch(ctx, r.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = regs.Delete(ctx, r.GetName(), metav1.DeleteOptions{})
+	}
+}
+
+// uninstallOperator makes the cluster one where rancher/scc-operator was
+// never installed, whatever an earlier test ran: no Registration CRD, no
+// leader Lease. The operator's Run installs the CRD again.
+func (e *statusEnv) uninstallOperator(ctx context.Context, t *testing.T) {
+	leases := e.admin.CoordinationV1().Leases(sccoperator.LeaseNamespace)
+	err := leases.Delete(ctx, sccoperator.LeaseName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the operator's leader Lease: %v", err)
+	dyn, err := dynamic.NewForConfig(e.p.Admin)
+	require.NoError(t, err)
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	const crd = "registrations.scc.cattle.io"
+	err = crds.Delete(ctx, crd, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete CRD %s: %v", crd, err)
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := crds.Get(ctx, crd, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}), "CRD %s was not deleted", crd)
+}
+
+// readOnlyUser makes a ServiceAccount that may read everything in
+// cattle-scc-system and nothing elsewhere, as a namespace's read-only admin,
+// and returns its token.
+func (e *statusEnv) readOnlyUser(t *testing.T) string {
+	ctx := testContext(t)
+	const name = "status-reader"
+	cs := e.admin
+	_, err := cs.CoreV1().ServiceAccounts(kube.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.RbacV1().Roles(kube.Namespace).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"", "batch", "coordination.k8s.io", "events.k8s.io"},
+			Resources: []string{"secrets", "configmaps", "pods", "events", "leases", "cronjobs", "jobs"},
+			Verbs:     []string{"get", "list", "watch"},
+		}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.RbacV1().RoleBindings(kube.Namespace).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: kube.Namespace}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = cs.RbacV1().RoleBindings(kube.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		_ = cs.RbacV1().Roles(kube.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		_ = cs.CoreV1().ServiceAccounts(kube.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	return e.p.ServiceAccountToken(t, kube.Namespace, name)
+}
+
+// kubeconfig writes a kubeconfig file for the plane: a copy of from, or
+// one that authenticates with token.
+func (e *statusEnv) kubeconfig(t *testing.T, user, token, from string) string {
+	path := filepath.Join(t.TempDir(), user+".kubeconfig")
+	if from != "" {
+		data, err := os.ReadFile(from)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, data, 0o600))
+		return path
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["plane"] = &clientcmdapi.Cluster{Server: e.p.Admin.Host, CertificateAuthority: e.p.CAFile}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[user] = &clientcmdapi.Context{Cluster: "plane", AuthInfo: user}
+	cfg.CurrentContext = user
+	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	return path
+}
+
+// envValue is the value of key in a KEY=value list.
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	panic(fmt.Sprintf("%s not in %v", key, env))
+}

@@ -1,0 +1,521 @@
+package status
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha1"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/providers/azure"
+)
+
+// Source is what status reads; *kube.Reader serves it. Every method returns
+// the API server's error as it came, so a refused read can be told from an
+// absent object.
+type Source interface {
+	Secret(ctx context.Context, ns, name string) (*corev1.Secret, error)
+	ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error)
+	Lease(ctx context.Context, ns, name string) (*coordinationv1.Lease, error)
+	CronJob(ctx context.Context, ns, name string) (*batchv1.CronJob, error)
+	Jobs(ctx context.Context, ns, selector string) (*batchv1.JobList, error)
+	Pods(ctx context.Context, ns, selector string) (*corev1.PodList, error)
+	Events(ctx context.Context, ns string) (*eventsv1.EventList, error)
+	Registration(ctx context.Context, name string) (*kube.SCCRegistration, error)
+	RegistrationsServed(ctx context.Context) (bool, error)
+}
+
+// The objects status relates, as the manifests and rancher/scc-operator
+// name them.
+const (
+	// DefaultName is the CronJob's and the Lease's name.
+	DefaultName = "registration-engine"
+	// AppLabel selects the engine's Jobs and pods (the CronJob's job
+	// template sets it).
+	AppLabel = "app.kubernetes.io/name=registration-engine"
+	// JobNameLabel ties a pod to its Job.
+	JobNameLabel = "batch.kubernetes.io/job-name"
+	// ManualAnnotation marks a Job made by kubectl create job --from.
+	ManualAnnotation = "cronjob.kubernetes.io/instantiate"
+
+	// The operator's annotation on the Secret and its leader Lease
+	// (rancher/scc-operator internal/consts); its labels are in job/kube.
+	AnnotationLastProcessed = "scc.cattle.io/last-processed"
+	LeaderNamespace         = "kube-system"
+	LeaderLeaseName         = "scc-controllers"
+
+	// keptJobs is how many Jobs the report shows: the CronJob's history
+	// limits keep three of each outcome.
+	keptJobs = 5
+)
+
+// Options say where to look and how to check what is found.
+type Options struct {
+	// Namespace holds the CronJob, the Lease and the Secret.
+	Namespace string
+	// DNSNamespace holds CoreDNS; default kube-system.
+	DNSNamespace string
+	// Inspect verifies instanceData offline; nil skips it.
+	Inspect func(ctx context.Context, doc []byte) (*azure.InspectReport, error)
+	// Now is the time of the report; zero means time.Now().
+	Now time.Time
+}
+
+// gatherer fills one Report.
+type gatherer struct {
+	src  Source
+	opts Options
+	r    *Report
+	now  time.Time
+}
+
+// Gather reads every object status relates and returns the report with its
+// verdict. It does not fail: what it cannot read is in Unreadable, and the
+// verdict takes it into account.
+func Gather(ctx context.Context, src Source, opts Options) *Report {
+	opts.Namespace = cmp.Or(opts.Namespace, kube.Namespace)
+	opts.DNSNamespace = cmp.Or(opts.DNSNamespace, "kube-system")
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	g := &gatherer{src: src, opts: opts, now: now, r: &Report{Namespace: opts.Namespace, Time: now.UTC()}}
+	pods := g.cronJobAndJobs(ctx)
+	g.lease(ctx, pods)
+	secret := g.secret(ctx)
+	g.dns(ctx)
+	g.operator(ctx, secret)
+	g.r.Verdict = Decide(g.r, now)
+	return g.r
+}
+
+// access classifies a read's error and records a failed one.
+func (g *gatherer) access(object string, err error) Access {
+	switch {
+	case err == nil:
+		return Read
+	case apierrors.IsNotFound(err):
+		return Absent
+	case apierrors.IsForbidden(err):
+		g.r.Unreadable = append(g.r.Unreadable, "cannot read "+object+": forbidden")
+		return Forbidden
+	default:
+		g.r.Unreadable = append(g.r.Unreadable, fmt.Sprintf("cannot read %s: %v", object, err))
+		return Failed
+	}
+}
+
+func (g *gatherer) cronJobAndJobs(ctx context.Context) []corev1.Pod {
+	ns := g.opts.Namespace
+	cj := &g.r.CronJob
+	cj.Name, cj.InClusterDNS = DefaultName, true
+	c, err := g.src.CronJob(ctx, ns, DefaultName)
+	if cj.Access = g.access(ns+"/cronjobs/"+DefaultName, err); cj.Access == Read {
+		cj.Schedule = c.Spec.Schedule
+		cj.TimeZone = ptrValue(c.Spec.TimeZone)
+		cj.Suspended = ptrValue(c.Spec.Suspend)
+		cj.LastSchedule = metaTime(c.Status.LastScheduleTime)
+		cj.LastSuccessful = metaTime(c.Status.LastSuccessfulTime)
+		for _, ctr := range c.Spec.JobTemplate.Spec.Template.Spec.Containers {
+			for _, e := range ctr.Env {
+				if e.Name == "IN_CLUSTER_DNS" && e.ValueFrom == nil && strings.EqualFold(strings.TrimSpace(e.Value), "false") {
+					cj.InClusterDNS = false
+				}
+			}
+		}
+	}
+
+	jobs, err := g.src.Jobs(ctx, ns, AppLabel)
+	if g.r.Jobs.Access = g.access(ns+"/jobs", err); g.r.Jobs.Access != Read {
+		return nil
+	}
+	items := jobs.Items
+	slices.SortFunc(items, func(a, b batchv1.Job) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
+	items = items[:min(len(items), keptJobs)]
+
+	var pods []corev1.Pod
+	if list, err := g.src.Pods(ctx, ns, AppLabel); g.access(ns+"/pods", err) == Read {
+		pods = list.Items
+	}
+	var events []eventsv1.Event
+	if list, err := g.src.Events(ctx, ns); g.access(ns+"/events", err) == Read {
+		events = list.Items
+	}
+	for _, j := range items {
+		g.r.Jobs.Items = append(g.r.Jobs.Items, describeJob(j, pods, events))
+	}
+	return pods
+}
+
+func describeJob(j batchv1.Job, pods []corev1.Pod, events []eventsv1.Event) Job {
+	out := Job{Name: j.Name, Manual: j.Annotations[ManualAnnotation] == "manual", Created: j.CreationTimestamp.UTC(), Outcome: JobRunning}
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			out.Outcome = JobSucceeded
+			out.Finished = metaTime(&c.LastTransitionTime)
+		case batchv1.JobFailed:
+			out.Outcome = JobFailed
+			out.Finished = metaTime(&c.LastTransitionTime)
+			out.Reason, out.Message = c.Reason, c.Message
+		}
+	}
+	var newest *corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if p.Labels[JobNameLabel] == j.Name && (newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time)) {
+			newest = p
+		}
+	}
+	if newest != nil {
+		out.Pod = newest.Name
+		for _, cs := range newest.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil {
+				out.ExitCode = &t.ExitCode
+			}
+		}
+	}
+	for _, e := range events {
+		if e.Regarding.Kind != "Job" || e.Regarding.Name != j.Name {
+			continue
+		}
+		ev := Event{Type: e.Type, Reason: e.Reason, Note: e.Note, Reporter: e.ReportingController, Time: eventTime(e)}
+		// The engine's own Event wins over the Job controller's.
+		mine := ev.Reporter == kube.ReportingController
+		if out.Event == nil || (mine && out.Event.Reporter != kube.ReportingController) ||
+			(mine == (out.Event.Reporter == kube.ReportingController) && ev.Time.After(out.Event.Time)) {
+			out.Event = &ev
+		}
+	}
+	return out
+}
+
+func (g *gatherer) lease(ctx context.Context, pods []corev1.Pod) {
+	ns := g.opts.Namespace
+	l := &g.r.Lease
+	l.Name = DefaultName
+	le, err := g.src.Lease(ctx, ns, DefaultName)
+	if l.Access = g.access(ns+"/leases/"+DefaultName, err); l.Access != Read {
+		return
+	}
+	l.Holder = ptrValue(le.Spec.HolderIdentity)
+	l.Since = microTime(le.Spec.AcquireTime)
+	until := leaseUntil(le)
+	if !until.IsZero() {
+		l.Until = &until
+	}
+	switch {
+	case l.Holder == "":
+		l.State = LeaseFree
+	case until.After(g.now):
+		l.State = LeaseHeld
+	default:
+		l.State = LeaseStale
+	}
+	if l.Holder != "" && g.r.Jobs.Access == Read {
+		i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == l.Holder })
+		l.HolderGone = i < 0 || pods[i].DeletionTimestamp != nil ||
+			pods[i].Status.Phase == corev1.PodSucceeded || pods[i].Status.Phase == corev1.PodFailed
+	}
+}
+
+// leaseUntil is renewTime (or acquireTime) plus leaseDurationSeconds.
+func leaseUntil(le *coordinationv1.Lease) time.Time {
+	since := le.Spec.RenewTime
+	if since == nil {
+		since = le.Spec.AcquireTime
+	}
+	if since == nil {
+		return time.Time{}
+	}
+	return since.Add(time.Duration(ptrValue(le.Spec.LeaseDurationSeconds)) * time.Second).UTC()
+}
+
+// engineKeys are the Secret's keys the engine writes.
+var engineKeys = []string{kube.KeyRegistrationType, kube.KeyRegistrationURL, kube.KeyRegCode, kube.KeyInstanceData, kube.KeyRegistrationURLCert}
+
+func (g *gatherer) secret(ctx context.Context) *corev1.Secret {
+	ns := g.opts.Namespace
+	s := &g.r.Secret
+	s.Name = kube.SecretName
+	sec, err := g.src.Secret(ctx, ns, kube.SecretName)
+	if s.Access = g.access(ns+"/secrets/"+kube.SecretName, err); s.Access != Read {
+		return nil
+	}
+	s.Created = metaTime(&sec.CreationTimestamp)
+	for _, m := range sec.ManagedFields {
+		if m.Manager == kube.FieldManager && m.Time != nil && (s.Written == nil || m.Time.After(*s.Written)) {
+			s.Written = metaTime(m.Time)
+		}
+	}
+	s.Keys = map[string]int{}
+	for _, k := range engineKeys {
+		s.Keys[k] = len(sec.Data[k])
+	}
+	s.RegistrationType = string(sec.Data[kube.KeyRegistrationType])
+	s.RegistrationURL = string(sec.Data[kube.KeyRegistrationURL])
+	if u, err := url.Parse(s.RegistrationURL); err == nil {
+		s.Host = u.Hostname()
+	}
+	if pemBytes := sec.Data[kube.KeyRegistrationURLCert]; len(pemBytes) > 0 {
+		s.Certificate = describeCert(pemBytes)
+	}
+	if doc := sec.Data[kube.KeyInstanceData]; len(doc) > 0 && g.opts.Inspect != nil {
+		s.InstanceData = describeDocument(g.opts.Inspect(ctx, doc))
+	}
+	return sec
+}
+
+func describeCert(pemBytes []byte) *Cert {
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		return &Cert{Error: "registrationUrlCert holds no PEM block"}
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return &Cert{Error: fmt.Sprintf("registrationUrlCert: %v", err)}
+	}
+	sum := sha1.Sum(c.Raw)
+	pairs := make([]string, len(sum))
+	for i, b := range sum {
+		pairs[i] = fmt.Sprintf("%02X", b)
+	}
+	return &Cert{
+		Subject: c.Subject.String(), Issuer: c.Issuer.String(), DNSNames: c.DNSNames,
+		NotBefore: c.NotBefore.UTC(), NotAfter: c.NotAfter.UTC(), SHA1: strings.Join(pairs, ":"),
+	}
+}
+
+func describeDocument(rep *azure.InspectReport, err error) *Document {
+	if err != nil {
+		return &Document{Error: err.Error()}
+	}
+	state := func(v azure.Verdict) string {
+		switch {
+		case v.OK:
+			return "OK"
+		case v.Unavailable:
+			return "UNAVAILABLE"
+		default:
+			return "FAILED"
+		}
+	}
+	d := &Document{Signature: state(rep.Signature), Signer: state(rep.Signer), Chain: state(rep.Chain)}
+	for _, v := range []azure.Verdict{rep.Signature, rep.Signer, rep.Chain} {
+		if !v.OK {
+			d.Detail = v.Detail
+			break
+		}
+	}
+	if d.Detail == "" {
+		d.Detail = rep.Signer.Detail
+	}
+	var content struct {
+		TimeStamp struct {
+			CreatedOn string `json:"createdOn"`
+		} `json:"timeStamp"`
+	}
+	if json.Unmarshal(rep.Content, &content) == nil {
+		d.CreatedOn = content.TimeStamp.CreatedOn
+	}
+	return d
+}
+
+func (g *gatherer) dns(ctx context.Context) {
+	d := &g.r.DNS
+	d.Host = g.r.Secret.Host
+	if !g.r.CronJob.InClusterDNS || d.Host == "" {
+		return
+	}
+	d.Checked = true
+	ns := g.opts.DNSNamespace
+	custom, err := g.src.ConfigMap(ctx, ns, inclusterdns.CoreDNSCustom)
+	customAccess := g.access(ns+"/configmaps/"+inclusterdns.CoreDNSCustom, err)
+	if customAccess == Read {
+		keys := slices.Sorted(func(yield func(string) bool) {
+			for k := range custom.Data {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		// Our key first: it is the one the engine keeps.
+		if i := slices.Index(keys, inclusterdns.DefaultHostsKey); i > 0 {
+			keys = append([]string{inclusterdns.DefaultHostsKey}, slices.Delete(keys, i, i+1)...)
+		}
+		for _, k := range keys {
+			if addrs := inclusterdns.HostsAddresses(custom.Data[k], d.Host); len(addrs) > 0 {
+				d.Access, d.Object, d.Key = Read, ns+"/"+inclusterdns.CoreDNSCustom, k
+				d.Addresses = addrStrings(addrs)
+				return
+			}
+		}
+	}
+	core, err := g.src.ConfigMap(ctx, ns, inclusterdns.CoreDNSConfigMap)
+	coreAccess := g.access(ns+"/configmaps/"+inclusterdns.CoreDNSConfigMap, err)
+	if coreAccess == Read {
+		if addrs := inclusterdns.HostsAddresses(core.Data[inclusterdns.CorefileKey], d.Host); len(addrs) > 0 {
+			d.Access, d.Object, d.Key = Read, ns+"/"+inclusterdns.CoreDNSConfigMap, inclusterdns.CorefileKey
+			d.Addresses = addrStrings(addrs)
+			return
+		}
+	}
+	// Not found: absent only if every place it could be was read.
+	switch {
+	case customAccess == Forbidden || coreAccess == Forbidden:
+		d.Access = Forbidden
+	case customAccess == Failed || coreAccess == Failed:
+		d.Access = Failed
+	default:
+		d.Access = Absent
+		if customAccess == Read {
+			d.Object = ns + "/" + inclusterdns.CoreDNSCustom
+		} else {
+			d.Object = ns + "/" + inclusterdns.CoreDNSConfigMap
+		}
+	}
+}
+
+func (g *gatherer) operator(ctx context.Context, sec *corev1.Secret) {
+	o := &g.r.Operator
+	o.Leader.Name = LeaderNamespace + "/" + LeaderLeaseName
+	le, err := g.src.Lease(ctx, LeaderNamespace, LeaderLeaseName)
+	if o.Leader.Access = g.access(LeaderNamespace+"/leases/"+LeaderLeaseName, err); o.Leader.Access == Read {
+		o.Leader.Holder = ptrValue(le.Spec.HolderIdentity)
+		o.Leader.Renewed = microTime(le.Spec.RenewTime)
+		o.Leader.Alive = o.Leader.Holder != "" && leaseUntil(le).After(g.now)
+	}
+	if sec != nil {
+		_, o.Adopted = sec.Labels[kube.LabelSalt]
+		if t, err := time.Parse(time.RFC3339, sec.Annotations[AnnotationLastProcessed]); err == nil {
+			t = t.UTC()
+			o.LastProcessed = &t
+		}
+		if suffix := sec.Labels[kube.LabelNameSuffix]; suffix != "" {
+			o.Registration = kube.RegistrationPrefix + suffix
+			want, _ := kube.RegistrationName(sec)
+			current := want == o.Registration
+			o.ProcessedCurrent = &current
+		}
+	}
+
+	if o.Registration != "" {
+		reg, err := g.src.Registration(ctx, o.Registration)
+		if o.Access = g.access("registrations.scc.cattle.io/"+o.Registration, err); o.Access == Read {
+			o.describe(reg)
+		}
+	}
+	if o.Access != Read {
+		// Is the operator's API there at all? Discovery is open to every
+		// authenticated user.
+		if served, err := g.src.RegistrationsServed(ctx); err == nil {
+			o.APIInstalled = &served
+		}
+	}
+	o.State = operatorState(o)
+}
+
+// operatorState names what the operator made of the Secret: active, failed,
+// pending, absent, or "" when a refused read leaves it open.
+func operatorState(o *Operator) string {
+	switch {
+	case o.Access == Read && o.isTrue("Failure"):
+		return OperatorFailed
+	case o.Access == Read && o.isTrue("Done") && o.Activated:
+		return OperatorActive
+	case o.APIInstalled != nil && !*o.APIInstalled:
+		return OperatorAbsent
+	case !o.Adopted && o.Leader.Access == Read && !o.Leader.Alive:
+		return OperatorAbsent
+	case o.Access == Forbidden || o.Access == Failed:
+		return ""
+	case !o.Adopted && o.Leader.Access != Read:
+		return ""
+	default:
+		return OperatorPending
+	}
+}
+
+func (o *Operator) isTrue(typ string) bool {
+	return slices.ContainsFunc(o.Conditions, func(c Condition) bool { return c.Type == typ && c.Status == "True" })
+}
+
+// describe copies what status shows of a Registration.
+func (o *Operator) describe(reg *kube.SCCRegistration) {
+	o.Current, o.Activated = reg.Current, reg.Activated
+	for _, c := range reg.Conditions {
+		o.Conditions = append(o.Conditions, Condition{Type: c.Type, Status: c.Status, Message: c.Message, Updated: c.LastUpdateTime})
+		if c.Type == "RegistrationActivated" && c.Status == "True" {
+			if t, err := time.Parse(time.RFC3339, c.LastUpdateTime); err == nil {
+				t = t.UTC()
+				o.ActiveSince = &t
+			}
+		}
+	}
+	if msg, failed := reg.Failed(); failed {
+		o.Message = msg
+	}
+}
+
+func eventTime(e eventsv1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.UTC()
+	case !e.EventTime.IsZero():
+		return e.EventTime.UTC()
+	case !e.DeprecatedLastTimestamp.IsZero():
+		return e.DeprecatedLastTimestamp.UTC()
+	default:
+		return e.CreationTimestamp.UTC()
+	}
+}
+
+func addrStrings[T fmt.Stringer](addrs []T) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	return out
+}
+
+func ptrValue[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+func metaTime(t *metav1.Time) *time.Time {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func microTime(t *metav1.MicroTime) *time.Time {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,248 @@
+package status
+
+import "time"
+
+// Report is everything status found, verdict first. It is also the -o json
+// document, so its field names are an interface for scripts: add fields,
+// never rename them.
+type Report struct {
+	Verdict   Verdict   `json:"verdict"`
+	Namespace string    `json:"namespace"`
+	Time      time.Time `json:"time"`
+	CronJob   CronJob   `json:"cronJob"`
+	Jobs      Jobs      `json:"jobs"`
+	Lease     Lease     `json:"lease"`
+	Secret    Secret    `json:"secret"`
+	DNS       DNS       `json:"dns"`
+	Operator  Operator  `json:"operator"`
+	// Unreadable lists every read the API server refused or failed, in the
+	// words a person needs ("cannot read kube-system/configmaps/coredns:
+	// forbidden"). A refused read is never taken for a missing object.
+	Unreadable []string `json:"unreadable,omitempty"`
+}
+
+// States of a Verdict, with the exit code each maps to.
+const (
+	// StateRegistered: the operator's Registration is active for the
+	// Secret's current values. Exit 0.
+	StateRegistered = "registered"
+	// StateNotYet: a run or the operator is still working. Exit 1.
+	StateNotYet = "not-yet"
+	// StateActionNeeded: nothing will fix itself; the verdict says what to
+	// do. Exit 2.
+	StateActionNeeded = "action-needed"
+	// StateUnknown: a read the verdict depends on was refused; the
+	// evidence says which. Exit 2: a person with more access must look.
+	StateUnknown = "unknown"
+)
+
+// Verdict is the first line of the output and the exit code.
+type Verdict struct {
+	State    string `json:"state"`
+	ExitCode int    `json:"exitCode"`
+	// Line is the whole first line: "Registered: …", "Not registered: <the
+	// first broken link> — <what to do>".
+	Line string `json:"line"`
+	// Next is what to do, also inside Line; empty when registered.
+	Next string `json:"next,omitempty"`
+}
+
+// Access says how a read went.
+type Access string
+
+// Outcomes of a read.
+const (
+	Read      Access = "read"
+	Absent    Access = "absent"
+	Forbidden Access = "forbidden"
+	Failed    Access = "failed"
+)
+
+// CronJob is the engine's CronJob.
+type CronJob struct {
+	Name           string     `json:"name"`
+	Access         Access     `json:"access"`
+	Schedule       string     `json:"schedule,omitempty"`
+	TimeZone       string     `json:"timeZone,omitempty"`
+	Suspended      bool       `json:"suspended"`
+	LastSchedule   *time.Time `json:"lastScheduleTime,omitempty"`
+	LastSuccessful *time.Time `json:"lastSuccessfulTime,omitempty"`
+	// InClusterDNS is the CronJob's IN_CLUSTER_DNS (default true): whether
+	// the engine keeps the CoreDNS entry, and so whether status checks it.
+	InClusterDNS bool `json:"inClusterDns"`
+}
+
+// Jobs are the engine's most recent Jobs, newest first.
+type Jobs struct {
+	Access Access `json:"access"`
+	Items  []Job  `json:"items"`
+}
+
+// Outcomes of a Job.
+const (
+	JobRunning   = "running"
+	JobSucceeded = "succeeded"
+	JobFailed    = "failed"
+)
+
+// Job is one run of the engine.
+type Job struct {
+	Name     string     `json:"name"`
+	Manual   bool       `json:"manual"`
+	Created  time.Time  `json:"created"`
+	Finished *time.Time `json:"finished,omitempty"`
+	Outcome  string     `json:"outcome"`
+	// Reason and Message are the Job's Failed condition's (for example
+	// PodFailurePolicy, BackoffLimitExceeded).
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Pod is the newest pod; ExitCode its container's, when it ended.
+	Pod      string `json:"pod,omitempty"`
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Event is the newest Event about the Job: the engine's own when it
+	// wrote one, otherwise the Job controller's.
+	Event *Event `json:"event,omitempty"`
+}
+
+// Event is an Event about a Job.
+type Event struct {
+	Type     string    `json:"type"`
+	Reason   string    `json:"reason"`
+	Note     string    `json:"note,omitempty"`
+	Reporter string    `json:"reporter,omitempty"`
+	Time     time.Time `json:"time"`
+}
+
+// States of the Lease.
+const (
+	LeaseFree  = "free"
+	LeaseHeld  = "held"
+	LeaseStale = "stale"
+)
+
+// Lease is the Lease that keeps two runs apart.
+type Lease struct {
+	Name   string `json:"name"`
+	Access Access `json:"access"`
+	// State is free, held (until Until) or stale (expired: the next run
+	// takes it over).
+	State  string     `json:"state,omitempty"`
+	Holder string     `json:"holder,omitempty"`
+	Since  *time.Time `json:"since,omitempty"`
+	Until  *time.Time `json:"until,omitempty"`
+	// HolderGone is true when the holder's pod no longer runs (or was
+	// never seen): a run that died holding the Lease.
+	HolderGone bool `json:"holderGone,omitempty"`
+}
+
+// Secret is the operator's Secret, as far as it may be shown: never the
+// registration code or the document.
+type Secret struct {
+	Name    string     `json:"name"`
+	Access  Access     `json:"access"`
+	Created *time.Time `json:"created,omitempty"`
+	// Written is when the engine last wrote it (its managedFields entry).
+	Written *time.Time `json:"written,omitempty"`
+	// Keys maps each of the engine's keys to its size in bytes (0: empty
+	// or missing).
+	Keys             map[string]int `json:"keys,omitempty"`
+	RegistrationType string         `json:"registrationType,omitempty"`
+	RegistrationURL  string         `json:"registrationUrl,omitempty"`
+	// Host is the registrationUrl's host name.
+	Host         string    `json:"host,omitempty"`
+	Certificate  *Cert     `json:"certificate,omitempty"`
+	InstanceData *Document `json:"instanceData,omitempty"`
+}
+
+// Cert is the update server's certificate from registrationUrlCert.
+type Cert struct {
+	Subject   string    `json:"subject,omitempty"`
+	Issuer    string    `json:"issuer,omitempty"`
+	DNSNames  []string  `json:"dnsNames,omitempty"`
+	NotBefore time.Time `json:"notBefore"`
+	NotAfter  time.Time `json:"notAfter"`
+	// SHA1 is the fingerprint as SUSE's region servers publish it.
+	SHA1 string `json:"sha1,omitempty"`
+	// Error is why the PEM could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// Document is the offline verification of instanceData's signed document.
+type Document struct {
+	// Signature, Signer and Chain are OK, FAILED or UNAVAILABLE.
+	Signature string `json:"signature,omitempty"`
+	Signer    string `json:"signer,omitempty"`
+	Chain     string `json:"chain,omitempty"`
+	Detail    string `json:"detail,omitempty"`
+	CreatedOn string `json:"createdOn,omitempty"`
+	// Error is why it is not a document at all.
+	Error string `json:"error,omitempty"`
+}
+
+// DNS is the in-cluster name of the update server.
+type DNS struct {
+	// Checked is false when the CronJob says IN_CLUSTER_DNS=false (the
+	// name is someone else's to make resolve) or nothing names a host.
+	Checked bool   `json:"checked"`
+	Access  Access `json:"access,omitempty"`
+	Host    string `json:"host,omitempty"`
+	// Object is where the entry is: kube-system/coredns-custom (key Key) or
+	// kube-system/coredns.
+	Object    string   `json:"object,omitempty"`
+	Key       string   `json:"key,omitempty"`
+	Addresses []string `json:"addresses,omitempty"`
+}
+
+// States of the operator, as the engine's run summary names them.
+const (
+	OperatorActive  = "active"
+	OperatorFailed  = "failed"
+	OperatorPending = "pending"
+	OperatorAbsent  = "absent"
+)
+
+// Operator is what rancher/scc-operator made of the Secret.
+type Operator struct {
+	// State is active, failed, pending or absent; "" when it could not be
+	// read.
+	State string `json:"state,omitempty"`
+	// Adopted: the Secret carries the operator's labels.
+	Adopted bool `json:"adopted"`
+	// ProcessedCurrent: the Registration's name in the Secret's label is
+	// the one the Secret's current values give, so the operator has acted
+	// on them. Nil when not adopted.
+	ProcessedCurrent *bool      `json:"processedCurrent,omitempty"`
+	LastProcessed    *time.Time `json:"lastProcessed,omitempty"`
+	// Registration is the name of its Registration; Access how its read
+	// went.
+	Registration string      `json:"registration,omitempty"`
+	Access       Access      `json:"access,omitempty"`
+	Current      string      `json:"currentCondition,omitempty"`
+	Conditions   []Condition `json:"conditions,omitempty"`
+	Activated    bool        `json:"activated"`
+	ActiveSince  *time.Time  `json:"activeSince,omitempty"`
+	// Message is the Failure condition's message, the operator's words.
+	Message string `json:"message,omitempty"`
+	// APIInstalled: registrations.scc.cattle.io is served. Nil: unknown.
+	APIInstalled *bool `json:"apiInstalled,omitempty"`
+	// Leader is the operator's leader Lease (kube-system/scc-controllers).
+	Leader LeaderLease `json:"leader"`
+}
+
+// Condition is one of the Registration's conditions.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+	Updated string `json:"lastUpdateTime,omitempty"`
+}
+
+// LeaderLease is the operator's leader Lease: a live holder means an
+// operator runs.
+type LeaderLease struct {
+	Name    string     `json:"name"`
+	Access  Access     `json:"access"`
+	Holder  string     `json:"holder,omitempty"`
+	Renewed *time.Time `json:"renewed,omitempty"`
+	Alive   bool       `json:"alive"`
+}

@@ -1,0 +1,220 @@
+package status
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// WriteJSON writes the report as one JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the verdict line, then the evidence one link per
+// paragraph, for a person.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString(r.Verdict.Line + "\n\n")
+	section := func(name string, lines ...string) {
+		for i, l := range lines {
+			label := ""
+			if i == 0 {
+				label = name
+			}
+			fmt.Fprintf(&b, "%-11s%s\n", label, l)
+		}
+	}
+	ns := r.Namespace
+
+	cj := r.CronJob
+	switch cj.Access {
+	case Read:
+		line := fmt.Sprintf("%s/%s: schedule %q", ns, cj.Name, cj.Schedule)
+		if cj.TimeZone != "" {
+			line += " " + cj.TimeZone
+		}
+		if cj.Suspended {
+			line += ", suspended"
+		}
+		line += ", last schedule " + orNever(cj.LastSchedule) + ", last success " + orNever(cj.LastSuccessful)
+		dns := "in-cluster DNS on"
+		if !cj.InClusterDNS {
+			dns = "in-cluster DNS off (IN_CLUSTER_DNS=false)"
+		}
+		section("CronJob", line, dns)
+	default:
+		section("CronJob", fmt.Sprintf("%s/%s: %s", ns, cj.Name, cj.Access))
+	}
+
+	switch {
+	case r.Jobs.Access != Read:
+		section("Jobs", string(r.Jobs.Access))
+	case len(r.Jobs.Items) == 0:
+		section("Jobs", "none")
+	default:
+		var lines []string
+		for _, j := range r.Jobs.Items {
+			l := j.Name
+			if j.Manual {
+				l += " (manual)"
+			}
+			l += ": " + j.Outcome
+			if j.Finished != nil {
+				l += " " + stamp(*j.Finished)
+			} else {
+				l += ", started " + stamp(j.Created)
+			}
+			if j.ExitCode != nil {
+				l += fmt.Sprintf(", exit code %d", *j.ExitCode)
+			}
+			if j.Reason != "" {
+				l += ", " + j.Reason
+			}
+			lines = append(lines, l)
+			if e := j.Event; e != nil {
+				lines = append(lines, fmt.Sprintf("  event %s %s: %s", e.Type, e.Reason, e.Note))
+			}
+		}
+		section("Jobs", lines...)
+	}
+
+	l := r.Lease
+	switch {
+	case l.Access != Read:
+		section("Lease", fmt.Sprintf("%s/%s: %s", ns, l.Name, l.Access))
+	case l.State == LeaseFree:
+		section("Lease", fmt.Sprintf("%s/%s: free", ns, l.Name))
+	default:
+		line := fmt.Sprintf("%s/%s: %s by %s since %s, until %s", ns, l.Name, l.State, l.Holder, orNever(l.Since), orNever(l.Until))
+		if l.HolderGone {
+			line += "; the holder's pod is gone"
+		}
+		section("Lease", line)
+	}
+
+	s := r.Secret
+	if s.Access != Read {
+		section("Secret", fmt.Sprintf("%s/%s: %s", ns, s.Name, s.Access))
+	} else {
+		lines := []string{fmt.Sprintf("%s/%s: created %s, last written by the engine %s", ns, s.Name, orNever(s.Created), orNever(s.Written))}
+		var keys []string
+		for _, k := range engineKeys {
+			switch n := s.Keys[k]; {
+			case n == 0:
+				keys = append(keys, k+" MISSING")
+			case k == "registrationType":
+				keys = append(keys, k+"="+s.RegistrationType)
+			case k == "registrationUrl":
+				keys = append(keys, k+"="+s.RegistrationURL)
+			default:
+				keys = append(keys, fmt.Sprintf("%s set (%d bytes)", k, n))
+			}
+		}
+		lines = append(lines, "keys: "+strings.Join(keys, ", "))
+		if c := s.Certificate; c != nil {
+			if c.Error != "" {
+				lines = append(lines, "certificate: "+c.Error)
+			} else {
+				lines = append(lines, fmt.Sprintf("certificate: %s, names %s, expires %s (in %s)", c.Subject, strings.Join(c.DNSNames, " "), stamp(c.NotAfter), days(c.NotAfter.Sub(r.Time))),
+					"  SHA-1 "+c.SHA1)
+			}
+		}
+		if d := s.InstanceData; d != nil {
+			if d.Error != "" {
+				lines = append(lines, "instanceData: not a document: "+d.Error)
+			} else {
+				ok := d.Signature == "OK" && d.Signer == "OK" && d.Chain == "OK"
+				signer := d.Signer
+				if ok {
+					signer += " (" + d.Detail + ")"
+				}
+				line := fmt.Sprintf("instanceData: verified offline: signature %s, signer %s, chain %s", d.Signature, signer, d.Chain)
+				if d.CreatedOn != "" {
+					line += ", created " + d.CreatedOn
+				}
+				lines = append(lines, line)
+				if !ok {
+					lines = append(lines, "  "+d.Detail)
+				}
+			}
+		}
+		section("Secret", lines...)
+	}
+
+	n := r.DNS
+	switch {
+	case !r.CronJob.InClusterDNS:
+		section("DNS", "not checked: the engine leaves it alone (IN_CLUSTER_DNS=false)")
+	case !n.Checked:
+		section("DNS", "not checked: no update server named")
+	case n.Access == Read:
+		section("DNS", fmt.Sprintf("%s (%s): %s → %s", n.Object, n.Key, n.Host, strings.Join(n.Addresses, ", ")))
+	case n.Access == Absent:
+		section("DNS", fmt.Sprintf("%s: no hosts entry for %s", n.Object, n.Host))
+	default:
+		section("DNS", fmt.Sprintf("%s: %s", n.Host, n.Access))
+	}
+
+	o := r.Operator
+	var lines []string
+	state := o.State
+	if state == "" {
+		state = "unknown"
+	}
+	head := "rancher/scc-operator: " + state
+	if o.Registration != "" {
+		head += ", Registration " + o.Registration
+		if o.Access != Read {
+			head += " (" + string(o.Access) + ")"
+		}
+	}
+	lines = append(lines, head)
+	switch {
+	case !o.Adopted && r.Secret.Access == Read:
+		lines = append(lines, "has not adopted the Secret (no scc.cattle.io labels)")
+	case o.ProcessedCurrent != nil && *o.ProcessedCurrent:
+		lines = append(lines, "processed the Secret's current values (last processed "+orNever(o.LastProcessed)+")")
+	case o.ProcessedCurrent != nil:
+		lines = append(lines, "has NOT processed the Secret's current values (last processed "+orNever(o.LastProcessed)+")")
+	}
+	if o.Access == Read {
+		var conds []string
+		for _, c := range o.Conditions {
+			conds = append(conds, c.Type+"="+c.Status)
+		}
+		lines = append(lines, "current condition "+o.Current+", activated "+fmt.Sprint(o.Activated), "conditions: "+strings.Join(conds, " "))
+		if o.Message != "" {
+			lines = append(lines, fmt.Sprintf("failure: %q", o.Message))
+		}
+	}
+	if o.APIInstalled != nil && !*o.APIInstalled {
+		lines = append(lines, "registrations.scc.cattle.io is not served")
+	}
+	switch ld := o.Leader; {
+	case ld.Access != Read:
+		lines = append(lines, "leader Lease "+ld.Name+": "+string(ld.Access))
+	case ld.Alive:
+		lines = append(lines, fmt.Sprintf("leader Lease %s: held by %s, renewed %s", ld.Name, ld.Holder, orNever(ld.Renewed)))
+	default:
+		lines = append(lines, fmt.Sprintf("leader Lease %s: no live holder (last renewed %s)", ld.Name, orNever(ld.Renewed)))
+	}
+	section("Operator", lines...)
+
+	if len(r.Unreadable) > 0 {
+		section("Unreadable", r.Unreadable...)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orNever(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return stamp(*t)
+}

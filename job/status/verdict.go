@@ -1,0 +1,314 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ExpiryWarning is how long before the update server's certificate expires
+// status starts asking for action: the engine picks up a renewed
+// certificate on its next run, at most 18 h away, so two weeks leave time
+// for a renewal to land and for a person to look if it does not.
+const ExpiryWarning = 14 * 24 * time.Hour
+
+// Decide reads the chain CronJob → run → Lease → Secret → CoreDNS →
+// operator and returns the verdict: registered (exit 0), not yet (exit 1: a
+// run or the operator is still working) or action needed (exit 2), naming
+// the first broken link and what to do. A link whose read was refused is
+// not broken; when the verdict depends on it, the verdict is unknown.
+func Decide(r *Report, now time.Time) Verdict {
+	d := decider{r: r, now: now}
+	return d.decide()
+}
+
+type decider struct {
+	r   *Report
+	now time.Time
+}
+
+func (d decider) runNow() string {
+	return fmt.Sprintf("kubectl -n %s create job --from=cronjob/%s %s-manual-%d", d.r.Namespace, DefaultName, DefaultName, d.now.Unix())
+}
+
+func (d decider) decide() Verdict {
+	r := d.r
+	o := r.Operator
+	if r.Secret.Access == Read && o.State == OperatorActive && ptrValue(o.ProcessedCurrent) {
+		if v, ok := d.registeredButAction(); ok {
+			return v
+		}
+		since := "active"
+		if o.ActiveSince != nil {
+			since = "active since " + stamp(*o.ActiveSince)
+		}
+		line := fmt.Sprintf("Registered: %s, update server %s", since, r.Secret.Host)
+		if len(r.DNS.Addresses) > 0 {
+			line += " (" + strings.Join(r.DNS.Addresses, ", ") + ")"
+		}
+		return Verdict{State: StateRegistered, ExitCode: 0, Line: line}
+	}
+
+	switch r.Secret.Access {
+	case Forbidden, Failed:
+		return unknown(fmt.Sprintf("cannot read %s/secrets/%s: %s", r.Namespace, r.Secret.Name, r.Secret.Access),
+			"run status with credentials that may get it (the Role of a read-only admin must include secrets)")
+	case Absent:
+		return d.noSecret()
+	}
+	s := r.Secret
+	switch {
+	case s.Keys["regCode"] == 0:
+		return action(fmt.Sprintf("%s has no regCode, so rancher/scc-operator cannot register", s.Name),
+			fmt.Sprintf("put the code in the Secret registration-code (kubectl -n %s create secret generic registration-code --from-literal=regCode=…), then run the engine: %s", r.Namespace, d.runNow()))
+	case s.Host == "":
+		return action(fmt.Sprintf("%s has no usable registrationUrl (%q)", s.Name, s.RegistrationURL), "run the engine: "+d.runNow())
+	}
+	if c := s.Certificate; c != nil && c.Error == "" && !c.NotAfter.After(d.now) {
+		return action(fmt.Sprintf("the update server's certificate in %s expired on %s", s.Name, stamp(c.NotAfter)),
+			"run the engine to fetch the current one: "+d.runNow())
+	}
+	if what, next, ok := d.dnsBroken(); ok {
+		return action(what, next)
+	}
+	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && permanent(*j) && o.State != OperatorFailed {
+		return d.failedRun(*j)
+	}
+	return d.operator()
+}
+
+// registeredButAction finds what needs a person although the operator's
+// Registration is active.
+func (d decider) registeredButAction() (Verdict, bool) {
+	r := d.r
+	if c := r.Secret.Certificate; c != nil && c.Error == "" {
+		left := c.NotAfter.Sub(d.now)
+		switch {
+		case left <= 0:
+			return registeredAction(fmt.Sprintf("the update server's certificate expired on %s", stamp(c.NotAfter)),
+				"run the engine to fetch the current one: "+d.runNow()), true
+		case left < ExpiryWarning:
+			return registeredAction(fmt.Sprintf("the update server's certificate expires in %s (%s)", days(left), stamp(c.NotAfter)),
+				"the engine takes a renewed certificate on its next run; if the update server has not renewed it by then, contact SUSE support; to run now: "+d.runNow()), true
+		}
+	}
+	if what, next, ok := d.dnsBroken(); ok {
+		return registeredAction(what, next), true
+	}
+	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && permanent(*j) {
+		what, next := d.failedRunText(*j)
+		return registeredAction(what, next), true
+	}
+	if r.CronJob.Access == Read && r.CronJob.Suspended {
+		return registeredAction(fmt.Sprintf("the CronJob %s is suspended, so the registration data is no longer kept current", r.CronJob.Name),
+			fmt.Sprintf("kubectl -n %s patch cronjob %s -p '{\"spec\":{\"suspend\":false}}'", r.Namespace, r.CronJob.Name)), true
+	}
+	return Verdict{}, false
+}
+
+// noSecret explains a missing Secret by the runs.
+func (d decider) noSecret() Verdict {
+	r := d.r
+	if r.CronJob.Access == Absent {
+		return action(fmt.Sprintf("the engine is not installed: no CronJob %s/%s", r.Namespace, DefaultName),
+			"install it (helm install registration-engine …, or kubectl apply -k manifests/overlays/azure)")
+	}
+	if v, ok := d.runInProgress(); ok {
+		return v
+	}
+	if v, ok := d.leaseBlocks(); ok {
+		return v
+	}
+	if j := d.lastFinished(); j != nil {
+		if j.Outcome == JobFailed {
+			return d.failedRun(*j)
+		}
+		return action(fmt.Sprintf("%s is missing although run %s succeeded at %s", r.Secret.Name, j.Name, stampPtr(j.Finished)),
+			"run the engine again: "+d.runNow())
+	}
+	if r.CronJob.Access == Read && r.CronJob.Suspended {
+		return action(fmt.Sprintf("the engine has never run and its CronJob %s is suspended", r.CronJob.Name),
+			"run it now: "+d.runNow())
+	}
+	if r.Jobs.Access != Read {
+		return unknown(fmt.Sprintf("%s does not exist and the engine's Jobs cannot be read (%s)", r.Secret.Name, r.Jobs.Access),
+			"run status with credentials that may list jobs in "+r.Namespace)
+	}
+	schedule := ""
+	if r.CronJob.Schedule != "" {
+		schedule = fmt.Sprintf(" (schedule %q)", r.CronJob.Schedule)
+	}
+	return notYet("the engine has not run yet; its CronJob starts the first run on its schedule"+schedule,
+		"to run it now: "+d.runNow())
+}
+
+// runInProgress: the newest Job still runs.
+func (d decider) runInProgress() (Verdict, bool) {
+	for _, j := range d.r.Jobs.Items {
+		if j.Outcome == JobRunning {
+			return notYet(fmt.Sprintf("run %s is in progress (started %s)", j.Name, stamp(j.Created)),
+				fmt.Sprintf("wait for it: kubectl -n %s wait --for=condition=complete job/%s --timeout=15m", d.r.Namespace, j.Name)), true
+		}
+		break
+	}
+	return Verdict{}, false
+}
+
+// leaseBlocks: a run that is gone still holds the Lease, so every run
+// until it expires is skipped.
+func (d decider) leaseBlocks() (Verdict, bool) {
+	l := d.r.Lease
+	if l.Access != Read || l.State != LeaseHeld {
+		return Verdict{}, false
+	}
+	if !l.HolderGone {
+		return notYet(fmt.Sprintf("run %s holds the Lease %s until %s", l.Holder, l.Name, stampPtr(l.Until)), "wait for it to finish"), true
+	}
+	return notYet(fmt.Sprintf("the Lease %s is held by %s, a run that is gone, until %s; runs before then are skipped", l.Name, l.Holder, stampPtr(l.Until)),
+		fmt.Sprintf("run the engine after %s: %s", stampPtr(l.Until), d.runNow())), true
+}
+
+// lastFinished is the newest finished Job.
+func (d decider) lastFinished() *Job {
+	for i, j := range d.r.Jobs.Items {
+		if j.Outcome != JobRunning {
+			return &d.r.Jobs.Items[i]
+		}
+	}
+	return nil
+}
+
+// permanent: the engine exited 2, which the podFailurePolicy turns into a
+// failed Job at once.
+func permanent(j Job) bool {
+	return (j.ExitCode != nil && *j.ExitCode == 2) || j.Reason == "PodFailurePolicy"
+}
+
+func (d decider) failedRun(j Job) Verdict {
+	what, next := d.failedRunText(j)
+	switch {
+	case permanent(j), d.r.CronJob.Suspended:
+		return action(what, next)
+	default:
+		return notYet(what, next)
+	}
+}
+
+// failedRunText says how run j failed and what to do.
+func (d decider) failedRunText(j Job) (what, next string) {
+	what = fmt.Sprintf("the last run, %s, failed at %s", j.Name, stampPtr(j.Finished))
+	if j.ExitCode != nil {
+		what += fmt.Sprintf(" with exit code %d", *j.ExitCode)
+	}
+	if e := j.Event; e != nil && e.Note != "" {
+		what += ": " + e.Note
+	} else if j.Reason != "" {
+		what += " (" + j.Reason + ")"
+	}
+	logs := fmt.Sprintf("kubectl -n %s logs job/%s", d.r.Namespace, j.Name)
+	switch {
+	case permanent(j):
+		return what, "a retry cannot succeed: read the cause in " + logs + ", fix the configuration, then run the engine: " + d.runNow()
+	case d.r.CronJob.Suspended:
+		return what, "the CronJob is suspended: read " + logs + ", then run the engine: " + d.runNow()
+	default:
+		return what + "; the failure is transient and the next scheduled run retries", "to retry now: " + d.runNow()
+	}
+}
+
+// dnsBroken: the update server's name does not resolve in the cluster to
+// the address the engine chose.
+func (d decider) dnsBroken() (what, next string, broken bool) {
+	n := d.r.DNS
+	if !n.Checked {
+		return "", "", false
+	}
+	if n.Access == Absent {
+		return fmt.Sprintf("%s has no hosts entry for %s, so rancher/scc-operator cannot resolve the update server", n.Object, n.Host),
+			"run the engine, which writes it: " + d.runNow(), true
+	}
+	return "", "", false
+}
+
+// operator explains an operator that has not (yet) registered.
+func (d decider) operator() Verdict {
+	r := d.r
+	o := r.Operator
+	s := r.Secret
+	switch o.State {
+	case OperatorFailed:
+		msg := o.Message
+		if msg == "" {
+			msg = "no message"
+		}
+		return action(fmt.Sprintf("rancher/scc-operator's Registration %s failed: %q", o.Registration, msg),
+			fmt.Sprintf("the operator does not retry; fix the cause, then delete and recreate %s: kubectl -n %s delete secret %s && %s", s.Name, r.Namespace, s.Name, d.runNow()))
+	case OperatorAbsent:
+		why := "no operator holds its leader Lease " + o.Leader.Name
+		if o.APIInstalled != nil && !*o.APIInstalled {
+			why = "the API registrations.scc.cattle.io is not served"
+		} else if o.Leader.Access == Absent {
+			why = "its leader Lease " + o.Leader.Name + " does not exist"
+		}
+		return action(fmt.Sprintf("rancher/scc-operator has not adopted %s: %s", s.Name, why),
+			"install or start rancher/scc-operator (Rancher Prime 2.12 or later installs it in cattle-scc-system)")
+	case OperatorPending:
+		if !o.Adopted {
+			return notYet(fmt.Sprintf("rancher/scc-operator has not adopted %s yet (written %s)", s.Name, stampPtr(s.Written)), "wait a minute, then run status again")
+		}
+		if o.ProcessedCurrent != nil && !*o.ProcessedCurrent {
+			return notYet(fmt.Sprintf("rancher/scc-operator has not processed %s's current values yet (written %s, last processed %s)", s.Name, stampPtr(s.Written), stampPtr(o.LastProcessed)),
+				"wait a minute, then run status again")
+		}
+		state := o.Current
+		if state == "" {
+			state = "not started"
+		}
+		return notYet(fmt.Sprintf("rancher/scc-operator is registering (Registration %s: %s)", o.Registration, state), "wait a minute, then run status again")
+	}
+	switch {
+	case o.Registration != "" && o.Access != Read:
+		return unknown(fmt.Sprintf("cannot read rancher/scc-operator's Registration %s: %s", o.Registration, o.Access),
+			"run status with credentials that may get registrations.scc.cattle.io")
+	default:
+		return unknown(fmt.Sprintf("cannot tell whether rancher/scc-operator runs: its leader Lease %s is %s", o.Leader.Name, o.Leader.Access),
+			"run status with credentials that may read it")
+	}
+}
+
+func action(what, next string) Verdict {
+	return Verdict{State: StateActionNeeded, ExitCode: 2, Line: "Not registered: " + what + " — " + next, Next: next}
+}
+
+func registeredAction(what, next string) Verdict {
+	return Verdict{State: StateActionNeeded, ExitCode: 2, Line: "Registered, action needed: " + what + " — " + next, Next: next}
+}
+
+func notYet(what, next string) Verdict {
+	return Verdict{State: StateNotYet, ExitCode: 1, Line: "Not registered yet: " + what + " — " + next, Next: next}
+}
+
+func unknown(what, next string) Verdict {
+	return Verdict{State: StateUnknown, ExitCode: 2, Line: "Unknown: " + what + " — " + next, Next: next}
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func stampPtr(t *time.Time) string {
+	if t == nil {
+		return "an unknown time"
+	}
+	return stamp(*t)
+}
+
+// days says a duration the way a person reads an expiry.
+func days(d time.Duration) string {
+	switch n := int(d.Hours() / 24); {
+	case n >= 2:
+		return fmt.Sprintf("%d days", n)
+	case d >= time.Hour:
+		return fmt.Sprintf("%d hours", int(d.Hours()))
+	default:
+		return "less than an hour"
+	}
+}

@@ -1,0 +1,75 @@
+package status
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// registered is the report of a healthy cluster; each case changes one
+// link of it.
+func registered(now time.Time) *Report {
+	yes := true
+	return &Report{
+		Namespace: "cattle-scc-system",
+		CronJob:   CronJob{Name: DefaultName, Access: Read, InClusterDNS: true},
+		Jobs:      Jobs{Access: Read},
+		Lease:     Lease{Name: DefaultName, Access: Read, State: LeaseFree},
+		Secret: Secret{Name: "scc-registration", Access: Read, Host: "smt-azure.susecloud.net",
+			Keys:        map[string]int{"regCode": 20, "registrationUrl": 31},
+			Certificate: &Cert{NotAfter: now.Add(365 * 24 * time.Hour)}},
+		DNS:      DNS{Checked: true, Access: Read, Host: "smt-azure.susecloud.net", Addresses: []string{"10.0.0.4"}},
+		Operator: Operator{State: OperatorActive, Adopted: true, ProcessedCurrent: &yes, Access: Read},
+	}
+}
+
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	code := func(c int32) *int32 { return &c }
+	tests := map[string]struct {
+		change    func(r *Report)
+		wantState string
+		wantStart string
+	}{
+		"healthy": {change: func(*Report) {}, wantState: StateRegistered,
+			wantStart: "Registered: active, update server smt-azure.susecloud.net (10.0.0.4)"},
+		"certificate expires in 6 days": {change: func(r *Report) { r.Secret.Certificate.NotAfter = now.Add(6*24*time.Hour + time.Hour) },
+			wantState: StateActionNeeded, wantStart: "Registered, action needed: the update server's certificate expires in 6 days"},
+		"a refused CoreDNS read is not a missing entry": {change: func(r *Report) { r.DNS.Access, r.DNS.Addresses = Forbidden, nil },
+			wantState: StateRegistered, wantStart: "Registered: "},
+		"entry missing": {change: func(r *Report) { r.DNS.Access, r.DNS.Object = Absent, "kube-system/coredns" },
+			wantState: StateActionNeeded, wantStart: "Registered, action needed: kube-system/coredns has no hosts entry"},
+		"IN_CLUSTER_DNS=false: the entry is not ours to check": {change: func(r *Report) { r.DNS = DNS{} },
+			wantState: StateRegistered, wantStart: "Registered: "},
+		"operator behind the Secret's values": {change: func(r *Report) {
+			no := false
+			r.Operator.ProcessedCurrent, r.Operator.State = &no, OperatorPending
+		}, wantState: StateNotYet, wantStart: "Not registered yet: rancher/scc-operator has not processed scc-registration's current values"},
+		"transient failure of the last run, no Secret": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			r.Jobs.Items = []Job{{Name: "registration-engine-29400000", Outcome: JobFailed, ExitCode: code(1), Reason: "BackoffLimitExceeded"}}
+		}, wantState: StateNotYet, wantStart: "Not registered yet: the last run, registration-engine-29400000, failed"},
+		"a run in progress": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			r.Jobs.Items = []Job{{Name: "manual-1", Outcome: JobRunning, Created: now}}
+		}, wantState: StateNotYet, wantStart: "Not registered yet: run manual-1 is in progress"},
+		"Secret unreadable": {change: func(r *Report) { r.Secret = Secret{Name: "scc-registration", Access: Forbidden} },
+			wantState: StateUnknown, wantStart: "Unknown: cannot read cattle-scc-system/secrets/scc-registration: forbidden"},
+		"not installed": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			r.CronJob = CronJob{Name: DefaultName, Access: Absent}
+		}, wantState: StateActionNeeded, wantStart: "Not registered: the engine is not installed"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := registered(now)
+			tc.change(r)
+			v := Decide(r, now)
+			assert.Equal(t, tc.wantState, v.State, v.Line)
+			assert.True(t, strings.HasPrefix(v.Line, tc.wantStart), "verdict %q\nwant it to start with %q", v.Line, tc.wantStart)
+			assert.Equal(t, map[string]int{StateRegistered: 0, StateNotYet: 1, StateActionNeeded: 2, StateUnknown: 2}[v.State], v.ExitCode)
+		})
+	}
+}
