@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
@@ -102,7 +103,7 @@ func TestStatus(t *testing.T) {
 		_, err := e.admin.CoordinationV1().Leases(kube.Namespace).Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: leaseName},
 			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity: ptr("registration-engine-manual-7-x2k9p"), LeaseDurationSeconds: ptr(int32(600)),
+				HolderIdentity: ptr.To("registration-engine-manual-7-x2k9p"), LeaseDurationSeconds: ptr.To(int32(600)),
 				AcquireTime: &now, RenewTime: &now,
 			},
 		}, metav1.CreateOptions{})
