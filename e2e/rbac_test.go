@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -133,6 +135,15 @@ func TestEngineRBAC(t *testing.T) {
 		Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "system:serviceaccount:cattle-scc-system:registration-engine", review.Status.UserInfo.Username)
+
+	// The plane is shared: start where no earlier run (or operator) left
+	// the Secret or the Lease behind.
+	_, err = admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "drop the Secret's finalizers: %v", err)
+	err = admin.CoreV1().Secrets(kube.Namespace).Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Secret: %v", err)
+	err = admin.CoordinationV1().Leases(kube.Namespace).Delete(ctx, leaseName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Lease: %v", err)
 
 	// Creation comes first and in order: everything below needs the objects.
 	code, body := request(t, as, http.MethodPatch, secretPath(kube.Namespace, kube.SecretName)+apply, applyType, secretApply(kube.Namespace, kube.SecretName))

@@ -149,6 +149,9 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		outcome = OutcomeFailed
 	}
+	res.Outcome = outcome
+	// The Event first: the summary stays the run's last log line.
+	j.recordEvent(ctx, log, res, err)
 	attrs := []any{
 		slog.String("outcome", outcome),
 		slog.Int64("durationMs", time.Since(start).Milliseconds()),
@@ -172,8 +175,6 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	} else {
 		log.Info("run finished", attrs...)
 	}
-	res.Outcome = outcome
-	j.recordEvent(ctx, log, res, err)
 	return res, err
 }
 
