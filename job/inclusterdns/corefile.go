@@ -22,6 +22,14 @@ import (
 //     would stop CoreDNS from starting.
 //   - Without a hosts block, one with fallthrough is inserted at the top of
 //     the root server block, so every other name still resolves as before.
+//   - A hosts block limited to zones (hosts /etc/hosts corp.internal {)
+//     answers only inside them: when none of them covers fqdn, fqdn itself
+//     is added to its zones, so the block answers for exactly one more name
+//     (and the names under it) and for everything else as before.
+//
+// A server block of its own for a zone that covers fqdn (susecloud.net:53 {)
+// would answer instead of the root block, so the entry would never be
+// served: that Corefile is refused with ErrCorefile.
 //
 // Entries for names other than fqdn are never touched, including entries an
 // earlier run wrote for a server that is no longer chosen.
@@ -46,6 +54,14 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	if root < 0 || rootEnd < 0 {
 		return "", fmt.Errorf("%w: no root server block (.:53 { … }) in the Corefile", ErrCorefile)
 	}
+	for i, l := range lines {
+		if l.depth != 0 || l.opens == 0 || i == root {
+			continue
+		}
+		if zone := coveringServerZone(l, fqdn); zone != "" {
+			return "", fmt.Errorf("%w: the server block %q (line %d) answers for %s instead of the root server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, zone, i+1, fqdn, ip.String()+" "+fqdn)
+		}
+	}
 
 	hosts, hostsEnd := -1, -1
 	for i := root + 1; i < rootEnd; i++ {
@@ -61,6 +77,9 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	out := make([]string, 0, len(lines)+4)
 	for _, l := range lines {
 		out = append(out, l.text)
+	}
+	if hosts >= 0 {
+		out[hosts] = withHostsZone(lines[hosts], fqdn)
 	}
 
 	if hosts < 0 {
@@ -122,6 +141,52 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 		out = slices.Insert(out, hosts+1, indent+entry)
 	}
 	return strings.Join(out, "\n"), nil
+}
+
+// withHostsZone returns the text of a "hosts [FILE [ZONES...]] {" line that
+// answers for fqdn: unchanged when it names no zones (it then answers for
+// the server block's) or when one of them covers fqdn; otherwise with fqdn
+// added as a zone before the brace.
+func withHostsZone(l corefileLine, fqdn string) string {
+	args := l.fields[1 : len(l.fields)-1] // between "hosts" and "{"
+	if len(args) < 2 {
+		return l.text
+	}
+	for _, zone := range args[1:] {
+		if zoneCovers(zone, fqdn) {
+			return l.text
+		}
+	}
+	brace := len(l.indent) + len(l.code) - 1 // the code ends with "{"
+	return strings.TrimRight(l.text[:brace], " \t") + " " + fqdn + " " + l.text[brace:]
+}
+
+// coveringServerZone returns the key of a server block line that would
+// answer queries for fqdn on the root block's port (53), other than the root
+// zone itself; "" when there is none.
+func coveringServerZone(l corefileLine, fqdn string) string {
+	for _, k := range l.fields {
+		if k == "{" {
+			break
+		}
+		zone := strings.TrimPrefix(k, "dns://")
+		port := "53"
+		if i := strings.LastIndex(zone, ":"); i >= 0 {
+			zone, port = zone[:i], zone[i+1:]
+		}
+		if port == "53" && zone != "." && zoneCovers(zone, fqdn) {
+			return k
+		}
+	}
+	return ""
+}
+
+// zoneCovers reports whether name lies in zone: equal to it or under it,
+// ignoring case and a trailing dot. The root zone covers every name.
+func zoneCovers(zone, name string) bool {
+	zone = strings.ToLower(strings.TrimSuffix(zone, "."))
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	return zone == "" || name == zone || strings.HasSuffix(name, "."+zone)
 }
 
 // hostsBlock is the block the engine writes: the entry, then fallthrough so

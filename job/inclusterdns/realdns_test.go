@@ -71,6 +71,11 @@ func TestRealCoreDNS(t *testing.T) {
 			corefile: ".:53 {\n    errors\n    hosts {\n        10.0.0.9 other.example.com\n        fallthrough\n    }\n    reload\n}\n",
 			others:   map[string]string{"other.example.com": "10.0.0.9"},
 		},
+		"hosts block limited to a zone": {
+			corefile: ".:53 {\n    errors\n    hosts NodeHosts corp.internal {\n        10.1.0.5 db.corp.internal\n        fallthrough\n    }\n    reload\n}\n",
+			files:    map[string]string{"NodeHosts": "10.1.0.6 files.corp.internal\n"},
+			others:   map[string]string{"db.corp.internal": "10.1.0.5", "files.corp.internal": "10.1.0.6"},
+		},
 		"AKS: coredns-custom imported by the Corefile": {
 			corefile: aksCorefile,
 			custom: map[string]string{
