@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -184,9 +185,7 @@ func coveringServerZone(l corefileLine, fqdn string) string {
 // zoneCovers reports whether name lies in zone: equal to it or under it,
 // ignoring case and a trailing dot. The root zone covers every name.
 func zoneCovers(zone, name string) bool {
-	zone = strings.ToLower(strings.TrimSuffix(zone, "."))
-	name = strings.ToLower(strings.TrimSuffix(name, "."))
-	return zone == "" || name == zone || strings.HasSuffix(name, "."+zone)
+	return zone == "." || hostname.Under(name, zone)
 }
 
 // hostsBlock is the block the engine writes: the entry, then fallthrough so
@@ -282,34 +281,17 @@ func isRootServerBlock(l corefileLine) bool {
 // configuration and returns it normalised: the name lower case without a
 // trailing dot, the address without an IPv4-in-IPv6 mapping. Both come from
 // a region server's answer, and a stray brace or newline in them would
-// break cluster DNS for every pod.
+// break cluster DNS for every pod. The name is checked by hostname.Normalize,
+// the rule phase 4 applies when it reads the region data, so a name refused
+// here was already refused there, while a sibling could still be tried.
 func validHostsEntry(fqdn string, ip netip.Addr) (string, netip.Addr, error) {
-	name := strings.ToLower(strings.TrimSuffix(fqdn, "."))
-	if !isHostname(name) {
-		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: %q is not a DNS host name", ErrInvalidHostsEntry, fqdn))
+	name, err := hostname.Normalize(fqdn)
+	if err != nil {
+		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: %w", ErrInvalidHostsEntry, err))
 	}
 	ip = ip.Unmap()
 	if !ip.IsValid() || ip.IsUnspecified() || ip.Zone() != "" {
 		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: %q is not a usable IP address", ErrInvalidHostsEntry, ip.String()))
 	}
 	return name, ip, nil
-}
-
-// isHostname accepts RFC 1123 host names with at least two labels: letters,
-// digits and inner hyphens, 63 bytes a label, 253 in all.
-func isHostname(s string) bool {
-	if len(s) == 0 || len(s) > 253 || !strings.Contains(s, ".") {
-		return false
-	}
-	for label := range strings.SplitSeq(s, ".") {
-		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for _, c := range []byte(label) {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/job/hostname"
 )
 
 func TestSetCorefileHostsEntry(t *testing.T) {
@@ -145,11 +147,17 @@ func TestValidHostsEntryNames(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := validHostsEntry(tc.name, smtIP)
+			_, phase4 := hostname.Normalize(tc.name)
 			if tc.ok {
 				assert.NoError(t, err)
-			} else {
-				assert.ErrorIs(t, err, ErrInvalidHostsEntry)
+				assert.NoError(t, phase4, "phase 4 accepts what phase 6 writes")
+				return
 			}
+			assert.ErrorIs(t, err, ErrInvalidHostsEntry)
+			// One rule for both phases: the refusal is phase 4's (with the
+			// rule the name broke), so phase 4 refused the name already.
+			assert.ErrorIs(t, err, hostname.ErrInvalid)
+			assert.ErrorIs(t, phase4, hostname.ErrInvalid)
 		})
 	}
 }
