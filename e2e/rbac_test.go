@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -145,6 +146,12 @@ func TestEngineRBAC(t *testing.T) {
 	as := p.ClientAs(t, p.ServiceAccountToken(t, kube.Namespace, engineSA))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The plane is the package's: TestCluster, which runs first, leaves the
+	// Secret and the Lease behind, and the creation below needs them absent.
+	err := admin.CoreV1().Secrets(kube.Namespace).Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Secret: %v", err)
+	err = admin.CoordinationV1().Leases(kube.Namespace).Delete(ctx, leaseName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Lease: %v", err)
 
 	review, err := kubernetes.NewForConfigOrDie(as).AuthenticationV1().SelfSubjectReviews().
 		Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
