@@ -14,6 +14,10 @@ SCC_OPERATOR_DIR ?= $(CACHE_DIR)/scc-operator
 SCC_OPERATOR_COMMITS ?=
 HELM_VERSION  ?= 3.22.0
 HELM_DIR      ?= $(CACHE_DIR)/helm/v$(HELM_VERSION)
+# CoreDNS at the version kubeadm deploys for K8S_VERSION: coredns-bin.sh
+# finds the version, builds it once and prints the binary's path. Expanded
+# only by the recipes that use it.
+COREDNS_BIN    = $(shell CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) e2e/scripts/coredns-bin.sh 2>/dev/null)
 FAULT         ?=
 FUZZTIME      ?= 30s
 IMAGE         ?= registration-engine:latest
@@ -37,8 +41,8 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 	@e2e/scripts/demo.sh "$(FAULT)"
 
 .PHONY: test
-test: testbin scc-operator helm ## unit tests and the real-control-plane tests (go test -race)
-	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '/e2e(/controlplane|/sccoperator)?$$')
+test: testbin scc-operator helm coredns ## unit tests and the real-control-plane tests (go test -race)
+	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '/e2e(/controlplane|/sccoperator)?$$')
 	@echo "--- end-to-end: the built binaries, then a real kube-apiserver and rancher/scc-operator (full log: _out/e2e-test.log)"
 	@mkdir -p _out; set -o pipefail; \
 	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -v -timeout 20m ./e2e ./e2e/controlplane ./e2e/sccoperator 2>&1 \
@@ -56,6 +60,10 @@ testbin: ## build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube
 .PHONY: scc-operator
 scc-operator: ## build (or reuse) rancher/scc-operator at its pinned commits (see e2e/scripts/scc-operator.sh)
 	@CACHE_DIR=$(CACHE_DIR) SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) e2e/scripts/scc-operator.sh $(SCC_OPERATOR_COMMITS)
+
+.PHONY: coredns
+coredns: ## build (or reuse) CoreDNS for the in-cluster DNS tests (see e2e/scripts/coredns-bin.sh)
+	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) e2e/scripts/coredns-bin.sh >/dev/null
 
 .PHONY: helm
 helm: ## build (or reuse) helm for the chart tests

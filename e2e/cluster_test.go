@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -139,6 +140,8 @@ func TestCluster(t *testing.T) {
 		t.Run("first run writes the Secret as the ServiceAccount", func(t *testing.T) { e.testFirstRun(t, c) })
 		t.Run("second run writes nothing", func(t *testing.T) { e.testSecondRun(t, c) })
 		t.Run("operator labels and keys survive", func(t *testing.T) { e.testOperatorMetadataSurvives(t, c) })
+		t.Run("no code configured keeps the Secret's code", func(t *testing.T) { e.testNoCodeKeepsCode(t, c) })
+		t.Run("first install without a code", func(t *testing.T) { e.testFirstInstallWithoutCode(t, c) })
 		t.Run("two runs at once", func(t *testing.T) { e.testTwoRuns(t) })
 		t.Run("stale Lease is taken over", func(t *testing.T) { e.testStaleLease(t, c) })
 		t.Run("rejected token", func(t *testing.T) { e.testRejectedToken(t, c) })
@@ -227,6 +230,94 @@ func (e *clusterEnv) testOperatorMetadataSurvives(t *testing.T, c cloud) {
 		assert.Equal(t, v, s.Annotations[k], "annotation %s", k)
 	}
 	t.Logf("proved: server-side apply over the operator's Secret set our five keys and kept its labels %v, its annotation and its own data key", slices.Sorted(maps.Keys(labels)))
+}
+
+// noRegCode is the environment of a run with no registration code
+// configured: the later, empty REGISTRATION_CODE wins over runEnv's.
+const noRegCode = "REGISTRATION_CODE="
+
+// testNoCodeKeepsCode: a run with no registration code configured leaves a
+// non-empty regCode alone, both when this engine applied it (server-side
+// apply deletes a field its manager applied before and now omits) and when
+// the operator adopted the Secret, whose labels and finalizer stay.
+func (e *clusterEnv) testNoCodeKeepsCode(t *testing.T, c cloud) {
+	const operatorCode = "OPERATOR-SET-CODE"
+	tests := map[string]struct {
+		// adopt runs after a run with a code created the Secret.
+		adopt func(ctx context.Context, t *testing.T)
+		code  string // the regCode that must survive
+	}{
+		"written by an earlier run of the engine": {
+			code:  directRegCode,
+			adopt: func(context.Context, *testing.T) {},
+		},
+		"adopted by the operator": {
+			code: operatorCode,
+			adopt: func(ctx context.Context, t *testing.T) {
+				// What rancher/scc-operator does on adoption, as its own
+				// manager: labels, a finalizer, and here a new code.
+				patch := `{"metadata":{"labels":{"scc.cattle.io/managed-by":"rancher-scc-operator","scc.cattle.io/instance-salt":"a1b2c3d4e5"},` +
+					`"finalizers":["scc.cattle.io/registration-secret"]},"data":{"regCode":"` + base64.StdEncoding.EncodeToString([]byte(operatorCode)) + `"}}`
+				_, err := e.admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "rancher-scc-operator"})
+				require.NoError(t, err)
+				t.Cleanup(func() { e.dropFinalizers(t) })
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := testContext(t)
+			e.deleteSecret(ctx, t)
+			first := e.runAs(ctx, t, c, e.token(t), "run-with-code")
+			require.Equal(t, job.ExitOK, first.code, first.String())
+			tc.adopt(ctx, t)
+			// A key this engine owns goes stale, so the run must apply.
+			_, err := e.admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType,
+				[]byte(`{"data":{"instanceData":"c3RhbGU="}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"})
+			require.NoError(t, err)
+			before := e.secret(ctx, t)
+
+			res := e.runAs(ctx, t, c, e.token(t), "run-no-code", noRegCode)
+			require.Equal(t, job.ExitOK, res.code, res.String())
+			assert.Equal(t, job.OutcomeRegistered, summary(t, res.stderr)["outcome"], "the stale key was written")
+
+			after := e.secret(ctx, t)
+			assertRegistration(t, after, tc.code)
+			assert.Equal(t, before.Labels, after.Labels, "another manager's labels")
+			assert.Equal(t, before.Finalizers, after.Finalizers, "another manager's finalizers")
+			t.Logf("proved: a run with no registration code configured rewrote instanceData and kept regCode %q (%s), labels %v, finalizers %v",
+				tc.code, name, slices.Sorted(maps.Keys(after.Labels)), after.Finalizers)
+		})
+	}
+}
+
+// testFirstInstallWithoutCode: with no code configured and no Secret, the
+// run fails permanently (exit 2), says where the code comes from, and
+// writes no Secret.
+func (e *clusterEnv) testFirstInstallWithoutCode(t *testing.T, c cloud) {
+	ctx := testContext(t)
+	e.deleteSecret(ctx, t)
+	res := e.runAs(ctx, t, c, e.token(t), "run-first-no-code", noRegCode)
+	assert.Equal(t, job.ExitPermanent, res.code, res.String())
+	s := summary(t, res.stderr)
+	assert.Equal(t, "write-secret", s["failedPhase"])
+	msg, _ := s["error"].(string)
+	assert.Contains(t, msg, kube.ErrNoRegCode.Error())
+	for _, where := range []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE", "registration-code"} {
+		assert.Contains(t, msg, where, "the error says where the code must come from")
+	}
+	assert.Empty(t, e.secretVersion(ctx, t), "no Secret written")
+	t.Logf("proved: a first install with no registration code exits %d, writes no Secret, and says %q", res.code, msg)
+}
+
+// dropFinalizers removes the finalizers a test put on the Secret, so that
+// the next test can delete it.
+func (e *clusterEnv) dropFinalizers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := e.admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType,
+		[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	assert.True(t, err == nil || apierrors.IsNotFound(err), "drop finalizers: %v", err)
 }
 
 // testTwoRuns: of two runs at once, the one that finds the Lease held exits
@@ -400,7 +491,9 @@ func (e *clusterEnv) testCorefile(t *testing.T, c cloud) {
 }
 
 // testCorednsCustom: with coredns-custom (AKS) the hosts block goes under
-// our key there and CoreDNS is restarted once.
+// our key there, and CoreDNS's Deployment is left alone: its reload plugin
+// loads the key (job/inclusterdns TestRealCoreDNS proves it with a real
+// CoreDNS), and the Role grants nothing on the Deployment.
 func (e *clusterEnv) testCorednsCustom(t *testing.T, c cloud) {
 	ctx := testContext(t)
 	e.resetCoreDNS(ctx, t)
@@ -429,9 +522,8 @@ func (e *clusterEnv) testCorednsCustom(t *testing.T, c cloud) {
 	assert.Equal(t, "log\n", custom1.Data["log.override"], "other keys stay")
 	dep1, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, dep0.Generation+1, dep1.Generation, "one restart")
-	assert.NotEmpty(t, dep1.Spec.Template.Annotations[inclusterdns.RestartedAtAnnotation])
-	assert.NotEmpty(t, dep1.Spec.Template.Annotations[inclusterdns.HostsHashAnnotation])
+	assert.Equal(t, dep0.Generation, dep1.Generation, "no restart: reload loads coredns-custom")
+	assert.Equal(t, dep0.Spec.Template.Annotations, dep1.Spec.Template.Annotations)
 
 	second := e.runAs(ctx, t, c, e.token(t), "run-aks-2", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, second.code, second.String())
@@ -443,10 +535,10 @@ func (e *clusterEnv) testCorednsCustom(t *testing.T, c cloud) {
 	core2, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, custom1.ResourceVersion, custom2.ResourceVersion, "second run: coredns-custom untouched")
-	assert.Equal(t, dep1.Generation, dep2.Generation, "second run: no second restart")
+	assert.Equal(t, dep1.Generation, dep2.Generation, "second run: no restart")
 	assert.Equal(t, dep1.Spec.Template.Annotations, dep2.Spec.Template.Annotations)
 	assert.Equal(t, core0.ResourceVersion, core2.ResourceVersion, "with coredns-custom present the Corefile is never edited (AKS reverts it)")
-	t.Logf("proved: with coredns-custom present, key %s holds the hosts block for %s and the Deployment was restarted once (generation %d → %d); a second run changed nothing",
+	t.Logf("proved: with coredns-custom present, key %s holds the hosts block for %s and the Deployment was not touched (generation %d → %d); a second run changed nothing",
 		inclusterdns.DefaultHostsKey, addr, dep0.Generation, dep2.Generation)
 }
 

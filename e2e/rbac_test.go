@@ -117,8 +117,10 @@ func leaseApply(ns, name string) string {
 // "yes" for a named create that a POST can never use), that its Roles are
 // sufficient for what the engine does and refuse everything else:
 // server-side apply creates the Secret and the Lease by name, a POST-create
-// is refused, no other Secret, Lease or namespace is reachable, and in
-// kube-system only CoreDNS's ConfigMap and Deployment are.
+// is refused, no other Secret, Lease or namespace is reachable, no verb the
+// engine never calls is granted (update on the Secret and the ConfigMaps,
+// anything on CoreDNS's Deployment), and in kube-system only CoreDNS's two
+// ConfigMaps are reachable.
 func TestEngineRBAC(t *testing.T) {
 	p := controlplane.Shared(t)
 	p.Apply(t, []byte(rbacFixture))
@@ -130,6 +132,12 @@ func TestEngineRBAC(t *testing.T) {
 	as := p.ClientAs(t, p.ServiceAccountToken(t, kube.Namespace, engineSA))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The plane is the package's: TestCluster, which runs first, leaves the
+	// Secret and the Lease behind, and the creation below needs them absent.
+	err := admin.CoreV1().Secrets(kube.Namespace).Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Secret: %v", err)
+	err = admin.CoordinationV1().Leases(kube.Namespace).Delete(ctx, leaseName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Lease: %v", err)
 
 	review, err := kubernetes.NewForConfigOrDie(as).AuthenticationV1().SelfSubjectReviews().
 		Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
@@ -179,9 +187,10 @@ func TestEngineRBAC(t *testing.T) {
 			method: http.MethodPatch, path: secretPath(kube.Namespace, kube.SecretName), contentType: mergeType,
 			body: `{"data":{"regCode":"Y29kZQ=="}}`, want: http.StatusOK,
 		},
-		"update the Secret": {
+		"update the Secret is refused": {
+			// The engine only ever applies the Secret.
 			method: http.MethodPut, path: secretPath(kube.Namespace, kube.SecretName), contentType: jsonType,
-			bodyFrom: asRead(secretPath(kube.Namespace, kube.SecretName)), want: http.StatusOK,
+			bodyFrom: asRead(secretPath(kube.Namespace, kube.SecretName)), want: http.StatusForbidden,
 		},
 		"POST-create the Secret is refused": {
 			// Refused, not 409 AlreadyExists: the rule's resourceNames
@@ -250,10 +259,20 @@ func TestEngineRBAC(t *testing.T) {
 			method: http.MethodPatch, path: configMapPath("kube-system", "coredns"), contentType: mergeType,
 			body: `{"data":{"Corefile":".:53 {\n    hosts {\n      fallthrough\n    }\n}\n"}}`, want: http.StatusOK,
 		},
-		"patch the CoreDNS Deployment's template": {
+		"update the CoreDNS ConfigMap is refused": {
+			// The engine merge-patches one key with a resourceVersion.
+			method: http.MethodPut, path: configMapPath("kube-system", "coredns"), contentType: jsonType,
+			bodyFrom: asRead(configMapPath("kube-system", "coredns")), want: http.StatusForbidden,
+		},
+		"patch the CoreDNS Deployment's template is refused": {
+			// Rolling CoreDNS could start another image in kube-system; the
+			// reload plugin loads the engine's change instead.
 			method: http.MethodPatch, path: deploymentPath("kube-system", "coredns"), contentType: mergeType,
 			body: `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-01-01T00:00:00Z"}}}}}`,
-			want: http.StatusOK,
+			want: http.StatusForbidden,
+		},
+		"get the CoreDNS Deployment is refused": {
+			method: http.MethodGet, path: deploymentPath("kube-system", "coredns"), want: http.StatusForbidden,
 		},
 		"delete the CoreDNS ConfigMap is refused": {
 			method: http.MethodDelete, path: configMapPath("kube-system", "coredns"), want: http.StatusForbidden,

@@ -139,11 +139,9 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 	}
 	if cfg.InClusterDNS {
 		j.InClusterDNS = &inclusterdns.CoreDNS{
-			ConfigMaps:  clients.ConfigMaps,
-			Deployments: clients.Deployments,
-			Namespace:   "kube-system",
-			Clock:       clock.RealClock{},
-			Log:         log,
+			ConfigMaps: clients.ConfigMaps,
+			Namespace:  "kube-system",
+			Log:        log,
 		}
 	}
 	j.Handover, j.HandoverSkip, j.HandoverDisabled = handoverWait(cfg, log)

@@ -281,7 +281,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 				log.Info("handover wait skipped", slog.String("reason", j.HandoverSkip), slog.String("server", server.Name))
 			}
 			if j.RegCode == "" {
-				log.Warn("no registration code set (REGISTRATION_CODE, REG_CODE or REGCODE); rancher/scc-operator refuses online registration without one")
+				log.Info("no registration code configured (REGISTRATION_CODE, REG_CODE or REGCODE): the one in the Secret is kept")
 			}
 			changed, err := j.Store.Write(ctx, kube.Registration{
 				URL:          "https://" + server.Name,
@@ -289,6 +289,9 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 				InstanceData: ev.InstanceData,
 				CertPEM:      server.CertPEM,
 			})
+			if errors.Is(err, kube.ErrNoRegCode) {
+				err = fmt.Errorf("%w; %s", err, regCodeSources)
+			}
 			res.Changed = changed
 			return append(attrs, slog.Bool("changed", changed)), err
 		}},
@@ -407,6 +410,12 @@ func (j *Job) secretRef() string {
 	}
 	return j.SecretRef
 }
+
+// regCodeSources says where a registration code must come from, for the
+// error of a first install without one.
+const regCodeSources = "set REGISTRATION_CODE (or REG_CODE or REGCODE); the Helm chart and manifests/overlays/azure " +
+	"read it from the Secret registration-code, key regCode, in the engine's namespace " +
+	"(chart value registrationCode, or kubectl create secret generic registration-code --from-literal=regCode=...)"
 
 // withCause adds why the context ended (signal or deadline) to err, so that
 // ExitCode can tell a SIGTERM from a deadline from a plain failure.

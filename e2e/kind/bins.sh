@@ -41,21 +41,12 @@ if ! fresh crictl "$s" || ! [[ -x "$BINDIR/crictl" ]]; then
   stamp crictl "$s"
 fi
 
-# 4. CoreDNS at the version kubeadm deploys, as a plain module dependency
-# (coredns's own go.mod is not built here, only its main package).
+# 4. CoreDNS at the version kubeadm deploys: the build `make test` shares
+# (e2e/scripts/coredns-bin.sh), copied.
 COREDNS_VERSION=$("$BINDIR/kubeadm" config images list --kubernetes-version "v$K8S_VERSION" 2>/dev/null | sed -n 's|.*/coredns:||p')
 [[ -n "$COREDNS_VERSION" ]] || die "kubeadm names no coredns image"
-s="coredns=$COREDNS_VERSION go=$GO_VERSION"
-if ! fresh coredns "$s" || ! [[ -x "$BINDIR/coredns" ]]; then
-  log "building coredns $COREDNS_VERSION"
-  mkdir -p "$work/coredns" && cd "$work/coredns"
-  printf 'module scratch/coredns\n\ngo 1.24\n\nrequire github.com/coredns/coredns %s\n' "$COREDNS_VERSION" > go.mod
-  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/coredns/coredns"\n' > tools.go
-  go mod tidy >/dev/null
-  go build -trimpath -ldflags '-s -w' -o "$BINDIR/coredns.tmp" github.com/coredns/coredns
-  mv "$BINDIR/coredns.tmp" "$BINDIR/coredns"
-  stamp coredns "$s"
-fi
+coredns=$(CACHE_DIR=$CACHE_DIR COREDNS_VERSION=$COREDNS_VERSION "$REPO/e2e/scripts/coredns-bin.sh")
+cmp -s "$coredns" "$BINDIR/coredns" || cp "$coredns" "$BINDIR/coredns"
 
 # 5. The sandbox ("pause") program: ours, from this repository.
 s="pause=$(sha256sum "$REPO/e2e/kind/cmd/pause/main.go" | cut -c1-16) go=$GO_VERSION"

@@ -3,20 +3,16 @@ package inclusterdns
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"strings"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/clock"
 
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/providers/failure"
@@ -33,21 +29,12 @@ const (
 	CoreDNSConfigMap = "coredns"
 	// CorefileKey is the Corefile's key in CoreDNSConfigMap.
 	CorefileKey = "Corefile"
-	// CoreDNSDeployment is restarted after coredns-custom changes: CoreDNS
-	// does not reload imported snippets on its own.
+	// CoreDNSDeployment runs CoreDNS. The engine never touches it: the
+	// reload plugin loads every change the engine makes (see CoreDNS).
 	CoreDNSDeployment = "coredns"
 	// DefaultHostsKey is our key in coredns-custom. Nothing else may write
 	// it: its whole value is replaced on every change.
 	DefaultHostsKey = "registration-engine.override"
-
-	// RestartedAtAnnotation is what kubectl rollout restart sets on the pod
-	// template; setting it rolls the Deployment.
-	RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
-	// HostsHashAnnotation records, on CoreDNS's pod template, a hash of the
-	// hosts block the running pods were restarted for. A restart that failed
-	// after the ConfigMap was written leaves it stale, and the next run
-	// restarts again instead of trusting the unchanged ConfigMap.
-	HostsHashAnnotation = "registration-engine.cattle.io/hosts-sha256"
 )
 
 // CoreDNS makes the update server's name resolve, inside the cluster, to
@@ -55,18 +42,20 @@ const (
 // names, yet the operator must connect to https://<name> for the certificate
 // to match.
 //
-// On AKS (coredns-custom exists) the entry is a hosts block under Key, and
-// CoreDNS is restarted when that block changed. Elsewhere the entry goes into
-// the root server block of the Corefile, whose reload plugin picks it up; the
-// Deployment is restarted only if the Corefile has no reload directive.
-// Either way a run that finds the entry in place writes nothing.
+// On AKS (coredns-custom exists) the entry is a hosts block under Key;
+// elsewhere it goes into the root server block of the Corefile. Either way
+// CoreDNS's reload plugin picks the change up once the kubelet has synced
+// the ConfigMap into the pods: it hashes the Corefile with every file it
+// imports, so an edited coredns-custom key counts too. CoreDNS is never
+// restarted, so the engine needs no write access to its Deployment, which
+// would let a stolen token run another image in kube-system. A Corefile
+// without reload is refused (ErrNoReload) before anything is written.
+// A run that finds the entry in place writes nothing.
 type CoreDNS struct {
-	ConfigMaps  kube.ConfigMapsGetter
-	Deployments kube.DeploymentsGetter
-	Namespace   string // default kube-system
-	Key         string // key in coredns-custom; default DefaultHostsKey
-	Clock       clock.PassiveClock
-	Log         *slog.Logger
+	ConfigMaps kube.ConfigMapsGetter
+	Namespace  string // default kube-system
+	Key        string // key in coredns-custom; default DefaultHostsKey
+	Log        *slog.Logger
 
 	// object is the ConfigMap the last Ensure found the entry's place in.
 	object string
@@ -99,21 +88,31 @@ func (c *CoreDNS) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (chang
 func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (bool, error) {
 	cms := c.ConfigMaps.ConfigMaps(ns)
 	custom, err := cms.Get(ctx, CoreDNSCustom, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		c.object = ns + "/" + CoreDNSCustom
-		return c.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
-	case !apierrors.IsNotFound(err):
+	if err != nil && !apierrors.IsNotFound(err) {
 		return false, kube.APIError(err, needConfigMaps(ns))
 	}
+	hasCustom := err == nil
 
 	core, err := cms.Get(ctx, CoreDNSConfigMap, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err) && hasCustom:
+		// AKS always has both; without the Corefile there is no telling
+		// whether CoreDNS reloads, and the engine cannot restart it.
+		c.logger().Warn("coredns-custom without a coredns ConfigMap: cannot check that CoreDNS reloads it", slog.String("configMap", ns+"/"+CoreDNSConfigMap))
+		core = nil
+	case apierrors.IsNotFound(err):
 		return false, failure.Permanent(fmt.Errorf("%w: neither %s nor %s in %s; make %s resolve another way and set IN_CLUSTER_DNS=false", ErrNoCoreDNS, CoreDNSCustom, CoreDNSConfigMap, ns, fqdn))
-	}
-	if err != nil {
+	case err != nil:
 		return false, kube.APIError(err, needConfigMaps(ns))
 	}
+	if core != nil && !hasDirective(core.Data[CorefileKey], "reload") {
+		return false, failure.Permanent(fmt.Errorf("%w: the Corefile in %s/%s has no reload directive, so CoreDNS would serve %s only after a restart; add reload to it, or add %q by hand and set IN_CLUSTER_DNS=false", ErrNoReload, ns, CoreDNSConfigMap, fqdn, ip.String()+" "+fqdn))
+	}
+	if hasCustom {
+		c.object = ns + "/" + CoreDNSCustom
+		return c.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
+	}
+
 	c.object = ns + "/" + CoreDNSConfigMap
 	old := core.Data[CorefileKey]
 	next, err := SetCorefileHostsEntry(old, fqdn, ip)
@@ -127,16 +126,10 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (b
 		return false, kube.APIError(err, needConfigMaps(ns))
 	}
 	c.logger().Info("coredns corefile updated", slog.String("configMap", ns+"/"+CoreDNSConfigMap), slog.String("server", fqdn), slog.String("address", ip.String()))
-	if !hasDirective(next, "reload") {
-		if err := c.restart(ctx, ns, ""); err != nil {
-			return true, err
-		}
-	}
 	return true, nil
 }
 
-// ensureCustom writes our key in coredns-custom and restarts CoreDNS when
-// the key changed, or when the running pods were not restarted for it.
+// ensureCustom writes our key in coredns-custom when it differs.
 func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, data map[string]string, fqdn string, ip netip.Addr) (bool, error) {
 	key := cmp.Or(c.Key, DefaultHostsKey)
 	want := hostsBlock("", fqdn, ip) + "\n"
@@ -147,45 +140,14 @@ func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, 
 			return false, failure.Permanent(fmt.Errorf("%w: %s/%s key %q already has a hosts block and CoreDNS allows one per server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, ns, CoreDNSCustom, k, ip.String()+" "+fqdn))
 		}
 	}
-	changed := data[key] != want
-	if changed {
-		if err := patchConfigMapKey(ctx, c.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, key, want); err != nil {
-			return false, kube.APIError(err, needConfigMaps(ns))
-		}
-		c.logger().Info("coredns-custom updated", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key), slog.String("server", fqdn), slog.String("address", ip.String()))
+	if data[key] == want {
+		return false, nil
 	}
-	hash := hostsHash(want)
-	if !changed {
-		dep, err := c.Deployments.Deployments(ns).Get(ctx, CoreDNSDeployment, metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return false, kube.APIError(err, needDeployment(ns))
-		}
-		if err == nil && dep.Spec.Template.Annotations[HostsHashAnnotation] == hash {
-			return false, nil
-		}
+	if err := patchConfigMapKey(ctx, c.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, key, want); err != nil {
+		return false, kube.APIError(err, needConfigMaps(ns))
 	}
-	return changed, c.restart(ctx, ns, hash)
-}
-
-// restart rolls the CoreDNS Deployment the way kubectl rollout restart does.
-func (c *CoreDNS) restart(ctx context.Context, ns, hash string) error {
-	annotations := map[string]string{RestartedAtAnnotation: c.now().UTC().Format(time.RFC3339)}
-	if hash != "" {
-		annotations[HostsHashAnnotation] = hash
-	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": annotations}}}})
-	if err != nil {
-		return err
-	}
-	_, err = c.Deployments.Deployments(ns).Patch(ctx, CoreDNSDeployment, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
-	if apierrors.IsNotFound(err) {
-		return failure.Permanent(fmt.Errorf("%w: deployment %s/%s not found; CoreDNS must be restarted by hand to load the hosts entry", ErrNoCoreDNS, ns, CoreDNSDeployment))
-	}
-	if err != nil {
-		return kube.APIError(err, needDeployment(ns))
-	}
-	c.logger().Info("coredns restarted", slog.String("deployment", ns+"/"+CoreDNSDeployment))
-	return nil
+	c.logger().Info("coredns-custom updated", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key), slog.String("server", fqdn), slog.String("address", ip.String()))
+	return true, nil
 }
 
 func (c *CoreDNS) logger() *slog.Logger {
@@ -193,13 +155,6 @@ func (c *CoreDNS) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.Log
-}
-
-func (c *CoreDNS) now() time.Time {
-	if c.Clock == nil {
-		return time.Now()
-	}
-	return c.Clock.Now()
 }
 
 // patchConfigMapKey merge-patches one data key, with the resourceVersion
@@ -219,14 +174,5 @@ func patchConfigMapKey(ctx context.Context, cms kube.ConfigMapInterface, name, r
 }
 
 func needConfigMaps(ns string) kube.Access {
-	return kube.Access{Verbs: []string{"get", "update", "patch"}, Resource: "configmaps/" + CoreDNSCustom + " and configmaps/" + CoreDNSConfigMap, Namespace: ns}
-}
-
-func needDeployment(ns string) kube.Access {
-	return kube.Access{Verbs: []string{"get", "patch"}, Resource: "deployments/" + CoreDNSDeployment, Namespace: ns}
-}
-
-func hostsHash(block string) string {
-	sum := sha256.Sum256([]byte(block))
-	return hex.EncodeToString(sum[:8])
+	return kube.Access{Verbs: []string{"get", "patch"}, Resource: "configmaps/" + CoreDNSCustom + " and configmaps/" + CoreDNSConfigMap, Namespace: ns}
 }

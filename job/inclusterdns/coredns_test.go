@@ -6,11 +6,9 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/job/kube"
@@ -31,38 +28,56 @@ const (
 	smtName = "smt-azure.susecloud.net"
 	// kindCorefile is the Corefile kind and kubeadm ship.
 	kindCorefile = fakecloud.KubeadmCorefile
+	// aksCorefile is the Corefile of AKS's coredns ConfigMap: it imports
+	// every coredns-custom key ending in .override into the root block and
+	// every one ending in .server beside it, and reloads.
+	aksCorefile = `.:53 {
+    errors
+    ready
+    health {
+      lameduck 5s
+    }
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+      pods insecure
+      fallthrough in-addr.arpa ip6.arpa
+      ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf
+    cache 30
+    loop
+    reload
+    loadbalance
+    import custom/*.override
+}
+import custom/*.server
+`
 )
 
 var (
-	t0       = time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
 	smtIP    = netip.MustParseAddr("20.38.0.87")
 	smtIPNew = netip.MustParseAddr("2603:1030:501::dd")
 )
 
-// typed serves the ConfigMaps and Deployments the engine edits from
-// client-go's fake clientset.
+// noReloadCorefile is a root server block without the reload plugin.
+const noReloadCorefile = "" +
+	".:53 {\n" +
+	"    errors\n" +
+	"    forward . /etc/resolv.conf\n" +
+	"}\n"
+
+// typed serves the ConfigMaps the engine edits from client-go's fake
+// clientset.
 type typed struct{ cs kubernetes.Interface }
 
 func (t typed) ConfigMaps(ns string) kube.ConfigMapInterface { return t.cs.CoreV1().ConfigMaps(ns) }
-func (t typed) Deployments(ns string) kube.DeploymentInterface {
-	return t.cs.AppsV1().Deployments(ns)
-}
 
 func cm(name string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", ResourceVersion: "42"}, Data: data}
 }
 
-func corednsDeployment(annotations map[string]string) *appsv1.Deployment {
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: CoreDNSDeployment, Namespace: "kube-system"}}
-	d.Spec.Template.Annotations = annotations
-	return d
-}
-
 func newCoreDNS(c *fake.Clientset) *CoreDNS {
-	return &CoreDNS{
-		ConfigMaps: typed{c}, Deployments: typed{c}, Namespace: "kube-system",
-		Clock: clocktesting.NewFakePassiveClock(t0),
-	}
+	return &CoreDNS{ConfigMaps: typed{c}, Namespace: "kube-system"}
 }
 
 func getCM(t *testing.T, c *fake.Clientset, name string) *corev1.ConfigMap {
@@ -72,55 +87,37 @@ func getCM(t *testing.T, c *fake.Clientset, name string) *corev1.ConfigMap {
 	return got
 }
 
-func getDeployment(t *testing.T, c *fake.Clientset) *appsv1.Deployment {
-	t.Helper()
-	got, err := c.AppsV1().Deployments("kube-system").Get(context.Background(), CoreDNSDeployment, metav1.GetOptions{})
-	require.NoError(t, err)
-	return got
-}
-
+// On AKS the entry goes under our key in coredns-custom, and only there;
+// CoreDNS's reload plugin loads it (TestRealCoreDNS proves it), so a change
+// is one ConfigMap patch and nothing else.
 func TestCoreDNSCustom(t *testing.T) {
 	block := hostsBlock("", smtName, smtIP) + "\n"
-	restartedFor := map[string]string{HostsHashAnnotation: hostsHash(block)}
 
 	tests := map[string]struct {
-		custom      map[string]string
-		annotations map[string]string
-		changed     bool
-		restart     bool
-		cmActions   []string
+		custom    map[string]string
+		changed   bool
+		cmActions []string
 	}{
-		"key absent: written, CoreDNS restarted": {
+		"key absent: written": {
 			custom:    map[string]string{"other.server": "example.org:53 {\n  forward . 10.0.0.1\n}\n"},
 			changed:   true,
-			restart:   true,
-			cmActions: []string{"get", "patch:application/merge-patch+json"},
+			cmActions: []string{"get", "get", "patch:application/merge-patch+json"},
 		},
-		"key with an older address: rewritten, CoreDNS restarted": {
-			custom:      map[string]string{DefaultHostsKey: hostsBlock("", smtName, netip.MustParseAddr("20.38.0.1")) + "\n"},
-			annotations: map[string]string{HostsHashAnnotation: "stale"},
-			changed:     true,
-			restart:     true,
-			cmActions:   []string{"get", "patch:application/merge-patch+json"},
+		"key with an older address: rewritten": {
+			custom:    map[string]string{DefaultHostsKey: hostsBlock("", smtName, netip.MustParseAddr("20.38.0.1")) + "\n"},
+			changed:   true,
+			cmActions: []string{"get", "get", "patch:application/merge-patch+json"},
 		},
-		"key current, CoreDNS restarted for it: nothing written": {
-			custom:      map[string]string{DefaultHostsKey: block},
-			annotations: restartedFor,
-			changed:     false,
-			restart:     false,
-			cmActions:   []string{"get"},
-		},
-		"key current, but the last restart never happened: restarted": {
+		"key current: nothing written": {
 			custom:    map[string]string{DefaultHostsKey: block},
 			changed:   false,
-			restart:   true,
-			cmActions: []string{"get"},
+			cmActions: []string{"get", "get"},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			core := cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})
-			c := fake.NewClientset(cm(CoreDNSCustom, tc.custom), core, corednsDeployment(tc.annotations))
+			core := cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile})
+			c := fake.NewClientset(cm(CoreDNSCustom, tc.custom), core)
 
 			changed, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
 
@@ -134,16 +131,7 @@ func TestCoreDNSCustom(t *testing.T) {
 					assert.Equal(t, v, got.Data[k], "other keys untouched")
 				}
 			}
-			assert.Equal(t, kindCorefile, getCM(t, c, CoreDNSConfigMap).Data[CorefileKey], "the Corefile is AKS's, never ours")
-
-			ann := getDeployment(t, c).Spec.Template.Annotations
-			if tc.restart {
-				assert.Equal(t, t0.Format(time.RFC3339), ann[RestartedAtAnnotation])
-				assert.Equal(t, hostsHash(block), ann[HostsHashAnnotation])
-			} else {
-				assert.NotContains(t, ann, RestartedAtAnnotation)
-				assert.NotContains(t, kubetest.Verbs(c, "deployments"), "patch:application/merge-patch+json")
-			}
+			assert.Equal(t, aksCorefile, getCM(t, c, CoreDNSConfigMap).Data[CorefileKey], "the Corefile is AKS's, never ours")
 		})
 	}
 }
@@ -151,7 +139,7 @@ func TestCoreDNSCustom(t *testing.T) {
 // The merge patch of coredns-custom carries the resourceVersion it read, so a
 // concurrent edit conflicts instead of being lost.
 func TestCoreDNSPatchCarriesResourceVersion(t *testing.T) {
-	c := fake.NewClientset(cm(CoreDNSCustom, nil), corednsDeployment(nil))
+	c := fake.NewClientset(cm(CoreDNSCustom, nil), cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile}))
 	var patch map[string]any
 	c.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		require.NoError(t, json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &patch))
@@ -168,28 +156,20 @@ func TestCoreDNSPatchCarriesResourceVersion(t *testing.T) {
 func TestCoreDNSRefusesSecondHostsBlock(t *testing.T) {
 	c := fake.NewClientset(
 		cm(CoreDNSCustom, map[string]string{"mine.override": "hosts {\n  10.1.1.1 db.internal\n  fallthrough\n}\n"}),
-		corednsDeployment(nil))
+		cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile}))
 
 	_, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
 
 	require.ErrorIs(t, err, ErrCorefile)
 	assert.True(t, failure.IsPermanent(err))
-	assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "configmaps"), "nothing written")
-	assert.Empty(t, kubetest.Verbs(c, "deployments"), "CoreDNS not restarted into a crash loop")
+	assert.Equal(t, []string{"get", "get"}, kubetest.Verbs(c, "configmaps"), "nothing written")
 }
 
 func TestCoreDNSCorefile(t *testing.T) {
-	noReload := "" +
-		".:53 {\n" +
-		"    errors\n" +
-		"    forward . /etc/resolv.conf\n" +
-		"}\n"
-
 	tests := map[string]struct {
 		corefile string
 		ip       netip.Addr
 		changed  bool
-		restart  bool
 	}{
 		"kind Corefile: hosts block added, reload picks it up": {
 			corefile: kindCorefile, ip: smtIP, changed: true,
@@ -200,13 +180,10 @@ func TestCoreDNSCorefile(t *testing.T) {
 		"entry with an older address: replaced": {
 			corefile: mustSet(t, kindCorefile, smtIP), ip: smtIPNew, changed: true,
 		},
-		"no reload plugin: CoreDNS restarted": {
-			corefile: noReload, ip: smtIP, changed: true, restart: true,
-		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 kind-control-plane"}), corednsDeployment(nil))
+			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 kind-control-plane"}))
 
 			changed, err := newCoreDNS(c).Ensure(context.Background(), smtName, tc.ip)
 
@@ -218,8 +195,6 @@ func TestCoreDNSCorefile(t *testing.T) {
 			got := getCM(t, c, CoreDNSConfigMap)
 			assert.Equal(t, mustSet(t, tc.corefile, tc.ip), got.Data[CorefileKey])
 			assert.Equal(t, "172.18.0.2 kind-control-plane", got.Data["NodeHosts"])
-			_, restarted := getDeployment(t, c).Spec.Template.Annotations[RestartedAtAnnotation]
-			assert.Equal(t, tc.restart, restarted)
 		})
 	}
 }
@@ -235,7 +210,14 @@ func TestCoreDNSFailures(t *testing.T) {
 		"name with a brace":     {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: "smt}.example.com", ip: smtIP, want: ErrInvalidHostsEntry},
 		"name with a newline":   {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: "smt.example.com\nerrors", ip: smtIP, want: ErrInvalidHostsEntry},
 		"no address":            {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: smtName, want: ErrInvalidHostsEntry},
-		"Corefile without root": {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: "example.org {\n  whoami\n}\n"})}, fqdn: smtName, ip: smtIP, want: ErrCorefile},
+		"Corefile without root": {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: "example.org {\n  whoami\n  reload\n}\n"})}, fqdn: smtName, ip: smtIP, want: ErrCorefile},
+		// CoreDNS would not load the entry, and the engine does not restart
+		// it: refused before anything is written.
+		"Corefile without reload": {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: noReloadCorefile})}, fqdn: smtName, ip: smtIP, want: ErrNoReload},
+		"AKS Corefile without reload": {
+			objects: []runtime.Object{cm(CoreDNSCustom, nil), cm(CoreDNSConfigMap, map[string]string{CorefileKey: noReloadCorefile})},
+			fqdn:    smtName, ip: smtIP, want: ErrNoReload,
+		},
 		"forbidden by the Role": {
 			objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})},
 			fqdn:    smtName, ip: smtIP, want: kube.ErrForbidden,
@@ -255,7 +237,9 @@ func TestCoreDNSFailures(t *testing.T) {
 			require.ErrorIs(t, err, tc.want)
 			assert.True(t, failure.IsPermanent(err))
 			assert.False(t, changed)
-			assert.NotContains(t, kubetest.Verbs(c, "deployments"), "patch:application/merge-patch+json")
+			if tc.want != kube.ErrForbidden {
+				assert.NotContains(t, kubetest.Verbs(c, "configmaps"), "patch:application/merge-patch+json", "nothing written")
+			}
 		})
 	}
 }

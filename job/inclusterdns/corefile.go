@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -22,6 +23,14 @@ import (
 //     would stop CoreDNS from starting.
 //   - Without a hosts block, one with fallthrough is inserted at the top of
 //     the root server block, so every other name still resolves as before.
+//   - A hosts block limited to zones (hosts /etc/hosts corp.internal {)
+//     answers only inside them: when none of them covers fqdn, fqdn itself
+//     is added to its zones, so the block answers for exactly one more name
+//     (and the names under it) and for everything else as before.
+//
+// A server block of its own for a zone that covers fqdn (susecloud.net:53 {)
+// would answer instead of the root block, so the entry would never be
+// served: that Corefile is refused with ErrCorefile.
 //
 // Entries for names other than fqdn are never touched, including entries an
 // earlier run wrote for a server that is no longer chosen.
@@ -46,6 +55,14 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	if root < 0 || rootEnd < 0 {
 		return "", fmt.Errorf("%w: no root server block (.:53 { … }) in the Corefile", ErrCorefile)
 	}
+	for i, l := range lines {
+		if l.depth != 0 || l.opens == 0 || i == root {
+			continue
+		}
+		if zone := coveringServerZone(l, fqdn); zone != "" {
+			return "", fmt.Errorf("%w: the server block %q (line %d) answers for %s instead of the root server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, zone, i+1, fqdn, ip.String()+" "+fqdn)
+		}
+	}
 
 	hosts, hostsEnd := -1, -1
 	for i := root + 1; i < rootEnd; i++ {
@@ -61,6 +78,9 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	out := make([]string, 0, len(lines)+4)
 	for _, l := range lines {
 		out = append(out, l.text)
+	}
+	if hosts >= 0 {
+		out[hosts] = withHostsZone(lines[hosts], fqdn)
 	}
 
 	if hosts < 0 {
@@ -122,6 +142,50 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 		out = slices.Insert(out, hosts+1, indent+entry)
 	}
 	return strings.Join(out, "\n"), nil
+}
+
+// withHostsZone returns the text of a "hosts [FILE [ZONES...]] {" line that
+// answers for fqdn: unchanged when it names no zones (it then answers for
+// the server block's) or when one of them covers fqdn; otherwise with fqdn
+// added as a zone before the brace.
+func withHostsZone(l corefileLine, fqdn string) string {
+	args := l.fields[1 : len(l.fields)-1] // between "hosts" and "{"
+	if len(args) < 2 {
+		return l.text
+	}
+	for _, zone := range args[1:] {
+		if zoneCovers(zone, fqdn) {
+			return l.text
+		}
+	}
+	brace := len(l.indent) + len(l.code) - 1 // the code ends with "{"
+	return strings.TrimRight(l.text[:brace], " \t") + " " + fqdn + " " + l.text[brace:]
+}
+
+// coveringServerZone returns the key of a server block line that would
+// answer queries for fqdn on the root block's port (53), other than the root
+// zone itself; "" when there is none.
+func coveringServerZone(l corefileLine, fqdn string) string {
+	for _, k := range l.fields {
+		if k == "{" {
+			break
+		}
+		zone := strings.TrimPrefix(k, "dns://")
+		port := "53"
+		if i := strings.LastIndex(zone, ":"); i >= 0 {
+			zone, port = zone[:i], zone[i+1:]
+		}
+		if port == "53" && zone != "." && zoneCovers(zone, fqdn) {
+			return k
+		}
+	}
+	return ""
+}
+
+// zoneCovers reports whether name lies in zone: equal to it or under it,
+// ignoring case and a trailing dot. The root zone covers every name.
+func zoneCovers(zone, name string) bool {
+	return zone == "." || hostname.Under(name, zone)
 }
 
 // hostsBlock is the block the engine writes: the entry, then fallthrough so
@@ -217,34 +281,17 @@ func isRootServerBlock(l corefileLine) bool {
 // configuration and returns it normalised: the name lower case without a
 // trailing dot, the address without an IPv4-in-IPv6 mapping. Both come from
 // a region server's answer, and a stray brace or newline in them would
-// break cluster DNS for every pod.
+// break cluster DNS for every pod. The name is checked by hostname.Normalize,
+// the rule phase 4 applies when it reads the region data, so a name refused
+// here was already refused there, while a sibling could still be tried.
 func validHostsEntry(fqdn string, ip netip.Addr) (string, netip.Addr, error) {
-	name := strings.ToLower(strings.TrimSuffix(fqdn, "."))
-	if !isHostname(name) {
-		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: %q is not a DNS host name", ErrInvalidHostsEntry, fqdn))
+	name, err := hostname.Normalize(fqdn)
+	if err != nil {
+		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: %w", ErrInvalidHostsEntry, err))
 	}
 	ip = ip.Unmap()
 	if !ip.IsValid() || ip.IsUnspecified() || ip.Zone() != "" {
 		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: %q is not a usable IP address", ErrInvalidHostsEntry, ip.String()))
 	}
 	return name, ip, nil
-}
-
-// isHostname accepts RFC 1123 host names with at least two labels: letters,
-// digits and inner hyphens, 63 bytes a label, 253 in all.
-func isHostname(s string) bool {
-	if len(s) == 0 || len(s) > 253 || !strings.Contains(s, ".") {
-		return false
-	}
-	for label := range strings.SplitSeq(s, ".") {
-		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for _, c := range []byte(label) {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
 }

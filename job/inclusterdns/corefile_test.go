@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/job/hostname"
 )
 
 func TestSetCorefileHostsEntry(t *testing.T) {
@@ -67,6 +69,33 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n" +
 				"    errors\n}\n",
 		},
+		// A zoned hosts block answers only inside its zones: the name is
+		// added to them, so the block answers for it as well.
+		"hosts block with zones: the name joins its zones": {
+			in:   ".:53 {\n    hosts /etc/hosts corp.internal {\n        10.1.0.5 db.corp.internal\n        fallthrough\n    }\n    reload\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts /etc/hosts corp.internal smt-azure.susecloud.net {\n        20.38.0.87 smt-azure.susecloud.net\n        10.1.0.5 db.corp.internal\n        fallthrough\n    }\n    reload\n}\n",
+		},
+		"hosts block with a zone that covers the name: zones kept": {
+			in:   ".:53 {\n    hosts /etc/hosts SUSEcloud.net. {\n        fallthrough\n    }\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts /etc/hosts SUSEcloud.net. {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+		},
+		"hosts block with a file and no zones: kept": {
+			in:   ".:53 {\n    hosts /etc/hosts {\n        fallthrough\n    }\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts /etc/hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+		},
+		"a server block for a zone above the name: refused": {
+			in:  "susecloud.net:53 {\n    forward . 10.0.0.53\n}\n.:53 {\n    reload\n}\n",
+			ip:  smtIP,
+			err: ErrCorefile,
+		},
+		"a server block for the zone on another port: root block used": {
+			in:   "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n.:53 {\n    reload\n}\n",
+			ip:   smtIP,
+			want: "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n.:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n    reload\n}\n",
+		},
 		"empty Corefile":            {in: "  \n", ip: smtIP, err: ErrCorefile},
 		"no root server block":      {in: "example.org {\n    whoami\n}\n", ip: smtIP, err: ErrCorefile},
 		"root block never closed":   {in: ".:53 {\n    errors\n", ip: smtIP, err: ErrCorefile},
@@ -118,11 +147,17 @@ func TestValidHostsEntryNames(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := validHostsEntry(tc.name, smtIP)
+			_, phase4 := hostname.Normalize(tc.name)
 			if tc.ok {
 				assert.NoError(t, err)
-			} else {
-				assert.ErrorIs(t, err, ErrInvalidHostsEntry)
+				assert.NoError(t, phase4, "phase 4 accepts what phase 6 writes")
+				return
 			}
+			assert.ErrorIs(t, err, ErrInvalidHostsEntry)
+			// One rule for both phases: the refusal is phase 4's (with the
+			// rule the name broke), so phase 4 refused the name already.
+			assert.ErrorIs(t, err, hostname.ErrInvalid)
+			assert.ErrorIs(t, phase4, hostname.ErrInvalid)
 		})
 	}
 }

@@ -17,4 +17,10 @@ var (
 	// ErrNoCoreDNS means kube-system has neither coredns-custom nor coredns
 	// (a cluster DNS other than CoreDNS). Permanent.
 	ErrNoCoreDNS = errors.New("no CoreDNS configuration found")
+
+	// ErrNoReload means CoreDNS's Corefile has no reload directive, so it
+	// would not load an entry without a restart, which the engine does not
+	// do (it has no access to CoreDNS's Deployment). Nothing is written.
+	// Permanent: a person adds reload, or the entry, by hand.
+	ErrNoReload = errors.New("coredns does not reload its configuration")
 )

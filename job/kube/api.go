@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +19,7 @@ import (
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
-// The engine's view of the Kubernetes API: four resources, the calls it
+// The engine's view of the Kubernetes API: the resources it uses, the calls it
 // makes on them, nothing else. The method sets are those of client-go's
 // typed clients, so a typed clientset (or its fake, in tests) serves them
 // as well as the small REST client below.
@@ -28,7 +27,7 @@ import (
 // Why not the typed clients themselves: each of them imports
 // k8s.io/client-go/kubernetes/scheme, which registers every built-in API
 // group, and that alone made the binary 38 MB. The REST client with a
-// scheme of the three groups we use is 24 MB smaller.
+// scheme of only the groups we use is 24 MB smaller.
 type (
 	// SecretInterface reads and applies one namespace's Secrets.
 	SecretInterface interface {
@@ -40,11 +39,6 @@ type (
 		Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
 		Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.ConfigMap, error)
 	}
-	// DeploymentInterface reads and patches one namespace's Deployments.
-	DeploymentInterface interface {
-		Get(ctx context.Context, name string, opts metav1.GetOptions) (*appsv1.Deployment, error)
-		Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*appsv1.Deployment, error)
-	}
 	// LeaseInterface reads, applies and updates one namespace's Leases.
 	LeaseInterface interface {
 		Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
@@ -52,16 +46,13 @@ type (
 		Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
 	}
 
-	// SecretsGetter, ConfigMapsGetter, DeploymentsGetter and LeasesGetter
+	// SecretsGetter, ConfigMapsGetter and LeasesGetter
 	// hand out the per-namespace interfaces.
 	SecretsGetter interface {
 		Secrets(namespace string) SecretInterface
 	}
 	ConfigMapsGetter interface {
 		ConfigMaps(namespace string) ConfigMapInterface
-	}
-	DeploymentsGetter interface {
-		Deployments(namespace string) DeploymentInterface
 	}
 	LeasesGetter interface {
 		Leases(namespace string) LeaseInterface
@@ -71,8 +62,8 @@ type (
 // sccGroupVersion is rancher/scc-operator's API group, read as raw JSON.
 var sccGroupVersion = schema.GroupVersion{Group: RegistrationGroup, Version: RegistrationVersion}
 
-// scheme knows core/v1, apps/v1, coordination.k8s.io/v1, events.k8s.io/v1,
-// batch/v1 (the status subcommand reads the CronJob and its Jobs) and the option
+// scheme knows core/v1, coordination.k8s.io/v1, events.k8s.io/v1, batch/v1
+// (the status subcommand reads the CronJob and its Jobs) and the option
 // types of meta/v1: all the engine sends or receives.
 var (
 	scheme, schemeErr = newScheme()
@@ -82,7 +73,7 @@ var (
 
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, batchv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, batchv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return s, err
 		}
@@ -91,10 +82,10 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// api serves the four getters through one REST client per API group, all
+// api serves the getters through one REST client per API group, all
 // on one HTTP client (shared connections and token).
 type api struct {
-	core, apps, coordination, events, scc rest.Interface
+	core, coordination, events, scc rest.Interface
 }
 
 func newAPI(cfg *rest.Config, httpClient *http.Client) (*api, error) {
@@ -107,9 +98,6 @@ func newAPI(cfg *rest.Config, httpClient *http.Client) (*api, error) {
 	var a api
 	var err error
 	if a.core, err = client(corev1.SchemeGroupVersion, "/api"); err != nil {
-		return nil, err
-	}
-	if a.apps, err = client(appsv1.SchemeGroupVersion, "/apis"); err != nil {
 		return nil, err
 	}
 	if a.coordination, err = client(coordinationv1.SchemeGroupVersion, "/apis"); err != nil {
@@ -130,10 +118,6 @@ func (a *api) Secrets(ns string) SecretInterface {
 
 func (a *api) ConfigMaps(ns string) ConfigMapInterface {
 	return resource[*corev1.ConfigMap]{a.core, ns, "configmaps", func() *corev1.ConfigMap { return &corev1.ConfigMap{} }}
-}
-
-func (a *api) Deployments(ns string) DeploymentInterface {
-	return resource[*appsv1.Deployment]{a.apps, ns, "deployments", func() *appsv1.Deployment { return &appsv1.Deployment{} }}
 }
 
 func (a *api) Events(ns string) EventInterface {

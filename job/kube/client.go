@@ -117,11 +117,10 @@ func inCluster(o ClientOptions, log *slog.Logger) (*rest.Config, error) {
 // Clients are the parts of the API the engine uses, and only those (see
 // api.go for why not the typed clientset).
 type Clients struct {
-	Secrets     SecretsGetter
-	ConfigMaps  ConfigMapsGetter
-	Deployments DeploymentsGetter
-	Leases      LeasesGetter
-	Events      EventsGetter
+	Secrets    SecretsGetter
+	ConfigMaps ConfigMapsGetter
+	Leases     LeasesGetter
+	Events     EventsGetter
 	// Registrations reads rancher/scc-operator's Registrations.
 	Registrations RegistrationsInterface
 }
@@ -137,5 +136,5 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Secrets: a, ConfigMaps: a, Deployments: a, Leases: a, Events: a, Registrations: registrations{a.scc}}, nil
+	return &Clients{Secrets: a, ConfigMaps: a, Leases: a, Events: a, Registrations: registrations{a.scc}}, nil
 }

@@ -11,9 +11,6 @@ type typed struct{ cs kubernetes.Interface }
 
 func (t typed) Secrets(ns string) SecretInterface       { return t.cs.CoreV1().Secrets(ns) }
 func (t typed) ConfigMaps(ns string) ConfigMapInterface { return t.cs.CoreV1().ConfigMaps(ns) }
-func (t typed) Deployments(ns string) DeploymentInterface {
-	return t.cs.AppsV1().Deployments(ns)
-}
-func (t typed) Leases(ns string) LeaseInterface { return t.cs.CoordinationV1().Leases(ns) }
+func (t typed) Leases(ns string) LeaseInterface         { return t.cs.CoordinationV1().Leases(ns) }
 
 func (t typed) Events(ns string) EventInterface { return t.cs.EventsV1().Events(ns) }

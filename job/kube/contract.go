@@ -67,7 +67,9 @@ type Registration struct {
 	// URL is https://<update server FQDN>, never the raced IP: any change
 	// of it makes the operator deregister and register afresh.
 	URL string
-	// RegCode is the SUSE/Rancher registration code; may be empty.
+	// RegCode is the SUSE/Rancher registration code. Empty means none is
+	// configured: SecretStore then keeps the code the Secret holds (and
+	// fails when it holds none), it never blanks it.
 	RegCode string
 	// InstanceData is the <document>…</document> attested document.
 	InstanceData string

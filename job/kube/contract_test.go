@@ -56,7 +56,7 @@ func TestRegistrationDataGolden(t *testing.T) {
 		// labels or annotations, data rather than stringData.
 		"apply configuration": {
 			render: func(r Registration) any {
-				body, err := secretApplyPatch(Namespace, SecretName, r.Data())
+				body, err := secretApplyPatch(Namespace, SecretName, "", r.Data())
 				if err != nil {
 					return err
 				}

@@ -36,6 +36,12 @@ var (
 	// other than Opaque. A Secret's type is immutable, so nothing but
 	// deleting it helps. Permanent.
 	ErrSecretType = errors.New("secret has the wrong type")
+
+	// ErrNoRegCode means no registration code is configured and the Secret
+	// holds none either: a first install without one. Nothing is written,
+	// since rancher/scc-operator refuses online registration without a
+	// code. Permanent: only the configuration can supply it.
+	ErrNoRegCode = errors.New("no registration code")
 )
 
 // LeaseHeldError says who holds the Lease and until when. It matches

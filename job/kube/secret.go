@@ -55,6 +55,18 @@ type SecretStore struct {
 //     data only after the apply, so managedFields would record stringData
 //     keys that are never stored, and we would never own the data keys.
 //
+// An empty r.RegCode means "none configured", never "blank it": the code
+// already in the Secret (an operator's, or an earlier run's) is carried into
+// the apply unchanged. Leaving regCode out of the apply would not do: server-
+// side apply deletes a field this manager applied before and now omits, so
+// the run after one that wrote the code would wipe it, and the operator
+// would deregister the cluster. With no code configured and none in the
+// Secret, Write fails with a permanent ErrNoRegCode and writes nothing.
+//
+// When the Secret exists, the apply carries the resourceVersion just read:
+// a change made between the read and the apply (an operator setting a new
+// code) is a conflict and a re-read, never overwritten by a stale value.
+//
 // Conflicts, throttling, 5xx and network errors are retried (the whole
 // read-compare-apply, so a retry re-reads); a 403 fails at once with an
 // error naming what the Role must allow.
@@ -62,7 +74,6 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
 	log := logger(s.Log).With(slog.String("secret", ns+"/"+name))
 	need := Access{Verbs: []string{"get", "create", "patch"}, Resource: "secrets/" + name, Namespace: ns}
-	want := r.Data()
 
 	err = newRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
 		cur, err := s.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
@@ -72,18 +83,31 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 		case err != nil:
 			return APIError(err, need)
 		}
+		if cur != nil && cur.Type != "" && cur.Type != corev1.SecretTypeOpaque {
+			return failure.Permanent(fmt.Errorf("%w: %s is %q, the operator reads an Opaque Secret and a type cannot change; delete it (which deregisters the cluster) and the next run recreates it", ErrSecretType, name, cur.Type))
+		}
+		want := r.Data()
+		if r.RegCode == "" {
+			kept := ""
+			if cur != nil {
+				kept = string(cur.Data[KeyRegCode])
+			}
+			if kept == "" {
+				return failure.Permanent(fmt.Errorf("%w: none is configured and the Secret holds none", ErrNoRegCode))
+			}
+			want[KeyRegCode] = kept
+		}
 		diff := differingKeys(cur, want)
-		if cur != nil {
-			if cur.Type != "" && cur.Type != corev1.SecretTypeOpaque {
-				return failure.Permanent(fmt.Errorf("%w: %s is %q, the operator reads an Opaque Secret and a type cannot change; delete it (which deregisters the cluster) and the next run recreates it", ErrSecretType, name, cur.Type))
-			}
-			if len(diff) == 0 {
-				changed = false
-				return nil
-			}
+		if cur != nil && len(diff) == 0 {
+			changed = false
+			return nil
 		}
 
-		body, err := secretApplyPatch(ns, name, want)
+		resourceVersion := ""
+		if cur != nil {
+			resourceVersion = cur.ResourceVersion
+		}
+		body, err := secretApplyPatch(ns, name, resourceVersion, want)
 		if err != nil {
 			return failure.Permanent(err)
 		}
@@ -92,7 +116,7 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 			return APIError(err, need)
 		}
 		changed = true
-		log.Info("registration secret written", slog.Bool("created", cur == nil), slog.Any("changedKeys", diff))
+		log.Info("registration secret written", slog.Bool("created", cur == nil), slog.Any("changedKeys", diff), slog.Bool("regCodeKept", r.RegCode == ""))
 		return nil
 	})
 	if err != nil {
@@ -106,16 +130,22 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 
 // secretApplyPatch is the whole of what we claim in the Secret, as a
 // server-side apply body: its type and our data keys. No labels, no
-// annotations: whatever is not in here is left to the operator.
-func secretApplyPatch(ns, name string, want map[string]string) ([]byte, error) {
+// annotations: whatever is not in here is left to the operator. A non-empty
+// resourceVersion is a precondition of the apply (it is not a field anyone
+// owns).
+func secretApplyPatch(ns, name, resourceVersion string, want map[string]string) ([]byte, error) {
 	data := make(map[string][]byte, len(want))
 	for k, v := range want {
 		data[k] = []byte(v) // encoding/json writes []byte as base64, as data wants
 	}
+	meta := map[string]string{"name": name, "namespace": ns}
+	if resourceVersion != "" {
+		meta["resourceVersion"] = resourceVersion
+	}
 	return json.Marshal(map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Secret",
-		"metadata":   map[string]string{"name": name, "namespace": ns},
+		"metadata":   meta,
 		"type":       corev1.SecretTypeOpaque,
 		"data":       data,
 	})

@@ -354,3 +354,95 @@ func TestSecretStoreWrongType(t *testing.T) {
 	assert.True(t, failure.IsPermanent(err))
 	assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "secrets"), "nothing written")
 }
+
+// A run with no registration code configured never blanks the code the
+// Secret holds, whoever wrote it (also this engine's own earlier apply,
+// which server-side apply would delete if the field were simply left out),
+// and a first install with no code anywhere writes nothing.
+func TestSecretStoreWithoutRegCode(t *testing.T) {
+	configured := testRegistration()
+	none := configured
+	none.RegCode = ""
+	rotated := none
+	rotated.CertPEM = []byte("-----BEGIN CERTIFICATE-----\nMIIBrotated\n-----END CERTIFICATE-----\n")
+
+	tests := map[string]struct {
+		// before runs first, as this engine with a code (empty: no run).
+		before   *Registration
+		existing *corev1.Secret // created before the run by "rancher-scc-operator"
+		write    Registration
+		changed  bool
+		actions  []string
+		wantErr  error // nil: the Secret must keep configured.RegCode
+	}{
+		"operator's code, nothing else differs: kept, no write": {
+			existing: operatorSecret(configured),
+			write:    none,
+			actions:  []string{"get"},
+		},
+		"operator's code, the certificate changed: kept, the rest written": {
+			existing: operatorSecret(configured),
+			write:    rotated,
+			changed:  true,
+			actions:  []string{"get", applyVerb},
+		},
+		"our own earlier apply's code, the certificate changed: kept": {
+			before:  &configured,
+			write:   rotated,
+			changed: true,
+			actions: []string{"get", applyVerb},
+		},
+		"first install, no code anywhere: permanent, nothing written": {
+			write:   none,
+			actions: []string{"get"},
+			wantErr: ErrNoRegCode,
+		},
+		"Secret with an empty code: permanent, nothing written": {
+			existing: func() *corev1.Secret {
+				s := operatorSecret(configured)
+				s.Data[KeyRegCode] = nil
+				return s
+			}(),
+			write:   none,
+			actions: []string{"get"},
+			wantErr: ErrNoRegCode,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c := fake.NewClientset()
+			if tc.existing != nil {
+				_, err := c.CoreV1().Secrets(Namespace).Create(ctx, tc.existing, metav1.CreateOptions{FieldManager: "rancher-scc-operator"})
+				require.NoError(t, err)
+			}
+			store := newStore(c, &sleeps{})
+			if tc.before != nil {
+				_, err := store.Write(ctx, *tc.before)
+				require.NoError(t, err)
+			}
+			before, _ := c.CoreV1().Secrets(Namespace).Get(ctx, SecretName, metav1.GetOptions{})
+			c.ClearActions()
+
+			changed, err := store.Write(ctx, tc.write)
+
+			assert.Equal(t, tc.actions, kubetest.Verbs(c, "secrets"))
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				assert.True(t, failure.IsPermanent(err))
+				assert.False(t, changed)
+				after, _ := c.CoreV1().Secrets(Namespace).Get(ctx, SecretName, metav1.GetOptions{})
+				assert.Equal(t, before, after, "nothing written")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.changed, changed)
+			got := getSecret(t, c)
+			assert.Equal(t, configured.RegCode, string(got.Data[KeyRegCode]), "the registration code must survive a run that has none")
+			assert.Equal(t, string(tc.write.CertPEM), string(got.Data[KeyRegistrationURLCert]))
+			if tc.existing != nil {
+				assert.Equal(t, tc.existing.Labels, got.Labels)
+			}
+		})
+	}
+}

@@ -1,0 +1,276 @@
+package inclusterdns
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// Inputs of the real-CoreDNS tests. make test sets COREDNS_BIN (built by
+// e2e/scripts/coredns-bin.sh); without it the tests skip, unless CI is set.
+const (
+	envCoreDNSBin = "COREDNS_BIN"
+	envCI         = "CI"
+)
+
+// corednsBin returns the CoreDNS binary the tests run.
+func corednsBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv(envCoreDNSBin)
+	fi, err := os.Stat(bin)
+	if bin != "" && err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		return bin
+	}
+	if os.Getenv(envCI) != "" {
+		t.Fatalf("%s=%q is not a CoreDNS binary; CI is set, so the real-CoreDNS tests must run (e2e/scripts/coredns-bin.sh builds it)", envCoreDNSBin, bin)
+	}
+	t.Skipf("%s=%q is not a CoreDNS binary (e2e/scripts/coredns-bin.sh builds it; make test sets it)", envCoreDNSBin, bin)
+	return ""
+}
+
+// TestRealCoreDNS proves, with a real CoreDNS started on a loopback port
+// from the configuration the engine wrote, that each Corefile shape the
+// engine supports answers the update server's name with the address phase
+// 5 chose, that other names still resolve, and that a later change (a new
+// address) is served by the running CoreDNS through its reload plugin,
+// without a restart: for the Corefile and for AKS's coredns-custom, whose
+// keys CoreDNS imports. That is why the engine needs no access to CoreDNS's
+// Deployment.
+func TestRealCoreDNS(t *testing.T) {
+	bin := corednsBin(t)
+	newIP := netip.MustParseAddr("20.38.0.99")
+
+	tests := map[string]struct {
+		corefile string            // kube-system/coredns, before the engine
+		custom   map[string]string // kube-system/coredns-custom; nil: absent
+		files    map[string]string // files beside the Corefile
+		others   map[string]string // other names that must still resolve
+	}{
+		"kubeadm and kind: no hosts block": {
+			corefile: kindCorefile,
+		},
+		"k3s: hosts block reading a file": {
+			corefile: ".:53 {\n    errors\n    hosts NodeHosts {\n      ttl 60\n      reload 15s\n      fallthrough\n    }\n    cache 30\n    reload\n}\n",
+			files:    map[string]string{"NodeHosts": "172.18.0.2 k3s-server\n"},
+			others:   map[string]string{"k3s-server": "172.18.0.2"},
+		},
+		"hosts block with entries and no zones": {
+			corefile: ".:53 {\n    errors\n    hosts {\n        10.0.0.9 other.example.com\n        fallthrough\n    }\n    reload\n}\n",
+			others:   map[string]string{"other.example.com": "10.0.0.9"},
+		},
+		"hosts block limited to a zone": {
+			corefile: ".:53 {\n    errors\n    hosts NodeHosts corp.internal {\n        10.1.0.5 db.corp.internal\n        fallthrough\n    }\n    reload\n}\n",
+			files:    map[string]string{"NodeHosts": "10.1.0.6 files.corp.internal\n"},
+			others:   map[string]string{"db.corp.internal": "10.1.0.5", "files.corp.internal": "10.1.0.6"},
+		},
+		"AKS: coredns-custom imported by the Corefile": {
+			corefile: aksCorefile,
+			custom: map[string]string{
+				"log.override": "log\n",
+				"corp.server":  "corp.internal:53 {\n    bind 127.0.0.1\n    hosts {\n        10.1.0.7 app.corp.internal\n    }\n}\n",
+			},
+			others: map[string]string{"app.corp.internal": "10.1.0.7"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, tc.corefile)}))
+			if tc.custom != nil {
+				_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm(CoreDNSCustom, tc.custom), metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			engine := newCoreDNS(c)
+
+			_, err := engine.Ensure(ctx, smtName, smtIP)
+			require.NoError(t, err)
+			dir := t.TempDir()
+			for f, content := range tc.files {
+				writeFile(t, filepath.Join(dir, f), content)
+			}
+			port := freeUDPPort(t)
+			writeConfig(t, c, dir, port)
+			dns := startCoreDNS(t, bin, dir)
+
+			assert.Equal(t, smtIP, dns.waitFor(ctx, t, port, smtName, smtIP), "the update server's name, as the engine wrote it")
+			for host, want := range tc.others {
+				assert.Equal(t, netip.MustParseAddr(want), dns.waitFor(ctx, t, port, host, netip.MustParseAddr(want)), "%s still resolves", host)
+			}
+
+			// Phase 5 chose another address: the engine edits the same
+			// ConfigMap, the kubelet syncs it into the pod, reload loads it.
+			changed, err := engine.Ensure(ctx, smtName, newIP)
+			require.NoError(t, err)
+			require.True(t, changed)
+			writeConfig(t, c, dir, port)
+			start := time.Now()
+			assert.Equal(t, newIP, dns.waitFor(ctx, t, port, smtName, newIP), "the running CoreDNS serves the new address")
+			assert.Nil(t, dns.cmd.ProcessState, "the same CoreDNS process, never restarted")
+			t.Logf("proved: CoreDNS %s answered %s with %s from the engine's configuration, and %s after the engine changed it, reloaded in %s without a restart",
+				name, smtName, smtIP, newIP, time.Since(start).Round(100*time.Millisecond))
+		})
+	}
+}
+
+// loopbackOnly turns a cluster's Corefile into one a test may run: the
+// plugins that reach beyond the machine or bind fixed ports (kubernetes,
+// forward, health, ready, prometheus, loop) are dropped, every server block
+// binds 127.0.0.1 only, and reload checks every 2 s instead of 30 s. The
+// hosts, cache, reload and import lines the engine's edits depend on stay as
+// they were.
+func loopbackOnly(t *testing.T, corefile string) string {
+	t.Helper()
+	drop := map[string]bool{"kubernetes": true, "forward": true, "health": true, "ready": true, "prometheus": true, "loop": true}
+	lines := parseCorefile(corefile)
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if l.depth == 1 && len(l.fields) > 0 && drop[l.fields[0]] {
+			if l.opens > l.closes {
+				i = blockEnd(lines, i)
+				require.GreaterOrEqual(t, i, 0, "unclosed block in the test's Corefile")
+			}
+			continue
+		}
+		if l.depth == 1 && len(l.fields) == 1 && l.fields[0] == "reload" {
+			out = append(out, l.indent+"reload 2s 1s")
+			continue
+		}
+		out = append(out, l.text)
+		if l.depth == 0 && l.opens > l.closes {
+			out = append(out, "    bind 127.0.0.1")
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// writeConfig lays out the ConfigMaps as the kubelet mounts them in
+// CoreDNS's pod: the Corefile, and every coredns-custom key as a file under
+// custom/. Each file is replaced by a rename, as the kubelet swaps a
+// ConfigMap volume. The root block's port 53 becomes port.
+func writeConfig(t *testing.T, c *fake.Clientset, dir string, port int) {
+	t.Helper()
+	corefile := getCM(t, c, CoreDNSConfigMap).Data[CorefileKey]
+	require.Equal(t, 1, strings.Count(corefile, ".:53 {"), "one root block on port 53:\n%s", corefile)
+	writeFile(t, filepath.Join(dir, "Corefile"), strings.Replace(corefile, ".:53 {", ".:"+strconv.Itoa(port)+" {", 1))
+	custom, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), CoreDNSCustom, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "custom"), 0o755))
+	for k, v := range custom.Data {
+		if strings.HasSuffix(k, ".server") {
+			v = strings.ReplaceAll(v, ":53 {", ":"+strconv.Itoa(port)+" {")
+		}
+		writeFile(t, filepath.Join(dir, "custom", k), v)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, []byte(content), 0o644))
+	require.NoError(t, os.Rename(tmp, path))
+}
+
+// freeUDPPort returns a loopback UDP port that was free a moment ago.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := c.LocalAddr().(*net.UDPAddr).Port
+	require.NoError(t, c.Close())
+	return port
+}
+
+// realCoreDNS is a CoreDNS process serving dir/Corefile; its output goes to
+// a file beside it, shown when the test fails.
+type realCoreDNS struct {
+	cmd *exec.Cmd
+	log string
+}
+
+func startCoreDNS(t *testing.T, bin, dir string) *realCoreDNS {
+	t.Helper()
+	logFile := filepath.Join(t.TempDir(), "coredns.log")
+	out, err := os.Create(logFile)
+	require.NoError(t, err)
+	defer out.Close()
+	cmd := exec.Command(bin, "-conf", filepath.Join(dir, "Corefile"))
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	d := &realCoreDNS{cmd: cmd, log: logFile}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("coredns output:\n%s", d.output())
+		}
+	})
+	return d
+}
+
+// output is what CoreDNS has printed so far.
+func (d *realCoreDNS) output() string {
+	b, _ := os.ReadFile(d.log)
+	return string(b)
+}
+
+// waitFor asks CoreDNS on port for host's IPv4 address until it answers
+// want (or the test's context ends), and returns the last answer.
+func (d *realCoreDNS) waitFor(ctx context.Context, t *testing.T, port int, host string, want netip.Addr) netip.Addr {
+	t.Helper()
+	r := &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var dialer net.Dialer
+			return dialer.DialContext(ctx, "udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		},
+	}
+	var last netip.Addr
+	var lastErr error
+	for {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		addrs, err := r.LookupNetIP(qctx, "ip4", host+".")
+		cancel()
+		lastErr = err
+		if err == nil && len(addrs) > 0 {
+			last = addrs[0].Unmap()
+			if last == want {
+				return last
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Errorf("CoreDNS never answered %s with %s: last answer %v, error %v\ncoredns output:\n%s", host, want, last, lastErr, d.output())
+			return last
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
