@@ -115,8 +115,13 @@ func TestStatus(t *testing.T) {
 
 	t.Run("Secret without a code", func(t *testing.T) {
 		ctx := testContext(t)
-		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-no-code", "IN_CLUSTER_DNS=true", noOperatorWait, "REGISTRATION_CODE=")
+		// The engine never blanks a code: the Secret loses it only when
+		// someone removes the key by hand after a run that wrote it.
+		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-with-code", "IN_CLUSTER_DNS=true", noOperatorWait)
 		require.Equal(t, job.ExitOK, run.code, run.String())
+		_, err := e.admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.JSONPatchType,
+			[]byte(`[{"op":"remove","path":"/data/regCode"}]`), metav1.PatchOptions{})
+		require.NoError(t, err)
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitPermanent, `Not registered: scc-registration has no regCode, so rancher/scc-operator cannot register — put the code in the Secret registration-code \(kubectl -n cattle-scc-system create secret generic registration-code --from-literal=regCode=…\), then run the engine: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
 	})
