@@ -248,6 +248,14 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 			return []any{slog.String("server", server.Name), slog.String("region", server.Region), slog.String("ipv4", addrString(server.IPv4)), slog.String("ipv6", addrString(server.IPv6))}, err
 		}},
 		{"race-addresses", func(ctx context.Context) ([]any, error) {
+			if server.Reached.IsValid() {
+				// Phase 4 raced these two addresses moments ago for its
+				// health check: a second race would only pay IPv6's head
+				// start again when IPv6 is a black hole.
+				addr = server.Reached
+				res.Address = addr
+				return []any{slog.String("address", addrString(addr)), slog.String("racedIn", "find-update-server")}, nil
+			}
 			var err error
 			addr, err = j.Racer.Race(ctx, server.IPv6, server.IPv4)
 			res.Address = addr

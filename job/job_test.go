@@ -38,6 +38,8 @@ type recorder struct {
 	// handedOver records what the handover wait was asked to check.
 	handedOver  []string
 	handoverErr error
+	// reached is the address phase 4 reports as the winner of its own race.
+	reached netip.Addr
 }
 
 func (r *recorder) step(ctx context.Context, name string) error {
@@ -69,7 +71,7 @@ func (r *recorder) Find(ctx context.Context, _ regionconfig.Settings, hint strin
 	if hint != "westeurope" {
 		return smt.UpdateServer{}, errors.New("region hint not passed on")
 	}
-	return smt.UpdateServer{Name: "smt-azure.example", IPv4: netip.MustParseAddr("192.0.2.10"), IPv6: netip.MustParseAddr("2001:db8::10"), CertPEM: []byte("PEM")}, r.step(ctx, "find")
+	return smt.UpdateServer{Name: "smt-azure.example", IPv4: netip.MustParseAddr("192.0.2.10"), IPv6: netip.MustParseAddr("2001:db8::10"), CertPEM: []byte("PEM"), Reached: r.reached}, r.step(ctx, "find")
 }
 
 func (r *recorder) Race(ctx context.Context, v6, _ netip.Addr) (netip.Addr, error) {
@@ -178,6 +180,30 @@ func TestRunExecutesEveryPhaseOnceInOrder(t *testing.T) {
 	assert.Equal(t, "registered", last["outcome"])
 	assert.Equal(t, "2001:db8::10", last["address"])
 	assert.NotContains(t, logs.String(), "REGCODE-SECRET")
+}
+
+// TestRunReusesPhase4sRace: when phase 4 already raced the update server's
+// two addresses for its health check, phase 5 takes that winner instead of
+// paying IPv6's head start a second time; the CoreDNS entry, the wait and
+// the summary all use it.
+func TestRunReusesPhase4sRace(t *testing.T) {
+	ipv4 := netip.MustParseAddr("192.0.2.10")
+	r := &recorder{changed: true, reached: ipv4}
+	var logs bytes.Buffer
+	res, err := newJob(r, &logs).Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find", "dns", "handover", "write"}, r.calls, "no second race")
+	assert.Equal(t, ipv4, res.Address)
+	assert.Equal(t, []string{"smt-azure.example 192.0.2.10 PEM kube-system/coredns"}, r.handedOver)
+	var raced map[string]any
+	for _, l := range logLines(t, &logs) {
+		if l["msg"] == "phase done" && l["phase"] == "race-addresses" {
+			raced = l
+		}
+	}
+	require.NotNil(t, raced, "phase 5 still reports its result")
+	assert.Equal(t, "192.0.2.10", raced["address"])
+	assert.Equal(t, "find-update-server", raced["racedIn"])
 }
 
 func TestRunUnchangedSecretIsSuccess(t *testing.T) {

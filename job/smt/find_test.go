@@ -281,6 +281,7 @@ func TestFind(t *testing.T) {
 				assert.Equal(t, 1, w.dialsTo("2001:db8::11"), "IPv6 is tried once, in the race")
 				assert.Positive(t, w.dialsWhileHoleHung(ipA), "IPv4 started while the IPv6 connect still hung")
 				assert.Equal(t, netip.MustParseAddr("2001:db8::11"), got.IPv6, "the IPv6 address is still handed to phase 5")
+				assert.Equal(t, netip.MustParseAddr(ipA), got.Reached, "phase 5 is told IPv4 won, so it need not race again")
 			},
 		},
 		"name under the cluster domain: refused unasked, sibling chosen": {

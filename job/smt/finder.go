@@ -66,6 +66,12 @@ type UpdateServer struct {
 	// CertPEM is the server's certificate, the first PEM block only, whose
 	// SHA-1 equals Fingerprint.
 	CertPEM []byte
+	// Reached is, when the server has both an IPv6 and an IPv4 address, the
+	// one that won phase 4's Happy Eyeballs race and answered its health
+	// check; zero otherwise. Phase 5 takes it instead of racing the same
+	// two addresses a second time, so an IPv6 address that drops every
+	// packet costs the run one head start, not two.
+	Reached netip.Addr
 }
 
 // Finder runs phase 4. The zero value has cloudregister's timing and talks

@@ -46,13 +46,17 @@ func (f *Finder) choose(ctx context.Context, entries []Entry, source string, htt
 			rejected = append(rejected, fmt.Errorf("%s (%s): %w", e.Name, addrList(e), err))
 			continue
 		}
-		certPEM, err := f.check(ctx, client, e, httpsOnly)
+		certPEM, answered, err := f.check(ctx, client, e, httpsOnly)
 		if err == nil {
-			return UpdateServer{
+			us := UpdateServer{
 				Name: e.Name, IPv4: e.IPv4, IPv6: e.IPv6,
 				Registry: e.Registry, Region: e.Region, Fingerprint: e.Fingerprint,
 				CertPEM: certPEM,
-			}, nil
+			}
+			if e.IPv4.IsValid() && e.IPv6.IsValid() {
+				us.Reached = answered
+			}
+			return us, nil
 		}
 		if ctx.Err() != nil {
 			return UpdateServer{}, fmt.Errorf("smt: update servers: %w", ctx.Err())
@@ -126,11 +130,12 @@ func addrList(e Entry) string {
 }
 
 // check runs the health check and the certificate download for one entry
-// and returns the verified certificate.
-func (f *Finder) check(ctx context.Context, client *http.Client, e Entry, httpsOnly bool) ([]byte, error) {
+// and returns the verified certificate and the address that answered the
+// health check.
+func (f *Finder) check(ctx context.Context, client *http.Client, e Entry, httpsOnly bool) ([]byte, netip.Addr, error) {
 	answered, body, err := f.health(ctx, client, e, httpsOnly)
 	if err != nil {
-		return nil, err
+		return nil, netip.Addr{}, err
 	}
 	if body == nil {
 		// Ask the address that answered the health check first: an
@@ -138,10 +143,11 @@ func (f *Finder) check(ctx context.Context, client *http.Client, e Entry, httpsO
 		order := append([]netip.Addr{answered}, slices.DeleteFunc(addrs(e), func(a netip.Addr) bool { return a == answered })...)
 		body, err = f.fetchCert(ctx, client, order, httpsOnly)
 		if err != nil {
-			return nil, err
+			return nil, netip.Addr{}, err
 		}
 	}
-	return verifyCert(body, e.Fingerprint)
+	cert, err := verifyCert(body, e.Fingerprint)
+	return cert, answered, err
 }
 
 // health asks https://<ip>/api/health/status on each address, the one that
