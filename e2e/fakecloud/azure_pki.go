@@ -246,12 +246,8 @@ func (p *azurePKI) forgedLeaf(host, region string, f Forgery) (*x509.Certificate
 	return createCert(tmpl, parent, p.leafKey.Public(), parentKey)
 }
 
-// sign wraps content in a PKCS#7 SignedData shaped like Azure's.
-func (p *azurePKI) sign(content []byte, leaf *x509.Certificate) ([]byte, error) {
-	return p.signWith(content, leaf, false)
-}
-
-// signWith is sign, with SHA-1 in place of SHA-256 when sha1 is set.
+// signWith wraps content in a PKCS#7 SignedData shaped like Azure's, with
+// SHA-1 in place of SHA-256 when sha1 is set.
 func (p *azurePKI) signWith(content []byte, leaf *x509.Certificate, sha1 bool) ([]byte, error) {
 	digest, quirkOID := pkcs7.OIDDigestAlgorithmSHA256, pkcs7.OIDEncryptionAlgorithmRSASHA256
 	if sha1 {

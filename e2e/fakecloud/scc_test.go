@@ -2,6 +2,7 @@ package fakecloud
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -29,9 +30,12 @@ type sccClient struct {
 func newSCCClient(t *testing.T, u *UpdateServer, addr string) *sccClient {
 	pool := x509.NewCertPool()
 	pool.AddCert(mustParse(t, u.CertPEM))
-	dial := func(network, _ string) (net.Conn, error) { return net.Dial(network, addr) }
+	var d net.Dialer
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, network, addr)
+	}
 	return &sccClient{t: t, base: "https://" + u.Name, http: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		Dial:              dial,
+		DialContext:       dial,
 		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		DisableKeepAlives: true,
 	}}}

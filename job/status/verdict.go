@@ -144,14 +144,12 @@ func (d decider) noSecret() Verdict {
 
 // runInProgress: the newest Job still runs.
 func (d decider) runInProgress() (Verdict, bool) {
-	for _, j := range d.r.Jobs.Items {
-		if j.Outcome == JobRunning {
-			return notYet(fmt.Sprintf("run %s is in progress (started %s)", j.Name, stamp(j.Created)),
-				fmt.Sprintf("wait for it: kubectl -n %s wait --for=condition=complete job/%s --timeout=15m", d.r.Namespace, j.Name)), true
-		}
-		break
+	if len(d.r.Jobs.Items) == 0 || d.r.Jobs.Items[0].Outcome != JobRunning {
+		return Verdict{}, false
 	}
-	return Verdict{}, false
+	j := d.r.Jobs.Items[0]
+	return notYet(fmt.Sprintf("run %s is in progress (started %s)", j.Name, stamp(j.Created)),
+		fmt.Sprintf("wait for it: kubectl -n %s wait --for=condition=complete job/%s --timeout=15m", d.r.Namespace, j.Name)), true
 }
 
 // leaseBlocks: a run that is gone still holds the Lease, so every run
