@@ -30,6 +30,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
+	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/status"
 )
@@ -177,6 +178,36 @@ func TestStatus(t *testing.T) {
 		assert.Equal(t, job.ExitOK, json.code)
 		assert.Contains(t, json.stdout, `"state": "registered"`)
 		assert.Contains(t, json.stdout, `"state": "active"`)
+	})
+
+	t.Run("CoreDNS entry pointing elsewhere", func(t *testing.T) {
+		ctx := testContext(t)
+		// Someone edits the hosts line after the healthy run; the address
+		// is loopback so that nothing is ever sent off the machine.
+		const elsewhere = "127.0.0.99"
+		cms := e.admin.CoreV1().ConfigMaps("kube-system")
+		cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+		require.NoError(t, err)
+		before := cm.Data[inclusterdns.CorefileKey]
+		require.NotEmpty(t, inclusterdns.HostsAddresses(before, updateServer), "the healthy run wrote the entry")
+		line := regexp.MustCompile(`(?m)^(\s*)\S+ ` + regexp.QuoteMeta(updateServer) + `$`)
+		cm.Data[inclusterdns.CorefileKey] = line.ReplaceAllString(before, "${1}"+elsewhere+" "+updateServer)
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			ctx := context.Background()
+			cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+			require.NoError(t, err)
+			cm.Data[inclusterdns.CorefileKey] = before
+			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+			require.NoError(t, err)
+		})
+		res := e.status(t, e.adminKubeconfig)
+		e.expect(t, res, job.ExitPermanent, `Registered, action needed: kube-system/coredns maps smt-azure\.susecloud\.net to 127\.0\.0\.99, but the last run reached the update server at [0-9a-f:.]+ — run the engine, which rewrites the entry: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
+		assert.Regexp(t, `smt-azure\.susecloud\.net → 127\.0\.0\.99; last run status-healthy reached [0-9a-f:.]+\n`, res.stdout)
+		json := e.status(t, e.adminKubeconfig, "-o", "json")
+		assert.Equal(t, job.ExitPermanent, json.code)
+		assert.Regexp(t, `"lastRunAddress": "[0-9a-f:.]+"`, json.stdout)
 	})
 
 	t.Run("a user without access to kube-system", func(t *testing.T) {

@@ -376,7 +376,7 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		log.Debug("no Event recorded: no Job known (JOB_NAME or JOB_UID unset)")
 		return
 	}
-	e := kube.JobEvent{Action: "Register"}
+	e := kube.JobEvent{Action: "Register", Server: res.Server, Address: addrString(res.Address)}
 	op := ""
 	if res.Operator.State != "" {
 		op = fmt.Sprintf("; operator=%s", res.Operator.State)

@@ -24,6 +24,12 @@ const (
 	// the phase.
 	ReasonFailed = "RegistrationFailed"
 
+	// AnnotationAddress and AnnotationServer on a run's Event hold the
+	// update server's address the run reached and its name, so that status
+	// can compare them with the CoreDNS entry without reading the note.
+	AnnotationAddress = "registration-engine.cattle.io/address"
+	AnnotationServer  = "registration-engine.cattle.io/server"
+
 	// ReportingController names the engine in its Events.
 	ReportingController = "registration-engine"
 	// maxNote is the API server's limit on an Event's note.
@@ -50,6 +56,9 @@ type JobEvent struct {
 	Reason, Action string
 	// Note is the human-readable text, cut to 1 kB.
 	Note string
+	// Address and Server are the update server the run reached, when
+	// known; they become the Event's annotations.
+	Address, Server string
 }
 
 // JobEvents records Events on the Job that runs the engine, so that
@@ -79,11 +88,20 @@ func (j *JobEvents) Record(ctx context.Context, e JobEvent) error {
 	if len(note) > maxNote {
 		note = note[:maxNote-3] + "..."
 	}
+	var annotations map[string]string
+	for k, v := range map[string]string{AnnotationAddress: e.Address, AnnotationServer: e.Server} {
+		if v != "" {
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[k] = v
+		}
+	}
 	t := now()
 	ev := &eventsv1.Event{
 		// Named as client-go's recorders name theirs: a generateName
 		// ending in a dot is refused.
-		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", j.JobName, t.UnixNano()), Namespace: j.Namespace},
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", j.JobName, t.UnixNano()), Namespace: j.Namespace, Annotations: annotations},
 		EventTime:           metav1.NewMicroTime(t),
 		ReportingController: ReportingController,
 		ReportingInstance:   orDefault(j.Instance, ReportingController),

@@ -182,4 +182,18 @@ func TestJobEventsRecord(t *testing.T) {
 	assert.Equal(t, now, ev.EventTime.Time)
 	assert.Len(t, ev.Note, 1024, "the API server refuses a note over 1 kB")
 	assert.Equal(t, fmt.Sprintf("manual-1.%x", now.UnixNano()), ev.Name)
+	assert.Empty(t, ev.Annotations, "no update server known, no annotations")
+}
+
+// TestJobEventsRecordAddress: a run that reached an update server says
+// which, as structured data status compares with the CoreDNS entry.
+func TestJobEventsRecordAddress(t *testing.T) {
+	c := fake.NewClientset()
+	j := &JobEvents{Events: typed{c}, Namespace: Namespace, JobName: "manual-2", JobUID: "uid-2"}
+	require.NoError(t, j.Record(context.Background(), JobEvent{Reason: ReasonRegistered, Action: "Register",
+		Note: "wrote it (address ::1)", Address: "::1", Server: "smt-azure.susecloud.net"}))
+	list, err := c.EventsV1().Events(Namespace).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, map[string]string{AnnotationAddress: "::1", AnnotationServer: "smt-azure.susecloud.net"}, list.Items[0].Annotations)
 }

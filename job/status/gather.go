@@ -197,7 +197,8 @@ func describeJob(j batchv1.Job, pods []corev1.Pod, events []eventsv1.Event) Job 
 		if e.Regarding.Kind != "Job" || e.Regarding.Name != j.Name {
 			continue
 		}
-		ev := Event{Type: e.Type, Reason: e.Reason, Note: e.Note, Reporter: e.ReportingController, Time: eventTime(e)}
+		ev := Event{Type: e.Type, Reason: e.Reason, Note: e.Note, Reporter: e.ReportingController, Time: eventTime(e),
+			Address: e.Annotations[kube.AnnotationAddress], Server: e.Annotations[kube.AnnotationServer]}
 		// The engine's own Event wins over the Job controller's.
 		mine := ev.Reporter == kube.ReportingController
 		if out.Event == nil || (mine && out.Event.Reporter != kube.ReportingController) ||
@@ -346,6 +347,7 @@ func (g *gatherer) dns(ctx context.Context) {
 		return
 	}
 	d.Checked = true
+	d.LastRun, d.LastRunAddress = lastRunAddress(g.r.Jobs.Items, d.Host)
 	ns := g.opts.DNSNamespace
 	custom, err := g.src.ConfigMap(ctx, ns, inclusterdns.CoreDNSCustom)
 	customAccess := g.access(ns+"/configmaps/"+inclusterdns.CoreDNSCustom, err)
@@ -392,6 +394,21 @@ func (g *gatherer) dns(ctx context.Context) {
 			d.Object = ns + "/" + inclusterdns.CoreDNSConfigMap
 		}
 	}
+}
+
+// lastRunAddress is the newest successful run among jobs (newest first)
+// whose Event names the address it reached for host.
+func lastRunAddress(jobs []Job, host string) (run, addr string) {
+	for _, j := range jobs {
+		e := j.Event
+		if e == nil || e.Reporter != kube.ReportingController || e.Address == "" ||
+			(e.Reason != kube.ReasonRegistered && e.Reason != kube.ReasonUnchanged) ||
+			(e.Server != "" && !strings.EqualFold(e.Server, host)) {
+			continue
+		}
+		return j.Name, e.Address
+	}
+	return "", ""
 }
 
 func (g *gatherer) operator(ctx context.Context, sec *corev1.Secret) {

@@ -111,6 +111,10 @@ type Event struct {
 	Note     string    `json:"note,omitempty"`
 	Reporter string    `json:"reporter,omitempty"`
 	Time     time.Time `json:"time"`
+	// Address and Server are the update server the run reached, from the
+	// engine's annotations on its Event.
+	Address string `json:"address,omitempty"`
+	Server  string `json:"server,omitempty"`
 }
 
 // States of the Lease.
@@ -191,6 +195,10 @@ type DNS struct {
 	Object    string   `json:"object,omitempty"`
 	Key       string   `json:"key,omitempty"`
 	Addresses []string `json:"addresses,omitempty"`
+	// LastRunAddress is the address of Host the newest successful run
+	// (LastRun) reached, from its Event; the entry should map Host to it.
+	LastRunAddress string `json:"lastRunAddress,omitempty"`
+	LastRun        string `json:"lastRun,omitempty"`
 }
 
 // States of the operator, as the engine's run summary names them.

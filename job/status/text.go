@@ -153,7 +153,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	case !n.Checked:
 		section("DNS", "not checked: no update server named")
 	case n.Access == Read:
-		section("DNS", fmt.Sprintf("%s (%s): %s → %s", n.Object, n.Key, n.Host, strings.Join(n.Addresses, ", ")))
+		line := fmt.Sprintf("%s (%s): %s → %s", n.Object, n.Key, n.Host, strings.Join(n.Addresses, ", "))
+		if n.LastRunAddress != "" {
+			line += fmt.Sprintf("; last run %s reached %s", n.LastRun, n.LastRunAddress)
+		}
+		section("DNS", line)
 	case n.Access == Absent:
 		section("DNS", fmt.Sprintf("%s: no hosts entry for %s", n.Object, n.Host))
 	default:

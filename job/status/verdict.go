@@ -2,6 +2,8 @@ package status
 
 import (
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 )
@@ -215,7 +217,8 @@ func (d decider) failedRunText(j Job) (what, next string) {
 }
 
 // dnsBroken: the update server's name does not resolve in the cluster to
-// the address the engine chose.
+// the address the engine chose: no entry, or one that points elsewhere than
+// the last successful run reached.
 func (d decider) dnsBroken() (what, next string, broken bool) {
 	n := d.r.DNS
 	if !n.Checked {
@@ -225,7 +228,23 @@ func (d decider) dnsBroken() (what, next string, broken bool) {
 		return fmt.Sprintf("%s has no hosts entry for %s, so rancher/scc-operator cannot resolve the update server", n.Object, n.Host),
 			"run the engine, which writes it: " + d.runNow(), true
 	}
+	if n.Access == Read && n.LastRunAddress != "" && !containsAddr(n.Addresses, n.LastRunAddress) {
+		return fmt.Sprintf("%s maps %s to %s, but the last run reached the update server at %s", n.Object, n.Host, strings.Join(n.Addresses, ", "), n.LastRunAddress),
+			"run the engine, which rewrites the entry: " + d.runNow(), true
+	}
 	return "", "", false
+}
+
+// containsAddr: addr is one of addrs, compared as IP addresses.
+func containsAddr(addrs []string, addr string) bool {
+	want, err := netip.ParseAddr(addr)
+	return slices.ContainsFunc(addrs, func(a string) bool {
+		got, perr := netip.ParseAddr(a)
+		if err != nil || perr != nil {
+			return a == addr
+		}
+		return got.Unmap() == want.Unmap()
+	})
 }
 
 // operator explains an operator that has not (yet) registered.

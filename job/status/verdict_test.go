@@ -41,6 +41,15 @@ func TestDecide(t *testing.T) {
 			wantState: StateRegistered, wantStart: "Registered: "},
 		"entry missing": {change: func(r *Report) { r.DNS.Access, r.DNS.Object = Absent, "kube-system/coredns" },
 			wantState: StateActionNeeded, wantStart: "Registered, action needed: kube-system/coredns has no hosts entry"},
+		"entry pointing elsewhere than the last run reached": {change: func(r *Report) {
+			r.DNS.Object, r.DNS.Addresses, r.DNS.LastRun, r.DNS.LastRunAddress = "kube-system/coredns", []string{"192.0.2.99"}, "manual-1", "::1"
+		}, wantState: StateActionNeeded, wantStart: "Registered, action needed: kube-system/coredns maps smt-azure.susecloud.net to 192.0.2.99, but the last run reached the update server at ::1 — run the engine, which rewrites the entry: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine"},
+		"entry pointing elsewhere, not registered": {change: func(r *Report) {
+			r.Operator.State, r.Operator.ProcessedCurrent = OperatorPending, nil
+			r.DNS.Object, r.DNS.Addresses, r.DNS.LastRunAddress = "kube-system/coredns", []string{"192.0.2.99"}, "::1"
+		}, wantState: StateActionNeeded, wantStart: "Not registered: kube-system/coredns maps smt-azure.susecloud.net to 192.0.2.99, but the last run reached the update server at ::1 — run the engine"},
+		"entry matching the last run": {change: func(r *Report) { r.DNS.LastRunAddress = "10.0.0.4" },
+			wantState: StateRegistered, wantStart: "Registered: "},
 		"IN_CLUSTER_DNS=false: the entry is not ours to check": {change: func(r *Report) { r.DNS = DNS{} },
 			wantState: StateRegistered, wantStart: "Registered: "},
 		"operator behind the Secret's values": {change: func(r *Report) {
