@@ -263,7 +263,7 @@ func TestChartMatchesAzureOverlay(t *testing.T) {
 	}
 	assert.Empty(t, problems, "chart (helm template %s) and overlay (kubectl kustomize overlays/azure) differ; change both:\n%s",
 		chartDir, strings.Join(problems, "\n"))
-	assert.Len(t, chart, 7, "SA, two Roles, two RoleBindings, the ConfigMap, the CronJob")
+	assert.Len(t, chart, 9, "SA, two Roles, two RoleBindings, the ClusterRole and its binding, the ConfigMap, the CronJob")
 }
 
 // diffValues lists the differences between chart value a and overlay value

@@ -70,6 +70,40 @@ spec:
       containers: [{name: coredns, image: coredns/coredns:1.12.0}]
 `
 
+// registrationCRD stands in for the CRD rancher/scc-operator installs, with
+// one Registration, so the read-only ClusterRole can be tried for real.
+const registrationCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: registrations.scc.cattle.io}
+spec:
+  group: scc.cattle.io
+  scope: Cluster
+  names: {kind: Registration, listKind: RegistrationList, plural: registrations, singular: registration}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+const registrationObj = `
+apiVersion: scc.cattle.io/v1
+kind: Registration
+metadata: {name: scc-registration-0123abcd}
+`
+
+func registrationPath(name string) string { return "/apis/scc.cattle.io/v1/registrations/" + name }
+
+func eventPath(ns string) string { return "/apis/events.k8s.io/v1/namespaces/" + ns + "/events" }
+
+func eventBody(ns string) string {
+	return `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"manual-1.187c2e4f0a1b2c3d","namespace":"` + ns +
+		`"},"eventTime":"2026-11-30T12:00:00.000000Z","reportingController":"registration-engine","reportingInstance":"manual-1-abcde",` +
+		`"action":"Register","reason":"Registered","type":"Normal","note":"wrote","regarding":{"apiVersion":"batch/v1","kind":"Job","namespace":"` + ns + `","name":"manual-1"}}`
+}
+
 const (
 	applyType = "application/apply-patch+yaml"
 	mergeType = "application/merge-patch+json"
@@ -107,6 +141,9 @@ func leaseApply(ns, name string) string {
 func TestEngineRBAC(t *testing.T) {
 	p := controlplane.Shared(t)
 	p.Apply(t, []byte(rbacFixture))
+	p.Apply(t, []byte(registrationCRD))
+	p.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/registrations.scc.cattle.io")
+	p.Apply(t, []byte(registrationObj))
 	p.Apply(t, p.Kustomize(t, manifestsBase))
 	admin := p.AdminClient(t)
 	as := p.ClientAs(t, p.ServiceAccountToken(t, sccNamespace, engineSA))
@@ -240,6 +277,36 @@ func TestEngineRBAC(t *testing.T) {
 		},
 		"list kube-system Secrets is refused": {
 			method: http.MethodGet, path: "/api/v1/namespaces/kube-system/secrets", want: http.StatusForbidden,
+		},
+		"get the operator's Registration": {
+			method: http.MethodGet, path: registrationPath("scc-registration-0123abcd"), want: http.StatusOK,
+		},
+		"discover the operator's API group": {
+			method: http.MethodGet, path: "/apis/scc.cattle.io/v1", want: http.StatusOK,
+		},
+		"list Registrations is refused": {
+			method: http.MethodGet, path: "/apis/scc.cattle.io/v1/registrations", want: http.StatusForbidden,
+		},
+		"patch a Registration is refused": {
+			method: http.MethodPatch, path: registrationPath("scc-registration-0123abcd"), contentType: mergeType,
+			body: `{"spec":{"syncNow":true}}`, want: http.StatusForbidden,
+		},
+		"delete a Registration is refused": {
+			method: http.MethodDelete, path: registrationPath("scc-registration-0123abcd"), want: http.StatusForbidden,
+		},
+		"create an Event on the Job": {
+			method: http.MethodPost, path: eventPath(sccNamespace), contentType: jsonType, body: eventBody(sccNamespace), want: http.StatusCreated,
+		},
+		"create an Event in default is refused": {
+			method: http.MethodPost, path: eventPath("default"), contentType: jsonType, body: eventBody("default"), want: http.StatusForbidden,
+		},
+		"list Events is refused": {
+			method: http.MethodGet, path: eventPath(sccNamespace), want: http.StatusForbidden,
+		},
+		"create a core/v1 Event is refused": {
+			method: http.MethodPost, path: "/api/v1/namespaces/" + sccNamespace + "/events", contentType: jsonType,
+			body: `{"apiVersion":"v1","kind":"Event","metadata":{"generateName":"x."},"involvedObject":{"kind":"Job","name":"manual-1","namespace":"` + sccNamespace + `"},"reason":"Registered"}`,
+			want: http.StatusForbidden,
 		},
 		"list namespaces is refused": {
 			method: http.MethodGet, path: "/api/v1/namespaces", want: http.StatusForbidden,

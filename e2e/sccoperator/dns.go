@@ -68,3 +68,11 @@ func (d *ClusterDNS) Server() (*fakecloud.DNSServer, error) {
 // Route is CoreDNSRoute through Lookup: CONNECT <name>:443 goes to the
 // name's address on port once Lookup answers it.
 func (d *ClusterDNS) Route(port int) Route { return hostsRoute(d.Lookup, port) }
+
+// Forget makes every entry new again, as after CoreDNS lost it: the next
+// Lookup of any name starts its Delay afresh.
+func (d *ClusterDNS) Forget() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.firstSeen = nil
+}

@@ -79,9 +79,12 @@ func (j *JobEvents) Record(ctx context.Context, e JobEvent) error {
 	if len(note) > maxNote {
 		note = note[:maxNote-3] + "..."
 	}
+	t := now()
 	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{GenerateName: j.JobName + ".", Namespace: j.Namespace},
-		EventTime:           metav1.NewMicroTime(now()),
+		// Named as client-go's recorders name theirs: a generateName
+		// ending in a dot is refused.
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", j.JobName, t.UnixNano()), Namespace: j.Namespace},
+		EventTime:           metav1.NewMicroTime(t),
 		ReportingController: ReportingController,
 		ReportingInstance:   orDefault(j.Instance, ReportingController),
 		Action:              e.Action,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -180,5 +181,5 @@ func TestJobEventsRecord(t *testing.T) {
 	assert.Equal(t, "manual-1-abcde", ev.ReportingInstance)
 	assert.Equal(t, now, ev.EventTime.Time)
 	assert.Len(t, ev.Note, 1024, "the API server refuses a note over 1 kB")
-	assert.Equal(t, "manual-1.", ev.GenerateName)
+	assert.Equal(t, fmt.Sprintf("manual-1.%x", now.UnixNano()), ev.Name)
 }

@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/sccoperator"
+	"github.com/rancher/registration-engine/job"
+	"github.com/rancher/registration-engine/job/kube"
+)
+
+// dnsDelay is how long the process tier's stand-in for CoreDNS keeps a new
+// hosts entry unanswered, for the engine and the operator alike. The kind
+// tier measures 30-110 s; a few seconds show the wait without the cost.
+const dnsDelay = 4 * time.Second
+
+// operatorEnv is the shared plane with the overlay applied, the fake cloud
+// in this process (so its SCC API's request log can be read), and a
+// stand-in for the cluster's DNS that answers a new entry only dnsDelay
+// after it appeared: served over DNS to the engine's handover wait
+// (HANDOVER_DNS_SERVER) and as the operator's HTTPS_PROXY route.
+type operatorEnv struct {
+	*clusterEnv
+	fc    *fakecloud.Cloud
+	c     cloud
+	proxy *sccoperator.Proxy
+	dns   *sccoperator.ClusterDNS
+}
+
+func setupOperator(t *testing.T) *operatorEnv {
+	e := setupCluster(t)
+	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: updateServer, RegCode: overlayRegCode})
+	require.NoError(t, err)
+	t.Cleanup(fc.Stop)
+	port, err := strconv.Atoi(fc.Env()["UPDATE_SERVER_HTTPS_PORT"])
+	require.NoError(t, err)
+	clusterDNS := &sccoperator.ClusterDNS{Client: e.admin, Delay: dnsDelay}
+	dns, err := clusterDNS.Server()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dns.Close() })
+	proxy, err := sccoperator.NewProxy(clusterDNS.Route(port))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	own := *e
+	own.dns = dns
+	return &operatorEnv{clusterEnv: &own, fc: fc, c: cloud{Dir: t.TempDir(), Env: fc.Environ()}, proxy: proxy, dns: clusterDNS}
+}
+
+// TestOperator is the whole product on a real control plane: the CronJob's
+// Job (run by the process kubelet) goes through the six phases, edits
+// kube-system/coredns, waits until the name resolves and answers, writes
+// scc-registration, and the real rancher/scc-operator (add-rmt-support,
+// dad26bb) registers with the fake update server under its real name. The
+// process tier has no CoreDNS: the operator reaches the update server
+// through an HTTP CONNECT proxy (HTTPS_PROXY) that resolves names from the
+// same CoreDNS ConfigMaps the engine edits, with the same delay the
+// engine's handover wait sees over DNS; TLS runs end to end.
+func TestOperator(t *testing.T) {
+	o := setupOperator(t)
+	t.Run("no operator installed", o.testAbsent)
+	t.Run("the operator registers from the Job's Secret", o.testRegisters)
+	t.Run("an unchanged run", o.testUnchanged)
+	t.Run("a code the update server refuses", o.testRefusedCode)
+}
+
+// testAbsent: without the operator's CRD the run reports operator=absent at
+// once and succeeds.
+func (o *operatorEnv) testAbsent(t *testing.T) {
+	ctx := testContext(t)
+	o.resetCoreDNS(ctx, t)
+	o.dns.Forget()
+	o.p.Kubectl(t, "delete", "crd", "registrations.scc.cattle.io", "--ignore-not-found", "--wait=true")
+	o.forceDeleteSecret(ctx, t)
+	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	pr, done := o.runJob(ctx, t, runs, "operator-absent")
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
+	sum := summary(t, pr.res.stderr)
+	assert.Equal(t, job.ExitOK, pr.res.code)
+	assert.Equal(t, kube.OperatorAbsent, sum["operator"], pr.res.stderr)
+	ev := o.jobEvent(ctx, t, "operator-absent")
+	assert.Equal(t, kube.ReasonRegistered, ev.Reason)
+	assert.Contains(t, ev.Note, "operator=absent")
+	t.Logf("proved: with no rancher/scc-operator installed the Job completes (exit %d), its summary says operator=%v and Event %s %q is on the Job",
+		pr.res.code, sum["operator"], ev.Reason, ev.Note)
+}
+
+// testRegisters: the engine's Job waits for the name, writes the Secret,
+// and the real operator registers; the engine reports it.
+func (o *operatorEnv) testRegisters(t *testing.T) {
+	ctx := testContext(t)
+	o.resetCoreDNS(ctx, t)
+	o.dns.Forget()
+	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	o.forceDeleteSecret(ctx, t)
+	for _, u := range o.fc.Updates {
+		u.Reset()
+		u.SetRegCode(overlayRegCode)
+	}
+	rec, err := sccoperator.Record(ctx, o.p.Admin)
+	require.NoError(t, err)
+	t.Cleanup(rec.Stop)
+	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+
+	pr, done := o.runJob(ctx, t, runs, "operator-1")
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
+	sum := summary(t, pr.res.stderr)
+	assert.Equal(t, job.ExitOK, pr.res.code)
+	assert.Equal(t, job.OutcomeRegistered, sum["outcome"])
+	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.res.stderr)
+
+	// The wait was seen to wait: the first check found no name.
+	waiting := logLine(t, pr.res.stderr, "waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret")
+	require.NotNil(t, waiting, "the handover wait waited:\n%s", pr.res.stderr)
+	handed := logLine(t, pr.res.stderr, handedOverMsg)
+	require.NotNil(t, handed, pr.res.stderr)
+	waited := time.Duration(handed["waitedMs"].(float64)) * time.Millisecond
+	assert.GreaterOrEqual(t, waited, dnsDelay-time.Second, "the Secret waited for the name")
+
+	regName, ok := sum["registration"].(string)
+	require.True(t, ok && regName != "", pr.res.stderr)
+	s := o.secret(ctx, t)
+	byLabel, err := sccoperator.NameForSecret(s)
+	require.NoError(t, err)
+	assert.Equal(t, byLabel, regName, "the engine found the operator's Registration")
+	states := rec.States(regName)
+	require.NotEmpty(t, states)
+	last := states[len(states)-1]
+	assert.True(t, last.Done(), "Done and activated: %s", last)
+	for _, st := range states {
+		assert.False(t, st.Failed(), "never Failure: %s", st)
+	}
+	var announce *fakecloud.SCCRequest
+	for _, u := range o.fc.Updates {
+		for _, r := range u.SCCRequests() {
+			if r.Method == "POST" && r.Path == "/connect/subscriptions/systems" {
+				announce = &r
+			}
+		}
+	}
+	require.NotNil(t, announce, "the operator announced to the fake update server")
+	assert.Equal(t, overlayRegCode, announce.RegCode, "our regCode")
+	assert.Equal(t, updateServer, announce.ServerName, "dialled by the update server's name (SNI)")
+
+	ev := o.jobEvent(ctx, t, "operator-1")
+	assert.Equal(t, kube.ReasonRegistered, ev.Reason)
+	assert.Equal(t, "Normal", ev.Type)
+	t.Logf("run summary: %s", lastLine(pr.res.stderr))
+	t.Logf("kubectl get events:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "get", "events", "--field-selector", "involvedObject.name=operator-1"))
+	t.Logf("proved: the Job waited %s for %s to resolve through the cluster's DNS and answer with the pinned certificate, wrote the Secret, and rancher/scc-operator %.7s took Registration %s to Done/activated without ever passing Failure (%d states); the fake SCC saw our regCode over SNI %s; the summary says operator=%v and the Job carries Event %s",
+		waited.Round(time.Millisecond), updateServer, sccoperator.CommitRMT, regName, len(states), announce.ServerName, sum["operator"], ev.Reason)
+}
+
+// testUnchanged: a second Job writes nothing and still reports the
+// operator's state.
+func (o *operatorEnv) testUnchanged(t *testing.T) {
+	ctx := testContext(t)
+	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	before := o.secretVersion(ctx, t)
+	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	pr, done := o.runJob(ctx, t, runs, "operator-2")
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
+	sum := summary(t, pr.res.stderr)
+	assert.Equal(t, job.OutcomeUnchanged, sum["outcome"])
+	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.res.stderr)
+	assert.Equal(t, before, o.secretVersion(ctx, t), "nothing written")
+	ev := o.jobEvent(ctx, t, "operator-2")
+	assert.Equal(t, kube.ReasonUnchanged, ev.Reason)
+	t.Logf("proved: a second Job wrote nothing, its summary says outcome=%v operator=%v, and the Job carries Event %s %q",
+		sum["outcome"], sum["operator"], ev.Reason, ev.Note)
+}
+
+// testRefusedCode: a code the update server refuses (401) makes the
+// operator fail the Registration; the engine's run fails with exit 2 and
+// the Job carries OperatorRegistrationFailed with the remedy.
+func (o *operatorEnv) testRefusedCode(t *testing.T) {
+	ctx := testContext(t)
+	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	const wrong = "E2E-WRONG-CODE"
+	o.setCronJobRegCode(ctx, t, wrong)
+	t.Cleanup(func() { o.setCronJobRegCode(context.Background(), t, overlayRegCode) })
+	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	pr, done := o.runJob(ctx, t, runs, "operator-wrong-code")
+	cond := controlplane.FinishedCondition(done)
+	assert.Equal(t, batchv1.JobFailed, cond.Type, pr.res.String())
+	assert.Equal(t, batchv1.JobReasonPodFailurePolicy, cond.Reason, "exit 2 fails the Job at once")
+	assert.Equal(t, job.ExitPermanent, pr.res.code, pr.res.stderr)
+	sum := summary(t, pr.res.stderr)
+	assert.Equal(t, kube.OperatorFailed, sum["operator"])
+	assert.Equal(t, job.PhaseOperator, sum["failedPhase"])
+	msg, _ := sum["operatorMessage"].(string)
+	assert.NotEmpty(t, msg, "the operator's own words")
+	var refused bool
+	for _, u := range o.fc.Updates {
+		for _, r := range u.SCCRequests() {
+			refused = refused || (r.RegCode == wrong && r.Status == 401)
+		}
+	}
+	assert.True(t, refused, "the fake refused the wrong code with 401")
+	ev := o.jobEvent(ctx, t, "operator-wrong-code")
+	assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason)
+	assert.Equal(t, "Warning", ev.Type)
+	assert.Contains(t, ev.Note, "kubectl -n cattle-scc-system delete secret scc-registration")
+	t.Logf("run summary: %s", lastLine(pr.res.stderr))
+	t.Logf("kubectl describe job:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "describe", "job", "operator-wrong-code"))
+	t.Logf("proved: with a code the update server refuses, rancher/scc-operator failed the Registration (%q), the run exited %d with failedPhase=%v, the Job failed through its podFailurePolicy and carries Event %s with the remedy",
+		msg, pr.res.code, sum["failedPhase"], ev.Reason)
+	// Leave no Failed Registration behind: the operator deregisters on delete.
+	o.forceDeleteSecret(ctx, t)
+}
+
+// runJob creates a Job from the CronJob, waits for it and returns its one pod run.
+func (o *operatorEnv) runJob(ctx context.Context, t *testing.T, runs *podRuns, name string) (podRun, *batchv1.Job) {
+	t.Helper()
+	o.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
+	t.Cleanup(func() { o.deleteJob(t, kube.Namespace, name) })
+	done := controlplane.WaitJobFinished(ctx, t, o.admin, kube.Namespace, name)
+	pr := runs.forJob(t, name)
+	require.Len(t, pr, 1, "one pod")
+	return pr[0], done
+}
+
+// jobEvent returns the one events.k8s.io Event regarding Job name.
+func (o *operatorEnv) jobEvent(ctx context.Context, t *testing.T, name string) eventsv1.Event {
+	t.Helper()
+	j, err := o.admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	list, err := o.admin.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Job" && e.Regarding.Name == name && e.ReportingController == kube.ReportingController {
+			out = append(out, e)
+		}
+	}
+	require.Len(t, out, 1, "one Event per run")
+	assert.Equal(t, j.UID, out[0].Regarding.UID, "the Event points at the Job itself (JOB_UID from the downward API)")
+	return out[0]
+}
+
+// forceDeleteSecret deletes scc-registration and waits until it is gone;
+// with no operator running to release it, it drops the operator's
+// finalizer first.
+func (o *operatorEnv) forceDeleteSecret(ctx context.Context, t *testing.T) {
+	t.Helper()
+	secrets := o.admin.CoreV1().Secrets(kube.Namespace)
+	err := secrets.Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	require.NoError(t, err)
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := secrets.Get(ctx, kube.SecretName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err == nil {
+		return
+	}
+	_, err = secrets.Patch(ctx, kube.SecretName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "drop finalizers: %v", err)
+}
+
+// setCronJobRegCode sets the CronJob's REGISTRATION_CODE.
+func (o *operatorEnv) setCronJobRegCode(ctx context.Context, t *testing.T, code string) {
+	cj, err := o.admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
+	require.NoError(t, err)
+	setEnv(&cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0], map[string]string{"REGISTRATION_CODE": code})
+	_, err = o.admin.BatchV1().CronJobs(kube.Namespace).Update(ctx, cj, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// lastLine is the run summary, the last line of the log.
+func lastLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	return lines[len(lines)-1]
+}
