@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -183,6 +184,10 @@ func TestKind(t *testing.T) {
 
 		sum := c.summary(t, ctx, job.Name)
 		assert.Equal(t, "registered", sum["outcome"], "the run's summary: %v", sum)
+		assert.Equal(t, "active", sum["operator"], "the run waited for the operator's answer: %v", sum)
+		ev := c.jobEvent(t, ctx, job.Name)
+		assert.Equal(t, kube.ReasonRegistered, ev.Reason, "%s", ev.Note)
+		assert.Equal(t, corev1.EventTypeNormal, ev.Type)
 		podIP := c.fakecloudPodIP(t, ctx)
 		assert.Contains(t, c.corefile(t, ctx), podIP+" "+updateServer, "CoreDNS maps the update server's name to the address that won the race")
 		t.Logf("proved: Job %s completed in %.1fs and wrote %s with its five keys; CoreDNS maps %s to %s (the fake cloud's pod)",
@@ -200,8 +205,8 @@ func TestKind(t *testing.T) {
 			assert.Equal(t, http.StatusCreated, announce.Status)
 			assert.Equal(t, updateServer, announce.ServerName, "the operator dialled the update server by its name (SNI)")
 			assert.True(t, strings.HasSuffix(announce.LocalAddr, ":443"), "on 443, where https://%s leads: %s", updateServer, announce.LocalAddr)
-			t.Logf("proved: CronJob → Job %s (%.0fs, engine summary operator=%v) → Secret → rancher/scc-operator %.7s in a pod resolved %s through CoreDNS to %s and registered with regCode %s: Registration %s Done, activationStatus.activated=%t, system %d, %q, never Failure (%d states)",
-				job.Name, took.Seconds(), sum["operator"], sccoperator.CommitRMT, updateServer, podIP, announce.RegCode, registered, final.Activated, final.SystemID, final.RegisteredProduct, len(states))
+			t.Logf("proved: CronJob → Job %s (%.0fs, summary operator=%v, Event %s) → Secret → rancher/scc-operator %.7s in a pod resolved %s through CoreDNS to %s and registered with regCode %s: Registration %s Done, activationStatus.activated=%t, system %d, %q, never Failure (%d states)",
+				job.Name, took.Seconds(), sum["operator"], ev.Reason, sccoperator.CommitRMT, updateServer, podIP, announce.RegCode, registered, final.Activated, final.SystemID, final.RegisteredProduct, len(states))
 		})
 
 		t.Run("the update server's name resolves in the cluster", func(t *testing.T) {
@@ -255,9 +260,18 @@ func TestKind(t *testing.T) {
 		again, err := sccoperator.Get(ctx, c.dyn, name)
 		require.NoError(t, err)
 		assert.True(t, again.Failed() && !again.Activated, "Registration %s after the name resolved: %s", name, again)
+		// The engine said so: the run fails for good (exit 2, the Job's
+		// podFailurePolicy, no retry) and the Job carries the Warning.
 		sum := c.summary(t, ctx, job.Name)
-		t.Logf("proved: with %s=0 Job %s ended %s (%s, engine summary outcome=%v operator=%v) %.0fs after it started, its Registration %s Failed (%q); a pod resolved %s only %.0fs after the start, and the Registration stayed Failed: the wait is what makes it work",
-			handoverEnv, job.Name, jobCond.Type, jobCond.Reason, sum["outcome"], sum["operator"], finished.Seconds(), name, final.FailureMessage(), updateServer, resolvedAt.Seconds())
+		assert.Equal(t, "failed", sum["operator"], "the run's summary: %v", sum)
+		assert.EqualValues(t, exitPermanent, sum["exitCode"])
+		assert.Equal(t, batchv1.JobFailed, jobCond.Type, "a Failed Registration must not leave a Complete Job: %s", jobCond.Message)
+		assert.Equal(t, batchv1.JobReasonPodFailurePolicy, jobCond.Reason)
+		ev := c.jobEvent(t, ctx, job.Name)
+		assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason, "%s", ev.Note)
+		assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+		t.Logf("proved: with %s=0 Job %s ended %s (%s; summary operator=%v exitCode=%v; Event %s) %.0fs after it started, its Registration %s Failed (%q); a pod resolved %s only %.0fs after the start, and the Registration stayed Failed: the wait is what makes it work",
+			handoverEnv, job.Name, jobCond.Type, jobCond.Reason, sum["operator"], sum["exitCode"], ev.Reason, finished.Seconds(), name, final.FailureMessage(), updateServer, resolvedAt.Seconds())
 	})
 }
 
@@ -286,6 +300,21 @@ func (c *kindCluster) summary(t *testing.T, ctx context.Context, job string) map
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last), "the last log line: %s", lines[len(lines)-1])
 	require.Equal(t, "run finished", last["msg"])
 	return last
+}
+
+// jobEvent is the one events.k8s.io Event the engine recorded on Job job.
+func (c *kindCluster) jobEvent(t *testing.T, ctx context.Context, job string) eventsv1.Event {
+	t.Helper()
+	evs, err := c.cs.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var ours []eventsv1.Event
+	for _, e := range evs.Items {
+		if e.ReportingController == kube.ReportingController && e.Regarding.Kind == "Job" && e.Regarding.Name == job {
+			ours = append(ours, e)
+		}
+	}
+	require.Len(t, ours, 1, "the engine's Events on Job %s: %+v", job, ours)
+	return ours[0]
 }
 
 // announce is the one announce (POST /connect/subscriptions/systems) the
