@@ -76,7 +76,7 @@ chart: helm ## lint and render the Helm chart with its default values
 
 .PHONY: e2e-kind
 e2e-kind: ## the kind tier: Docker, the images and a kind node built here, then go test -tags e2e ./e2e/kind
-	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) K8S_TESTBIN=$(K8S_TESTBIN) IMAGE=$(IMAGE) FAKECLOUD_IMAGE=$(FAKECLOUD_IMAGE) e2e/kind/run.sh
+	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) K8S_TESTBIN=$(K8S_TESTBIN) IMAGE=$(IMAGE) FAKECLOUD_IMAGE=$(FAKECLOUD_IMAGE) SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) e2e/kind/run.sh
 
 .PHONY: lint
 lint: ## gofmt, go vet, staticcheck (pinned)

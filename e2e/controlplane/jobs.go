@@ -22,11 +22,19 @@ import (
 // and the kind tests both wait through it.
 func WaitJobFinished(ctx context.Context, t testing.TB, cs kubernetes.Interface, ns, name string) *batchv1.Job {
 	t.Helper()
+	return WaitJobFinishedWithin(ctx, t, cs, ns, name, 90*time.Second)
+}
+
+// WaitJobFinishedWithin is WaitJobFinished with another bound, for a Job
+// whose run itself takes long (in a real cluster the engine waits up to
+// minutes for CoreDNS before it hands the Secret over).
+func WaitJobFinishedWithin(ctx context.Context, t testing.TB, cs kubernetes.Interface, ns, name string, bound time.Duration) *batchv1.Job {
+	t.Helper()
 	var (
 		job     *batchv1.Job
 		lastErr error
 	)
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, bound, true, func(ctx context.Context) (bool, error) {
 		j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			lastErr = err
@@ -35,7 +43,7 @@ func WaitJobFinished(ctx context.Context, t testing.TB, cs kubernetes.Interface,
 		job = j
 		return FinishedCondition(j) != nil, nil
 	})
-	require.NoError(t, err, "job %s/%s did not finish; last read error: %v; status: %+v", ns, name, lastErr, job)
+	require.NoError(t, err, "job %s/%s did not finish within %s; last read error: %v; status: %+v", ns, name, bound, lastErr, job)
 	return job
 }
 

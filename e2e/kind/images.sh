@@ -8,10 +8,14 @@
 #   registration-engine:latest, registration-engine-fakecloud:latest
 #                            the project's Dockerfile with the three above
 #                            as BUILD_IMAGE and BASE_IMAGE
+#   local/scc-operator:<commit>
+#                            rancher/scc-operator's static binary, as
+#                            e2e/scripts/scc-operator.sh built it, on
+#                            local/static
 #   local/kind-node:v<k8s>   a kind node assembled by hand (see node_image)
 #
-# Run e2e/kind/host.sh start first (it sets up Docker), and bins.sh (the
-# programs). Idempotent: the base and node images are rebuilt only when the
+# Run e2e/kind/host.sh start first (it sets up Docker), bins.sh (the
+# programs) and e2e/scripts/scc-operator.sh $SCC_OPERATOR_COMMIT. Idempotent: the base and node images are rebuilt only when the
 # versions, programs or this script recorded in their stamps change; the
 # engine images go through Docker's build cache every time.
 set -euo pipefail
@@ -113,6 +117,27 @@ engine_images() {
   "$DOCKER" build -q "${args[@]}" -t "$IMAGE" - < "$ctx" >/dev/null
   "$DOCKER" build -q "${args[@]}" --target fakecloud -t "$FAKECLOUD_IMAGE" - < "$ctx" >/dev/null
   "$DOCKER" image prune -f >/dev/null
+}
+
+# -------------------------------------------------------- operator image
+# rancher/scc-operator as the kind tier runs it: the binary the
+# real-control-plane tests run (static, CGO off), on the engine's base, as
+# user 65532. Rebuilt only when the binary or the base changes.
+operator_image() {
+  local bin=$SCC_OPERATOR_DIR/$SCC_OPERATOR_COMMIT/operator s
+  [[ -x "$bin" ]] || die "no rancher/scc-operator at $bin (e2e/scripts/scc-operator.sh $SCC_OPERATOR_COMMIT builds it)"
+  s="bin=$(sha256sum < "$bin" | cut -c1-16) base=$("$DOCKER" image inspect -f '{{.Id}}' "$STATIC_IMAGE") recipe=$(recipe operator_image)"
+  if fresh operator-image "$s" && image_exists "$OPERATOR_IMAGE"; then
+    return
+  fi
+  local ctx=$work/opctx
+  mkdir -p "$ctx"
+  cp "$bin" "$ctx/scc-operator"
+  printf 'FROM %s\nCOPY scc-operator /usr/bin/scc-operator\nUSER 65532:65532\nENTRYPOINT ["/usr/bin/scc-operator"]\n' "$STATIC_IMAGE" > "$ctx/Dockerfile"
+  "$DOCKER" build -q -t "$OPERATOR_IMAGE" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  stamp operator-image "$s"
+  log "built $OPERATOR_IMAGE from $bin"
 }
 
 # ------------------------------------------------------------- node image
@@ -257,14 +282,15 @@ node_image() {
   log "built $NODE_IMAGE ($("$DOCKER" image inspect -f '{{.Size}}' "$NODE_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
-# images.sh [base|engine|node]…: only those steps (default: all of them).
+# images.sh [base|engine|operator|node]…: only those steps (default: all of them).
 for step in "${@:-all}"; do
   case "$step" in
     base) base_images ;;
     engine) base_images; go_image; engine_images ;;
+    operator) base_images; operator_image ;;
     node) base_images; node_image ;;
-    all) base_images; go_image; node_image; engine_images ;;
-    *) die "unknown step $step (base, engine, node, all)" ;;
+    all) base_images; go_image; node_image; operator_image; engine_images ;;
+    *) die "unknown step $step (base, engine, operator, node, all)" ;;
   esac
 done
 log "images ready"

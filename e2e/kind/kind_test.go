@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,17 +24,21 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 )
@@ -47,11 +53,20 @@ const (
 	overlayRegCode = "E2E-REGISTRATION-CODE"
 	planEnv        = "MARKETPLACE_PLAN_ID"
 	exitPermanent  = 2
+	// handoverEnv bounds the engine's wait, before it writes the Secret,
+	// for the update server's name to resolve through the cluster's DNS
+	// and answer TLS; 0 turns the wait off (for this test only).
+	handoverEnv = "HANDOVER_TIMEOUT"
+	// jobBound is how long a Job may take: the engine's handover wait
+	// (CoreDNS picks a Corefile change up after 30–110 s) and then its
+	// wait for the operator's answer.
+	jobBound = 5 * time.Minute
 )
 
 // settings are the harness's choices; make e2e-kind sets them.
 type settings struct {
 	nodeImage, image, fakecloudImage string
+	operatorImage                    string
 	kubectl                          string
 	clusterName                      string
 	artifacts                        string
@@ -73,6 +88,7 @@ func load(t *testing.T) settings {
 		nodeImage:      env("KIND_NODE_IMAGE", "local/kind-node:v1.34.4"),
 		image:          env("E2E_IMAGE", "registration-engine:latest"),
 		fakecloudImage: env("E2E_FAKECLOUD_IMAGE", "registration-engine-fakecloud:latest"),
+		operatorImage:  env("E2E_OPERATOR_IMAGE", "local/scc-operator:"+sccoperator.CommitRMT[:7]),
 		kubectl:        filepath.Join(os.Getenv("K8S_TESTBIN"), "kubectl"),
 		clusterName:    env("E2E_CLUSTER_NAME", "registration-engine-e2e"),
 		artifacts:      env("E2E_ARTIFACTS", filepath.Join(repo, "_out", "kind-e2e")),
@@ -80,7 +96,7 @@ func load(t *testing.T) settings {
 	}
 	require.NotEmpty(t, os.Getenv("K8S_TESTBIN"), "K8S_TESTBIN must name the directory of kubectl (make e2e-kind sets it)")
 	require.FileExists(t, s.kubectl)
-	for _, img := range []string{s.nodeImage, s.image, s.fakecloudImage} {
+	for _, img := range []string{s.nodeImage, s.image, s.fakecloudImage, s.operatorImage} {
 		out, err := exec.Command("docker", "image", "inspect", "-f", "{{.Id}}", img).CombinedOutput()
 		require.NoError(t, err, "image %s is missing (make e2e-kind builds it): %s", img, out)
 	}
@@ -88,14 +104,19 @@ func load(t *testing.T) settings {
 	return s
 }
 
-// TestKind runs the engine as users run it: the image from the project's
-// Dockerfile, the CronJob of manifests/overlays/e2e, a Job made from it as
-// `kubectl create job --from=cronjob/registration-engine` makes one, in a
-// pod with its ServiceAccount token, a projected Workload Identity token, a
-// read-only root filesystem and user 65532, against the fake cloud running
-// as a pod and reached over the pod network. A wrong Marketplace plan must
-// fail the Job at once; the right one must write scc-registration and make
-// the update server's name resolve in the cluster.
+// TestKind runs the whole product as users run it: the engine's image from
+// the project's Dockerfile, the CronJob of manifests/overlays/e2e, a Job
+// made from it by `kubectl create job --from=cronjob/registration-engine`,
+// in a pod with its ServiceAccount token, a projected Workload Identity
+// token, a read-only root filesystem and user 65532, against the fake cloud
+// running as a pod and reached over the pod network; and rancher/scc-operator
+// (the revision the engine needs) as a pod of its own, which reads the
+// Secret, resolves the update server's name through the cluster's real
+// CoreDNS and registers with the fake update server. A wrong Marketplace
+// plan must fail the Job at once; the right one must end with the
+// operator's Registration active, never Failed; and the same run with the
+// engine's handover wait turned off must end Failed, which is what the wait
+// is for.
 func TestKind(t *testing.T) {
 	s := load(t)
 	c := createCluster(t, s)
@@ -106,6 +127,11 @@ func TestKind(t *testing.T) {
 	c.waitForSystem(t, ctx)
 	c.waitForFakecloud(t, ctx)
 	c.copyTrust(t, ctx)
+	pristine := c.corefile(t, ctx)
+	c.installOperator(t, ctx)
+	rec, err := sccoperator.Record(context.Background(), c.cfg)
+	require.NoError(t, err)
+	defer rec.Stop()
 
 	// First the failure: it stops at phase 2 and leaves nothing behind, so
 	// the success after it starts from a cluster without the Secret.
@@ -131,13 +157,15 @@ func TestKind(t *testing.T) {
 		t.Logf("proved: with plan %q the pod exits %d and the Job fails by its podFailurePolicy with %d pod", "not-the-plan-of-the-extension", term.ExitCode, len(pods))
 	})
 
-	t.Run("manual Job registers", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	var registered string
+	t.Run("manual Job registers the cluster", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), jobBound+2*time.Minute)
 		defer cancel()
 		start := time.Now()
 		job := c.runJob(t, ctx, "manual-1", nil)
 		require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(job).Type, "the Job did not complete: %+v", job.Status)
 		assert.Equal(t, int32(0), job.Status.Failed, "no pod failed on the way")
+		took := time.Since(start)
 
 		sec, err := c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -154,19 +182,154 @@ func TestKind(t *testing.T) {
 		served := c.updateServerCert(t, ctx)
 		assert.Equal(t, strings.TrimSpace(served), strings.TrimSpace(string(sec.Data[kube.KeyRegistrationURLCert])), "the certificate the update server serves")
 
+		sum := c.summary(t, ctx, job.Name)
+		assert.Equal(t, "registered", sum["outcome"], "the run's summary: %v", sum)
+		assert.Equal(t, "active", sum["operator"], "the run waited for the operator's answer: %v", sum)
+		ev := c.jobEvent(t, ctx, job.Name)
+		assert.Equal(t, kube.ReasonRegistered, ev.Reason, "%s", ev.Note)
+		assert.Equal(t, corev1.EventTypeNormal, ev.Type)
 		podIP := c.fakecloudPodIP(t, ctx)
-		cm, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
-		require.NoError(t, err)
-		assert.Contains(t, cm.Data[inclusterdns.CorefileKey], podIP+" "+updateServer, "CoreDNS maps the update server's name to the address that won the race")
+		assert.Contains(t, c.corefile(t, ctx), podIP+" "+updateServer, "CoreDNS maps the update server's name to the address that won the race")
 		t.Logf("proved: Job %s completed in %.1fs and wrote %s with its five keys; CoreDNS maps %s to %s (the fake cloud's pod)",
-			job.Name, time.Since(start).Seconds(), kube.SecretName, updateServer, podIP)
+			job.Name, took.Seconds(), kube.SecretName, updateServer, podIP)
+
+		t.Run("the operator registers and activates", func(t *testing.T) {
+			registered = c.waitRegistration(t, ctx, rec)
+			states := rec.States(registered)
+			final := states[len(states)-1]
+			require.True(t, final.Done(), "Registration %s is not active: %s\n%s", registered, final, c.operatorLog(t, ctx))
+			for _, st := range states {
+				assert.False(t, st.Failed(), "the Registration passed through Failure: %s", st)
+			}
+			announce := c.announce(t, ctx)
+			assert.Equal(t, http.StatusCreated, announce.Status)
+			assert.Equal(t, updateServer, announce.ServerName, "the operator dialled the update server by its name (SNI)")
+			assert.True(t, strings.HasSuffix(announce.LocalAddr, ":443"), "on 443, where https://%s leads: %s", updateServer, announce.LocalAddr)
+			t.Logf("proved: CronJob → Job %s (%.0fs, summary operator=%v, Event %s) → Secret → rancher/scc-operator %.7s in a pod resolved %s through CoreDNS to %s and registered with regCode %s: Registration %s Done, activationStatus.activated=%t, system %d, %q, never Failure (%d states)",
+				job.Name, took.Seconds(), sum["operator"], ev.Reason, sccoperator.CommitRMT, updateServer, podIP, announce.RegCode, registered, final.Activated, final.SystemID, final.RegisteredProduct, len(states))
+		})
 
 		t.Run("the update server's name resolves in the cluster", func(t *testing.T) {
-			got := c.resolve(t, ctx, updateServer)
+			got, ok := c.resolve(t, ctx, updateServer, 60)
+			require.True(t, ok, "%s does not resolve in the cluster: %s", updateServer, got)
 			assert.Equal(t, podIP, got)
 			t.Logf("proved: a pod resolves %s to %s through CoreDNS", updateServer, got)
 		})
 	})
+
+	// The same cluster as the engine found it (no Secret, no Registration,
+	// a Corefile without the entry, loaded by CoreDNS), and the engine
+	// without its handover wait: the Secret then reaches the operator
+	// before CoreDNS answers for the name, and the operator gives up for
+	// good. The race is not close: the operator acts on the Secret within
+	// a second or two, CoreDNS loads the edited Corefile only after the
+	// kubelet refreshed its ConfigMap volume (its periodic sync, about a
+	// minute) and the reload plugin's next check (every 30 s ± 15 s), the
+	// 30–110 s measured before the wait existed; the test reports both.
+	t.Run("without the handover wait the operator fails for good", func(t *testing.T) {
+		require.NotEmpty(t, registered, "needs the registration of the previous subtest")
+		ctx, cancel := context.WithTimeout(context.Background(), jobBound+4*time.Minute)
+		defer cancel()
+		c.deregister(t, ctx, rec, registered)
+		c.resetCoreDNS(t, ctx, pristine)
+		if addr, ok := c.resolve(t, ctx, updateServer, 1); ok {
+			require.Failf(t, "the reset cluster still resolves the name", "%s → %s", updateServer, addr)
+		}
+		reqsBefore := len(c.sccRequests(t, ctx))
+
+		start := time.Now()
+		job := c.runJob(t, ctx, "manual-no-wait", func(pod *corev1.PodSpec) {
+			controlplane.SetEnv(engineContainer(t, pod), map[string]string{handoverEnv: "0"})
+		})
+		jobCond := controlplane.FinishedCondition(job)
+		finished := time.Since(start)
+		name := c.waitRegistration(t, ctx, rec)
+		states := rec.States(name)
+		final := states[len(states)-1]
+		require.True(t, final.Failed(), "Registration %s did not fail: %s", name, final)
+		assert.False(t, final.Activated)
+		assert.Contains(t, final.FailureMessage(), "no such host", "the operator could not resolve %s", updateServer)
+		for _, r := range c.sccRequests(t, ctx)[reqsBefore:] {
+			assert.NotEqual(t, "/connect/subscriptions/systems", r.Path, "nothing reached the update server: %+v", r)
+		}
+		// It stays Failed once CoreDNS answers: the operator does not retry.
+		_, ok := c.resolve(t, ctx, updateServer, 90)
+		resolvedAt := time.Since(start)
+		require.True(t, ok, "%s never resolved", updateServer)
+		time.Sleep(10 * time.Second)
+		again, err := sccoperator.Get(ctx, c.dyn, name)
+		require.NoError(t, err)
+		assert.True(t, again.Failed() && !again.Activated, "Registration %s after the name resolved: %s", name, again)
+		// The engine said so: the run fails for good (exit 2, the Job's
+		// podFailurePolicy, no retry) and the Job carries the Warning.
+		sum := c.summary(t, ctx, job.Name)
+		assert.Equal(t, "failed", sum["operator"], "the run's summary: %v", sum)
+		assert.EqualValues(t, exitPermanent, sum["exitCode"])
+		assert.Equal(t, batchv1.JobFailed, jobCond.Type, "a Failed Registration must not leave a Complete Job: %s", jobCond.Message)
+		assert.Equal(t, batchv1.JobReasonPodFailurePolicy, jobCond.Reason)
+		ev := c.jobEvent(t, ctx, job.Name)
+		assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason, "%s", ev.Note)
+		assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+		t.Logf("proved: with %s=0 Job %s ended %s (%s; summary operator=%v exitCode=%v; Event %s) %.0fs after it started, its Registration %s Failed (%q); a pod resolved %s only %.0fs after the start, and the Registration stayed Failed: the wait is what makes it work",
+			handoverEnv, job.Name, jobCond.Type, jobCond.Reason, sum["operator"], sum["exitCode"], ev.Reason, finished.Seconds(), name, final.FailureMessage(), updateServer, resolvedAt.Seconds())
+	})
+}
+
+// waitRegistration waits for the operator to adopt scc-registration and for
+// its Registration to reach Done or Failure, and returns its name.
+func (c *kindCluster) waitRegistration(t *testing.T, ctx context.Context, rec *sccoperator.Recorder) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	name, err := sccoperator.WaitForSecret(ctx, c.cs, kube.Namespace, kube.SecretName)
+	require.NoError(t, err, "operator log:\n%s", c.operatorLog(t, ctx))
+	_, err = rec.Wait(ctx, name, sccoperator.Registration.Terminal)
+	require.NoError(t, err, "operator log:\n%s", c.operatorLog(t, ctx))
+	return name
+}
+
+// summary is the "run finished" line the engine logged last in the Job's
+// newest pod.
+func (c *kindCluster) summary(t *testing.T, ctx context.Context, job string) map[string]any {
+	t.Helper()
+	pods := c.jobPods(t, ctx, job)
+	require.NotEmpty(t, pods)
+	newest := slices.MaxFunc(pods, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	lines := strings.Split(strings.TrimSpace(c.logs(t, ctx, newest.Name)), "\n")
+	var last map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last), "the last log line: %s", lines[len(lines)-1])
+	require.Equal(t, "run finished", last["msg"])
+	return last
+}
+
+// jobEvent is the one events.k8s.io Event the engine recorded on Job job.
+func (c *kindCluster) jobEvent(t *testing.T, ctx context.Context, job string) eventsv1.Event {
+	t.Helper()
+	evs, err := c.cs.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var ours []eventsv1.Event
+	for _, e := range evs.Items {
+		if e.ReportingController == kube.ReportingController && e.Regarding.Kind == "Job" && e.Regarding.Name == job {
+			ours = append(ours, e)
+		}
+	}
+	require.Len(t, ours, 1, "the engine's Events on Job %s: %+v", job, ours)
+	return ours[0]
+}
+
+// announce is the one announce (POST /connect/subscriptions/systems) the
+// fake update server received with the overlay's registration code.
+func (c *kindCluster) announce(t *testing.T, ctx context.Context) fakecloud.SCCRequest {
+	t.Helper()
+	var found []fakecloud.SCCRequest
+	reqs := c.sccRequests(t, ctx)
+	for _, r := range reqs {
+		if r.Method == http.MethodPost && r.Path == "/connect/subscriptions/systems" && r.RegCode == overlayRegCode {
+			found = append(found, r)
+		}
+	}
+	require.Len(t, found, 1, "announces with regCode %s among %+v", overlayRegCode, reqs)
+	return found[0]
 }
 
 // ------------------------------------------------------------------ cluster
@@ -175,7 +338,9 @@ type kindCluster struct {
 	s          settings
 	provider   *cluster.Provider
 	kubeconfig string
+	cfg        *rest.Config
 	cs         kubernetes.Interface
+	dyn        dynamic.Interface
 }
 
 func createCluster(t *testing.T, s settings) *kindCluster {
@@ -206,15 +371,17 @@ func createCluster(t *testing.T, s settings) *kindCluster {
 	require.NoError(t, err, "kind create cluster")
 	t.Logf("cluster %s up in %.1fs (node image %s)", s.clusterName, time.Since(start).Seconds(), s.nodeImage)
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	c.cfg, err = clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	require.NoError(t, err)
-	c.cs, err = kubernetes.NewForConfig(cfg)
+	c.cs, err = kubernetes.NewForConfig(c.cfg)
+	require.NoError(t, err)
+	c.dyn, err = dynamic.NewForConfig(c.cfg)
 	require.NoError(t, err)
 
 	start = time.Now()
 	nodes, err := c.provider.ListInternalNodes(s.clusterName)
 	require.NoError(t, err)
-	for _, img := range []string{s.image, s.fakecloudImage} {
+	for _, img := range []string{s.image, s.fakecloudImage, s.operatorImage} {
 		for _, n := range nodes {
 			save := exec.Command("docker", "save", img)
 			out, err := save.StdoutPipe()
@@ -228,7 +395,7 @@ func createCluster(t *testing.T, s settings) *kindCluster {
 			require.NoError(t, loadErr, "load %s into %s", img, n.String())
 		}
 	}
-	t.Logf("loaded %s and %s in %.1fs", s.image, s.fakecloudImage, time.Since(start).Seconds())
+	t.Logf("loaded %s, %s and %s in %.1fs", s.image, s.fakecloudImage, s.operatorImage, time.Since(start).Seconds())
 	return c
 }
 
@@ -373,45 +540,23 @@ func (c *kindCluster) copyTrust(t *testing.T, ctx context.Context) {
 	}
 }
 
-// jobFromCronJob is what `kubectl create job NAME --from=cronjob/CJ`
-// creates: the CronJob's job template under a new name, annotated as a
-// manual instantiation and owned by the CronJob.
-func jobFromCronJob(cj *batchv1.CronJob, name string) *batchv1.Job {
-	annotations := map[string]string{"cronjob.kubernetes.io/instantiate": "manual"}
-	for k, v := range cj.Spec.JobTemplate.Annotations {
-		annotations[k] = v
-	}
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Namespace:   cj.Namespace,
-			Annotations: annotations,
-			Labels:      cj.Spec.JobTemplate.Labels,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: batchv1.SchemeGroupVersion.String(),
-				Kind:       "CronJob",
-				Name:       cj.Name,
-				UID:        cj.UID,
-				Controller: ptr.To(true),
-			}},
-		},
-		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
-	}
-}
-
-// runJob creates a Job from the CronJob (edit, when set, changes its pod
-// first) and waits until it completes or fails.
+// runJob makes a Job from the CronJob as `kubectl create job NAME
+// --from=cronjob/registration-engine` does (edit, when set, changes its pod
+// first: kubectl's object, taken with --dry-run, then created) and waits
+// until it completes or fails.
 func (c *kindCluster) runJob(t *testing.T, ctx context.Context, name string, edit func(*corev1.PodSpec)) *batchv1.Job {
 	t.Helper()
-	cj, err := c.cs.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
-	require.NoError(t, err)
-	job := jobFromCronJob(cj, name)
-	if edit != nil {
+	args := []string{"-n", kube.Namespace, "create", "job", name, "--from=cronjob/" + cronJobName}
+	if edit == nil {
+		c.kubectl(t, ctx, nil, args...)
+	} else {
+		var job batchv1.Job
+		require.NoError(t, json.Unmarshal(c.kubectl(t, ctx, nil, append(args, "--dry-run=client", "-o", "json")...), &job))
 		edit(&job.Spec.Template.Spec)
+		_, err := c.cs.BatchV1().Jobs(kube.Namespace).Create(ctx, &job, metav1.CreateOptions{})
+		require.NoError(t, err)
 	}
-	_, err = c.cs.BatchV1().Jobs(kube.Namespace).Create(ctx, job, metav1.CreateOptions{})
-	require.NoError(t, err)
-	return controlplane.WaitJobFinished(ctx, t, c.cs, kube.Namespace, name)
+	return controlplane.WaitJobFinishedWithin(ctx, t, c.cs, kube.Namespace, name, jobBound)
 }
 
 // engineContainer is the engine's container in the CronJob's pod.
@@ -486,45 +631,47 @@ func (c *kindCluster) updateServerCert(t *testing.T, ctx context.Context) string
 	return string(b)
 }
 
-// resolve runs a pod that asks the cluster's DNS for name until it answers
-// (CoreDNS's reload plugin picks a Corefile change up within about 45 s)
-// and returns the address. The image is the node's kube-proxy image, the
-// one preloaded image with a libc resolver and a shell.
-func (c *kindCluster) resolve(t *testing.T, ctx context.Context, name string) string {
+// resolve runs a pod that asks the cluster's DNS for name, up to tries
+// times 2 s apart, and returns the first address and true; or its output
+// and false when the name never resolved. The image is the node's
+// kube-proxy image, the one preloaded image with a libc resolver and a
+// shell.
+func (c *kindCluster) resolve(t *testing.T, ctx context.Context, name string, tries int) (string, bool) {
 	t.Helper()
-	image := ""
 	ds, err := c.cs.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
 	require.NoError(t, err)
-	image = ds.Spec.Template.Spec.Containers[0].Image
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "resolve-update-server", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "resolve-", Namespace: "default"},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
 				Name:            "resolve",
-				Image:           image,
+				Image:           ds.Spec.Template.Spec.Containers[0].Image,
 				ImagePullPolicy: corev1.PullNever,
-				Command: []string{"sh", "-c", `for i in $(seq 1 60); do getent hosts "$0" && exit 0; sleep 2; done; exit 1`,
-					name},
+				Command: []string{"sh", "-c", `i=0; while [ $i -lt "$1" ]; do getent hosts "$0" && exit 0; i=$((i+1)); sleep 2; done; echo "$0: no answer"; exit 1`,
+					name, strconv.Itoa(tries)},
 			}},
 		},
 	}
-	_, err = c.cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	pod, err = c.cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
 	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		pod, err = c.cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		p, err := c.cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // the API server is busy: poll again
 		}
+		pod = p
 		return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed, nil
 	})
 	require.NoError(t, err, "the resolver pod did not finish")
 	b, err := c.cs.CoreV1().Pods("default").GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 	require.NoError(t, err)
-	require.Equal(t, corev1.PodSucceeded, pod.Status.Phase, "%s does not resolve in the cluster: %s", name, b)
+	if pod.Status.Phase != corev1.PodSucceeded {
+		return string(b), false
+	}
 	fields := strings.Fields(string(b))
 	require.NotEmpty(t, fields)
-	return fields[0]
+	return fields[0], true
 }
 
 // testLogger sends kind's progress to the test log.

@@ -28,6 +28,12 @@ STATIC_IMAGE=local/static:$DEBIAN_SUITE
 GO_IMAGE=local/golang:${GO_VERSION#go}
 IMAGE=${IMAGE:-registration-engine:latest}
 FAKECLOUD_IMAGE=${FAKECLOUD_IMAGE:-registration-engine-fakecloud:latest}
+# rancher/scc-operator at the revision the engine needs (add-rmt-support,
+# the first that trusts registrationUrlCert; see e2e/sccoperator), from the
+# cache of e2e/scripts/scc-operator.sh.
+SCC_OPERATOR_COMMIT=${SCC_OPERATOR_COMMIT:-dad26bb7a9102580bc74747e4159e83f528a25b8}
+SCC_OPERATOR_DIR=${SCC_OPERATOR_DIR:-$CACHE_DIR/scc-operator}
+OPERATOR_IMAGE=${OPERATOR_IMAGE:-local/scc-operator:${SCC_OPERATOR_COMMIT:0:7}}
 
 # The daemon host.sh starts listens on its own socket under the cache, so it
 # never collides with a Docker the machine already runs; when that socket is

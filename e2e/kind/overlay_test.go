@@ -101,6 +101,17 @@ func TestOverlayPointsTheEngineAtTheFakeCloud(t *testing.T) {
 		},
 		"update server (the pod's address, no Service)": func(t *testing.T) {
 			assert.Equal(t, flags["update-https-port"], env["UPDATE_SERVER_HTTPS_PORT"])
+			// rancher/scc-operator dials https://<name>, port 443; so
+			// does the engine's check before it hands the Secret over.
+			assert.Equal(t, "443", flags["update-https-port"], "the operator reaches the update server only on 443")
+			assert.Equal(t, "443", containerPort["update-https"])
+			var unprivileged string
+			for _, s := range dep.Spec.Template.Spec.SecurityContext.Sysctls {
+				if s.Name == "net.ipv4.ip_unprivileged_port_start" {
+					unprivileged = s.Value
+				}
+			}
+			assert.Equal(t, "0", unprivileged, "user %d binds 443 only with the sysctl", *dep.Spec.Template.Spec.SecurityContext.RunAsUser)
 			assert.Equal(t, flags["update-http-port"], env["UPDATE_SERVER_HTTP_PORT"])
 		},
 		"Entra accepts the CronJob's projected token": func(t *testing.T) {

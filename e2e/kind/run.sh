@@ -2,7 +2,8 @@
 # make e2e-kind: everything the kind tier needs, from a fresh clone, then its
 # tests.
 #
-#   e2e/kind/run.sh          host.sh start, bins.sh, images.sh, then
+#   e2e/kind/run.sh          host.sh start, bins.sh, scc-operator.sh,
+#                            images.sh, then
 #                            go test -tags e2e ./e2e/kind; stops the Docker
 #                            daemon it started on the way out
 #   e2e/kind/run.sh clean    remove a cluster kept by E2E_KEEP_CLUSTER=1 and
@@ -46,10 +47,12 @@ fi
 lap "Docker"
 "$here/bins.sh"
 lap "programs (bins.sh)"
+CACHE_DIR=$CACHE_DIR SCC_OPERATOR_DIR=$SCC_OPERATOR_DIR "$REPO/e2e/scripts/scc-operator.sh" "$SCC_OPERATOR_COMMIT" >&2
+lap "rancher/scc-operator (scc-operator.sh)"
 "$here/images.sh"
 lap "images (images.sh)"
 
-export K8S_TESTBIN KIND_NODE_IMAGE=$NODE_IMAGE E2E_IMAGE=$IMAGE E2E_FAKECLOUD_IMAGE=$FAKECLOUD_IMAGE E2E_CLUSTER_NAME=$cluster
+export K8S_TESTBIN KIND_NODE_IMAGE=$NODE_IMAGE E2E_IMAGE=$IMAGE E2E_FAKECLOUD_IMAGE=$FAKECLOUD_IMAGE E2E_OPERATOR_IMAGE=$OPERATOR_IMAGE E2E_CLUSTER_NAME=$cluster
 cd "$REPO"
 rc=0
 # shellcheck disable=SC2086

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -222,7 +223,6 @@ func (o *Operator) waitReady(ctx context.Context, p *controlplane.Plane, t testi
 	if err != nil {
 		return err
 	}
-	crd := "registrations.scc.cattle.io"
 	var state string
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
@@ -230,35 +230,43 @@ func (o *Operator) waitReady(ctx context.Context, p *controlplane.Plane, t testi
 			return false, fmt.Errorf("exited: %w", o.exitErr())
 		default:
 		}
-		l, err := admin.CoordinationV1().Leases(LeaseNamespace).Get(ctx, LeaseName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && (l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "")) {
-			state = "no leader yet"
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		u, err := dyn.Resource(crdResource).Get(ctx, crd, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			state = "leads, no " + crd + " yet"
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		state = "leads, " + crd + " not established"
-		return false, nil
+		var ok bool
+		ok, state, err = Serving(ctx, admin, dyn)
+		return ok, err
 	})
 	if err != nil {
 		return fmt.Errorf("not ready within %s (%s): %w", readyTimeout, state, err)
 	}
 	return nil
+}
+
+// Serving reports whether an operator, wherever it runs, is ready for a
+// Secret: it holds its leader Lease and its Registration CRD is
+// established. state says what is still missing ("no leader yet", …); err
+// is an API error other than NotFound.
+func Serving(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) (ok bool, state string, err error) {
+	const crd = "registrations.scc.cattle.io"
+	l, err := cs.CoordinationV1().Leases(LeaseNamespace).Get(ctx, LeaseName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && (l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "")) {
+		return false, "no leader yet", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("lease %s/%s: %w", LeaseNamespace, LeaseName, err)
+	}
+	u, err := dyn.Resource(crdResource).Get(ctx, crd, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, "leads, no " + crd + " yet", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("crd %s: %w", crd, err)
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+			return true, "serving", nil
+		}
+	}
+	return false, "leads, " + crd + " not established", nil
 }
 
 // Stop sends SIGTERM (a graceful stop releases the leader Lease), waits,

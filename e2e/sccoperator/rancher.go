@@ -38,10 +38,12 @@ const (
 	LeaseName      = "scc-controllers"
 )
 
-// rancherCRDs are the CRDs of the Rancher objects the operator reads,
+// RancherCRDs are the CRDs of the Rancher objects the operator reads,
 // reduced to a schema that keeps every field: the operator exits at start
-// without secretrequests, and waits without settings.
-const rancherCRDs = `
+// without secretrequests, and waits without settings. Apply them, and wait
+// for them to be established, before RancherObjects. The kind tier applies
+// the same two documents to its cluster.
+const RancherCRDs = `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: secretrequests.telemetry.cattle.io}
@@ -70,9 +72,10 @@ spec:
       schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
 `
 
-// rancherObjects are the Settings and the metrics Secret Rancher would
-// keep, and the operator's ServiceAccount with the least RBAC it runs with.
-var rancherObjects = fmt.Sprintf(`
+// RancherObjects are the Settings and the metrics Secret Rancher would
+// keep, and the operator's ServiceAccount with the least RBAC it runs with,
+// whether it runs as a process (Run) or as a pod (the kind tier).
+var RancherObjects = fmt.Sprintf(`
 apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s}
@@ -149,10 +152,10 @@ subjects:
 // may call it on a shared plane.
 func Install(t testing.TB, p *controlplane.Plane) {
 	t.Helper()
-	p.Apply(t, []byte(rancherCRDs))
+	p.Apply(t, []byte(RancherCRDs))
 	p.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/secretrequests.telemetry.cattle.io", "crd/settings.management.cattle.io")
-	p.Apply(t, []byte(rancherObjects))
+	p.Apply(t, []byte(RancherObjects))
 }
 
 // clearLease deletes the operator's leader Lease when it is held, so an
