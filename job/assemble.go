@@ -180,7 +180,7 @@ func handoverWait(cfg *Config, log *slog.Logger) (w Handover, skip string, disab
 	case cfg.HandoverTimeout <= 0:
 		return nil, "HANDOVER_TIMEOUT=0", true
 	}
-	h := &handover.Wait{Port: cfg.UpdateHTTPSPort, Timeout: cfg.HandoverTimeout, Log: log}
+	h := &handover.Wait{Port: cfg.UpdateHTTPSPort, Timeout: cfg.HandoverTimeout, Settle: cfg.HandoverSettle, Log: log}
 	if cfg.HandoverDNSServer != "" {
 		h.Resolve = handover.ServerResolver(cfg.HandoverDNSServer)
 	}

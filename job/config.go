@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
@@ -108,6 +109,7 @@ type Config struct {
 
 	// Handover to rancher/scc-operator.
 	HandoverTimeout   time.Duration
+	HandoverSettle    time.Duration
 	HandoverDNSServer string
 	OperatorWait      time.Duration
 
@@ -437,6 +439,7 @@ var settings = []setting{
 	{flag: "in-cluster-dns", envs: []string{"IN_CLUSTER_DNS"}, def: "true", boolean: true, help: "in-cluster DNS: make the update server's name resolve in the cluster through CoreDNS", set: boolean(func(c *Config) *bool { return &c.InClusterDNS })},
 
 	{group: "Handover to rancher/scc-operator"},
+	{flag: "handover-settle", envs: []string{"HANDOVER_SETTLE"}, def: formatDuration(handover.DefaultSettle), help: "how long every check of the handover wait must keep passing before the Secret is written, so that every CoreDNS replica serves the name, not only the first to reload (0 hands over at the first pass)", set: duration(func(c *Config) *time.Duration { return &c.HandoverSettle })},
 	{flag: "handover-timeout", envs: []string{"HANDOVER_TIMEOUT"}, def: "3m", help: "before writing the Secret, wait up to this long until the update server's name resolves through the cluster's DNS to the address the run mapped and answers TLS there with the pinned certificate (within the run deadline; 0 disables the wait, for tests only)", set: duration(func(c *Config) *time.Duration { return &c.HandoverTimeout })},
 	{flag: "handover-dns-server", envs: []string{"HANDOVER_DNS_SERVER"}, help: "ip:port of the DNS server the handover wait asks instead of the pod's resolver (tests only)", set: addrPort(func(c *Config) *string { return &c.HandoverDNSServer })},
 	{flag: "operator-wait", envs: []string{"OPERATOR_WAIT"}, def: "2m", help: "after writing the Secret, wait up to this long for rancher/scc-operator's Registration to become active or fail (within the run deadline; 0 reads it once)", set: duration(func(c *Config) *time.Duration { return &c.OperatorWait })},
@@ -630,6 +633,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("output", c.Output),
 		slog.Bool("inClusterDns", c.InClusterDNS),
 		slog.String("handoverTimeout", c.HandoverTimeout.String()),
+		slog.String("handoverSettle", c.HandoverSettle.String()),
 		slog.String("handoverDnsServer", c.HandoverDNSServer),
 		slog.String("operatorWait", c.OperatorWait.String()),
 		slog.String("jobUid", c.JobUID),

@@ -25,6 +25,15 @@ const (
 	DefaultPort = 443
 	// DefaultInterval is the pause between two checks.
 	DefaultInterval = 2 * time.Second
+	// DefaultSettle is how long every check must keep passing before the
+	// handover. CoreDNS runs as several replicas, each reloading the
+	// changed Corefile on its own schedule (the kubelet's ConfigMap sync,
+	// then the reload plugin), and the Service sends each query to any of
+	// them: one right answer proves only one replica. Ten checks in a row
+	// each reach a random replica, so a replica still serving the old
+	// Corefile is all but certain to answer one of them wrongly and start
+	// the settling over.
+	DefaultSettle = 20 * time.Second
 	// checkTimeout bounds one lookup plus one TLS handshake, so that one
 	// DNS server that never answers cannot take the whole wait.
 	checkTimeout = 10 * time.Second
@@ -70,7 +79,10 @@ type Wait struct {
 	Timeout time.Duration
 	// Interval is the pause between checks; 0 means DefaultInterval.
 	Interval time.Duration
-	Log      *slog.Logger
+	// Settle is how long the checks must keep passing, every one of them,
+	// before the handover (see DefaultSettle); 0 hands over at the first.
+	Settle time.Duration
+	Log    *slog.Logger
 }
 
 // Until returns once name resolves to addr and addr answers TLS with
@@ -93,25 +105,34 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 	defer cancel()
 
 	last := &NotReadyError{Name: name, Address: addr.Unmap(), Port: port, Object: object, Step: StepResolve}
+	var passingSince time.Time
 	for {
 		last.Attempts++
 		st := w.check(wctx, name, addr.Unmap(), port, roots)
 		if st.step == "" {
-			log.Info("update server reachable through the cluster: handing over",
-				slog.Int("attempts", last.Attempts), slog.Int64("waitedMs", time.Since(start).Milliseconds()))
-			return time.Since(start), nil
-		}
-		// A check cut short by the end of the wait says nothing about
-		// CoreDNS; keep the one before it, unless there is none.
-		if wctx.Err() == nil || last.Attempts == 1 {
-			last.Step, last.Answer, last.Err = st.step, st.answer, st.err
-		}
-		if last.Attempts == 1 {
-			log.Info("waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret",
-				slog.String("timeout", w.Timeout.String()), slog.String("step", st.step), slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+			if passingSince.IsZero() {
+				passingSince = time.Now()
+			}
+			if time.Since(passingSince) >= w.Settle {
+				log.Info("update server reachable through the cluster: handing over",
+					slog.Int("attempts", last.Attempts), slog.Int64("waitedMs", time.Since(start).Milliseconds()),
+					slog.String("settled", w.Settle.String()))
+				return time.Since(start), nil
+			}
 		} else {
-			log.Debug("update server not reachable through the cluster yet",
-				slog.Int("attempt", last.Attempts), slog.String("step", st.step), slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+			passingSince = time.Time{}
+			// A check cut short by the end of the wait says nothing about
+			// CoreDNS; keep the one before it, unless there is none.
+			if wctx.Err() == nil || last.Attempts == 1 {
+				last.Step, last.Answer, last.Err = st.step, st.answer, st.err
+			}
+			if last.Attempts == 1 {
+				log.Info("waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret",
+					slog.String("timeout", w.Timeout.String()), slog.String("step", st.step), slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+			} else {
+				log.Debug("update server not reachable through the cluster yet",
+					slog.Int("attempt", last.Attempts), slog.String("step", st.step), slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+			}
 		}
 		t := time.NewTimer(cmp.Or(w.Interval, DefaultInterval))
 		select {
