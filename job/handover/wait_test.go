@@ -199,3 +199,29 @@ func TestServerResolver(t *testing.T) {
 	assert.True(t, dnsErr.IsNotFound, "NXDOMAIN, as for a name CoreDNS has no entry for")
 	assert.NotEmpty(t, srv.Queries())
 }
+
+// TestWaitUntilSettles: with several CoreDNS replicas one right answer
+// proves one replica. A stale replica answering in between starts the
+// settling over, so the handover comes only after Settle of right answers.
+func TestWaitUntilSettles(t *testing.T) {
+	good, goodPEM, err := fakecloud.SelfSigned(updateServer)
+	require.NoError(t, err)
+	port := tlsServer(t, good)
+	// Right, stale, right, stale, then only right: two replicas, the second
+	// reloading after the fourth query.
+	l := &lookups{answers: []func() ([]netip.Addr, error){to("127.0.0.1"), nxdomain, to("127.0.0.1"), nxdomain, to("127.0.0.1")}}
+	settle := 100 * time.Millisecond
+	w := &Wait{Resolve: l.resolve, Port: port, Timeout: time.Minute, Interval: 10 * time.Millisecond, Settle: settle}
+	start := time.Now()
+	_, err = w.Until(context.Background(), updateServer, netip.MustParseAddr("127.0.0.1"), goodPEM, "kube-system/coredns")
+	require.NoError(t, err)
+	assert.Greater(t, l.calls, 5, "it kept checking after the first right answers")
+	assert.GreaterOrEqual(t, time.Since(start), settle, "it waited Settle after the last wrong answer")
+
+	// Settle 0 hands over at the first right answer, as before.
+	l = &lookups{answers: []func() ([]netip.Addr, error){to("127.0.0.1"), nxdomain}}
+	w = &Wait{Resolve: l.resolve, Port: port, Timeout: time.Minute, Interval: 10 * time.Millisecond}
+	_, err = w.Until(context.Background(), updateServer, netip.MustParseAddr("127.0.0.1"), goodPEM, "kube-system/coredns")
+	require.NoError(t, err)
+	assert.Equal(t, 1, l.calls)
+}
