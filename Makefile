@@ -45,7 +45,7 @@ test: testbin scc-operator helm coredns ## unit tests and the real-control-plane
 	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '/e2e(/controlplane|/sccoperator)?$$')
 	@echo "--- end-to-end: the built binaries, then a real kube-apiserver and rancher/scc-operator (full log: _out/e2e-test.log)"
 	@mkdir -p _out; set -o pipefail; \
-	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -v -timeout 20m ./e2e ./e2e/controlplane ./e2e/sccoperator 2>&1 \
+	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -p 1 -v -timeout 25m ./e2e ./e2e/controlplane ./e2e/sccoperator 2>&1 \
 	  | tee _out/e2e-test.log | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|proved:|control plane (started|stopped)|^(ok|FAIL|panic)' \
 	  || { echo "e2e tests failed; the failing part of _out/e2e-test.log:"; grep -B2 -A40 -- '--- FAIL' _out/e2e-test.log | head -300; exit 1; }
 
