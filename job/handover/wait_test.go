@@ -99,7 +99,7 @@ func TestWaitUntil(t *testing.T) {
 			serve: good, answers: []func() ([]netip.Addr, error){to("::1", "127.0.0.1")}, timeout: time.Minute, attempts: 1,
 		},
 		"resolves elsewhere: times out naming the last answer": {
-			serve: good, answers: []func() ([]netip.Addr, error){nxdomain, to("203.0.113.7")}, timeout: 200 * time.Millisecond,
+			serve: good, answers: []func() ([]netip.Addr, error){nxdomain, to("203.0.113.7")}, timeout: 2 * time.Second,
 			check: func(t *testing.T, e *NotReadyError) {
 				assert.Equal(t, StepResolve, e.Step)
 				assert.Equal(t, []netip.Addr{netip.MustParseAddr("203.0.113.7")}, e.Answer)
@@ -109,7 +109,7 @@ func TestWaitUntil(t *testing.T) {
 			},
 		},
 		"never resolves: times out naming the lookup error": {
-			serve: good, answers: []func() ([]netip.Addr, error){nxdomain}, timeout: 200 * time.Millisecond,
+			serve: good, answers: []func() ([]netip.Addr, error){nxdomain}, timeout: 2 * time.Second,
 			check: func(t *testing.T, e *NotReadyError) {
 				assert.Equal(t, StepResolve, e.Step)
 				var dnsErr *net.DNSError
@@ -119,7 +119,7 @@ func TestWaitUntil(t *testing.T) {
 			},
 		},
 		"wrong certificate: keeps waiting, then times out naming it": {
-			serve: other, answers: []func() ([]netip.Addr, error){to("127.0.0.1")}, timeout: 200 * time.Millisecond,
+			serve: other, answers: []func() ([]netip.Addr, error){to("127.0.0.1")}, timeout: 2 * time.Second,
 			check: func(t *testing.T, e *NotReadyError) {
 				assert.Equal(t, StepTLS, e.Step)
 				var unknown x509.UnknownAuthorityError
