@@ -35,8 +35,9 @@ var (
 	// ErrRefused means an update server entry was refused for its name or
 	// its address before anything was sent to it: the name is not under an
 	// allowed domain or is under the cluster domain, or an address is
-	// loopback, link-local, unspecified or multicast. The error names the
-	// rule; the next entry is tried.
+	// loopback or link-local. The error names the rule; the next entry is
+	// tried. (An unspecified or multicast address never gets this far: its
+	// entry is skipped when the region data is parsed.)
 	ErrRefused = errors.New("update server refused")
 
 	// ErrNotResponsive means an update server's health check did not say

@@ -127,8 +127,7 @@ type Finder struct {
 	// DefaultClusterDomain.
 	ClusterDomain string
 	// AllowLoopback accepts update servers at loopback addresses, which
-	// Find otherwise refuses like link-local, unspecified and multicast
-	// ones. For tests and the fake cloud only, whose update servers listen
+	// Find otherwise refuses like link-local ones. For tests and the fake cloud only, whose update servers listen
 	// on 127.0.0.x and [::1]; Find logs a warning on every run that has it.
 	AllowLoopback bool
 
@@ -154,9 +153,10 @@ type Finder struct {
 // the first entry.
 //
 // An entry whose name is outside Domains or under ClusterDomain, or one of
-// whose addresses is loopback (unless AllowLoopback), link-local,
-// unspecified or multicast, is refused before anything is sent to it, and
-// the next one is tried.
+// whose addresses is loopback (unless AllowLoopback) or link-local, is
+// refused before anything is sent to it, and the next one is tried; one with
+// an unspecified or multicast address is skipped when the region data is
+// parsed.
 //
 // Errors wrap ErrNoRegionServer (nobody gave usable region data; permanent
 // when no server could even be asked) or ErrNoUpdateServer (every update

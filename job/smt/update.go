@@ -79,28 +79,17 @@ func (f *Finder) admit(e Entry) error {
 	if !slices.ContainsFunc(f.Domains, func(d string) bool { return hostname.Under(e.Name, d) }) {
 		return fmt.Errorf("%w: SMTserverName %q is not under an allowed domain (%s; UPDATE_SERVER_DOMAINS)", ErrRefused, e.Name, strings.Join(f.Domains, ", "))
 	}
+	// ParseRegionData and ParseMetadata have already dropped unspecified
+	// and multicast addresses and IPv4-mapped IPv6 ones.
 	for _, a := range addrs(e) {
-		if rule := refusedAddr(a.Unmap(), f.AllowLoopback); rule != "" {
-			return fmt.Errorf("%w: address %s is %s", ErrRefused, a, rule)
+		switch {
+		case a.IsLoopback() && !f.AllowLoopback:
+			return fmt.Errorf("%w: address %s is loopback (UPDATE_SERVER_ALLOW_LOOPBACK is for tests only)", ErrRefused, a)
+		case a.IsLinkLocalUnicast():
+			return fmt.Errorf("%w: address %s is link-local (169.254.0.0/16, fe80::/10)", ErrRefused, a)
 		}
 	}
 	return nil
-}
-
-// refusedAddr names the rule a is refused by, or "" when a may be an update
-// server's address.
-func refusedAddr(a netip.Addr, allowLoopback bool) string {
-	switch {
-	case a.IsUnspecified():
-		return "unspecified"
-	case a.IsLoopback() && !allowLoopback:
-		return "loopback (UPDATE_SERVER_ALLOW_LOOPBACK is for tests only)"
-	case a.IsLinkLocalUnicast():
-		return "link-local (169.254.0.0/16, fe80::/10)"
-	case a.IsMulticast():
-		return "multicast"
-	}
-	return ""
 }
 
 func boolRank(b bool) int {
