@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rancher/registration-engine/job/happyeyeballs"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/providers/failure"
 	"github.com/rancher/registration-engine/providers/pause"
@@ -33,13 +32,10 @@ var (
 // replaces it.
 var DefaultDomains = []string{"susecloud.net"}
 
-// DefaultClusterDomain is the cluster DNS domain Find never accepts an update
-// server's name under, when Finder.ClusterDomain is empty.
-const DefaultClusterDomain = "cluster.local"
-
-// DefaultFamilyDelay is the head start an update server's IPv6 address gets
-// over its IPv4 address in the health check: phase 5's (RFC 8305's) delay.
-const DefaultFamilyDelay = happyeyeballs.DefaultDelay
+// clusterDomain is the cluster DNS domain no update server's name may lie
+// under, whatever Finder.Domains says, so region data cannot redirect a
+// Service such as kubernetes.default.svc.cluster.local.
+const clusterDomain = "cluster.local"
 
 // Default ports, timeouts and body limit, applied like the pass defaults.
 const (
@@ -109,9 +105,10 @@ type Finder struct {
 	// ErrBodyTooLarge. 0 means 1 MiB.
 	MaxBody int64
 	// FamilyDelay is how long the health check waits for an update
-	// server's IPv6 address to connect before it tries IPv4 as well, as
-	// phase 5 does; 0 means DefaultFamilyDelay. An IPv6 address that drops
-	// every packet then costs this delay, not HealthTimeout.
+	// server's IPv6 address to connect before it tries IPv4 as well; 0
+	// means happyeyeballs.DefaultDelay, phase 5's (RFC 8305's). An IPv6
+	// address that drops every packet then costs this delay, not
+	// HealthTimeout.
 	FamilyDelay time.Duration
 
 	// Domains are the domains an update server's name must lie under (the
@@ -119,16 +116,13 @@ type Finder struct {
 	// region data decides what name the whole cluster resolves to the
 	// update server's address (phase 6 writes it into CoreDNS ahead of the
 	// kubernetes plugin), so a name outside them is refused like a bad
-	// sibling.
+	// sibling. A name under the cluster domain (cluster.local) is refused
+	// even when Domains includes it.
 	Domains []string
-	// ClusterDomain is the cluster's DNS domain; no name under it is ever
-	// accepted, whatever Domains says, so region data cannot redirect a
-	// Service such as kubernetes.default.svc.cluster.local. "" means
-	// DefaultClusterDomain.
-	ClusterDomain string
 	// AllowLoopback accepts update servers at loopback addresses, which
-	// Find otherwise refuses like link-local ones. For tests and the fake cloud only, whose update servers listen
-	// on 127.0.0.x and [::1]; Find logs a warning on every run that has it.
+	// Find otherwise refuses like link-local ones. For tests and the fake
+	// cloud only, whose update servers listen on 127.0.0.x and [::1]; Find
+	// logs a warning on every run that has it.
 	AllowLoopback bool
 
 	// MetadataRoots verify a metadata_server's certificate; nil means the
@@ -152,7 +146,7 @@ type Finder struct {
 // certificate matches its fingerprint, preferring siblings in the region of
 // the first entry.
 //
-// An entry whose name is outside Domains or under ClusterDomain, or one of
+// An entry whose name is outside Domains or under the cluster domain, or one of
 // whose addresses is loopback (unless AllowLoopback) or link-local, is
 // refused before anything is sent to it, and the next one is tried; one with
 // an unspecified or multicast address is skipped when the region data is
@@ -221,14 +215,8 @@ func (f *Finder) withDefaults() (*Finder, error) {
 	if c.MaxBody <= 0 {
 		c.MaxBody = DefaultMaxBody
 	}
-	if c.FamilyDelay <= 0 {
-		c.FamilyDelay = DefaultFamilyDelay
-	}
 	if len(c.Domains) == 0 {
 		c.Domains = DefaultDomains
-	}
-	if c.ClusterDomain == "" {
-		c.ClusterDomain = DefaultClusterDomain
 	}
 	if c.Dial == nil {
 		var d net.Dialer
