@@ -50,6 +50,8 @@ func TestFind(t *testing.T) {
 		check      func(t *testing.T, w *world, got UpdateServer)
 		// mentions are what the error must name so an operator can act.
 		mentions []string
+		// checkErr asserts on the error beyond its sentinels.
+		checkErr func(t *testing.T, err error)
 	}{
 		"normal flow: first region server, first update server": {
 			want: nameA,
@@ -198,6 +200,11 @@ func TestFind(t *testing.T) {
 			},
 			wantErr:  []error{ErrNoRegionServer},
 			mentions: []string{"HTTP 302"},
+			checkErr: func(t *testing.T, err error) {
+				var status *StatusError
+				require.ErrorAs(t, err, &status)
+				assert.Equal(t, http.StatusFound, status.Code, "the redirect itself is the answer")
+			},
 		},
 		"metadata server with a certificate the roots do not trust": {
 			setup: func(e env) {
@@ -208,6 +215,10 @@ func TestFind(t *testing.T) {
 			},
 			wantErr:  []error{ErrNoRegionServer},
 			mentions: []string{"certificate"},
+			checkErr: func(t *testing.T, err error) {
+				var unknown x509.UnknownAuthorityError
+				assert.ErrorAs(t, err, &unknown, "the TLS handshake refused the certificate")
+			},
 		},
 		"entries with None or invalid addresses are skipped": {
 			setup: func(e env) {
@@ -464,6 +475,9 @@ func TestFind(t *testing.T) {
 				assert.Equal(t, tc.permanent, failure.IsPermanent(err))
 				for _, m := range tc.mentions {
 					assert.Contains(t, err.Error(), m)
+				}
+				if tc.checkErr != nil {
+					tc.checkErr(t, err)
 				}
 			} else {
 				require.NoError(t, err)
