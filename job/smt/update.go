@@ -129,8 +129,7 @@ func (f *Finder) check(ctx context.Context, client *http.Client, e Entry, httpsO
 	if body == nil {
 		// Ask the address that answered the health check first: an
 		// unroutable IPv6 would otherwise cost a timeout per file name.
-		order := append([]netip.Addr{answered}, slices.DeleteFunc(addrs(e), func(a netip.Addr) bool { return a == answered })...)
-		body, err = f.fetchCert(ctx, client, order, httpsOnly)
+		body, err = f.fetchCert(ctx, client, leading(answered, e), httpsOnly)
 		if err != nil {
 			return nil, netip.Addr{}, err
 		}
@@ -200,10 +199,12 @@ func (f *Finder) raceOrder(ctx context.Context, e Entry) ([]netip.Addr, error) {
 		return nil, err
 	}
 	f.Log.Debug("update server address connected first", slog.String("server", e.Name), slog.String("address", first.String()))
-	if first == e.IPv4 {
-		return []netip.Addr{e.IPv4, e.IPv6}, nil
-	}
-	return []netip.Addr{e.IPv6, e.IPv4}, nil
+	return leading(first, e), nil
+}
+
+// leading is e's addresses with a first.
+func leading(a netip.Addr, e Entry) []netip.Addr {
+	return append([]netip.Addr{a}, slices.DeleteFunc(addrs(e), func(b netip.Addr) bool { return b == a })...)
 }
 
 // fetchCert downloads smt.crt, then rmt.crt, from each address in order,
