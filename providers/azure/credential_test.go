@@ -1,11 +1,7 @@
 package azure_test
 
 import (
-	"bytes"
-	"context"
-	"log/slog"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -16,24 +12,6 @@ import (
 	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/failure"
 )
-
-// syncBuffer collects log output written from the SDK's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestCredentialModes runs phase 2 in each mode against the fake cloud:
 // the managed identity's token comes from the IMDS token endpoint (which
@@ -122,25 +100,12 @@ func TestCredentialModes(t *testing.T) {
 			if tc.managed {
 				e.useManagedIdentity()
 			}
-			var log syncBuffer
-			e.cfg.Log = slog.New(slog.NewTextHandler(&log, nil))
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
-			p, err := azure.New(e.cfg)
-			require.NoError(t, err)
-			ev, err := p.Prove(context.Background())
-			if tc.wantErr == nil {
-				require.NoError(t, err, log.String())
-				require.NotNil(t, ev)
-			} else {
-				require.Error(t, err)
-				t.Logf("error: %v", err)
-				assert.ErrorIs(t, err, tc.wantErr)
-				assert.Equal(t, tc.permanent, failure.IsPermanent(err), "permanent: %v", err)
-			}
+			_, err := e.prove(t, tc.wantErr, tc.permanent)
 			if tc.check != nil {
-				tc.check(t, e, log.String(), err)
+				tc.check(t, e, e.logged(), err)
 			}
 		})
 	}

@@ -18,10 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // env is a complete fake Azure on loopback: Entra and ARM over TLS with a
@@ -36,10 +39,14 @@ type env struct {
 	// and assert on it after the run.
 	served atomic.Int64
 	check  func(t *testing.T)
+	// afterNew runs between New and Prove: what breaks only after New
+	// checked the settings.
+	afterNew func(t *testing.T)
 
 	mu       sync.Mutex
 	sleeps   []time.Duration
 	armTimes []time.Time
+	logs     []byte
 }
 
 func newEnv(t *testing.T) *env {
@@ -108,7 +115,7 @@ func newEnv(t *testing.T) *env {
 			e.mu.Unlock()
 			return nil
 		},
-		Log: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		Log: slog.New(slog.NewTextHandler(testWriter{t, e}, nil)),
 	}
 	return e
 }
@@ -142,11 +149,50 @@ func (e *env) armRequestTimes() []time.Time {
 	return append([]time.Time(nil), e.armTimes...)
 }
 
-// testWriter sends log lines to t.Log, so they show only for failing tests.
-type testWriter struct{ t *testing.T }
+// prove runs New and Prove on e.cfg and checks the outcome every table of
+// phase 2 expects: evidence and no error when wantErr is nil, otherwise no
+// evidence and an error wrapping wantErr that is permanent exactly when
+// permanent says so.
+func (e *env) prove(t *testing.T, wantErr error, permanent bool) (*providers.Evidence, error) {
+	t.Helper()
+	p, err := azure.New(e.cfg)
+	require.NoError(t, err)
+	if e.afterNew != nil {
+		e.afterNew(t)
+	}
+	ev, err := p.Prove(context.Background())
+	if wantErr == nil {
+		require.NoError(t, err)
+		require.NotNil(t, ev)
+		return ev, nil
+	}
+	require.Error(t, err)
+	t.Logf("error: %v", err)
+	assert.ErrorIs(t, err, wantErr)
+	assert.Equal(t, permanent, failure.IsPermanent(err), "permanent: %v", err)
+	assert.Nil(t, ev)
+	return ev, err
+}
+
+// logged is everything the prover logged so far.
+func (e *env) logged() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return string(e.logs)
+}
+
+// testWriter sends log lines to t.Log, so they show only for failing tests,
+// and keeps them for env.logged. The SDK logs from its own goroutines.
+type testWriter struct {
+	t *testing.T
+	e *env
+}
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
+	w.e.mu.Lock()
+	w.e.logs = append(w.e.logs, p...)
+	w.e.mu.Unlock()
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }

@@ -294,18 +294,8 @@ func TestProve(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
-			p, err := azure.New(e.cfg)
-			require.NoError(t, err)
-			ev, err := p.Prove(context.Background())
-			if tc.wantErr == nil {
-				require.NoError(t, err)
-				require.NotNil(t, ev)
-			} else {
-				require.Error(t, err)
-				t.Logf("error: %v", err)
-				assert.ErrorIs(t, err, tc.wantErr)
-				assert.Equal(t, tc.permanent, failure.IsPermanent(err), "permanent: %v", err)
-				assert.Nil(t, ev)
+			ev, err := e.prove(t, tc.wantErr, tc.permanent)
+			if err != nil {
 				assert.Contains(t, err.Error(), tc.mentions)
 			}
 			if tc.check != nil {

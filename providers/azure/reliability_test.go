@@ -1,7 +1,6 @@
 package azure_test
 
 import (
-	"context"
 	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/providers/azure"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // The failures of the reliability matrix (docs/RELIABILITY.md) that phase 2
@@ -234,7 +232,10 @@ func TestReliability(t *testing.T) {
 			},
 		},
 		"federated token file disappears after start": {
-			setup: func(t *testing.T, e *env) {},
+			setup: func(t *testing.T, e *env) {
+				// Removed after New checked it, before the token is requested.
+				e.afterNew = func(t *testing.T) { require.NoError(t, os.Remove(e.cfg.TokenFile)) }
+			},
 			// kubelet replaces the projected token atomically; a missing
 			// file mid-run is worth one more attempt of the Job.
 			wantErr: azure.ErrToken,
@@ -247,22 +248,7 @@ func TestReliability(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			tc.setup(t, e)
-			p, err := azure.New(e.cfg)
-			require.NoError(t, err)
-			if name == "federated token file disappears after start" {
-				// Removed after New checked it, before the token is requested.
-				require.NoError(t, os.Remove(e.cfg.TokenFile))
-			}
-			ev, err := p.Prove(context.Background())
-			if tc.wantErr == nil {
-				require.NoError(t, err)
-				require.NotNil(t, ev)
-				return
-			}
-			require.Error(t, err)
-			t.Logf("error: %v", err)
-			assert.ErrorIs(t, err, tc.wantErr)
-			assert.Equal(t, tc.permanent, failure.IsPermanent(err), "permanent: %v", err)
+			_, err := e.prove(t, tc.wantErr, tc.permanent)
 			if tc.check != nil {
 				tc.check(t, e, err)
 			}
