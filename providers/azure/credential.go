@@ -131,9 +131,14 @@ func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery boo
 		// azidentity picks its managed identity source from the
 		// environment (IDENTITY_ENDPOINT, MSI_ENDPOINT, …, which App
 		// Service, Arc or Cloud Shell set); this engine only speaks to IMDS.
-		if src, err := managedidentity.GetSource(); err != nil || src != managedidentity.DefaultToIMDS {
+		src, err := managedidentity.GetSource()
+		if err != nil {
+			return nil, failure.Permanent(fmt.Errorf("azure: %w: managed identity source: %w", ErrConfig, err))
+		}
+		if src != managedidentity.DefaultToIMDS {
 			return nil, failure.Permanent(fmt.Errorf("azure: %w: managed-identity mode reaches IMDS only, but the environment "+
-				"selects the managed identity source %q (IDENTITY_ENDPOINT, MSI_ENDPOINT or IMDS_ENDPOINT is set): %v", ErrConfig, src, err))
+				"selects the managed identity source %q: unset IDENTITY_ENDPOINT, MSI_ENDPOINT and IMDS_ENDPOINT in the engine's pod",
+				ErrConfig, src))
 		}
 		base, _ := url.Parse(cfg.IMDSEndpoint) // validated in New
 		ro := policy.RetryOptions{

@@ -165,6 +165,8 @@ func TestManagedIdentityReachesOnlyIMDS(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, azure.ErrConfig)
 	assert.True(t, failure.IsPermanent(err))
-	assert.Contains(t, err.Error(), "MSI_ENDPOINT")
+	assert.Contains(t, err.Error(), `source "CloudShell"`)
+	assert.Contains(t, err.Error(), "unset IDENTITY_ENDPOINT, MSI_ENDPOINT and IMDS_ENDPOINT")
+	assert.NotContains(t, err.Error(), "<nil>")
 	assert.Zero(t, e.fake.IdentityTokenRequests.Load())
 }
