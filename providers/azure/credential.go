@@ -94,7 +94,7 @@ func CheckCredential(cfg Config) []error {
 	return errs
 }
 
-// describe names the identity a token belongs to, for logs and errors.
+// describeIdentity names the identity a token belongs to, for errors.
 func (cfg Config) describeIdentity() string {
 	if cfg.CredentialMode == ManagedIdentity {
 		return "managed identity AZURE_CLIENT_ID=" + cfg.ClientID
@@ -103,8 +103,9 @@ func (cfg Config) describeIdentity() string {
 }
 
 // newCredential builds the token credential of cfg.CredentialMode. Entra
-// traffic (workload identity) goes through transport; IMDS traffic (managed
-// identity) through the IMDS client, never a proxy. Every token error it
+// traffic (workload identity) goes through copts' transport; IMDS traffic
+// (managed identity) through the IMDS client, never a proxy. instanceDiscovery
+// is false for an authority host that is not one of Entra's own. Every token error it
 // returns is classified (ErrToken, permanent or not), and the first token
 // is logged with the mode that produced it.
 func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery bool) (azcore.TokenCredential, error) {
