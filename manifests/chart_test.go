@@ -613,14 +613,21 @@ func TestChartShipsCertificateFiles(t *testing.T) {
 
 	// And the CronJob mounts that ConfigMap at the certLocation of the
 	// rendered regionserverclnt.cfg.
-	_, c := chartCronJob(t, objs)
-	var mounted bool
+	cj, c := chartCronJob(t, objs)
+	var volume string
 	for _, m := range c.VolumeMounts {
 		if m.MountPath == "/usr/lib/regionService/certs" {
-			mounted = true
+			volume = m.Name
 		}
 	}
-	assert.True(t, mounted)
+	require.NotEmpty(t, volume, "a mount at /usr/lib/regionService/certs")
+	var source string
+	for _, v := range cj.Spec.JobTemplate.Spec.Template.Spec.Volumes {
+		if v.Name == volume && v.ConfigMap != nil {
+			source = v.ConfigMap.Name
+		}
+	}
+	assert.Equal(t, cm.Name, source, "the volume mounted at certLocation")
 	cfg := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/regionserverclnt-config")
 	assert.Contains(t, cfg.Data["regionserverclnt.cfg"], "certLocation = /usr/lib/regionService/certs")
 }

@@ -253,6 +253,7 @@ func TestCronJobShape(t *testing.T) {
 		"POD_NAME":                      "metadata.name",
 		"POD_NAMESPACE":                 "metadata.namespace",
 		"JOB_NAME":                      "metadata.labels['batch.kubernetes.io/job-name']",
+		"JOB_UID":                       "metadata.labels['batch.kubernetes.io/controller-uid']",
 		"REGISTRATION_SECRET_NAMESPACE": "metadata.namespace",
 	}
 	for name, fp := range fieldPaths {

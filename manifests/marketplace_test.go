@@ -350,4 +350,7 @@ func TestMarketplaceStagedBundle(t *testing.T) {
 	assert.True(t, strings.HasSuffix(e["EXTENSION_RESOURCE_ID"].Value, "/extensions/e"))
 	secret := renderedAs[*corev1.Secret](t, objs, "Secret/"+chartNamespace+"/registration-code")
 	assert.Equal(t, "CODE-FROM-THE-PORTAL", string(secret.Data["regCode"]), "the protected setting becomes the registration-code Secret")
+	require.NotNil(t, e["REGISTRATION_CODE"].ValueFrom)
+	require.NotNil(t, e["REGISTRATION_CODE"].ValueFrom.SecretKeyRef)
+	assert.Equal(t, secret.Name, e["REGISTRATION_CODE"].ValueFrom.SecretKeyRef.Name, "which the CronJob reads")
 }
