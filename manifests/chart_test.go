@@ -125,24 +125,26 @@ func helmTemplateErr(helm, dir string, valueFiles []string, set ...string) ([]by
 	return runErr(helm, args...)
 }
 
-// rendered is one object of a rendering, as generic JSON.
+// rendered is one object of a rendering (helm template or kubectl
+// kustomize output).
 type rendered struct {
 	kind, namespace, name string
-	obj                   map[string]any
-	raw                   []byte // the object as YAML
+	obj                   map[string]any // generic JSON, compared field by field
+	typed                 any            // the same object, strictly decoded into its API type
 }
 
 func (r rendered) key() string { return r.kind + "/" + r.namespace + "/" + r.name }
 
-// splitObjects decodes a YAML stream (helm or kustomize output) into its
-// objects by kind/namespace/name; documents holding only comments are
-// skipped.
+// splitObjects decodes a YAML stream into its objects by
+// kind/namespace/name, each also strictly into its API type (see decode): a
+// field kubectl would reject, or drop, fails here. Documents holding only
+// comments are skipped.
 func splitObjects(t *testing.T, stream []byte) map[string]rendered {
 	t.Helper()
 	objs := map[string]rendered{}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
-	for {
-		doc, err := r.Read()
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	for i := 1; ; i++ {
+		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -152,44 +154,31 @@ func splitObjects(t *testing.T, stream []byte) map[string]rendered {
 		if len(m) == 0 {
 			continue
 		}
-		var meta struct {
-			metav1.TypeMeta   `json:",inline"`
-			metav1.ObjectMeta `json:"metadata"`
-		}
-		require.NoError(t, yaml.Unmarshal(doc, &meta))
-		o := rendered{kind: meta.Kind, namespace: meta.Namespace, name: meta.Name, obj: m, raw: doc}
-		require.NotContains(t, objs, o.key(), "rendered twice")
-		objs[o.key()] = o
+		o := decode(t, fmt.Sprintf("document %d", i), doc)
+		r := rendered{kind: o.kind, namespace: o.obj.(metav1.Object).GetNamespace(), name: o.name, obj: m, typed: o.obj}
+		require.NotContains(t, objs, r.key(), "rendered twice")
+		objs[r.key()] = r
 	}
 	return objs
 }
 
-// typedObjects decodes every object strictly into its API type: a field
-// kubectl would reject, or drop, fails here.
-func typedObjects(t *testing.T, objs map[string]rendered) map[string]any {
+// renderedAs returns the rendered object key (kind/namespace/name) as its
+// API type.
+func renderedAs[T any](t *testing.T, objs map[string]rendered, key string) T {
 	t.Helper()
-	out := map[string]any{}
-	for k, o := range objs {
-		v := typed(o.kind)
-		if o.kind == "Secret" {
-			v = &corev1.Secret{}
-		}
-		require.NotNil(t, v, "%s: unexpected kind", k)
-		require.NoError(t, yaml.UnmarshalStrict(o.raw, v), k)
-		out[k] = v
-	}
-	return out
+	o, ok := objs[key]
+	require.True(t, ok, "%s is rendered", key)
+	v, ok := o.typed.(T)
+	require.True(t, ok, "%s is a %T", key, o.typed)
+	return v
 }
 
 // chartCronJob returns the rendering's CronJob and its one container.
 func chartCronJob(t *testing.T, objs map[string]rendered) (*batchv1.CronJob, *corev1.Container) {
 	t.Helper()
-	o, ok := objs["CronJob/"+chartNamespace+"/registration-engine"]
-	require.True(t, ok, "the CronJob is rendered")
-	var cj batchv1.CronJob
-	require.NoError(t, yaml.UnmarshalStrict(o.raw, &cj))
+	cj := renderedAs[*batchv1.CronJob](t, objs, "CronJob/"+chartNamespace+"/registration-engine")
 	require.Len(t, cj.Spec.JobTemplate.Spec.Template.Spec.Containers, 1)
-	return &cj, &cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	return cj, &cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
 }
 
 // The value sets of the golden renderings: testdata/chart/<name>.golden.
@@ -202,20 +191,24 @@ var goldenValueSets = map[string][]string{
 	"rancher": {"testdata/chart/rancher.yaml"},
 }
 
+// helmLint runs helm lint --strict on dir with the values files given and
+// fails on any error or warning.
+func helmLint(t *testing.T, dir string, valueFiles ...string) {
+	t.Helper()
+	args := []string{"lint", "--strict", dir, "--namespace", chartNamespace}
+	for _, f := range valueFiles {
+		args = append(args, "--values", f)
+	}
+	out, err := runErr(helmBin(t), args...)
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "1 chart(s) linted, 0 chart(s) failed")
+	assert.NotContains(t, string(out), "[WARNING]")
+	assert.NotContains(t, string(out), "[ERROR]")
+}
+
 func TestChartLint(t *testing.T) {
-	helm := helmBin(t)
 	for name, files := range goldenValueSets {
-		t.Run(name, func(t *testing.T) {
-			args := []string{"lint", "--strict", chartDir, "--namespace", chartNamespace}
-			for _, f := range files {
-				args = append(args, "--values", f)
-			}
-			out, err := runErr(helm, args...)
-			require.NoError(t, err, "%s", out)
-			assert.Contains(t, string(out), "1 chart(s) linted, 0 chart(s) failed")
-			assert.NotContains(t, string(out), "[WARNING]")
-			assert.NotContains(t, string(out), "[ERROR]")
-		})
+		t.Run(name, func(t *testing.T) { helmLint(t, chartDir, files...) })
 	}
 }
 
@@ -226,7 +219,7 @@ func TestChartGolden(t *testing.T) {
 	for name, files := range goldenValueSets {
 		t.Run(name, func(t *testing.T) {
 			out := helmTemplate(t, chartDir, files)
-			typedObjects(t, splitObjects(t, out))
+			splitObjects(t, out) // every object decodes strictly
 			golden := filepath.Join("testdata", "chart", name+".golden")
 			if *update {
 				require.NoError(t, os.WriteFile(golden, out, 0o644))
@@ -468,21 +461,24 @@ func imagesOf(v any) []string {
 }
 
 // What the values change, as a user of each install path would see it.
+// What Azure injects when it deploys the Marketplace bundle (the values
+// marketplace/values.yaml ships as DONOTMODIFY), as --set pairs.
+const injectedClientID = "9b2f3c1d-0000-4000-8000-00000000e0e1"
+
+var azureInjected = []string{
+	"global.azure.identity.clientId=" + injectedClientID,
+	"global.azure.marketplace.planId=premium",
+	"global.azure.extension.resourceId=/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e",
+}
+
 func TestChartValues(t *testing.T) {
-	const clientID = "9b2f3c1d-0000-4000-8000-00000000e0e1"
-	azureInjected := []string{
-		"global.azure.identity.clientId=" + clientID,
-		"global.azure.marketplace.planId=premium",
-		"global.azure.extension.resourceId=/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e",
-	}
 	type check func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container)
 	workloadIdentity := func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
 		e := env(c)
 		assert.Equal(t, "workload-identity", e["AZURE_CREDENTIAL_MODE"].Value)
 		assert.NotContains(t, e, "AZURE_CLIENT_ID", "the webhook injects it")
 		assert.Equal(t, "true", cj.Spec.JobTemplate.Spec.Template.Labels["azure.workload.identity/use"])
-		var sa corev1.ServiceAccount
-		require.NoError(t, yaml.UnmarshalStrict(objs["ServiceAccount/"+chartNamespace+"/registration-engine"].raw, &sa))
+		sa := renderedAs[*corev1.ServiceAccount](t, objs, "ServiceAccount/"+chartNamespace+"/registration-engine")
 		assert.NotEmpty(t, sa.Annotations["azure.workload.identity/client-id"])
 		assert.NotEmpty(t, sa.Annotations["azure.workload.identity/tenant-id"])
 	}
@@ -500,13 +496,12 @@ func TestChartValues(t *testing.T) {
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
 				e := env(c)
 				assert.Equal(t, "managed-identity", e["AZURE_CREDENTIAL_MODE"].Value)
-				assert.Equal(t, clientID, e["AZURE_CLIENT_ID"].Value)
+				assert.Equal(t, injectedClientID, e["AZURE_CLIENT_ID"].Value)
 				assert.Equal(t, "premium", e["MARKETPLACE_PLAN_ID"].Value, "global.azure.marketplace.planId")
 				assert.True(t, strings.HasSuffix(e["EXTENSION_RESOURCE_ID"].Value, "/extensions/e"), "global.azure.extension.resourceId")
 				assert.NotContains(t, cj.Spec.JobTemplate.Spec.Template.Labels, "azure.workload.identity/use",
 					"the webhook would otherwise project a federated token the run does not use")
-				var sa corev1.ServiceAccount
-				require.NoError(t, yaml.UnmarshalStrict(objs["ServiceAccount/"+chartNamespace+"/registration-engine"].raw, &sa))
+				sa := renderedAs[*corev1.ServiceAccount](t, objs, "ServiceAccount/"+chartNamespace+"/registration-engine")
 				assert.Empty(t, sa.Annotations)
 			},
 		},
@@ -553,8 +548,7 @@ func TestChartValues(t *testing.T) {
 		"registration code: a Secret the CronJob reads": {
 			set: []string{"registrationCode=CODE-123"},
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
-				var s corev1.Secret
-				require.NoError(t, yaml.UnmarshalStrict(objs["Secret/"+chartNamespace+"/registration-code"].raw, &s))
+				s := renderedAs[*corev1.Secret](t, objs, "Secret/"+chartNamespace+"/registration-code")
 				assert.Equal(t, "CODE-123", string(s.Data["regCode"]))
 				ref := env(c)["REGISTRATION_CODE"].ValueFrom.SecretKeyRef
 				require.NotNil(t, ref)
@@ -579,8 +573,7 @@ func TestChartValues(t *testing.T) {
 		"region-server certificates from the values": {
 			set: []string{"regionServerCerts.23\\.100\\.36\\.229\\.pem=PEM-A"},
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
-				var cm corev1.ConfigMap
-				require.NoError(t, yaml.UnmarshalStrict(objs["ConfigMap/"+chartNamespace+"/region-server-certs"].raw, &cm))
+				cm := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/region-server-certs")
 				assert.Equal(t, map[string]string{"23.100.36.229.pem": "PEM-A\n"}, cm.Data)
 			},
 		},
@@ -615,20 +608,26 @@ func TestChartShipsCertificateFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "certs", "52.187.53.250.pem"), []byte("PEM-FILE-C\n"), 0o644))
 
 	objs := splitObjects(t, helmTemplate(t, dir, nil, "regionServerCerts.52\\.187\\.53\\.250\\.pem=PEM-VALUE-C"))
-	var cm corev1.ConfigMap
-	require.NoError(t, yaml.UnmarshalStrict(objs["ConfigMap/"+chartNamespace+"/region-server-certs"].raw, &cm))
+	cm := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/region-server-certs")
 	assert.Equal(t, map[string]string{"40.121.202.140.pem": "PEM-FILE-B\n", "52.187.53.250.pem": "PEM-VALUE-C\n"}, cm.Data)
 
 	// And the CronJob mounts that ConfigMap at the certLocation of the
 	// rendered regionserverclnt.cfg.
-	_, c := chartCronJob(t, objs)
-	var mounted bool
+	cj, c := chartCronJob(t, objs)
+	var volume string
 	for _, m := range c.VolumeMounts {
 		if m.MountPath == "/usr/lib/regionService/certs" {
-			mounted = true
+			volume = m.Name
 		}
 	}
-	assert.True(t, mounted)
-	assert.Contains(t, objs["ConfigMap/"+chartNamespace+"/regionserverclnt-config"].obj["data"].(map[string]any)["regionserverclnt.cfg"],
-		"certLocation = /usr/lib/regionService/certs")
+	require.NotEmpty(t, volume, "a mount at /usr/lib/regionService/certs")
+	var source string
+	for _, v := range cj.Spec.JobTemplate.Spec.Template.Spec.Volumes {
+		if v.Name == volume && v.ConfigMap != nil {
+			source = v.ConfigMap.Name
+		}
+	}
+	assert.Equal(t, cm.Name, source, "the volume mounted at certLocation")
+	cfg := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/regionserverclnt-config")
+	assert.Contains(t, cfg.Data["regionserverclnt.cfg"], "certLocation = /usr/lib/regionService/certs")
 }

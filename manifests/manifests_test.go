@@ -1,12 +1,8 @@
 package manifests
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -63,6 +59,8 @@ func typed(kind string) any {
 		return &corev1.ServiceAccount{}
 	case "ConfigMap":
 		return &corev1.ConfigMap{}
+	case "Secret": // the chart's registration-code
+		return &corev1.Secret{}
 	case "Namespace":
 		return &corev1.Namespace{}
 	case "Role":
@@ -255,6 +253,7 @@ func TestCronJobShape(t *testing.T) {
 		"POD_NAME":                      "metadata.name",
 		"POD_NAMESPACE":                 "metadata.namespace",
 		"JOB_NAME":                      "metadata.labels['batch.kubernetes.io/job-name']",
+		"JOB_UID":                       "metadata.labels['batch.kubernetes.io/controller-uid']",
 		"REGISTRATION_SECRET_NAMESPACE": "metadata.namespace",
 	}
 	for name, fp := range fieldPaths {
@@ -413,28 +412,16 @@ func TestKustomizeRenders(t *testing.T) {
 	kubectl := kubectlBin(t)
 	for _, dir := range []string{"base", "overlays/azure", "overlays/e2e"} {
 		t.Run(dir, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			var stderr bytes.Buffer
-			cmd := exec.CommandContext(ctx, kubectl, "kustomize", dir)
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			require.NoError(t, err, stderr.String())
-
-			byKey := map[string]object{}
-			for i, doc := range strings.Split(string(out), "\n---\n") {
-				o := decode(t, fmt.Sprintf("%s (document %d)", dir, i+1), []byte(doc))
-				ns := o.obj.(metav1.Object).GetNamespace()
-				byKey[o.kind+"/"+ns+"/"+o.name] = o
+			objs := splitObjects(t, run(t, kubectl, "kustomize", dir))
+			for k, o := range objs {
 				if o.kind != "Namespace" && o.kind != "ClusterRole" && o.kind != "ClusterRoleBinding" {
-					assert.NotEmpty(t, ns, "%s/%s has a namespace", o.kind, o.name)
+					assert.NotEmpty(t, o.namespace, "%s has a namespace", k)
 				}
 			}
-			assert.Contains(t, byKey, "Role/kube-system/registration-engine-coredns")
-			assert.Contains(t, byKey, "Role/cattle-scc-system/registration-engine")
-			cj, ok := byKey["CronJob/cattle-scc-system/registration-engine"]
-			require.True(t, ok)
-			c := cj.obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template.Spec.Containers
+			assert.Contains(t, objs, "Role/kube-system/registration-engine-coredns")
+			assert.Contains(t, objs, "Role/cattle-scc-system/registration-engine")
+			cj := renderedAs[*batchv1.CronJob](t, objs, "CronJob/cattle-scc-system/registration-engine")
+			c := cj.Spec.JobTemplate.Spec.Template.Spec.Containers
 			require.Len(t, c, 1, "the overlay's container merged into the base's")
 			e := env(&c[0])
 			assert.Contains(t, e, "POD_NAME")
@@ -444,7 +431,7 @@ func TestKustomizeRenders(t *testing.T) {
 			// What the cluster really gets, after every patch of the overlay:
 			// non-root, read-only root, no capabilities, RuntimeDefault
 			// seccomp, and a permanent failure failing the Job at once.
-			pod := cj.obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template.Spec
+			pod := cj.Spec.JobTemplate.Spec.Template.Spec
 			require.NotNil(t, pod.SecurityContext, "patches keep the pod's security settings")
 			assert.True(t, *pod.SecurityContext.RunAsNonRoot)
 			assert.Equal(t, int64(65532), *pod.SecurityContext.RunAsUser)
@@ -455,7 +442,7 @@ func TestKustomizeRenders(t *testing.T) {
 			assert.False(t, *sc.AllowPrivilegeEscalation)
 			assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
 			assert.Empty(t, sc.Capabilities.Add)
-			pfp := cj.obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.PodFailurePolicy
+			pfp := cj.Spec.JobTemplate.Spec.PodFailurePolicy
 			require.NotNil(t, pfp)
 			assert.Equal(t, batchv1.PodFailurePolicyActionFailJob, pfp.Rules[0].Action)
 			assert.Equal(t, []int32{2}, pfp.Rules[0].OnExitCodes.Values)

@@ -11,6 +11,16 @@ app.kubernetes.io/name: {{ include "registration-engine.name" . }}
 {{- end }}
 
 {{/*
+The subjects of every RoleBinding and ClusterRoleBinding: the engine's
+ServiceAccount, in the release's namespace.
+*/}}
+{{- define "registration-engine.subjects" -}}
+- kind: ServiceAccount
+  name: {{ include "registration-engine.name" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end }}
+
+{{/*
 The Azure Marketplace's values, or an empty dict outside Azure.
 */}}
 {{- define "registration-engine.azure" -}}
