@@ -20,6 +20,7 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
+	"github.com/rancher/registration-engine/job/status"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/dmi"
@@ -431,22 +432,22 @@ var settings = []setting{
 	{flag: "kubernetes-ca-cert", envs: []string{"KUBERNETES_CA_CERT"}, def: kube.DefaultCAFile, help: `API server CA file, or "False" to skip verification (insecure)`, set: str(func(c *Config) *string { return &c.KubeCACert })},
 	{flag: "k8s-retry-max", envs: []string{"K8S_RETRY_MAX"}, def: strconv.Itoa(kube.DefaultRetryMax), help: "attempts for Kubernetes reads and writes", set: integer(1, func(c *Config) *int { return &c.K8sRetryMax })},
 	{flag: "k8s-retry-backoff", envs: []string{"K8S_RETRY_BACKOFF"}, def: formatFloat(kube.DefaultRetryBackoff), help: "backoff multiplier between Kubernetes attempts (first pause 1s)", set: float(1, func(c *Config) *float64 { return &c.K8sRetryBackoff })},
-	{flag: "lease-name", envs: []string{"LEASE_NAME"}, def: "registration-engine", help: "Lease that keeps two runs apart", set: str(func(c *Config) *string { return &c.LeaseName })},
+	{flag: "lease-name", envs: []string{"LEASE_NAME"}, def: status.DefaultName, help: "Lease that keeps two runs apart", set: str(func(c *Config) *string { return &c.LeaseName })},
 	{flag: "pod-name", envs: []string{"POD_NAME"}, help: "holder written into the Lease (downward API; default the host name)", set: str(func(c *Config) *string { return &c.PodName })},
 	{flag: "job-name", envs: []string{"JOB_NAME"}, help: "name of the Job running us (downward API label batch.kubernetes.io/job-name)", set: str(func(c *Config) *string { return &c.JobName })},
-	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: "registration-engine", help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
+	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: status.DefaultName, help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
 	{flag: "job-uid", envs: []string{"JOB_UID"}, help: "UID of the Job running us (downward API label batch.kubernetes.io/controller-uid); with JOB_NAME it names the Job the run's Events are about", set: str(func(c *Config) *string { return &c.JobUID })},
 	{flag: "in-cluster-dns", envs: []string{"IN_CLUSTER_DNS"}, def: "true", boolean: true, help: "in-cluster DNS: make the update server's name resolve in the cluster through CoreDNS", set: boolean(func(c *Config) *bool { return &c.InClusterDNS })},
 
 	{group: "Handover to rancher/scc-operator"},
 	{flag: "handover-settle", envs: []string{"HANDOVER_SETTLE"}, def: formatDuration(handover.DefaultSettle), help: "how long every check of the handover wait must keep passing before the Secret is written, so that every CoreDNS replica serves the name, not only the first to reload (0 hands over at the first pass)", set: duration(func(c *Config) *time.Duration { return &c.HandoverSettle })},
-	{flag: "handover-timeout", envs: []string{"HANDOVER_TIMEOUT"}, def: "3m", help: "before writing the Secret, wait up to this long until the update server's name resolves through the cluster's DNS to the address the run mapped and answers TLS there with the pinned certificate (within the run deadline; 0 disables the wait, for tests only)", set: duration(func(c *Config) *time.Duration { return &c.HandoverTimeout })},
+	{flag: "handover-timeout", envs: []string{"HANDOVER_TIMEOUT"}, def: formatDuration(handover.DefaultTimeout), help: "before writing the Secret, wait up to this long until the update server's name resolves through the cluster's DNS to the address the run mapped and answers TLS there with the pinned certificate (within the run deadline; 0 disables the wait, for tests only)", set: duration(func(c *Config) *time.Duration { return &c.HandoverTimeout })},
 	{flag: "handover-dns-server", envs: []string{"HANDOVER_DNS_SERVER"}, help: "ip:port of the DNS server the handover wait asks instead of the pod's resolver (tests only)", set: addrPort(func(c *Config) *string { return &c.HandoverDNSServer })},
-	{flag: "operator-wait", envs: []string{"OPERATOR_WAIT"}, def: "2m", help: "after writing the Secret, wait up to this long for rancher/scc-operator's Registration to become active or fail (within the run deadline; 0 reads it once)", set: duration(func(c *Config) *time.Duration { return &c.OperatorWait })},
+	{flag: "operator-wait", envs: []string{"OPERATOR_WAIT"}, def: formatDuration(DefaultOperatorWait), help: "after writing the Secret, wait up to this long for rancher/scc-operator's Registration to become active or fail (within the run deadline; 0 reads it once)", set: duration(func(c *Config) *time.Duration { return &c.OperatorWait })},
 
 	{group: "The run"},
 	{flag: "run-deadline", envs: []string{"RUN_DEADLINE"}, def: formatDuration(DefaultRunDeadline), help: "time a run may take after the startup sleep", set: duration(func(c *Config) *time.Duration { return &c.RunDeadline })},
-	{flag: "startup-sleep-max", envs: []string{"STARTUP_SLEEP_MAX"}, def: "1h", help: "upper bound of the random sleep before a scheduled run (0 disables)", set: duration(func(c *Config) *time.Duration { return &c.StartupSleepMax })},
+	{flag: "startup-sleep-max", envs: []string{"STARTUP_SLEEP_MAX"}, def: formatDuration(DefaultStartupSleepMax), help: "upper bound of the random sleep before a scheduled run (0 disables)", set: duration(func(c *Config) *time.Duration { return &c.StartupSleepMax })},
 	{flag: "dry-run", envs: []string{"DRY_RUN"}, boolean: true, def: "false", help: "run every phase, print the Secret (secrets redacted), write nothing", set: boolean(func(c *Config) *bool { return &c.DryRun })},
 	{flag: "output", envs: []string{"OUTPUT_FILE"}, help: "write the Secret manifest to this file (mode 0600) instead of the cluster", set: str(func(c *Config) *string { return &c.Output })},
 	{flag: "log-level", envs: []string{"REGISTRATION_ENGINE_LOG_LEVEL", "LOG_LEVEL"}, def: "INFO", help: "DEBUG, INFO, WARNING, ERROR or CRITICAL", set: logLevel},

@@ -57,7 +57,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 	assert.True(t, c.InClusterDNS)
 	assert.Equal(t, 443, c.UpdateHTTPSPort)
 	assert.Equal(t, 3*time.Minute, c.HandoverTimeout)
+	assert.Equal(t, 20*time.Second, c.HandoverSettle)
 	assert.Equal(t, 2*time.Minute, c.OperatorWait)
+	assert.Equal(t, "registration-engine", c.LeaseName)
+	assert.Equal(t, "registration-engine", c.CronJobName)
 	assert.Empty(t, c.HandoverDNSServer, "the pod's own resolver")
 }
 
@@ -220,6 +223,10 @@ func TestHelpListsEveryFlagAndVariable(t *testing.T) {
 	}
 	for _, e := range envNames() {
 		assert.Contains(t, help, e)
+	}
+	// Defaults read the way a user would write them.
+	for _, want := range []string{"(default 1h)", "(default 3m)", "(default 2m)", "(default 20s)", "(default 10m)"} {
+		assert.Contains(t, help, want)
 	}
 	// Every variable of the seed's environment table.
 	for _, e := range strings.Fields(`AZURE_CLIENT_ID AZURE_TENANT_ID AZURE_FEDERATED_TOKEN_FILE EXTENSION_RESOURCE_ID

@@ -13,6 +13,7 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
+	"github.com/rancher/registration-engine/job/status"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/failure"
 	"github.com/rancher/registration-engine/providers/pause"
@@ -362,8 +363,8 @@ func operatorRemedy(secret, server string) string {
 		secret = kube.Namespace + "/" + kube.SecretName
 	}
 	ns, name, _ := strings.Cut(secret, "/")
-	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`kubectl -n %s create job --from=cronjob/registration-engine <name>`), which writes it afresh",
-		secret, server, ns, name, ns)
+	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`kubectl -n %s create job --from=cronjob/%s <name>`), which writes it afresh",
+		secret, server, ns, name, ns, status.DefaultName)
 }
 
 // recordEvent records the run's outcome on its Job. An Event that cannot
@@ -457,9 +458,19 @@ func (j *Job) startupSleep(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// DefaultRunDeadline bounds a run after the startup sleep (RUN_DEADLINE's
-// default).
-const DefaultRunDeadline = 10 * time.Minute
+// Defaults of the run's own bounds, for the settings that name them.
+const (
+	// DefaultRunDeadline bounds a run after the startup sleep
+	// (RUN_DEADLINE's default, and Deadline's when it is zero).
+	DefaultRunDeadline = 10 * time.Minute
+	// DefaultStartupSleepMax bounds the random sleep of a scheduled run
+	// (STARTUP_SLEEP_MAX's default): an hour spreads the clusters that
+	// share the CronJob's schedule over the region servers.
+	DefaultStartupSleepMax = time.Hour
+	// DefaultOperatorWait bounds how long a run that wrote the Secret
+	// waits for rancher/scc-operator's answer (OPERATOR_WAIT's default).
+	DefaultOperatorWait = 2 * time.Minute
+)
 
 func (j *Job) deadline() time.Duration {
 	if j.Deadline <= 0 {

@@ -34,6 +34,12 @@ const (
 	// Corefile is all but certain to answer one of them wrongly and start
 	// the settling over.
 	DefaultSettle = 20 * time.Second
+	// DefaultTimeout is how long the engine waits for CoreDNS to serve the
+	// name before it gives up for this run (HANDOVER_TIMEOUT's default):
+	// minutes, because the kubelet syncs a changed ConfigMap into the
+	// CoreDNS pods only every minute or so, and the reload plugin then
+	// takes its own interval.
+	DefaultTimeout = 3 * time.Minute
 	// checkTimeout bounds one lookup plus one TLS handshake, so that one
 	// DNS server that never answers cannot take the whole wait.
 	checkTimeout = 10 * time.Second
@@ -75,7 +81,8 @@ type Wait struct {
 	// Port is the update server's TLS port; 0 means DefaultPort. Tests
 	// point it at a loopback server.
 	Port int
-	// Timeout bounds the whole wait; it must be positive.
+	// Timeout bounds the whole wait; it must be positive (the engine uses
+	// DefaultTimeout unless HANDOVER_TIMEOUT says otherwise).
 	Timeout time.Duration
 	// Interval is the pause between checks; 0 means DefaultInterval.
 	Interval time.Duration
