@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // Defaults of Wait.
@@ -141,13 +142,9 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 					slog.Int("attempt", last.Attempts), slog.String("step", st.step), slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
 			}
 		}
-		t := time.NewTimer(cmp.Or(w.Interval, DefaultInterval))
-		select {
-		case <-wctx.Done():
-			t.Stop()
+		if pause.For(wctx, cmp.Or(w.Interval, DefaultInterval)) != nil {
 			last.Waited = time.Since(start)
 			return last.Waited, last
-		case <-t.C:
 		}
 	}
 }
