@@ -649,6 +649,7 @@ rancher/scc-operator reads. It runs once and exits; a CronJob runs it.
 
 Usage:
   registration-engine [flags]
+  registration-engine status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [-o text|json]
   registration-engine attestation inspect [--at RFC3339] [--roots PEM] [--intermediates PEM] [--offline] FILE|-
 
 Every flag can also be set by the environment variable(s) beside it; a flag

@@ -224,6 +224,9 @@ func TestHelpListsEveryFlagAndVariable(t *testing.T) {
 	for _, e := range envNames() {
 		assert.Contains(t, help, e)
 	}
+	// Both subcommands are in the usage.
+	assert.Contains(t, help, "registration-engine status [")
+	assert.Contains(t, help, "registration-engine attestation inspect [")
 	// Defaults read the way a user would write them.
 	for _, want := range []string{"(default 1h)", "(default 3m)", "(default 2m)", "(default 20s)", "(default 10m)"} {
 		assert.Contains(t, help, want)
