@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers/azure"
@@ -272,12 +273,13 @@ func TestUpdateServerSettings(t *testing.T) {
 		wantDomains  []string
 		wantLoopback bool
 		wantErr      string // the variable the error must name; "" for success
+		wantIs       error  // the sentinel the error must wrap, if any
 	}{
 		"defaults: SUSE's domain, no loopback": {wantDomains: smt.DefaultDomains},
 		"domains listed, normalised":           {env: map[string]string{"UPDATE_SERVER_DOMAINS": "SUSECloud.net., rmt.example.com"}, wantDomains: []string{"susecloud.net", "rmt.example.com"}},
 		"loopback for the fake cloud":          {env: map[string]string{"UPDATE_SERVER_ALLOW_LOOPBACK": "true"}, wantDomains: smt.DefaultDomains, wantLoopback: true},
-		"a domain with an underscore":          {env: map[string]string{"UPDATE_SERVER_DOMAINS": "susecloud.net,bad_name.example"}, wantErr: `UPDATE_SERVER_DOMAINS="susecloud.net,bad_name.example"`},
-		"a single-label domain":                {env: map[string]string{"UPDATE_SERVER_DOMAINS": "net"}, wantErr: `UPDATE_SERVER_DOMAINS="net"`},
+		"a domain with an underscore":          {env: map[string]string{"UPDATE_SERVER_DOMAINS": "susecloud.net,bad_name.example"}, wantErr: `UPDATE_SERVER_DOMAINS="susecloud.net,bad_name.example"`, wantIs: hostname.ErrInvalid},
+		"a single-label domain":                {env: map[string]string{"UPDATE_SERVER_DOMAINS": "net"}, wantErr: `UPDATE_SERVER_DOMAINS="net"`, wantIs: hostname.ErrInvalid},
 		"only commas":                          {env: map[string]string{"UPDATE_SERVER_DOMAINS": ", ,"}, wantErr: `UPDATE_SERVER_DOMAINS=", ,"`},
 	}
 	for name, tc := range tests {
@@ -287,6 +289,9 @@ func TestUpdateServerSettings(t *testing.T) {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
 				assert.True(t, failure.IsPermanent(err))
+				if tc.wantIs != nil {
+					assert.ErrorIs(t, err, tc.wantIs, "checked by the one host-name rule")
+				}
 				return
 			}
 			require.NoError(t, err)
