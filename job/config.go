@@ -152,21 +152,20 @@ func str(dst func(*Config) *string) func(*Config, string) error {
 }
 
 func integer(min int, dst func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < min {
-			return fmt.Errorf("want a whole number ≥ %d", min)
-		}
-		*dst(c) = n
-		return nil
-	}
+	return integerUpTo(min, math.MaxInt, dst)
 }
 
+// integerUpTo takes a whole number from min to max; a bad value is told the
+// whole range, whatever was wrong with it.
 func integerUpTo(min, max int, dst func(*Config) *int) func(*Config, string) error {
+	want := fmt.Errorf("want a whole number from %d to %d", min, max)
+	if max == math.MaxInt {
+		want = fmt.Errorf("want a whole number ≥ %d", min)
+	}
 	return func(c *Config, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < min || n > max {
-			return fmt.Errorf("want a whole number from %d to %d", min, max)
+			return want
 		}
 		*dst(c) = n
 		return nil
@@ -188,14 +187,17 @@ func float(min float64, dst func(*Config) *float64) func(*Config, string) error 
 	return floatUpTo(min, math.Inf(1), dst)
 }
 
+// floatUpTo takes a finite number from min to max (NaN and Inf, which
+// strconv parses, are refused); a bad value is told the whole range.
 func floatUpTo(min, max float64, dst func(*Config) *float64) func(*Config, string) error {
+	want := fmt.Errorf("want a number from %g to %g", min, max)
+	if math.IsInf(max, 1) {
+		want = fmt.Errorf("want a number ≥ %g", min)
+	}
 	return func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		switch {
-		case err != nil || f < min:
-			return fmt.Errorf("want a number ≥ %g", min)
-		case f > max:
-			return fmt.Errorf("want a number from %g to %g", min, max)
+		if err != nil || math.IsInf(f, 0) || !(f >= min && f <= max) {
+			return want
 		}
 		*dst(c) = f
 		return nil

@@ -169,6 +169,38 @@ func TestLoadConfigChecksBoundsGrammarAndRegionFileAtOnce(t *testing.T) {
 	}
 }
 
+// TestNumberSettingsNameTheirRange: a bad number is told the whole range
+// it must fall in, and NaN and Inf, which strconv parses, are refused at
+// load instead of reaching a backoff computation.
+func TestNumberSettingsNameTheirRange(t *testing.T) {
+	tests := map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"bounded whole number, not a number": {map[string]string{"VERIFY_RETRY_MAX": "abc"}, `VERIFY_RETRY_MAX="abc": want a whole number from 1 to 20`},
+		"bounded whole number, below":        {map[string]string{"VERIFY_RETRY_MAX": "0"}, `VERIFY_RETRY_MAX="0": want a whole number from 1 to 20`},
+		"open whole number, below":           {map[string]string{"K8S_RETRY_MAX": "0"}, `K8S_RETRY_MAX="0": want a whole number ≥ 1`},
+		"bounded number, not a number":       {map[string]string{"VERIFY_RETRY_BACKOFF": "abc"}, `VERIFY_RETRY_BACKOFF="abc": want a number from 1 to 60`},
+		"bounded number, NaN":                {map[string]string{"VERIFY_RETRY_BACKOFF": "NaN"}, `VERIFY_RETRY_BACKOFF="NaN": want a number from 1 to 60`},
+		"open number, NaN":                   {map[string]string{"K8S_RETRY_BACKOFF": "NaN"}, `K8S_RETRY_BACKOFF="NaN": want a number ≥ 1`},
+		"open number, Inf":                   {map[string]string{"K8S_RETRY_BACKOFF": "+Inf"}, `K8S_RETRY_BACKOFF="+Inf": want a number ≥ 1`},
+		"open number, below":                 {map[string]string{"K8S_RETRY_BACKOFF": "0.5"}, `K8S_RETRY_BACKOFF="0.5": want a number ≥ 1`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadConfig(nil, env(tc.env))
+			require.Error(t, err)
+			assert.Equal(t, ExitPermanent, ExitCode(err))
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	c, err := LoadConfig(nil, env(map[string]string{"VERIFY_RETRY_MAX": "20", "VERIFY_RETRY_BACKOFF": "60", "K8S_RETRY_BACKOFF": "1.5"}))
+	require.NoError(t, err, "the bounds themselves are accepted")
+	assert.Equal(t, 20, c.VerifyRetryMax)
+	assert.Equal(t, 60.0, c.VerifyRetryBackoff)
+	assert.Equal(t, 1.5, c.K8sRetryBackoff)
+}
+
 func TestLoadConfigReadsTheDefaultRegionFile(t *testing.T) {
 	if _, err := os.Stat(regionconfig.DefaultPath); err == nil {
 		t.Skipf("%s exists on this machine", regionconfig.DefaultPath)
