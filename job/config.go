@@ -524,20 +524,18 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 			continue
 		}
 		c.given[s.flag] = from != "default"
+		var problem error
 		if isPlaceholder(val) {
-			problems = append(problems, placeholderProblem(from))
-			c.rejected[s.flag] = true
-			if s.def != "" {
-				_ = s.set(c, s.def)
-			}
-			continue
-		}
-		if err := s.set(c, val); err != nil {
+			problem = placeholderProblem(from)
+		} else if err := s.set(c, val); err != nil {
 			shown := val
 			if s.secret {
 				shown = Secret(val).String()
 			}
-			problems = append(problems, fmt.Errorf("%s=%q: %w", from, shown, err))
+			problem = fmt.Errorf("%s=%q: %w", from, shown, err)
+		}
+		if problem != nil {
+			problems = append(problems, problem)
 			c.rejected[s.flag] = true
 			if s.def != "" {
 				_ = s.set(c, s.def) // so Validate does not report the same setting twice
