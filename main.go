@@ -30,8 +30,8 @@ func main() {
 }
 
 // run is the whole program minus the process (signals and the exit code):
-// it dispatches to the attestation subcommand, or loads the configuration
-// and runs the Job once. Its arguments, environment and streams are
+// it dispatches to a subcommand (status, attestation), or loads the
+// configuration and runs the Job once. Its arguments, environment and streams are
 // parameters so that nothing below main reads the process's own.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "attestation" {

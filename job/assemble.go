@@ -140,7 +140,6 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 	if cfg.InClusterDNS {
 		j.InClusterDNS = &inclusterdns.CoreDNS{
 			ConfigMaps: clients.ConfigMaps,
-			Namespace:  "kube-system",
 			Log:        log,
 		}
 	}

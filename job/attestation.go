@@ -18,8 +18,16 @@ import (
 var errNotVerified = failure.Permanent(errors.New("attestation: the document did not verify"))
 
 // RunAttestation is `registration-engine attestation inspect`: the support
-// engineer's view of an attested document a customer sent.
+// engineer's view of an attested document a customer sent. A problem that
+// stops it is printed on stderr; a document that does not verify returns
+// errNotVerified after the report, which says why.
 func RunAttestation(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := runAttestation(ctx, args, stdin, stdout, stderr)
+	printProblem(stderr, err, errNotVerified)
+	return err
+}
+
+func runAttestation(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	usage := func() {
 		fmt.Fprint(stderr, `Usage: registration-engine attestation inspect [flags] FILE|-
 
@@ -61,18 +69,11 @@ Flags:
 		}
 		opts.At = t
 	}
-	var err error
-	if *roots != "" {
-		if opts.Roots, err = readCerts(*roots); err != nil {
-			return err
-		}
-	}
-	if *inters != "" {
-		if opts.Intermediates, err = readCerts(*inters); err != nil {
-			return err
-		}
+	if err := readTrust(&opts, *roots, *inters); err != nil {
+		return failure.Permanent(fmt.Errorf("attestation: %w", err))
 	}
 	var input []byte
+	var err error
 	if name := fs.Arg(0); name == "-" {
 		input, err = io.ReadAll(io.LimitReader(stdin, 1<<20))
 	} else {
@@ -83,7 +84,6 @@ Flags:
 	}
 	report, err := azure.Inspect(ctx, input, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "registration-engine: %v\n", err)
 		return failure.Permanent(fmt.Errorf("attestation: %w", err))
 	}
 	if err := report.WriteText(stdout); err != nil {
@@ -104,14 +104,48 @@ func readLimited(name string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, 1<<20))
 }
 
+// readTrust fills opts' trust anchors and intermediates from the PEM files
+// rootsFile and intersFile, each skipped when empty; an error names the
+// file. Both subcommands that check an attested document take these two
+// files.
+func readTrust(opts *azure.InspectOptions, rootsFile, intersFile string) error {
+	var err error
+	if rootsFile != "" {
+		if opts.Roots, err = readCerts(rootsFile); err != nil {
+			return err
+		}
+	}
+	if intersFile != "" {
+		if opts.Intermediates, err = readCerts(intersFile); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func readCerts(name string) ([]*x509.Certificate, error) {
 	data, err := readLimited(name)
 	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("attestation: %w", err))
+		return nil, err // an *fs.PathError, which names the file
 	}
 	certs, err := azure.ParsePEMCertificates(data)
 	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("attestation: %s: %w", name, err))
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return certs, nil
+}
+
+// printProblem writes err on stderr for the person at the terminal, unless
+// it is nil or one of verdicts, whose report on stdout already says it: a
+// subcommand's exit code alone does not say what to fix.
+func printProblem(stderr io.Writer, err error, verdicts ...error) {
+	if err == nil {
+		return
+	}
+	for _, v := range verdicts {
+		if errors.Is(err, v) {
+			return
+		}
+	}
+	fmt.Fprintf(stderr, "registration-engine: %v\n", err)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
+	"github.com/rancher/registration-engine/job/status"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/dmi"
@@ -151,21 +152,20 @@ func str(dst func(*Config) *string) func(*Config, string) error {
 }
 
 func integer(min int, dst func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < min {
-			return fmt.Errorf("want a whole number ≥ %d", min)
-		}
-		*dst(c) = n
-		return nil
-	}
+	return integerUpTo(min, math.MaxInt, dst)
 }
 
+// integerUpTo takes a whole number from min to max; a bad value is told the
+// whole range, whatever was wrong with it.
 func integerUpTo(min, max int, dst func(*Config) *int) func(*Config, string) error {
+	want := fmt.Errorf("want a whole number from %d to %d", min, max)
+	if max == math.MaxInt {
+		want = fmt.Errorf("want a whole number ≥ %d", min)
+	}
 	return func(c *Config, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < min || n > max {
-			return fmt.Errorf("want a whole number from %d to %d", min, max)
+			return want
 		}
 		*dst(c) = n
 		return nil
@@ -187,14 +187,17 @@ func float(min float64, dst func(*Config) *float64) func(*Config, string) error 
 	return floatUpTo(min, math.Inf(1), dst)
 }
 
+// floatUpTo takes a finite number from min to max (NaN and Inf, which
+// strconv parses, are refused); a bad value is told the whole range.
 func floatUpTo(min, max float64, dst func(*Config) *float64) func(*Config, string) error {
+	want := fmt.Errorf("want a number from %g to %g", min, max)
+	if math.IsInf(max, 1) {
+		want = fmt.Errorf("want a number ≥ %g", min)
+	}
 	return func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		switch {
-		case err != nil || f < min:
-			return fmt.Errorf("want a number ≥ %g", min)
-		case f > max:
-			return fmt.Errorf("want a number from %g to %g", min, max)
+		if err != nil || math.IsInf(f, 0) || !(f >= min && f <= max) {
+			return want
 		}
 		*dst(c) = f
 		return nil
@@ -431,22 +434,22 @@ var settings = []setting{
 	{flag: "kubernetes-ca-cert", envs: []string{"KUBERNETES_CA_CERT"}, def: kube.DefaultCAFile, help: `API server CA file, or "False" to skip verification (insecure)`, set: str(func(c *Config) *string { return &c.KubeCACert })},
 	{flag: "k8s-retry-max", envs: []string{"K8S_RETRY_MAX"}, def: strconv.Itoa(kube.DefaultRetryMax), help: "attempts for Kubernetes reads and writes", set: integer(1, func(c *Config) *int { return &c.K8sRetryMax })},
 	{flag: "k8s-retry-backoff", envs: []string{"K8S_RETRY_BACKOFF"}, def: formatFloat(kube.DefaultRetryBackoff), help: "backoff multiplier between Kubernetes attempts (first pause 1s)", set: float(1, func(c *Config) *float64 { return &c.K8sRetryBackoff })},
-	{flag: "lease-name", envs: []string{"LEASE_NAME"}, def: "registration-engine", help: "Lease that keeps two runs apart", set: str(func(c *Config) *string { return &c.LeaseName })},
+	{flag: "lease-name", envs: []string{"LEASE_NAME"}, def: status.DefaultName, help: "Lease that keeps two runs apart", set: str(func(c *Config) *string { return &c.LeaseName })},
 	{flag: "pod-name", envs: []string{"POD_NAME"}, help: "holder written into the Lease (downward API; default the host name)", set: str(func(c *Config) *string { return &c.PodName })},
 	{flag: "job-name", envs: []string{"JOB_NAME"}, help: "name of the Job running us (downward API label batch.kubernetes.io/job-name)", set: str(func(c *Config) *string { return &c.JobName })},
-	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: "registration-engine", help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
+	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: status.DefaultName, help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
 	{flag: "job-uid", envs: []string{"JOB_UID"}, help: "UID of the Job running us (downward API label batch.kubernetes.io/controller-uid); with JOB_NAME it names the Job the run's Events are about", set: str(func(c *Config) *string { return &c.JobUID })},
 	{flag: "in-cluster-dns", envs: []string{"IN_CLUSTER_DNS"}, def: "true", boolean: true, help: "in-cluster DNS: make the update server's name resolve in the cluster through CoreDNS", set: boolean(func(c *Config) *bool { return &c.InClusterDNS })},
 
 	{group: "Handover to rancher/scc-operator"},
 	{flag: "handover-settle", envs: []string{"HANDOVER_SETTLE"}, def: formatDuration(handover.DefaultSettle), help: "how long every check of the handover wait must keep passing before the Secret is written, so that every CoreDNS replica serves the name, not only the first to reload (0 hands over at the first pass)", set: duration(func(c *Config) *time.Duration { return &c.HandoverSettle })},
-	{flag: "handover-timeout", envs: []string{"HANDOVER_TIMEOUT"}, def: "3m", help: "before writing the Secret, wait up to this long until the update server's name resolves through the cluster's DNS to the address the run mapped and answers TLS there with the pinned certificate (within the run deadline; 0 disables the wait, for tests only)", set: duration(func(c *Config) *time.Duration { return &c.HandoverTimeout })},
+	{flag: "handover-timeout", envs: []string{"HANDOVER_TIMEOUT"}, def: formatDuration(handover.DefaultTimeout), help: "before writing the Secret, wait up to this long until the update server's name resolves through the cluster's DNS to the address the run mapped and answers TLS there with the pinned certificate (within the run deadline; 0 disables the wait, for tests only)", set: duration(func(c *Config) *time.Duration { return &c.HandoverTimeout })},
 	{flag: "handover-dns-server", envs: []string{"HANDOVER_DNS_SERVER"}, help: "ip:port of the DNS server the handover wait asks instead of the pod's resolver (tests only)", set: addrPort(func(c *Config) *string { return &c.HandoverDNSServer })},
-	{flag: "operator-wait", envs: []string{"OPERATOR_WAIT"}, def: "2m", help: "after writing the Secret, wait up to this long for rancher/scc-operator's Registration to become active or fail (within the run deadline; 0 reads it once)", set: duration(func(c *Config) *time.Duration { return &c.OperatorWait })},
+	{flag: "operator-wait", envs: []string{"OPERATOR_WAIT"}, def: formatDuration(DefaultOperatorWait), help: "after writing the Secret, wait up to this long for rancher/scc-operator's Registration to become active or fail (within the run deadline; 0 reads it once)", set: duration(func(c *Config) *time.Duration { return &c.OperatorWait })},
 
 	{group: "The run"},
 	{flag: "run-deadline", envs: []string{"RUN_DEADLINE"}, def: formatDuration(DefaultRunDeadline), help: "time a run may take after the startup sleep", set: duration(func(c *Config) *time.Duration { return &c.RunDeadline })},
-	{flag: "startup-sleep-max", envs: []string{"STARTUP_SLEEP_MAX"}, def: "1h", help: "upper bound of the random sleep before a scheduled run (0 disables)", set: duration(func(c *Config) *time.Duration { return &c.StartupSleepMax })},
+	{flag: "startup-sleep-max", envs: []string{"STARTUP_SLEEP_MAX"}, def: formatDuration(DefaultStartupSleepMax), help: "upper bound of the random sleep before a scheduled run (0 disables)", set: duration(func(c *Config) *time.Duration { return &c.StartupSleepMax })},
 	{flag: "dry-run", envs: []string{"DRY_RUN"}, boolean: true, def: "false", help: "run every phase, print the Secret (secrets redacted), write nothing", set: boolean(func(c *Config) *bool { return &c.DryRun })},
 	{flag: "output", envs: []string{"OUTPUT_FILE"}, help: "write the Secret manifest to this file (mode 0600) instead of the cluster", set: str(func(c *Config) *string { return &c.Output })},
 	{flag: "log-level", envs: []string{"REGISTRATION_ENGINE_LOG_LEVEL", "LOG_LEVEL"}, def: "INFO", help: "DEBUG, INFO, WARNING, ERROR or CRITICAL", set: logLevel},
@@ -521,20 +524,18 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 			continue
 		}
 		c.given[s.flag] = from != "default"
+		var problem error
 		if isPlaceholder(val) {
-			problems = append(problems, placeholderProblem(from))
-			c.rejected[s.flag] = true
-			if s.def != "" {
-				_ = s.set(c, s.def)
-			}
-			continue
-		}
-		if err := s.set(c, val); err != nil {
+			problem = placeholderProblem(from)
+		} else if err := s.set(c, val); err != nil {
 			shown := val
 			if s.secret {
 				shown = Secret(val).String()
 			}
-			problems = append(problems, fmt.Errorf("%s=%q: %w", from, shown, err))
+			problem = fmt.Errorf("%s=%q: %w", from, shown, err)
+		}
+		if problem != nil {
+			problems = append(problems, problem)
 			c.rejected[s.flag] = true
 			if s.def != "" {
 				_ = s.set(c, s.def) // so Validate does not report the same setting twice
@@ -648,6 +649,7 @@ rancher/scc-operator reads. It runs once and exits; a CronJob runs it.
 
 Usage:
   registration-engine [flags]
+  registration-engine status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [-o text|json]
   registration-engine attestation inspect [--at RFC3339] [--roots PEM] [--intermediates PEM] [--offline] FILE|-
 
 Every flag can also be set by the environment variable(s) beside it; a flag

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers/azure"
@@ -57,7 +58,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 	assert.True(t, c.InClusterDNS)
 	assert.Equal(t, 443, c.UpdateHTTPSPort)
 	assert.Equal(t, 3*time.Minute, c.HandoverTimeout)
+	assert.Equal(t, 20*time.Second, c.HandoverSettle)
 	assert.Equal(t, 2*time.Minute, c.OperatorWait)
+	assert.Equal(t, "registration-engine", c.LeaseName)
+	assert.Equal(t, "registration-engine", c.CronJobName)
 	assert.Empty(t, c.HandoverDNSServer, "the pod's own resolver")
 }
 
@@ -165,6 +169,38 @@ func TestLoadConfigChecksBoundsGrammarAndRegionFileAtOnce(t *testing.T) {
 	}
 }
 
+// TestNumberSettingsNameTheirRange: a bad number is told the whole range
+// it must fall in, and NaN and Inf, which strconv parses, are refused at
+// load instead of reaching a backoff computation.
+func TestNumberSettingsNameTheirRange(t *testing.T) {
+	tests := map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"bounded whole number, not a number": {map[string]string{"VERIFY_RETRY_MAX": "abc"}, `VERIFY_RETRY_MAX="abc": want a whole number from 1 to 20`},
+		"bounded whole number, below":        {map[string]string{"VERIFY_RETRY_MAX": "0"}, `VERIFY_RETRY_MAX="0": want a whole number from 1 to 20`},
+		"open whole number, below":           {map[string]string{"K8S_RETRY_MAX": "0"}, `K8S_RETRY_MAX="0": want a whole number ≥ 1`},
+		"bounded number, not a number":       {map[string]string{"VERIFY_RETRY_BACKOFF": "abc"}, `VERIFY_RETRY_BACKOFF="abc": want a number from 1 to 60`},
+		"bounded number, NaN":                {map[string]string{"VERIFY_RETRY_BACKOFF": "NaN"}, `VERIFY_RETRY_BACKOFF="NaN": want a number from 1 to 60`},
+		"open number, NaN":                   {map[string]string{"K8S_RETRY_BACKOFF": "NaN"}, `K8S_RETRY_BACKOFF="NaN": want a number ≥ 1`},
+		"open number, Inf":                   {map[string]string{"K8S_RETRY_BACKOFF": "+Inf"}, `K8S_RETRY_BACKOFF="+Inf": want a number ≥ 1`},
+		"open number, below":                 {map[string]string{"K8S_RETRY_BACKOFF": "0.5"}, `K8S_RETRY_BACKOFF="0.5": want a number ≥ 1`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadConfig(nil, env(tc.env))
+			require.Error(t, err)
+			assert.Equal(t, ExitPermanent, ExitCode(err))
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	c, err := LoadConfig(nil, env(map[string]string{"VERIFY_RETRY_MAX": "20", "VERIFY_RETRY_BACKOFF": "60", "K8S_RETRY_BACKOFF": "1.5"}))
+	require.NoError(t, err, "the bounds themselves are accepted")
+	assert.Equal(t, 20, c.VerifyRetryMax)
+	assert.Equal(t, 60.0, c.VerifyRetryBackoff)
+	assert.Equal(t, 1.5, c.K8sRetryBackoff)
+}
+
 func TestLoadConfigReadsTheDefaultRegionFile(t *testing.T) {
 	if _, err := os.Stat(regionconfig.DefaultPath); err == nil {
 		t.Skipf("%s exists on this machine", regionconfig.DefaultPath)
@@ -221,6 +257,13 @@ func TestHelpListsEveryFlagAndVariable(t *testing.T) {
 	for _, e := range envNames() {
 		assert.Contains(t, help, e)
 	}
+	// Both subcommands are in the usage.
+	assert.Contains(t, help, "registration-engine status [")
+	assert.Contains(t, help, "registration-engine attestation inspect [")
+	// Defaults read the way a user would write them.
+	for _, want := range []string{"(default 1h)", "(default 3m)", "(default 2m)", "(default 20s)", "(default 10m)"} {
+		assert.Contains(t, help, want)
+	}
 	// Every variable of the seed's environment table.
 	for _, e := range strings.Fields(`AZURE_CLIENT_ID AZURE_TENANT_ID AZURE_FEDERATED_TOKEN_FILE EXTENSION_RESOURCE_ID
 		MARKETPLACE_PUBLISHER_ID MARKETPLACE_OFFER_ID MARKETPLACE_PLAN_ID REGISTRATION_SECRET_NAME REGISTRATION_SECRET_NAMESPACE
@@ -262,12 +305,13 @@ func TestUpdateServerSettings(t *testing.T) {
 		wantDomains  []string
 		wantLoopback bool
 		wantErr      string // the variable the error must name; "" for success
+		wantIs       error  // the sentinel the error must wrap, if any
 	}{
 		"defaults: SUSE's domain, no loopback": {wantDomains: smt.DefaultDomains},
 		"domains listed, normalised":           {env: map[string]string{"UPDATE_SERVER_DOMAINS": "SUSECloud.net., rmt.example.com"}, wantDomains: []string{"susecloud.net", "rmt.example.com"}},
 		"loopback for the fake cloud":          {env: map[string]string{"UPDATE_SERVER_ALLOW_LOOPBACK": "true"}, wantDomains: smt.DefaultDomains, wantLoopback: true},
-		"a domain with an underscore":          {env: map[string]string{"UPDATE_SERVER_DOMAINS": "susecloud.net,bad_name.example"}, wantErr: `UPDATE_SERVER_DOMAINS="susecloud.net,bad_name.example"`},
-		"a single-label domain":                {env: map[string]string{"UPDATE_SERVER_DOMAINS": "net"}, wantErr: `UPDATE_SERVER_DOMAINS="net"`},
+		"a domain with an underscore":          {env: map[string]string{"UPDATE_SERVER_DOMAINS": "susecloud.net,bad_name.example"}, wantErr: `UPDATE_SERVER_DOMAINS="susecloud.net,bad_name.example"`, wantIs: hostname.ErrInvalid},
+		"a single-label domain":                {env: map[string]string{"UPDATE_SERVER_DOMAINS": "net"}, wantErr: `UPDATE_SERVER_DOMAINS="net"`, wantIs: hostname.ErrInvalid},
 		"only commas":                          {env: map[string]string{"UPDATE_SERVER_DOMAINS": ", ,"}, wantErr: `UPDATE_SERVER_DOMAINS=", ,"`},
 	}
 	for name, tc := range tests {
@@ -277,6 +321,9 @@ func TestUpdateServerSettings(t *testing.T) {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
 				assert.True(t, failure.IsPermanent(err))
+				if tc.wantIs != nil {
+					assert.ErrorIs(t, err, tc.wantIs, "checked by the one host-name rule")
+				}
 				return
 			}
 			require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
+	"github.com/rancher/registration-engine/job/status"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/failure"
 	"github.com/rancher/registration-engine/providers/pause"
@@ -36,9 +37,12 @@ type (
 	Racer interface {
 		Race(ctx context.Context, v6, v4 netip.Addr) (netip.Addr, error)
 	}
-	// InClusterDNS makes the update server's name resolve in the cluster.
+	// InClusterDNS makes the update server's name resolve in the cluster;
+	// Object names the CoreDNS object the last Ensure edited, for the
+	// handover wait's messages.
 	InClusterDNS interface {
 		Ensure(ctx context.Context, fqdn string, ip netip.Addr) (changed bool, err error)
+		Object() string
 	}
 	// Store writes the registration (phase 6).
 	Store interface {
@@ -272,22 +276,11 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 				}
 				attrs = append(attrs, slog.Bool("dnsChanged", changed))
 			}
-			switch {
-			case j.Handover != nil:
-				var object string
-				if o, ok := j.InClusterDNS.(interface{ Object() string }); ok {
-					object = o.Object()
-				}
-				waited, err := j.Handover.Until(ctx, server.Name, addr, server.CertPEM, object)
-				if err != nil {
-					return nil, fmt.Errorf("handover: %w", err)
-				}
-				attrs = append(attrs, slog.Int64("handoverMs", waited.Milliseconds()))
-			case j.HandoverDisabled:
-				log.Warn("handover wait disabled (HANDOVER_TIMEOUT=0, for tests only): the operator may get the Secret before it can reach the update server, and a failed registration stays failed", slog.String("server", server.Name))
-			default:
-				log.Info("handover wait skipped", slog.String("reason", j.HandoverSkip), slog.String("server", server.Name))
+			handoverAttrs, err := j.handOver(ctx, log, server, addr)
+			if err != nil {
+				return nil, err
 			}
+			attrs = append(attrs, handoverAttrs...)
 			if j.RegCode == "" {
 				log.Info("no registration code configured (REGISTRATION_CODE, REG_CODE or REGCODE): the one in the Secret is kept")
 			}
@@ -324,6 +317,28 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 	return res, j.reportOperator(ctx, log, &res, server.Name)
 }
 
+// handOver waits until the operator can reach the update server the way the
+// Secret will tell it to, or logs why there is no such wait.
+func (j *Job) handOver(ctx context.Context, log *slog.Logger, server smt.UpdateServer, addr netip.Addr) ([]any, error) {
+	switch {
+	case j.Handover == nil && j.HandoverDisabled:
+		log.Warn("handover wait disabled (HANDOVER_TIMEOUT=0, for tests only): the operator may get the Secret before it can reach the update server, and a failed registration stays failed", slog.String("server", server.Name))
+		return nil, nil
+	case j.Handover == nil:
+		log.Info("handover wait skipped", slog.String("reason", j.HandoverSkip), slog.String("server", server.Name))
+		return nil, nil
+	}
+	var object string
+	if j.InClusterDNS != nil {
+		object = j.InClusterDNS.Object()
+	}
+	waited, err := j.Handover.Until(ctx, server.Name, addr, server.CertPEM, object)
+	if err != nil {
+		return nil, fmt.Errorf("handover: %w", err)
+	}
+	return []any{slog.Int64("handoverMs", waited.Milliseconds())}, nil
+}
+
 // reportOperator reads what the operator made of the Secret: after a write
 // it waits up to OperatorWait for active or failed, on an unchanged run it
 // looks once. A Failed Registration fails the run permanently (exit 2): the
@@ -345,7 +360,7 @@ func (j *Job) reportOperator(ctx context.Context, log *slog.Logger, res *Result,
 	switch rep.State {
 	case kube.OperatorFailed:
 		res.Failed = PhaseOperator
-		err := failure.Permanent(fmt.Errorf("%w: registration %s: %s; %s", ErrOperatorFailed, rep.Registration, rep.Message, operatorRemedy(j.SecretRef, server)))
+		err := failure.Permanent(fmt.Errorf("%w: registration %s: %s; %s", ErrOperatorFailed, rep.Registration, rep.Message, operatorRemedy(j.secretRef(), server)))
 		log.Error("rancher/scc-operator failed the registration", append(attrs, slog.String("error", err.Error()))...)
 		return err
 	case kube.OperatorPending:
@@ -356,14 +371,12 @@ func (j *Job) reportOperator(ctx context.Context, log *slog.Logger, res *Result,
 	return nil
 }
 
-// operatorRemedy is what the operator requires before it registers again.
+// operatorRemedy is what the operator requires before it registers again;
+// secret is namespace/name.
 func operatorRemedy(secret, server string) string {
-	if secret == "" {
-		secret = kube.Namespace + "/" + kube.SecretName
-	}
 	ns, name, _ := strings.Cut(secret, "/")
-	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`kubectl -n %s create job --from=cronjob/registration-engine <name>`), which writes it afresh",
-		secret, server, ns, name, ns)
+	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`kubectl -n %s create job --from=cronjob/%s <name>`), which writes it afresh",
+		secret, server, ns, name, ns, status.DefaultName)
 }
 
 // recordEvent records the run's outcome on its Job. An Event that cannot
@@ -377,31 +390,20 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		return
 	}
 	e := kube.JobEvent{Action: "Register", Server: res.Server, Address: addrString(res.Address)}
-	op := ""
-	if res.Operator.State != "" {
-		op = fmt.Sprintf("; operator=%s", res.Operator.State)
-		if res.Operator.Registration != "" {
-			op += " registration " + res.Operator.Registration
-		}
-		if res.Operator.Message != "" {
-			op += ": " + res.Operator.Message
-		}
-	}
 	switch {
-	case runErr != nil && res.Failed == PhaseOperator:
+	case res.Failed == PhaseOperator:
 		e.Warning, e.Reason, e.Action = true, kube.ReasonOperatorFailed, "Report"
-		e.Note = fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Remedy: %s", res.Operator.Registration, res.Operator.Message, operatorRemedy(j.SecretRef, res.Server))
+		e.Note = fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Remedy: %s", res.Operator.Registration, res.Operator.Message, operatorRemedy(j.secretRef(), res.Server))
 	case runErr != nil:
 		e.Warning, e.Reason = true, kube.ReasonFailed
 		e.Note = fmt.Sprintf("phase %s failed (exit code %d): %v", res.Failed, ExitCode(runErr), runErr)
-	case res.Changed:
-		e.Reason = kube.ReasonRegistered
-		e.Warning = res.Operator.State == kube.OperatorPending
-		e.Note = fmt.Sprintf("wrote %s for https://%s (address %s)%s", j.secretRef(), res.Server, addrString(res.Address), op)
 	default:
-		e.Reason = kube.ReasonUnchanged
+		e.Reason, e.Note = kube.ReasonUnchanged, j.secretRef()+" already current for"
+		if res.Changed {
+			e.Reason, e.Note = kube.ReasonRegistered, "wrote "+j.secretRef()+" for"
+		}
 		e.Warning = res.Operator.State == kube.OperatorPending
-		e.Note = fmt.Sprintf("%s already current for https://%s (address %s)%s", j.secretRef(), res.Server, addrString(res.Address), op)
+		e.Note += fmt.Sprintf(" https://%s (address %s)%s", res.Server, addrString(res.Address), operatorNote(res.Operator))
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -412,6 +414,23 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 	log.Debug("event recorded", slog.String("reason", e.Reason))
 }
 
+// operatorNote is the operator's answer as the Event of a successful run
+// quotes it; "" when it was not read.
+func operatorNote(rep kube.OperatorReport) string {
+	if rep.State == "" {
+		return ""
+	}
+	note := "; operator=" + rep.State
+	if rep.Registration != "" {
+		note += " registration " + rep.Registration
+	}
+	if rep.Message != "" {
+		note += ": " + rep.Message
+	}
+	return note
+}
+
+// secretRef is namespace/name of the Secret the run writes.
 func (j *Job) secretRef() string {
 	if j.SecretRef == "" {
 		return kube.Namespace + "/" + kube.SecretName
@@ -457,9 +476,19 @@ func (j *Job) startupSleep(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// DefaultRunDeadline bounds a run after the startup sleep (RUN_DEADLINE's
-// default).
-const DefaultRunDeadline = 10 * time.Minute
+// Defaults of the run's own bounds, for the settings that name them.
+const (
+	// DefaultRunDeadline bounds a run after the startup sleep
+	// (RUN_DEADLINE's default, and Deadline's when it is zero).
+	DefaultRunDeadline = 10 * time.Minute
+	// DefaultStartupSleepMax bounds the random sleep of a scheduled run
+	// (STARTUP_SLEEP_MAX's default): an hour spreads the clusters that
+	// share the CronJob's schedule over the region servers.
+	DefaultStartupSleepMax = time.Hour
+	// DefaultOperatorWait bounds how long a run that wrote the Secret
+	// waits for rancher/scc-operator's answer (OPERATOR_WAIT's default).
+	DefaultOperatorWait = 2 * time.Minute
+)
 
 func (j *Job) deadline() time.Duration {
 	if j.Deadline <= 0 {

@@ -36,8 +36,7 @@ type recorder struct {
 	leaseErr error
 	changed  bool
 	// handedOver records what the handover wait was asked to check.
-	handedOver  []string
-	handoverErr error
+	handedOver []string
 	// reached is the address phase 4 reports as the winner of its own race.
 	reached netip.Addr
 }
@@ -91,7 +90,7 @@ func (r *recorder) Until(ctx context.Context, name string, addr netip.Addr, cert
 	r.mu.Lock()
 	r.handedOver = append(r.handedOver, name+" "+addr.String()+" "+string(certPEM)+" "+object)
 	r.mu.Unlock()
-	return time.Second, r.handoverErr
+	return time.Second, nil
 }
 
 func (r *recorder) Write(ctx context.Context, reg kube.Registration) (bool, error) {
@@ -414,7 +413,8 @@ func TestRunReportsTheOperator(t *testing.T) {
 	}{
 		"written, operator active": {
 			changed: true, report: kube.OperatorReport{State: kube.OperatorActive, Registration: "scc-registration-abc"},
-			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, exit: ExitOK, note: "operator=active registration scc-registration-abc",
+			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, exit: ExitOK,
+			note: "wrote cattle-scc-system/scc-registration for https://smt-azure.example (address 2001:db8::10); operator=active registration scc-registration-abc",
 		},
 		"written, operator failed: exit 2, failedPhase operator, the remedy": {
 			changed: true, report: kube.OperatorReport{State: kube.OperatorFailed, Registration: "scc-registration-abc", Message: "401 Unknown Registration Code."},
@@ -431,7 +431,8 @@ func TestRunReportsTheOperator(t *testing.T) {
 		},
 		"unchanged looks once": {
 			report:   kube.OperatorReport{State: kube.OperatorActive, Registration: "scc-registration-abc"},
-			wantWait: 0, reason: kube.ReasonUnchanged, exit: ExitOK, note: "already current",
+			wantWait: 0, reason: kube.ReasonUnchanged, exit: ExitOK,
+			note: "cattle-scc-system/scc-registration already current for https://smt-azure.example (address 2001:db8::10); operator=active registration scc-registration-abc",
 		},
 		"unchanged but Failed is still reported and fails": {
 			report:   kube.OperatorReport{State: kube.OperatorFailed, Registration: "scc-registration-abc", Message: "no such host"},

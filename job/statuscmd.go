@@ -27,8 +27,15 @@ var (
 // own credentials and without writing anything, every object the
 // registration depends on, and prints the verdict first, then the
 // evidence. It returns nil when the cluster is registered,
-// ErrNotYetRegistered (exit 1) or ErrActionNeeded (exit 2).
+// ErrNotYetRegistered (exit 1) or ErrActionNeeded (exit 2); any other
+// error (a flag, a file, no cluster to reach) is printed on stderr.
 func RunStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	err := runStatus(ctx, args, getenv, stdout, stderr)
+	printProblem(stderr, err, ErrNotYetRegistered, ErrActionNeeded)
+	return err
+}
+
+func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -66,26 +73,16 @@ Flags:
 		return failure.Permanent(fmt.Errorf("status: unexpected argument %q", fs.Arg(0)))
 	}
 	inspect := azure.InspectOptions{Offline: true}
-	var err error
-	if *roots != "" {
-		if inspect.Roots, err = readCerts(*roots); err != nil {
-			return err
-		}
-	}
-	if *inters != "" {
-		if inspect.Intermediates, err = readCerts(*inters); err != nil {
-			return err
-		}
+	if err := readTrust(&inspect, *roots, *inters); err != nil {
+		return failure.Permanent(fmt.Errorf("status: %w", err))
 	}
 	cfg, err := kube.WorkstationConfig(*kubeconfig, *kubeContext)
 	if err != nil {
-		fmt.Fprintf(stderr, "registration-engine: %v\n", err)
 		return err
 	}
 	cfg.UserAgent = "registration-engine-status/" + Version
 	reader, err := kube.NewReader(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "registration-engine: %v\n", err)
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)

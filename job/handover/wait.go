@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // Defaults of Wait.
@@ -34,6 +35,12 @@ const (
 	// Corefile is all but certain to answer one of them wrongly and start
 	// the settling over.
 	DefaultSettle = 20 * time.Second
+	// DefaultTimeout is how long the engine waits for CoreDNS to serve the
+	// name before it gives up for this run (HANDOVER_TIMEOUT's default):
+	// minutes, because the kubelet syncs a changed ConfigMap into the
+	// CoreDNS pods only every minute or so, and the reload plugin then
+	// takes its own interval.
+	DefaultTimeout = 3 * time.Minute
 	// checkTimeout bounds one lookup plus one TLS handshake, so that one
 	// DNS server that never answers cannot take the whole wait.
 	checkTimeout = 10 * time.Second
@@ -75,7 +82,8 @@ type Wait struct {
 	// Port is the update server's TLS port; 0 means DefaultPort. Tests
 	// point it at a loopback server.
 	Port int
-	// Timeout bounds the whole wait; it must be positive.
+	// Timeout bounds the whole wait; it must be positive (the engine uses
+	// DefaultTimeout unless HANDOVER_TIMEOUT says otherwise).
 	Timeout time.Duration
 	// Interval is the pause between checks; 0 means DefaultInterval.
 	Interval time.Duration
@@ -134,13 +142,9 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 					slog.Int("attempt", last.Attempts), slog.String("step", st.step), slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
 			}
 		}
-		t := time.NewTimer(cmp.Or(w.Interval, DefaultInterval))
-		select {
-		case <-wctx.Done():
-			t.Stop()
+		if pause.For(wctx, cmp.Or(w.Interval, DefaultInterval)) != nil {
 			last.Waited = time.Since(start)
 			return last.Waited, last
-		case <-t.C:
 		}
 	}
 }
