@@ -434,9 +434,11 @@ func (g *gatherer) operator(ctx context.Context, sec *corev1.Secret) {
 		}
 	}
 
+	var reg *kube.SCCRegistration
 	if o.Registration != "" {
-		reg, err := g.src.Registration(ctx, o.Registration)
+		got, err := g.src.Registration(ctx, o.Registration)
 		if o.Access = g.access("registrations.scc.cattle.io/"+o.Registration, err); o.Access == Read {
+			reg = got
 			o.describe(reg)
 		}
 	}
@@ -447,32 +449,34 @@ func (g *gatherer) operator(ctx context.Context, sec *corev1.Secret) {
 			o.APIInstalled = &served
 		}
 	}
-	o.State = operatorState(o)
+	o.State = operatorState(o, reg)
 }
 
 // operatorState names what the operator made of the Secret: active, failed,
-// pending, absent, or "" when a refused read leaves it open.
-func operatorState(o *Operator) string {
+// pending, absent, or "" when a refused read leaves it open. reg is the
+// Registration read, nil when there was none to read; it is judged as the
+// engine's own run judges it (kube.SCCRegistration's Failed and Active).
+func operatorState(o *Operator, reg *kube.SCCRegistration) string {
+	if reg != nil {
+		if _, failed := reg.Failed(); failed {
+			return kube.OperatorFailed
+		}
+		if reg.Active() {
+			return kube.OperatorActive
+		}
+	}
 	switch {
-	case o.Access == Read && o.isTrue("Failure"):
-		return OperatorFailed
-	case o.Access == Read && o.isTrue("Done") && o.Activated:
-		return OperatorActive
 	case o.APIInstalled != nil && !*o.APIInstalled:
-		return OperatorAbsent
+		return kube.OperatorAbsent
 	case !o.Adopted && o.Leader.Access == Read && !o.Leader.Alive:
-		return OperatorAbsent
+		return kube.OperatorAbsent
 	case o.Access == Forbidden || o.Access == Failed:
 		return ""
 	case !o.Adopted && o.Leader.Access != Read:
 		return ""
 	default:
-		return OperatorPending
+		return kube.OperatorPending
 	}
-}
-
-func (o *Operator) isTrue(typ string) bool {
-	return slices.ContainsFunc(o.Conditions, func(c Condition) bool { return c.Type == typ && c.Status == "True" })
 }
 
 // describe copies what status shows of a Registration.

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/rancher/registration-engine/job/kube"
 )
 
 // WriteJSON writes the report as one JSON document.
@@ -107,9 +109,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			switch n := s.Keys[k]; {
 			case n == 0:
 				keys = append(keys, k+" MISSING")
-			case k == "registrationType":
+			case k == kube.KeyRegistrationType:
 				keys = append(keys, k+"="+s.RegistrationType)
-			case k == "registrationUrl":
+			case k == kube.KeyRegistrationURL:
 				keys = append(keys, k+"="+s.RegistrationURL)
 			default:
 				keys = append(keys, fmt.Sprintf("%s set (%d bytes)", k, n))
