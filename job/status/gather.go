@@ -468,7 +468,8 @@ func operatorState(o *Operator, reg *kube.SCCRegistration) string {
 	switch {
 	case o.APIInstalled != nil && !*o.APIInstalled:
 		return kube.OperatorAbsent
-	case !o.Adopted && o.Leader.Access == Read && !o.Leader.Alive:
+	case !o.Adopted && (o.Leader.Access == Absent || o.Leader.Access == Read && !o.Leader.Alive):
+		// No operator has ever held its leader Lease, or none holds it now.
 		return kube.OperatorAbsent
 	case o.Access == Forbidden || o.Access == Failed:
 		return ""

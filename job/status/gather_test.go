@@ -24,6 +24,7 @@ type source struct {
 	secret       *corev1.Secret
 	leader       *coordinationv1.Lease
 	registration *kube.SCCRegistration
+	configMaps   map[string]*corev1.ConfigMap
 	served       bool
 	forbidden    map[string]bool // "registration", "leader"
 }
@@ -44,6 +45,9 @@ func (s *source) Secret(_ context.Context, _, name string) (*corev1.Secret, erro
 }
 
 func (s *source) ConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap, error) {
+	if cm, ok := s.configMaps[name]; ok {
+		return cm, nil
+	}
 	return nil, notFound("configmaps", name)
 }
 
@@ -137,6 +141,15 @@ func TestGatherOperatorState(t *testing.T) {
 			src:   source{secret: secret(false), served: false},
 			state: kube.OperatorAbsent,
 		},
+		"not adopted, no leader Lease at all: absent": {
+			src:   source{secret: secret(false), served: true},
+			state: kube.OperatorAbsent,
+		},
+		"not adopted, leader Lease expired: absent": {
+			src: source{secret: secret(false), served: true, leader: &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: ptr.To("scc-operator-0"), LeaseDurationSeconds: ptr.To(int32(15)), RenewTime: &renewed}}},
+			state: kube.OperatorAbsent,
+		},
 		"not adopted, leader Lease refused: unknown": {
 			src:   source{secret: secret(false), served: true, forbidden: map[string]bool{"leader": true}},
 			state: "",
@@ -157,4 +170,19 @@ func TestGatherOperatorState(t *testing.T) {
 			assert.Equal(t, tc.condition, shown)
 		})
 	}
+}
+
+// An operator whose leader Lease does not exist has never run: status says
+// to install or start it, not to look again with more access.
+func TestDecideOperatorWithoutLeaderLease(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	corefile := ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n    reload\n}\n"
+	src := &source{served: true, configMaps: map[string]*corev1.ConfigMap{"coredns": {Data: map[string]string{"Corefile": corefile}}}, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
+		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}}
+
+	r := Gather(context.Background(), src, Options{Now: now})
+
+	assert.Equal(t, StateActionNeeded, r.Verdict.State, r.Verdict.Line)
+	assert.Equal(t, "Not registered: rancher/scc-operator has not adopted scc-registration: its leader Lease kube-system/scc-controllers does not exist"+
+		" — install or start rancher/scc-operator (Rancher Prime 2.12 or later installs it in cattle-scc-system)", r.Verdict.Line)
 }
