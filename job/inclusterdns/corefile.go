@@ -2,6 +2,7 @@ package inclusterdns
 
 import (
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 	"strings"
@@ -64,6 +65,8 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 		}
 	}
 
+	// A hosts block inside the closed root block is closed too (braces
+	// nest), at or before rootEnd.
 	hosts, hostsEnd := -1, -1
 	for i := root + 1; i < rootEnd; i++ {
 		if l := lines[i]; l.depth == 1 && len(l.fields) > 0 && l.fields[0] == "hosts" {
@@ -94,10 +97,6 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 		block := strings.Split(hostsBlock(indent, fqdn, ip), "\n")
 		return strings.Join(slices.Insert(out, root+1, block...), "\n"), nil
 	}
-	if hostsEnd < 0 {
-		return "", fmt.Errorf("%w: the hosts block at line %d is not closed", ErrCorefile, hosts+1)
-	}
-
 	entry := ip.String() + " " + fqdn
 	// New lines take the indent of the block's first line, so that the
 	// block keeps its look.
@@ -110,28 +109,19 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	}
 	placed := false
 	var drop []int
-	for i := hosts + 1; i < hostsEnd; i++ {
-		l := lines[i]
-		if l.depth != 2 || len(l.fields) < 2 {
-			continue
-		}
-		addr, err := netip.ParseAddr(l.fields[0])
-		if err != nil {
-			continue
-		}
-		names := l.fields[1:]
-		others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.EqualFold(strings.TrimSuffix(n, "."), fqdn) })
+	for i, e := range hostsEntries(lines, hosts, hostsEnd) {
+		others := slices.DeleteFunc(slices.Clone(e.names), func(n string) bool { return sameHost(n, fqdn) })
 		switch {
-		case len(others) == len(names):
+		case len(others) == len(e.names):
 			// another host's entry
 		case len(others) > 0:
-			out[i] = l.indent + l.fields[0] + " " + strings.Join(others, " ")
+			out[i] = lines[i].indent + lines[i].fields[0] + " " + strings.Join(others, " ")
 		case placed:
 			drop = append(drop, i)
 		default:
 			placed = true
-			if addr.Unmap() != ip || len(names) != 1 {
-				out[i] = l.indent + entry
+			if e.addr != ip || len(e.names) != 1 {
+				out[i] = lines[i].indent + entry
 			}
 		}
 	}
@@ -186,6 +176,40 @@ func coveringServerZone(l corefileLine, fqdn string) string {
 // ignoring case and a trailing dot. The root zone covers every name.
 func zoneCovers(zone, name string) bool {
 	return zone == "." || hostname.Under(name, zone)
+}
+
+// hostsEntry is an inline entry of a hosts block: "<ip> <name>…".
+type hostsEntry struct {
+	addr  netip.Addr // without an IPv4-in-IPv6 mapping
+	names []string   // as written
+}
+
+// hostsEntries yields the entries of the hosts block opened on line start
+// and closed on line end, with their line numbers. Options inside the block
+// (fallthrough, ttl 60, reload 15s) are not entries, nor are the lines of a
+// block nested in it.
+func hostsEntries(lines []corefileLine, start, end int) iter.Seq2[int, hostsEntry] {
+	return func(yield func(int, hostsEntry) bool) {
+		for i := start + 1; i < end; i++ {
+			l := lines[i]
+			if l.depth != lines[start].depth+1 || len(l.fields) < 2 {
+				continue
+			}
+			addr, err := netip.ParseAddr(l.fields[0])
+			if err != nil {
+				continue
+			}
+			if !yield(i, hostsEntry{addr: addr.Unmap(), names: l.fields[1:]}) {
+				return
+			}
+		}
+	}
+}
+
+// sameHost reports whether name, as a Corefile writes it, is fqdn: equal
+// without regard to case or a trailing dot.
+func sameHost(name, fqdn string) bool {
+	return strings.EqualFold(strings.TrimSuffix(name, "."), strings.TrimSuffix(fqdn, "."))
 }
 
 // hostsBlock is the block the engine writes: the entry, then fallthrough so
