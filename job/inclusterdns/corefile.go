@@ -41,7 +41,7 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 		return "", err
 	}
 	if strings.TrimSpace(corefile) == "" {
-		return "", fmt.Errorf("%w: the Corefile is empty", ErrCorefile)
+		return "", fmt.Errorf("%w: the Corefile is empty; %s", ErrCorefile, byHand(fqdn, ip))
 	}
 	lines := parseCorefile(corefile)
 
@@ -53,15 +53,18 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 			break
 		}
 	}
-	if root < 0 || rootEnd < 0 {
-		return "", fmt.Errorf("%w: no root server block (.:53 { … }) in the Corefile", ErrCorefile)
+	switch {
+	case root < 0:
+		return "", fmt.Errorf("%w: no root server block (.:53 { … }) in the Corefile; %s", ErrCorefile, byHand(fqdn, ip))
+	case rootEnd < 0:
+		return "", fmt.Errorf("%w: the root server block (line %d) is never closed; close it, or %s", ErrCorefile, root+1, byHand(fqdn, ip))
 	}
 	for i, l := range lines {
 		if l.depth != 0 || l.opens == 0 || i == root {
 			continue
 		}
 		if zone := coveringServerZone(l, fqdn); zone != "" {
-			return "", fmt.Errorf("%w: the server block %q (line %d) answers for %s instead of the root server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, zone, i+1, fqdn, ip.String()+" "+fqdn)
+			return "", fmt.Errorf("%w: the server block %q (line %d) answers for %s instead of the root server block; %s", ErrCorefile, zone, i+1, fqdn, byHand(fqdn, ip))
 		}
 	}
 
@@ -71,7 +74,7 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	for i := root + 1; i < rootEnd; i++ {
 		if l := lines[i]; l.depth == 1 && len(l.fields) > 0 && l.fields[0] == "hosts" {
 			if l.opens != 1 || l.closes != 0 || !strings.HasSuffix(l.code, "{") {
-				return "", fmt.Errorf("%w: the root server block has a hosts directive without a block of its own (line %d); add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, i+1, ip.String()+" "+fqdn)
+				return "", fmt.Errorf("%w: the root server block has a hosts directive without a block of its own (line %d); %s", ErrCorefile, i+1, byHand(fqdn, ip))
 			}
 			hosts, hostsEnd = i, blockEnd(lines, i)
 			break
@@ -210,6 +213,11 @@ func hostsEntries(lines []corefileLine, start, end int) iter.Seq2[int, hostsEntr
 // without regard to case or a trailing dot.
 func sameHost(name, fqdn string) bool {
 	return strings.EqualFold(strings.TrimSuffix(name, "."), strings.TrimSuffix(fqdn, "."))
+}
+
+// byHand is the remedy when the engine cannot place the entry itself.
+func byHand(fqdn string, ip netip.Addr) string {
+	return fmt.Sprintf("add %q by hand and set IN_CLUSTER_DNS=false", ip.String()+" "+fqdn)
 }
 
 // hostsBlock is the block the engine writes: the entry, then fallthrough so
