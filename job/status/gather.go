@@ -250,9 +250,6 @@ func leaseUntil(le *coordinationv1.Lease) time.Time {
 	return since.Add(time.Duration(ptrValue(le.Spec.LeaseDurationSeconds)) * time.Second).UTC()
 }
 
-// engineKeys are the Secret's keys the engine writes.
-var engineKeys = []string{kube.KeyRegistrationType, kube.KeyRegistrationURL, kube.KeyRegCode, kube.KeyInstanceData, kube.KeyRegistrationURLCert}
-
 func (g *gatherer) secret(ctx context.Context) *corev1.Secret {
 	ns := g.opts.Namespace
 	s := &g.r.Secret
@@ -268,7 +265,7 @@ func (g *gatherer) secret(ctx context.Context) *corev1.Secret {
 		}
 	}
 	s.Keys = map[string]int{}
-	for _, k := range engineKeys {
+	for _, k := range kube.RegistrationKeys() {
 		s.Keys[k] = len(sec.Data[k])
 	}
 	s.RegistrationType = string(sec.Data[kube.KeyRegistrationType])

@@ -2,10 +2,12 @@ package status
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -185,4 +187,20 @@ func TestDecideOperatorWithoutLeaderLease(t *testing.T) {
 	assert.Equal(t, StateActionNeeded, r.Verdict.State, r.Verdict.Line)
 	assert.Equal(t, "Not registered: rancher/scc-operator has not adopted scc-registration: its leader Lease kube-system/scc-controllers does not exist"+
 		" — install or start rancher/scc-operator (Rancher Prime 2.12 or later installs it in cattle-scc-system)", r.Verdict.Line)
+}
+
+// Every key the engine writes is reported, by size only (never the code or
+// the document), and one the Secret lacks is reported as 0, which the text
+// output shows as MISSING.
+func TestGatherSecretKeys(t *testing.T) {
+	src := &source{secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
+		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE-1234"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}}
+
+	r := Gather(context.Background(), src, Options{Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
+
+	assert.Equal(t, map[string]int{kube.KeyRegistrationType: 6, kube.KeyRegCode: 9, kube.KeyRegistrationURL: 31, kube.KeyInstanceData: 0, kube.KeyRegistrationURLCert: 0}, r.Secret.Keys)
+	var text strings.Builder
+	require.NoError(t, r.WriteText(&text))
+	assert.Contains(t, text.String(), "keys: registrationType=online, registrationUrl=https://smt-azure.susecloud.net, regCode set (9 bytes), instanceData MISSING, registrationUrlCert MISSING")
+	assert.NotContains(t, text.String(), "CODE-1234")
 }

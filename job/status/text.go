@@ -105,7 +105,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		lines := []string{fmt.Sprintf("%s/%s: created %s, last written by the engine %s", ns, s.Name, orNever(s.Created), orNever(s.Written))}
 		var keys []string
-		for _, k := range engineKeys {
+		for _, k := range kube.RegistrationKeys() {
 			switch n := s.Keys[k]; {
 			case n == 0:
 				keys = append(keys, k+" MISSING")
