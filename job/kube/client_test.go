@@ -95,6 +95,17 @@ func startAPIServer(t *testing.T) (*fakeAPIServer, *httptest.Server, []byte) {
 	return f, srv, caPEM
 }
 
+// inClusterOptions are the options of a pod reaching the API server at
+// srvURL with token, verified by caPEM.
+func inClusterOptions(t *testing.T, srvURL string, caPEM []byte, token string) ClientOptions {
+	t.Helper()
+	u, err := url.Parse(srvURL)
+	require.NoError(t, err)
+	host, port, err := net.SplitHostPort(u.Host)
+	require.NoError(t, err)
+	return ClientOptions{Host: host, Port: port, TokenFile: writeFile(t, "token", token), CACert: writeFile(t, "ca.crt", string(caPEM))}
+}
+
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -108,15 +119,7 @@ func writeFile(t *testing.T, name, content string) string {
 func TestSecretStoreOverTLS(t *testing.T) {
 	tests := map[string]func(t *testing.T, srvURL string, caPEM []byte) ClientOptions{
 		"in cluster": func(t *testing.T, srvURL string, caPEM []byte) ClientOptions {
-			u, err := url.Parse(srvURL)
-			require.NoError(t, err)
-			host, port, err := net.SplitHostPort(u.Host)
-			require.NoError(t, err)
-			return ClientOptions{
-				Host: host, Port: port,
-				TokenFile: writeFile(t, "token", "sa-token"),
-				CACert:    writeFile(t, "ca.crt", string(caPEM)),
-			}
+			return inClusterOptions(t, srvURL, caPEM, "sa-token")
 		},
 		"kubeconfig": func(t *testing.T, srvURL string, caPEM []byte) ClientOptions {
 			kc := `apiVersion: v1
@@ -191,11 +194,7 @@ current-context: x
 func TestSecretStoreForbiddenOverTLS(t *testing.T) {
 	f, srv, caPEM := startAPIServer(t)
 	f.forbid = true
-	u, err := url.Parse(srv.URL)
-	require.NoError(t, err)
-	host, port, err := net.SplitHostPort(u.Host)
-	require.NoError(t, err)
-	cfg, err := RESTConfig(ClientOptions{Host: host, Port: port, TokenFile: writeFile(t, "token", "t"), CACert: writeFile(t, "ca.crt", string(caPEM))}, nil)
+	cfg, err := RESTConfig(inClusterOptions(t, srv.URL, caPEM, "t"), nil)
 	require.NoError(t, err)
 	clients, err := NewClients(cfg)
 	require.NoError(t, err)
@@ -325,11 +324,7 @@ func TestReaderOverTLS(t *testing.T) {
 	f, srv, caPEM := startAPIServer(t)
 	f.secret = &corev1.Secret{TypeMeta: metav1.TypeMeta{Kind: "Secret", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: SecretName, Namespace: Namespace},
 		Data: map[string][]byte{KeyRegistrationType: []byte("online")}}
-	u, err := url.Parse(srv.URL)
-	require.NoError(t, err)
-	host, port, err := net.SplitHostPort(u.Host)
-	require.NoError(t, err)
-	cfg, err := RESTConfig(ClientOptions{Host: host, Port: port, TokenFile: writeFile(t, "token", "reader-token"), CACert: writeFile(t, "ca.crt", string(caPEM))}, nil)
+	cfg, err := RESTConfig(inClusterOptions(t, srv.URL, caPEM, "reader-token"), nil)
 	require.NoError(t, err)
 	r, err := NewReader(cfg)
 	require.NoError(t, err)
