@@ -2,6 +2,7 @@ package inclusterdns
 
 import (
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 	"strings"
@@ -40,7 +41,7 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 		return "", err
 	}
 	if strings.TrimSpace(corefile) == "" {
-		return "", fmt.Errorf("%w: the Corefile is empty", ErrCorefile)
+		return "", fmt.Errorf("%w: the Corefile is empty; %s", ErrCorefile, byHand(fqdn, ip))
 	}
 	lines := parseCorefile(corefile)
 
@@ -52,23 +53,28 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 			break
 		}
 	}
-	if root < 0 || rootEnd < 0 {
-		return "", fmt.Errorf("%w: no root server block (.:53 { … }) in the Corefile", ErrCorefile)
+	switch {
+	case root < 0:
+		return "", fmt.Errorf("%w: no root server block (.:53 { … }) in the Corefile; %s", ErrCorefile, byHand(fqdn, ip))
+	case rootEnd < 0:
+		return "", fmt.Errorf("%w: the root server block (line %d) is never closed; close it, or %s", ErrCorefile, root+1, byHand(fqdn, ip))
 	}
 	for i, l := range lines {
 		if l.depth != 0 || l.opens == 0 || i == root {
 			continue
 		}
 		if zone := coveringServerZone(l, fqdn); zone != "" {
-			return "", fmt.Errorf("%w: the server block %q (line %d) answers for %s instead of the root server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, zone, i+1, fqdn, ip.String()+" "+fqdn)
+			return "", fmt.Errorf("%w: the server block %q (line %d) answers for %s instead of the root server block; %s", ErrCorefile, zone, i+1, fqdn, byHand(fqdn, ip))
 		}
 	}
 
+	// A hosts block inside the closed root block is closed too (braces
+	// nest), at or before rootEnd.
 	hosts, hostsEnd := -1, -1
 	for i := root + 1; i < rootEnd; i++ {
 		if l := lines[i]; l.depth == 1 && len(l.fields) > 0 && l.fields[0] == "hosts" {
 			if l.opens != 1 || l.closes != 0 || !strings.HasSuffix(l.code, "{") {
-				return "", fmt.Errorf("%w: the root server block has a hosts directive without a block of its own (line %d); add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, i+1, ip.String()+" "+fqdn)
+				return "", fmt.Errorf("%w: the root server block has a hosts directive without a block of its own (line %d); %s", ErrCorefile, i+1, byHand(fqdn, ip))
 			}
 			hosts, hostsEnd = i, blockEnd(lines, i)
 			break
@@ -94,10 +100,6 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 		block := strings.Split(hostsBlock(indent, fqdn, ip), "\n")
 		return strings.Join(slices.Insert(out, root+1, block...), "\n"), nil
 	}
-	if hostsEnd < 0 {
-		return "", fmt.Errorf("%w: the hosts block at line %d is not closed", ErrCorefile, hosts+1)
-	}
-
 	entry := ip.String() + " " + fqdn
 	// New lines take the indent of the block's first line, so that the
 	// block keeps its look.
@@ -110,28 +112,19 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	}
 	placed := false
 	var drop []int
-	for i := hosts + 1; i < hostsEnd; i++ {
-		l := lines[i]
-		if l.depth != 2 || len(l.fields) < 2 {
-			continue
-		}
-		addr, err := netip.ParseAddr(l.fields[0])
-		if err != nil {
-			continue
-		}
-		names := l.fields[1:]
-		others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.EqualFold(strings.TrimSuffix(n, "."), fqdn) })
+	for i, e := range hostsEntries(lines, hosts, hostsEnd) {
+		others := slices.DeleteFunc(slices.Clone(e.names), func(n string) bool { return sameHost(n, fqdn) })
 		switch {
-		case len(others) == len(names):
+		case len(others) == len(e.names):
 			// another host's entry
 		case len(others) > 0:
-			out[i] = l.indent + l.fields[0] + " " + strings.Join(others, " ")
+			out[i] = lines[i].indent + lines[i].fields[0] + " " + strings.Join(others, " ")
 		case placed:
 			drop = append(drop, i)
 		default:
 			placed = true
-			if addr.Unmap() != ip || len(names) != 1 {
-				out[i] = l.indent + entry
+			if e.addr != ip || len(e.names) != 1 {
+				out[i] = lines[i].indent + entry
 			}
 		}
 	}
@@ -186,6 +179,45 @@ func coveringServerZone(l corefileLine, fqdn string) string {
 // ignoring case and a trailing dot. The root zone covers every name.
 func zoneCovers(zone, name string) bool {
 	return zone == "." || hostname.Under(name, zone)
+}
+
+// hostsEntry is an inline entry of a hosts block: "<ip> <name>…".
+type hostsEntry struct {
+	addr  netip.Addr // without an IPv4-in-IPv6 mapping
+	names []string   // as written
+}
+
+// hostsEntries yields the entries of the hosts block opened on line start
+// and closed on line end, with their line numbers. Options inside the block
+// (fallthrough, ttl 60, reload 15s) are not entries, nor are the lines of a
+// block nested in it.
+func hostsEntries(lines []corefileLine, start, end int) iter.Seq2[int, hostsEntry] {
+	return func(yield func(int, hostsEntry) bool) {
+		for i := start + 1; i < end; i++ {
+			l := lines[i]
+			if l.depth != lines[start].depth+1 || len(l.fields) < 2 {
+				continue
+			}
+			addr, err := netip.ParseAddr(l.fields[0])
+			if err != nil {
+				continue
+			}
+			if !yield(i, hostsEntry{addr: addr.Unmap(), names: l.fields[1:]}) {
+				return
+			}
+		}
+	}
+}
+
+// sameHost reports whether name, as a Corefile writes it, is fqdn: equal
+// without regard to case or a trailing dot.
+func sameHost(name, fqdn string) bool {
+	return strings.EqualFold(strings.TrimSuffix(name, "."), strings.TrimSuffix(fqdn, "."))
+}
+
+// byHand is the remedy when the engine cannot place the entry itself.
+func byHand(fqdn string, ip netip.Addr) string {
+	return fmt.Sprintf("add %q by hand and set IN_CLUSTER_DNS=false", ip.String()+" "+fqdn)
 }
 
 // hostsBlock is the block the engine writes: the entry, then fallthrough so

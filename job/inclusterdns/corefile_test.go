@@ -111,6 +111,10 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 			got, err := SetCorefileHostsEntry(tc.in, smtName, tc.ip)
 			if tc.err != nil {
 				require.ErrorIs(t, err, tc.err)
+				if tc.err == ErrCorefile {
+					// A person must place the entry: the error says which.
+					assert.Contains(t, err.Error(), `add "20.38.0.87 smt-azure.susecloud.net" by hand and set IN_CLUSTER_DNS=false`)
+				}
 				return
 			}
 			require.NoError(t, err)

@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -83,31 +82,49 @@ func newScheme() (*runtime.Scheme, error) {
 }
 
 // api serves the getters through one REST client per API group, all
-// on one HTTP client (shared connections and token).
+// on one HTTP client (shared connections and token). The engine's Clients
+// and the status subcommand's Reader are both views of it.
 type api struct {
-	core, coordination, events, scc rest.Interface
+	core, coordination, events, batch, scc rest.Interface
 }
 
-func newAPI(cfg *rest.Config, httpClient *http.Client) (*api, error) {
+func newAPI(cfg *rest.Config) (*api, error) {
 	if schemeErr != nil {
 		return nil, failure.Permanent(fmt.Errorf("kube: scheme: %w", schemeErr))
 	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("kube: http client: %w", err))
+	}
 	client := func(gv schema.GroupVersion, apiPath string) (rest.Interface, error) {
-		return restClient(cfg, httpClient, gv, apiPath)
+		c := rest.CopyConfig(cfg)
+		c.GroupVersion = &gv
+		c.APIPath = apiPath
+		c.NegotiatedSerializer = codecs.WithoutConversion()
+		if c.UserAgent == "" {
+			c.UserAgent = rest.DefaultKubernetesUserAgent()
+		}
+		rc, err := rest.RESTClientForConfigAndClient(c, httpClient)
+		if err != nil {
+			return nil, failure.Permanent(fmt.Errorf("kube: %s client: %w", gv, err))
+		}
+		return rc, nil
 	}
 	var a api
-	var err error
-	if a.core, err = client(corev1.SchemeGroupVersion, "/api"); err != nil {
-		return nil, err
-	}
-	if a.coordination, err = client(coordinationv1.SchemeGroupVersion, "/apis"); err != nil {
-		return nil, err
-	}
-	if a.events, err = client(eventsv1.SchemeGroupVersion, "/apis"); err != nil {
-		return nil, err
-	}
-	if a.scc, err = client(sccGroupVersion, "/apis"); err != nil {
-		return nil, err
+	for _, g := range []struct {
+		client  *rest.Interface
+		gv      schema.GroupVersion
+		apiPath string
+	}{
+		{&a.core, corev1.SchemeGroupVersion, "/api"},
+		{&a.coordination, coordinationv1.SchemeGroupVersion, "/apis"},
+		{&a.events, eventsv1.SchemeGroupVersion, "/apis"},
+		{&a.batch, batchv1.SchemeGroupVersion, "/apis"},
+		{&a.scc, sccGroupVersion, "/apis"},
+	} {
+		if *g.client, err = client(g.gv, g.apiPath); err != nil {
+			return nil, err
+		}
 	}
 	return &a, nil
 }

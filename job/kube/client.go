@@ -54,6 +54,7 @@ type ClientOptions struct {
 // or CA file fails permanently too, naming the file.
 func RESTConfig(o ClientOptions, log *slog.Logger) (*rest.Config, error) {
 	var cfg *rest.Config
+	var err error
 	if o.Kubeconfig != "" {
 		// One file must exist; a KUBECONFIG-style list merges the files
 		// that do, as kubectl does.
@@ -61,20 +62,37 @@ func RESTConfig(o ClientOptions, log *slog.Logger) (*rest.Config, error) {
 		if paths := filepath.SplitList(o.Kubeconfig); len(paths) > 1 {
 			rules = &clientcmd.ClientConfigLoadingRules{Precedence: paths}
 		}
-		c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-		if err != nil {
-			return nil, failure.Permanent(fmt.Errorf("kube: kubeconfig %s: %w", o.Kubeconfig, err))
-		}
-		cfg = c
+		cfg, err = fromKubeconfig(rules, "", "kubeconfig "+o.Kubeconfig)
 	} else {
-		c, err := inCluster(o, logger(log))
-		if err != nil {
-			return nil, err
-		}
-		cfg = c
+		cfg, err = inCluster(o, logger(log))
+	}
+	if err != nil {
+		return nil, err
 	}
 	if o.UserAgent != "" {
 		cfg.UserAgent = o.UserAgent
+	}
+	return cfg, nil
+}
+
+// WorkstationConfig loads the client configuration the way kubectl does,
+// for a person running a subcommand with their own credentials: an explicit
+// kubeconfig path when given, otherwise KUBECONFIG, then ~/.kube/config,
+// then the in-cluster ServiceAccount. kubeContext, when set, picks a context
+// other than the current one.
+func WorkstationConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	return fromKubeconfig(rules, kubeContext, "kubeconfig")
+}
+
+// fromKubeconfig loads kubeconfig files through rules, in kubeContext (""
+// for the current context), and bounds every request by RequestTimeout
+// unless the kubeconfig sets a timeout. what names the files in the error.
+func fromKubeconfig(rules *clientcmd.ClientConfigLoadingRules, kubeContext, what string) (*rest.Config, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("kube: %s: %w", what, err))
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = RequestTimeout
@@ -96,6 +114,7 @@ func inCluster(o ClientOptions, log *slog.Logger) (*rest.Config, error) {
 	cfg := &rest.Config{
 		Host:            "https://" + net.JoinHostPort(strings.Trim(o.Host, "[]"), port),
 		BearerTokenFile: tokenFile,
+		Timeout:         RequestTimeout,
 	}
 	switch ca := orDefault(o.CACert, DefaultCAFile); {
 	case strings.EqualFold(ca, InsecureCACert):
@@ -128,11 +147,7 @@ type Clients struct {
 // NewClients builds the clients on one shared HTTP client, so they share
 // connections and the token.
 func NewClients(cfg *rest.Config) (*Clients, error) {
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("kube: http client: %w", err))
-	}
-	a, err := newAPI(cfg, httpClient)
+	a, err := newAPI(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rancher/registration-engine/providers/failure"
@@ -94,6 +95,17 @@ func startAPIServer(t *testing.T) (*fakeAPIServer, *httptest.Server, []byte) {
 	return f, srv, caPEM
 }
 
+// inClusterOptions are the options of a pod reaching the API server at
+// srvURL with token, verified by caPEM.
+func inClusterOptions(t *testing.T, srvURL string, caPEM []byte, token string) ClientOptions {
+	t.Helper()
+	u, err := url.Parse(srvURL)
+	require.NoError(t, err)
+	host, port, err := net.SplitHostPort(u.Host)
+	require.NoError(t, err)
+	return ClientOptions{Host: host, Port: port, TokenFile: writeFile(t, "token", token), CACert: writeFile(t, "ca.crt", string(caPEM))}
+}
+
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -107,15 +119,7 @@ func writeFile(t *testing.T, name, content string) string {
 func TestSecretStoreOverTLS(t *testing.T) {
 	tests := map[string]func(t *testing.T, srvURL string, caPEM []byte) ClientOptions{
 		"in cluster": func(t *testing.T, srvURL string, caPEM []byte) ClientOptions {
-			u, err := url.Parse(srvURL)
-			require.NoError(t, err)
-			host, port, err := net.SplitHostPort(u.Host)
-			require.NoError(t, err)
-			return ClientOptions{
-				Host: host, Port: port,
-				TokenFile: writeFile(t, "token", "sa-token"),
-				CACert:    writeFile(t, "ca.crt", string(caPEM)),
-			}
+			return inClusterOptions(t, srvURL, caPEM, "sa-token")
 		},
 		"kubeconfig": func(t *testing.T, srvURL string, caPEM []byte) ClientOptions {
 			kc := `apiVersion: v1
@@ -190,11 +194,7 @@ current-context: x
 func TestSecretStoreForbiddenOverTLS(t *testing.T) {
 	f, srv, caPEM := startAPIServer(t)
 	f.forbid = true
-	u, err := url.Parse(srv.URL)
-	require.NoError(t, err)
-	host, port, err := net.SplitHostPort(u.Host)
-	require.NoError(t, err)
-	cfg, err := RESTConfig(ClientOptions{Host: host, Port: port, TokenFile: writeFile(t, "token", "t"), CACert: writeFile(t, "ca.crt", string(caPEM))}, nil)
+	cfg, err := RESTConfig(inClusterOptions(t, srv.URL, caPEM, "t"), nil)
 	require.NoError(t, err)
 	clients, err := NewClients(cfg)
 	require.NoError(t, err)
@@ -271,4 +271,78 @@ func TestRESTConfig(t *testing.T) {
 			assert.Equal(t, tc.warned, strings.Contains(logs.String(), `"level":"WARN"`))
 		})
 	}
+}
+
+// The status subcommand's configuration: a person's kubeconfig, in the
+// context they name, with every request bounded like the engine's.
+func TestWorkstationConfig(t *testing.T) {
+	kubeconfig := writeFile(t, "config", `apiVersion: v1
+kind: Config
+clusters:
+- name: a
+  cluster: {server: "https://10.0.0.1:6443"}
+- name: b
+  cluster: {server: "https://10.0.0.2:6443"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: ctx-a
+  context: {cluster: a, user: u}
+- name: ctx-b
+  context: {cluster: b, user: u}
+current-context: ctx-a
+`)
+	tests := map[string]struct {
+		path, context string
+		host          string
+	}{
+		"the current context":   {path: kubeconfig, host: "https://10.0.0.1:6443"},
+		"the context named":     {path: kubeconfig, context: "ctx-b", host: "https://10.0.0.2:6443"},
+		"a context not in it":   {path: kubeconfig, context: "ctx-c"},
+		"a kubeconfig not here": {path: filepath.Join(t.TempDir(), "none")},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := WorkstationConfig(tc.path, tc.context)
+			if tc.host == "" {
+				require.Error(t, err)
+				assert.True(t, failure.IsPermanent(err))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.host, cfg.Host)
+			assert.Equal(t, RequestTimeout, cfg.Timeout)
+		})
+	}
+}
+
+// The status subcommand's Reader goes out through the engine's own clients:
+// the token and the CA reach the API server, and a refused read comes back
+// as the API server's 403, so status can tell it from an absent object.
+func TestReaderOverTLS(t *testing.T) {
+	f, srv, caPEM := startAPIServer(t)
+	f.secret = &corev1.Secret{TypeMeta: metav1.TypeMeta{Kind: "Secret", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: SecretName, Namespace: Namespace},
+		Data: map[string][]byte{KeyRegistrationType: []byte("online")}}
+	cfg, err := RESTConfig(inClusterOptions(t, srv.URL, caPEM, "reader-token"), nil)
+	require.NoError(t, err)
+	r, err := NewReader(cfg)
+	require.NoError(t, err)
+
+	got, err := r.Secret(context.Background(), Namespace, SecretName)
+	require.NoError(t, err)
+	assert.Equal(t, "online", string(got.Data[KeyRegistrationType]))
+
+	_, err = r.ConfigMap(context.Background(), "kube-system", "coredns")
+	assert.True(t, apierrors.IsNotFound(err), "an absent object is the API server's 404: %v", err)
+
+	f.mu.Lock()
+	f.forbid = true
+	f.mu.Unlock()
+	_, err = r.Secret(context.Background(), Namespace, SecretName)
+	assert.True(t, apierrors.IsForbidden(err), "a refused read is the API server's 403, unwrapped: %v", err)
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Equal(t, []string{"Bearer reader-token", "Bearer reader-token", "Bearer reader-token"}, f.auth)
 }

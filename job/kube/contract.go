@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // The scc-operator contract: the one Secret rancher/scc-operator reads to
@@ -59,6 +60,11 @@ var registrationKeys = []string{
 	KeyInstanceData,
 	KeyRegistrationURLCert,
 }
+
+// RegistrationKeys returns the keys the engine writes to the Secret, in a
+// stable order, for a reader such as the status subcommand that reports on
+// each of them.
+func RegistrationKeys() []string { return slices.Clone(registrationKeys) }
 
 // Registration is what phases 1–5 found: the values of the Secret the
 // operator reads. RegCode and InstanceData are secret; log Redacted, never

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -86,7 +87,13 @@ func (j *JobEvents) Record(ctx context.Context, e JobEvent) error {
 	}
 	note := e.Note
 	if len(note) > maxNote {
-		note = note[:maxNote-3] + "..."
+		// Cut on a rune boundary: a split rune would reach the API server
+		// as U+FFFD, three bytes each, and could push the note past 1 kB.
+		n := maxNote - len("...")
+		for n > 0 && !utf8.RuneStart(note[n]) {
+			n--
+		}
+		note = note[:n] + "..."
 	}
 	var annotations map[string]string
 	for k, v := range map[string]string{AnnotationAddress: e.Address, AnnotationServer: e.Server} {

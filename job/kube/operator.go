@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // What rancher/scc-operator makes of the Secret (pkg/controllers on branch
@@ -147,15 +149,8 @@ func (o *OperatorWatch) Report(ctx context.Context, wait time.Duration) Operator
 	}
 	for {
 		r := o.look(ctx)
-		if r.State != OperatorPending || wait <= 0 {
+		if r.State != OperatorPending || wait <= 0 || pause.For(ctx, interval) != nil {
 			return r
-		}
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return r
-		case <-t.C:
 		}
 	}
 }
@@ -203,11 +198,8 @@ func RegistrationName(s *corev1.Secret) (name string, ok bool) {
 	if !ok {
 		return "", false
 	}
-	h := md5.New()
-	for _, part := range [][]byte{[]byte(salt), s.Data[KeyRegistrationType], s.Data[KeyRegCode], s.Data[KeyRegistrationURL]} {
-		h.Write(part)
-	}
-	return RegistrationPrefix + hex.EncodeToString(h.Sum(nil)), true
+	sum := md5.Sum(slices.Concat([]byte(salt), s.Data[KeyRegistrationType], s.Data[KeyRegCode], s.Data[KeyRegistrationURL]))
+	return RegistrationPrefix + hex.EncodeToString(sum[:]), true
 }
 
 // registrations serves RegistrationsInterface through a REST client of

@@ -5,9 +5,11 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -183,6 +185,23 @@ func TestJobEventsRecord(t *testing.T) {
 	assert.Len(t, ev.Note, 1024, "the API server refuses a note over 1 kB")
 	assert.Equal(t, fmt.Sprintf("manual-1.%x", now.UnixNano()), ev.Name)
 	assert.Empty(t, ev.Annotations, "no update server known, no annotations")
+}
+
+// A note cut to the API server's limit stays valid UTF-8: the engine's
+// messages carry "…" and "—", and a rune split in two would be sent as
+// replacement characters, longer than the limit.
+func TestJobEventsRecordCutsOnARune(t *testing.T) {
+	c := fake.NewClientset()
+	j := &JobEvents{Events: typed{c}, Namespace: Namespace, JobName: "manual-3"}
+	note := strings.Repeat("x", maxNote-4) + strings.Repeat("—", 10) // the cut falls inside a dash
+	require.NoError(t, j.Record(context.Background(), JobEvent{Warning: true, Reason: ReasonFailed, Action: "Register", Note: note}))
+	list, err := c.EventsV1().Events(Namespace).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	got := list.Items[0].Note
+	assert.True(t, utf8.ValidString(got), "note %q", got[len(got)-10:])
+	assert.LessOrEqual(t, len(got), maxNote)
+	assert.Equal(t, strings.Repeat("x", maxNote-4)+"...", got)
 }
 
 // TestJobEventsRecordAddress: a run that reached an update server says

@@ -2,8 +2,6 @@ package kube
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -11,30 +9,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/rancher/registration-engine/providers/failure"
 )
-
-// WorkstationConfig loads the client configuration the way kubectl does,
-// for a person running a subcommand with their own credentials: an explicit
-// kubeconfig path when given, otherwise KUBECONFIG, then ~/.kube/config,
-// then the in-cluster ServiceAccount. kubeContext, when set, picks a context
-// other than the current one.
-func WorkstationConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
-	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("kube: kubeconfig: %w", err))
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = RequestTimeout
-	}
-	return cfg, nil
-}
 
 // Reader is a read-only view of everything `registration-engine status`
 // relates: the engine's CronJob, its Jobs, their pods and Events, the
@@ -43,50 +19,19 @@ func WorkstationConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
 // writes. Errors are the API server's, unwrapped, so a caller can tell a
 // refused read (apierrors.IsForbidden) from an absent object
 // (apierrors.IsNotFound).
-type Reader struct {
-	core, batch, coordination, events rest.Interface
-	// Registrations reads the operator's Registrations.
-	Registrations RegistrationsInterface
-}
+type Reader struct{ api *api }
 
-// NewReader builds a Reader on one shared HTTP client.
+// NewReader builds a Reader on the engine's own clients (one shared HTTP
+// client).
 func NewReader(cfg *rest.Config) (*Reader, error) {
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("kube: http client: %w", err))
-	}
-	a, err := newAPI(cfg, httpClient)
+	a, err := newAPI(cfg)
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{core: a.core, coordination: a.coordination, events: a.events, Registrations: registrations{a.scc}}
-	if r.batch, err = restClient(cfg, httpClient, batchv1.SchemeGroupVersion, "/apis"); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return &Reader{api: a}, nil
 }
 
-// restClient is a REST client for one API group on the shared HTTP client.
-func restClient(cfg *rest.Config, httpClient *http.Client, gv schema.GroupVersion, apiPath string) (rest.Interface, error) {
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &gv
-	c.APIPath = apiPath
-	c.NegotiatedSerializer = codecs.WithoutConversion()
-	if c.UserAgent == "" {
-		c.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
-	rc, err := rest.RESTClientForConfigAndClient(c, httpClient)
-	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("kube: %s client: %w", gv, err))
-	}
-	return rc, nil
-}
-
-func get[T runtime.Object](ctx context.Context, c rest.Interface, ns, plural, name string, out T) (T, error) {
-	err := c.Get().Namespace(ns).Resource(plural).Name(name).Do(ctx).Into(out)
-	return out, err
-}
-
+// list lists one namespace's objects of a resource matching opts.
 func list[T runtime.Object](ctx context.Context, c rest.Interface, ns, plural string, opts metav1.ListOptions, out T) (T, error) {
 	err := c.Get().Namespace(ns).Resource(plural).VersionedParams(&opts, parameterCodec).Do(ctx).Into(out)
 	return out, err
@@ -94,46 +39,47 @@ func list[T runtime.Object](ctx context.Context, c rest.Interface, ns, plural st
 
 // Secret reads one Secret.
 func (r *Reader) Secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
-	return get(ctx, r.core, ns, "secrets", name, &corev1.Secret{})
+	return r.api.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
 // ConfigMap reads one ConfigMap.
 func (r *Reader) ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
-	return get(ctx, r.core, ns, "configmaps", name, &corev1.ConfigMap{})
+	return r.api.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
 // Lease reads one Lease.
 func (r *Reader) Lease(ctx context.Context, ns, name string) (*coordinationv1.Lease, error) {
-	return get(ctx, r.coordination, ns, "leases", name, &coordinationv1.Lease{})
+	return r.api.Leases(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
 // CronJob reads one CronJob.
 func (r *Reader) CronJob(ctx context.Context, ns, name string) (*batchv1.CronJob, error) {
-	return get(ctx, r.batch, ns, "cronjobs", name, &batchv1.CronJob{})
+	cronJobs := resource[*batchv1.CronJob]{r.api.batch, ns, "cronjobs", func() *batchv1.CronJob { return &batchv1.CronJob{} }}
+	return cronJobs.Get(ctx, name, metav1.GetOptions{})
 }
 
 // Jobs lists the Jobs matching a label selector.
 func (r *Reader) Jobs(ctx context.Context, ns, selector string) (*batchv1.JobList, error) {
-	return list(ctx, r.batch, ns, "jobs", metav1.ListOptions{LabelSelector: selector}, &batchv1.JobList{})
+	return list(ctx, r.api.batch, ns, "jobs", metav1.ListOptions{LabelSelector: selector}, &batchv1.JobList{})
 }
 
 // Pods lists the pods matching a label selector.
 func (r *Reader) Pods(ctx context.Context, ns, selector string) (*corev1.PodList, error) {
-	return list(ctx, r.core, ns, "pods", metav1.ListOptions{LabelSelector: selector}, &corev1.PodList{})
+	return list(ctx, r.api.core, ns, "pods", metav1.ListOptions{LabelSelector: selector}, &corev1.PodList{})
 }
 
 // Events lists a namespace's Events (events.k8s.io/v1, which also serves
 // the ones the Job controller records through core/v1).
 func (r *Reader) Events(ctx context.Context, ns string) (*eventsv1.EventList, error) {
-	return list(ctx, r.events, ns, "events", metav1.ListOptions{}, &eventsv1.EventList{})
+	return list(ctx, r.api.events, ns, "events", metav1.ListOptions{}, &eventsv1.EventList{})
 }
 
 // Registration reads one of the operator's Registrations.
 func (r *Reader) Registration(ctx context.Context, name string) (*SCCRegistration, error) {
-	return r.Registrations.Get(ctx, name)
+	return registrations{r.api.scc}.Get(ctx, name)
 }
 
 // RegistrationsServed reports whether registrations.scc.cattle.io is served.
 func (r *Reader) RegistrationsServed(ctx context.Context) (bool, error) {
-	return r.Registrations.Served(ctx)
+	return registrations{r.api.scc}.Served(ctx)
 }

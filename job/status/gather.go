@@ -250,9 +250,6 @@ func leaseUntil(le *coordinationv1.Lease) time.Time {
 	return since.Add(time.Duration(ptrValue(le.Spec.LeaseDurationSeconds)) * time.Second).UTC()
 }
 
-// engineKeys are the Secret's keys the engine writes.
-var engineKeys = []string{kube.KeyRegistrationType, kube.KeyRegistrationURL, kube.KeyRegCode, kube.KeyInstanceData, kube.KeyRegistrationURLCert}
-
 func (g *gatherer) secret(ctx context.Context) *corev1.Secret {
 	ns := g.opts.Namespace
 	s := &g.r.Secret
@@ -268,7 +265,7 @@ func (g *gatherer) secret(ctx context.Context) *corev1.Secret {
 		}
 	}
 	s.Keys = map[string]int{}
-	for _, k := range engineKeys {
+	for _, k := range kube.RegistrationKeys() {
 		s.Keys[k] = len(sec.Data[k])
 	}
 	s.RegistrationType = string(sec.Data[kube.KeyRegistrationType])
@@ -434,9 +431,11 @@ func (g *gatherer) operator(ctx context.Context, sec *corev1.Secret) {
 		}
 	}
 
+	var reg *kube.SCCRegistration
 	if o.Registration != "" {
-		reg, err := g.src.Registration(ctx, o.Registration)
+		got, err := g.src.Registration(ctx, o.Registration)
 		if o.Access = g.access("registrations.scc.cattle.io/"+o.Registration, err); o.Access == Read {
+			reg = got
 			o.describe(reg)
 		}
 	}
@@ -447,32 +446,35 @@ func (g *gatherer) operator(ctx context.Context, sec *corev1.Secret) {
 			o.APIInstalled = &served
 		}
 	}
-	o.State = operatorState(o)
+	o.State = operatorState(o, reg)
 }
 
 // operatorState names what the operator made of the Secret: active, failed,
-// pending, absent, or "" when a refused read leaves it open.
-func operatorState(o *Operator) string {
+// pending, absent, or "" when a refused read leaves it open. reg is the
+// Registration read, nil when there was none to read; it is judged as the
+// engine's own run judges it (kube.SCCRegistration's Failed and Active).
+func operatorState(o *Operator, reg *kube.SCCRegistration) string {
+	if reg != nil {
+		if _, failed := reg.Failed(); failed {
+			return kube.OperatorFailed
+		}
+		if reg.Active() {
+			return kube.OperatorActive
+		}
+	}
 	switch {
-	case o.Access == Read && o.isTrue("Failure"):
-		return OperatorFailed
-	case o.Access == Read && o.isTrue("Done") && o.Activated:
-		return OperatorActive
 	case o.APIInstalled != nil && !*o.APIInstalled:
-		return OperatorAbsent
-	case !o.Adopted && o.Leader.Access == Read && !o.Leader.Alive:
-		return OperatorAbsent
+		return kube.OperatorAbsent
+	case !o.Adopted && (o.Leader.Access == Absent || o.Leader.Access == Read && !o.Leader.Alive):
+		// No operator has ever held its leader Lease, or none holds it now.
+		return kube.OperatorAbsent
 	case o.Access == Forbidden || o.Access == Failed:
 		return ""
 	case !o.Adopted && o.Leader.Access != Read:
 		return ""
 	default:
-		return OperatorPending
+		return kube.OperatorPending
 	}
-}
-
-func (o *Operator) isTrue(typ string) bool {
-	return slices.ContainsFunc(o.Conditions, func(c Condition) bool { return c.Type == typ && c.Status == "True" })
 }
 
 // describe copies what status shows of a Registration.

@@ -201,18 +201,11 @@ type DNS struct {
 	LastRun        string `json:"lastRun,omitempty"`
 }
 
-// States of the operator, as the engine's run summary names them.
-const (
-	OperatorActive  = "active"
-	OperatorFailed  = "failed"
-	OperatorPending = "pending"
-	OperatorAbsent  = "absent"
-)
-
 // Operator is what rancher/scc-operator made of the Secret.
 type Operator struct {
-	// State is active, failed, pending or absent; "" when it could not be
-	// read.
+	// State is kube.OperatorActive, OperatorFailed, OperatorPending or
+	// OperatorAbsent, as the engine's run summary names them; "" when it
+	// could not be read.
 	State string `json:"state,omitempty"`
 	// Adopted: the Secret carries the operator's labels.
 	Adopted bool `json:"adopted"`

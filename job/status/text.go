@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/rancher/registration-engine/job/kube"
 )
 
 // WriteJSON writes the report as one JSON document.
@@ -103,13 +105,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		lines := []string{fmt.Sprintf("%s/%s: created %s, last written by the engine %s", ns, s.Name, orNever(s.Created), orNever(s.Written))}
 		var keys []string
-		for _, k := range engineKeys {
+		for _, k := range kube.RegistrationKeys() {
 			switch n := s.Keys[k]; {
 			case n == 0:
 				keys = append(keys, k+" MISSING")
-			case k == "registrationType":
+			case k == kube.KeyRegistrationType:
 				keys = append(keys, k+"="+s.RegistrationType)
-			case k == "registrationUrl":
+			case k == kube.KeyRegistrationURL:
 				keys = append(keys, k+"="+s.RegistrationURL)
 			default:
 				keys = append(keys, fmt.Sprintf("%s set (%d bytes)", k, n))

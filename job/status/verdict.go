@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rancher/registration-engine/job/kube"
 )
 
 // ExpiryWarning is how long before the update server's certificate expires
@@ -36,7 +38,7 @@ func (d decider) runNow() string {
 func (d decider) decide() Verdict {
 	r := d.r
 	o := r.Operator
-	if r.Secret.Access == Read && o.State == OperatorActive && ptrValue(o.ProcessedCurrent) {
+	if r.Secret.Access == Read && o.State == kube.OperatorActive && ptrValue(o.ProcessedCurrent) {
 		if v, ok := d.registeredButAction(); ok {
 			return v
 		}
@@ -60,7 +62,7 @@ func (d decider) decide() Verdict {
 	}
 	s := r.Secret
 	switch {
-	case s.Keys["regCode"] == 0:
+	case s.Keys[kube.KeyRegCode] == 0:
 		return action(fmt.Sprintf("%s has no regCode, so rancher/scc-operator cannot register", s.Name),
 			fmt.Sprintf("put the code in the Secret registration-code (kubectl -n %s create secret generic registration-code --from-literal=regCode=…), then run the engine: %s", r.Namespace, d.runNow()))
 	case s.Host == "":
@@ -73,7 +75,7 @@ func (d decider) decide() Verdict {
 	if what, next, ok := d.dnsBroken(); ok {
 		return action(what, next)
 	}
-	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && permanent(*j) && o.State != OperatorFailed {
+	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && permanent(*j) && o.State != kube.OperatorFailed {
 		return d.failedRun(*j)
 	}
 	return d.operator()
@@ -253,14 +255,14 @@ func (d decider) operator() Verdict {
 	o := r.Operator
 	s := r.Secret
 	switch o.State {
-	case OperatorFailed:
+	case kube.OperatorFailed:
 		msg := o.Message
 		if msg == "" {
 			msg = "no message"
 		}
 		return action(fmt.Sprintf("rancher/scc-operator's Registration %s failed: %q", o.Registration, msg),
 			fmt.Sprintf("the operator does not retry; fix the cause, then delete and recreate %s: kubectl -n %s delete secret %s && %s", s.Name, r.Namespace, s.Name, d.runNow()))
-	case OperatorAbsent:
+	case kube.OperatorAbsent:
 		why := "no operator holds its leader Lease " + o.Leader.Name
 		if o.APIInstalled != nil && !*o.APIInstalled {
 			why = "the API registrations.scc.cattle.io is not served"
@@ -269,7 +271,7 @@ func (d decider) operator() Verdict {
 		}
 		return action(fmt.Sprintf("rancher/scc-operator has not adopted %s: %s", s.Name, why),
 			"install or start rancher/scc-operator (Rancher Prime 2.12 or later installs it in cattle-scc-system)")
-	case OperatorPending:
+	case kube.OperatorPending:
 		if !o.Adopted {
 			return notYet(fmt.Sprintf("rancher/scc-operator has not adopted %s yet (written %s)", s.Name, stampPtr(s.Written)), "wait a minute, then run status again")
 		}

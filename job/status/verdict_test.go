@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/rancher/registration-engine/job/kube"
 )
 
 // registered is the report of a healthy cluster; each case changes one
@@ -21,7 +23,7 @@ func registered(now time.Time) *Report {
 			Keys:        map[string]int{"regCode": 20, "registrationUrl": 31},
 			Certificate: &Cert{NotAfter: now.Add(365 * 24 * time.Hour)}},
 		DNS:      DNS{Checked: true, Access: Read, Host: "smt-azure.susecloud.net", Addresses: []string{"10.0.0.4"}},
-		Operator: Operator{State: OperatorActive, Adopted: true, ProcessedCurrent: &yes, Access: Read},
+		Operator: Operator{State: kube.OperatorActive, Adopted: true, ProcessedCurrent: &yes, Access: Read},
 	}
 }
 
@@ -45,7 +47,7 @@ func TestDecide(t *testing.T) {
 			r.DNS.Object, r.DNS.Addresses, r.DNS.LastRun, r.DNS.LastRunAddress = "kube-system/coredns", []string{"192.0.2.99"}, "manual-1", "::1"
 		}, wantState: StateActionNeeded, wantStart: "Registered, action needed: kube-system/coredns maps smt-azure.susecloud.net to 192.0.2.99, but the last run reached the update server at ::1 — run the engine, which rewrites the entry: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine"},
 		"entry pointing elsewhere, not registered": {change: func(r *Report) {
-			r.Operator.State, r.Operator.ProcessedCurrent = OperatorPending, nil
+			r.Operator.State, r.Operator.ProcessedCurrent = kube.OperatorPending, nil
 			r.DNS.Object, r.DNS.Addresses, r.DNS.LastRunAddress = "kube-system/coredns", []string{"192.0.2.99"}, "::1"
 		}, wantState: StateActionNeeded, wantStart: "Not registered: kube-system/coredns maps smt-azure.susecloud.net to 192.0.2.99, but the last run reached the update server at ::1 — run the engine"},
 		"entry matching the last run": {change: func(r *Report) { r.DNS.LastRunAddress = "10.0.0.4" },
@@ -54,7 +56,7 @@ func TestDecide(t *testing.T) {
 			wantState: StateRegistered, wantStart: "Registered: "},
 		"operator behind the Secret's values": {change: func(r *Report) {
 			no := false
-			r.Operator.ProcessedCurrent, r.Operator.State = &no, OperatorPending
+			r.Operator.ProcessedCurrent, r.Operator.State = &no, kube.OperatorPending
 		}, wantState: StateNotYet, wantStart: "Not registered yet: rancher/scc-operator has not processed scc-registration's current values"},
 		"transient failure of the last run, no Secret": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}

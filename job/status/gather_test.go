@@ -1,0 +1,206 @@
+package status
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/rancher/registration-engine/job/kube"
+)
+
+// source serves Gather from memory: an object that is not there is the API
+// server's NotFound, one listed in forbidden its Forbidden.
+type source struct {
+	secret       *corev1.Secret
+	leader       *coordinationv1.Lease
+	registration *kube.SCCRegistration
+	configMaps   map[string]*corev1.ConfigMap
+	served       bool
+	forbidden    map[string]bool // "registration", "leader"
+}
+
+func notFound(resource, name string) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+}
+
+func forbidden(resource, name string) error {
+	return apierrors.NewForbidden(schema.GroupResource{Resource: resource}, name, nil)
+}
+
+func (s *source) Secret(_ context.Context, _, name string) (*corev1.Secret, error) {
+	if s.secret == nil {
+		return nil, notFound("secrets", name)
+	}
+	return s.secret, nil
+}
+
+func (s *source) ConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap, error) {
+	if cm, ok := s.configMaps[name]; ok {
+		return cm, nil
+	}
+	return nil, notFound("configmaps", name)
+}
+
+func (s *source) Lease(_ context.Context, ns, name string) (*coordinationv1.Lease, error) {
+	if ns == LeaderNamespace && name == LeaderLeaseName {
+		if s.forbidden["leader"] {
+			return nil, forbidden("leases", name)
+		}
+		if s.leader != nil {
+			return s.leader, nil
+		}
+	}
+	return nil, notFound("leases", name)
+}
+
+func (s *source) CronJob(_ context.Context, _, name string) (*batchv1.CronJob, error) {
+	return nil, notFound("cronjobs", name)
+}
+
+func (s *source) Jobs(context.Context, string, string) (*batchv1.JobList, error) {
+	return &batchv1.JobList{}, nil
+}
+
+func (s *source) Pods(context.Context, string, string) (*corev1.PodList, error) {
+	return &corev1.PodList{}, nil
+}
+
+func (s *source) Events(context.Context, string) (*eventsv1.EventList, error) {
+	return &eventsv1.EventList{}, nil
+}
+
+func (s *source) Registration(_ context.Context, name string) (*kube.SCCRegistration, error) {
+	switch {
+	case s.forbidden["registration"]:
+		return nil, forbidden("registrations", name)
+	case s.registration == nil:
+		return nil, notFound("registrations", name)
+	}
+	return s.registration, nil
+}
+
+func (s *source) RegistrationsServed(context.Context) (bool, error) { return s.served, nil }
+
+// TestGatherOperatorState: what status calls the operator's answer, from
+// the Secret's labels, the Registration and the leader Lease. A refused read
+// leaves the state open rather than calling the operator absent or pending.
+func TestGatherOperatorState(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	secret := func(adopted bool) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
+			Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}
+		if adopted {
+			s.Labels = map[string]string{kube.LabelSalt: "salt"}
+			name, _ := kube.RegistrationName(s)
+			s.Labels[kube.LabelNameSuffix] = name[len(kube.RegistrationPrefix):]
+		}
+		return s
+	}
+	renewed := metav1.NewMicroTime(now.Add(-time.Minute))
+	alive := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("scc-operator-0"), LeaseDurationSeconds: ptr.To(int32(600)), RenewTime: &renewed}}
+	cond := func(typ, status string) kube.RegistrationCondition {
+		return kube.RegistrationCondition{Type: typ, Status: status}
+	}
+
+	tests := map[string]struct {
+		src       source
+		state     string
+		condition []string // the conditions shown, as Type=Status
+	}{
+		"Done and activated: active": {
+			src:   source{secret: secret(true), leader: alive, served: true, registration: &kube.SCCRegistration{Current: "Done", Activated: true, Conditions: []kube.RegistrationCondition{cond("Done", "True"), cond("Failure", "False")}}},
+			state: kube.OperatorActive, condition: []string{"Done=True", "Failure=False"},
+		},
+		"Done without the activation: pending": {
+			src:   source{secret: secret(true), leader: alive, served: true, registration: &kube.SCCRegistration{Current: "Done", Conditions: []kube.RegistrationCondition{cond("Done", "True")}}},
+			state: kube.OperatorPending, condition: []string{"Done=True"},
+		},
+		"Failure=True: failed, even if activated once": {
+			src:   source{secret: secret(true), leader: alive, served: true, registration: &kube.SCCRegistration{Current: "Failure", Activated: true, Conditions: []kube.RegistrationCondition{cond("Done", "True"), cond("Failure", "True")}}},
+			state: kube.OperatorFailed, condition: []string{"Done=True", "Failure=True"},
+		},
+		"Registration not made yet: pending": {
+			src:   source{secret: secret(true), leader: alive, served: true},
+			state: kube.OperatorPending,
+		},
+		"Registration read refused: unknown, not pending": {
+			src:   source{secret: secret(true), leader: alive, served: true, forbidden: map[string]bool{"registration": true}},
+			state: "",
+		},
+		"API not served: absent": {
+			src:   source{secret: secret(false), served: false},
+			state: kube.OperatorAbsent,
+		},
+		"not adopted, no leader Lease at all: absent": {
+			src:   source{secret: secret(false), served: true},
+			state: kube.OperatorAbsent,
+		},
+		"not adopted, leader Lease expired: absent": {
+			src: source{secret: secret(false), served: true, leader: &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: ptr.To("scc-operator-0"), LeaseDurationSeconds: ptr.To(int32(15)), RenewTime: &renewed}}},
+			state: kube.OperatorAbsent,
+		},
+		"not adopted, leader Lease refused: unknown": {
+			src:   source{secret: secret(false), served: true, forbidden: map[string]bool{"leader": true}},
+			state: "",
+		},
+		"not adopted, a live leader: pending": {
+			src:   source{secret: secret(false), leader: alive, served: true},
+			state: kube.OperatorPending,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := Gather(context.Background(), &tc.src, Options{Now: now})
+			assert.Equal(t, tc.state, r.Operator.State)
+			var shown []string
+			for _, c := range r.Operator.Conditions {
+				shown = append(shown, c.Type+"="+c.Status)
+			}
+			assert.Equal(t, tc.condition, shown)
+		})
+	}
+}
+
+// An operator whose leader Lease does not exist has never run: status says
+// to install or start it, not to look again with more access.
+func TestDecideOperatorWithoutLeaderLease(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	corefile := ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n    reload\n}\n"
+	src := &source{served: true, configMaps: map[string]*corev1.ConfigMap{"coredns": {Data: map[string]string{"Corefile": corefile}}}, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
+		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}}
+
+	r := Gather(context.Background(), src, Options{Now: now})
+
+	assert.Equal(t, StateActionNeeded, r.Verdict.State, r.Verdict.Line)
+	assert.Equal(t, "Not registered: rancher/scc-operator has not adopted scc-registration: its leader Lease kube-system/scc-controllers does not exist"+
+		" — install or start rancher/scc-operator (Rancher Prime 2.12 or later installs it in cattle-scc-system)", r.Verdict.Line)
+}
+
+// Every key the engine writes is reported, by size only (never the code or
+// the document), and one the Secret lacks is reported as 0, which the text
+// output shows as MISSING.
+func TestGatherSecretKeys(t *testing.T) {
+	src := &source{secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
+		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE-1234"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}}
+
+	r := Gather(context.Background(), src, Options{Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
+
+	assert.Equal(t, map[string]int{kube.KeyRegistrationType: 6, kube.KeyRegCode: 9, kube.KeyRegistrationURL: 31, kube.KeyInstanceData: 0, kube.KeyRegistrationURLCert: 0}, r.Secret.Keys)
+	var text strings.Builder
+	require.NoError(t, r.WriteText(&text))
+	assert.Contains(t, text.String(), "keys: registrationType=online, registrationUrl=https://smt-azure.susecloud.net, regCode set (9 bytes), instanceData MISSING, registrationUrlCert MISSING")
+	assert.NotContains(t, text.String(), "CODE-1234")
+}
