@@ -20,7 +20,6 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
-	"github.com/rancher/registration-engine/job/status"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/dmi"
@@ -434,10 +433,10 @@ var settings = []setting{
 	{flag: "kubernetes-ca-cert", envs: []string{"KUBERNETES_CA_CERT"}, def: kube.DefaultCAFile, help: `API server CA file, or "False" to skip verification (insecure)`, set: str(func(c *Config) *string { return &c.KubeCACert })},
 	{flag: "k8s-retry-max", envs: []string{"K8S_RETRY_MAX"}, def: strconv.Itoa(kube.DefaultRetryMax), help: "attempts for Kubernetes reads and writes", set: integer(1, func(c *Config) *int { return &c.K8sRetryMax })},
 	{flag: "k8s-retry-backoff", envs: []string{"K8S_RETRY_BACKOFF"}, def: formatFloat(kube.DefaultRetryBackoff), help: "backoff multiplier between Kubernetes attempts (first pause 1s)", set: float(1, func(c *Config) *float64 { return &c.K8sRetryBackoff })},
-	{flag: "lease-name", envs: []string{"LEASE_NAME"}, def: status.DefaultName, help: "Lease that keeps two runs apart", set: str(func(c *Config) *string { return &c.LeaseName })},
+	{flag: "lease-name", envs: []string{"LEASE_NAME"}, def: kube.LeaseName, help: "Lease that keeps two runs apart", set: str(func(c *Config) *string { return &c.LeaseName })},
 	{flag: "pod-name", envs: []string{"POD_NAME"}, help: "holder written into the Lease (downward API; default the host name)", set: str(func(c *Config) *string { return &c.PodName })},
 	{flag: "job-name", envs: []string{"JOB_NAME"}, help: "name of the Job running us (downward API label batch.kubernetes.io/job-name)", set: str(func(c *Config) *string { return &c.JobName })},
-	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: status.DefaultName, help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
+	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: kube.CronJobName, help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
 	{flag: "job-uid", envs: []string{"JOB_UID"}, help: "UID of the Job running us (downward API label batch.kubernetes.io/controller-uid); with JOB_NAME it names the Job the run's Events are about", set: str(func(c *Config) *string { return &c.JobUID })},
 	{flag: "in-cluster-dns", envs: []string{"IN_CLUSTER_DNS"}, def: "true", boolean: true, help: "in-cluster DNS: make the update server's name resolve in the cluster through CoreDNS", set: boolean(func(c *Config) *bool { return &c.InClusterDNS })},
 

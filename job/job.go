@@ -13,7 +13,6 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
-	"github.com/rancher/registration-engine/job/status"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/failure"
 	"github.com/rancher/registration-engine/providers/pause"
@@ -376,7 +375,7 @@ func (j *Job) reportOperator(ctx context.Context, log *slog.Logger, res *Result,
 func operatorRemedy(secret, server string) string {
 	ns, name, _ := strings.Cut(secret, "/")
 	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`kubectl -n %s create job --from=cronjob/%s <name>`), which writes it afresh",
-		secret, server, ns, name, ns, status.DefaultName)
+		secret, server, ns, name, ns, kube.CronJobName)
 }
 
 // recordEvent records the run's outcome on its Job. An Event that cannot

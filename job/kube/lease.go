@@ -25,6 +25,16 @@ import (
 // may have been cancelled, so it gets a context of its own.
 const ReleaseTimeout = 5 * time.Second
 
+// The names the manifests and the chart give the engine's own objects, and
+// the defaults of LEASE_NAME and CRONJOB_NAME. The status command looks for
+// them under these names too.
+const (
+	// LeaseName is the Lease that keeps two runs apart.
+	LeaseName = "registration-engine"
+	// CronJobName is the CronJob that starts the runs.
+	CronJobName = "registration-engine"
+)
+
 // Lease keeps two runs apart: the CronJob's concurrencyPolicy Forbid stops
 // two scheduled runs, but not a manual Job started beside a scheduled one.
 // It is a coordination.k8s.io/v1 Lease in the Secret's namespace, held by

@@ -43,8 +43,6 @@ type Source interface {
 // The objects status relates, as the manifests and rancher/scc-operator
 // name them.
 const (
-	// DefaultName is the CronJob's and the Lease's name.
-	DefaultName = "registration-engine"
 	// AppLabel selects the engine's Jobs and pods (the CronJob's job
 	// template sets it).
 	AppLabel = "app.kubernetes.io/name=registration-engine"
@@ -123,9 +121,9 @@ func (g *gatherer) access(object string, err error) Access {
 func (g *gatherer) cronJobAndJobs(ctx context.Context) []corev1.Pod {
 	ns := g.opts.Namespace
 	cj := &g.r.CronJob
-	cj.Name, cj.InClusterDNS = DefaultName, true
-	c, err := g.src.CronJob(ctx, ns, DefaultName)
-	if cj.Access = g.access(ns+"/cronjobs/"+DefaultName, err); cj.Access == Read {
+	cj.Name, cj.InClusterDNS = kube.CronJobName, true
+	c, err := g.src.CronJob(ctx, ns, kube.CronJobName)
+	if cj.Access = g.access(ns+"/cronjobs/"+kube.CronJobName, err); cj.Access == Read {
 		cj.Schedule = c.Spec.Schedule
 		cj.TimeZone = ptrValue(c.Spec.TimeZone)
 		cj.Suspended = ptrValue(c.Spec.Suspend)
@@ -212,9 +210,9 @@ func describeJob(j batchv1.Job, pods []corev1.Pod, events []eventsv1.Event) Job 
 func (g *gatherer) lease(ctx context.Context, pods []corev1.Pod) {
 	ns := g.opts.Namespace
 	l := &g.r.Lease
-	l.Name = DefaultName
-	le, err := g.src.Lease(ctx, ns, DefaultName)
-	if l.Access = g.access(ns+"/leases/"+DefaultName, err); l.Access != Read {
+	l.Name = kube.LeaseName
+	le, err := g.src.Lease(ctx, ns, kube.LeaseName)
+	if l.Access = g.access(ns+"/leases/"+kube.LeaseName, err); l.Access != Read {
 		return
 	}
 	l.Holder = ptrValue(le.Spec.HolderIdentity)

@@ -32,7 +32,7 @@ type decider struct {
 }
 
 func (d decider) runNow() string {
-	return fmt.Sprintf("kubectl -n %s create job --from=cronjob/%s %s-manual-%d", d.r.Namespace, DefaultName, DefaultName, d.now.Unix())
+	return fmt.Sprintf("kubectl -n %s create job --from=cronjob/%s %s-manual-%d", d.r.Namespace, kube.CronJobName, kube.CronJobName, d.now.Unix())
 }
 
 func (d decider) decide() Verdict {
@@ -114,7 +114,7 @@ func (d decider) registeredButAction() (Verdict, bool) {
 func (d decider) noSecret() Verdict {
 	r := d.r
 	if r.CronJob.Access == Absent {
-		return action(fmt.Sprintf("the engine is not installed: no CronJob %s/%s", r.Namespace, DefaultName),
+		return action(fmt.Sprintf("the engine is not installed: no CronJob %s/%s", r.Namespace, kube.CronJobName),
 			"install it (helm install registration-engine …, or kubectl apply -k manifests/overlays/azure)")
 	}
 	if v, ok := d.runInProgress(); ok {

@@ -16,9 +16,9 @@ func registered(now time.Time) *Report {
 	yes := true
 	return &Report{
 		Namespace: "cattle-scc-system",
-		CronJob:   CronJob{Name: DefaultName, Access: Read, InClusterDNS: true},
+		CronJob:   CronJob{Name: kube.CronJobName, Access: Read, InClusterDNS: true},
 		Jobs:      Jobs{Access: Read},
-		Lease:     Lease{Name: DefaultName, Access: Read, State: LeaseFree},
+		Lease:     Lease{Name: kube.LeaseName, Access: Read, State: LeaseFree},
 		Secret: Secret{Name: "scc-registration", Access: Read, Host: "smt-azure.susecloud.net",
 			Keys:        map[string]int{"regCode": 20, "registrationUrl": 31},
 			Certificate: &Cert{NotAfter: now.Add(365 * 24 * time.Hour)}},
@@ -70,7 +70,7 @@ func TestDecide(t *testing.T) {
 			wantState: StateUnknown, wantStart: "Unknown: cannot read cattle-scc-system/secrets/scc-registration: forbidden"},
 		"not installed": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
-			r.CronJob = CronJob{Name: DefaultName, Access: Absent}
+			r.CronJob = CronJob{Name: kube.CronJobName, Access: Absent}
 		}, wantState: StateActionNeeded, wantStart: "Not registered: the engine is not installed"},
 	}
 	for name, tc := range tests {
