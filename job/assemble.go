@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/rancher/registration-engine/job/handover"
-	"github.com/rancher/registration-engine/job/happyeyeballs"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
@@ -83,7 +82,6 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 			// Tests and the fake cloud only; Find warns on every run.
 			AllowLoopback: cfg.UpdateServerAllowLoopback,
 		},
-		Racer:     &happyeyeballs.Racer{Port: cfg.UpdateHTTPSPort},
 		RegCode:   cfg.RegCode,
 		Deadline:  cfg.RunDeadline,
 		SleepMax:  cfg.StartupSleepMax,

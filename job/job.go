@@ -32,10 +32,6 @@ type (
 	Finder interface {
 		Find(ctx context.Context, s regionconfig.Settings, regionHint string) (smt.UpdateServer, error)
 	}
-	// Racer picks the address to reach the update server by (phase 5).
-	Racer interface {
-		Race(ctx context.Context, v6, v4 netip.Addr) (netip.Addr, error)
-	}
 	// InClusterDNS makes the update server's name resolve in the cluster;
 	// Object names the CoreDNS object the last Ensure edited, for the
 	// handover wait's messages.
@@ -80,7 +76,6 @@ type Job struct {
 	Prover       func(providers.Cloud) (providers.Prover, error)
 	LoadSettings func() (regionconfig.Settings, error)
 	Finder       Finder
-	Racer        Racer
 	InClusterDNS InClusterDNS
 	Handover     Handover
 	Store        Store
@@ -251,18 +246,16 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 			return []any{slog.String("server", server.Name), slog.String("region", server.Region), slog.String("ipv4", addrString(server.IPv4)), slog.String("ipv6", addrString(server.IPv6))}, err
 		}},
 		{"race-addresses", func(ctx context.Context) ([]any, error) {
-			if server.Reached.IsValid() {
-				// Phase 4 raced these two addresses moments ago for its
-				// health check: a second race would only pay IPv6's head
-				// start again when IPv6 is a black hole.
-				addr = server.Reached
-				res.Address = addr
-				return []any{slog.String("address", addrString(addr)), slog.String("racedIn", "find-update-server")}, nil
+			// Phase 4's health check raced the two families (IPv6 first,
+			// IPv4 after the head start) and reports the address that
+			// answered; racing them again here would only pay IPv6's head
+			// start twice when IPv6 is a black hole.
+			if !server.Reached.IsValid() {
+				return nil, fmt.Errorf("phase 4 reported no address of %s that answered its health check", server.Name)
 			}
-			var err error
-			addr, err = j.Racer.Race(ctx, server.IPv6, server.IPv4)
+			addr = server.Reached
 			res.Address = addr
-			return []any{slog.String("address", addrString(addr))}, err
+			return []any{slog.String("address", addrString(addr)), slog.String("racedIn", "find-update-server")}, nil
 		}},
 		{"write-secret", func(ctx context.Context) ([]any, error) {
 			var attrs []any

@@ -37,8 +37,10 @@ type recorder struct {
 	changed  bool
 	// handedOver records what the handover wait was asked to check.
 	handedOver []string
-	// reached is the address phase 4 reports as the winner of its own race.
-	reached netip.Addr
+	// reached is the address phase 4 reports as the one that answered
+	// (unset: the IPv6 address); noReached makes it report none.
+	reached   netip.Addr
+	noReached bool
 }
 
 func (r *recorder) step(ctx context.Context, name string) error {
@@ -70,11 +72,11 @@ func (r *recorder) Find(ctx context.Context, _ regionconfig.Settings, hint strin
 	if hint != "westeurope" {
 		return smt.UpdateServer{}, errors.New("region hint not passed on")
 	}
-	return smt.UpdateServer{Name: "smt-azure.example", IPv4: netip.MustParseAddr("192.0.2.10"), IPv6: netip.MustParseAddr("2001:db8::10"), CertPEM: []byte("PEM"), Reached: r.reached}, r.step(ctx, "find")
-}
-
-func (r *recorder) Race(ctx context.Context, v6, _ netip.Addr) (netip.Addr, error) {
-	return v6, r.step(ctx, "race")
+	us := smt.UpdateServer{Name: "smt-azure.example", IPv4: netip.MustParseAddr("192.0.2.10"), IPv6: netip.MustParseAddr("2001:db8::10"), CertPEM: []byte("PEM"), Reached: r.reached}
+	if !us.Reached.IsValid() && !r.noReached {
+		us.Reached = us.IPv6
+	}
+	return us, r.step(ctx, "find")
 }
 
 func (r *recorder) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (bool, error) {
@@ -130,7 +132,6 @@ func newJob(r *recorder, logs *bytes.Buffer) *Job {
 			return regionconfig.Settings{}, r.step(context.Background(), "config")
 		},
 		Finder:       r,
-		Racer:        r,
 		InClusterDNS: r,
 		Handover:     r,
 		Store:        r,
@@ -156,7 +157,7 @@ func TestRunExecutesEveryPhaseOnceInOrder(t *testing.T) {
 	res, err := newJob(r, &logs).Run(context.Background())
 	require.NoError(t, err)
 
-	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find", "race", "dns", "handover", "write"}, r.calls)
+	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find", "dns", "handover", "write"}, r.calls)
 	assert.Equal(t, []string{"smt-azure.example 2001:db8::10 PEM kube-system/coredns"}, r.handedOver,
 		"the wait checks the name, the raced address and the certificate the Secret pins, in the CoreDNS object just edited")
 	assert.True(t, r.released)
@@ -181,17 +182,17 @@ func TestRunExecutesEveryPhaseOnceInOrder(t *testing.T) {
 	assert.NotContains(t, logs.String(), "REGCODE-SECRET")
 }
 
-// TestRunReusesPhase4sRace: when phase 4 already raced the update server's
-// two addresses for its health check, phase 5 takes that winner instead of
-// paying IPv6's head start a second time; the CoreDNS entry, the wait and
-// the summary all use it.
-func TestRunReusesPhase4sRace(t *testing.T) {
+// TestRunTakesTheAddressPhase4Reached: phase 4's health check raced the
+// update server's two addresses; phase 5 takes the one that answered
+// instead of racing again, and the CoreDNS entry, the wait and the summary
+// all use it.
+func TestRunTakesTheAddressPhase4Reached(t *testing.T) {
 	ipv4 := netip.MustParseAddr("192.0.2.10")
 	r := &recorder{changed: true, reached: ipv4}
 	var logs bytes.Buffer
 	res, err := newJob(r, &logs).Run(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find", "dns", "handover", "write"}, r.calls, "no second race")
+	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find", "dns", "handover", "write"}, r.calls)
 	assert.Equal(t, ipv4, res.Address)
 	assert.Equal(t, []string{"smt-azure.example 192.0.2.10 PEM kube-system/coredns"}, r.handedOver)
 	var raced map[string]any
@@ -203,6 +204,19 @@ func TestRunReusesPhase4sRace(t *testing.T) {
 	require.NotNil(t, raced, "phase 5 still reports its result")
 	assert.Equal(t, "192.0.2.10", raced["address"])
 	assert.Equal(t, "find-update-server", raced["racedIn"])
+	assert.Equal(t, "192.0.2.10", logLines(t, &logs)[len(logLines(t, &logs))-1]["address"], "the summary names it")
+}
+
+// TestRunWithoutAReachedAddressWritesNothing: a Finder that reports no
+// address that answered stops the run at phase 5, before CoreDNS or the
+// Secret is touched.
+func TestRunWithoutAReachedAddressWritesNothing(t *testing.T) {
+	r := &recorder{changed: true, noReached: true}
+	res, err := newJob(r, &bytes.Buffer{}).Run(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, "race-addresses", res.Failed)
+	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find"}, r.calls, "no CoreDNS edit, no wait, no write")
+	assert.Empty(t, r.written)
 }
 
 func TestRunUnchangedSecretIsSuccess(t *testing.T) {
@@ -234,11 +248,11 @@ func TestRunStopsAtTheFailingPhase(t *testing.T) {
 		},
 		"CoreDNS failure means no Secret": {
 			failAt: "dns", err: errors.New("coredns: conflict"),
-			wantCalls: []string{"lease", "detect", "prove", "config", "find", "race", "dns"}, wantPhase: "write-secret", wantExit: ExitTransient,
+			wantCalls: []string{"lease", "detect", "prove", "config", "find", "dns"}, wantPhase: "write-secret", wantExit: ExitTransient,
 		},
 		"name not served by CoreDNS yet means no Secret": {
 			failAt: "handover", err: &handover.NotReadyError{Name: "smt-azure.example", Step: handover.StepResolve},
-			wantCalls: []string{"lease", "detect", "prove", "config", "find", "race", "dns", "handover"}, wantPhase: "write-secret", wantExit: ExitTransient,
+			wantCalls: []string{"lease", "detect", "prove", "config", "find", "dns", "handover"}, wantPhase: "write-secret", wantExit: ExitTransient,
 		},
 	}
 	for name, tc := range tests {
@@ -274,7 +288,7 @@ func TestRunSkipsWhenTheLeaseIsHeld(t *testing.T) {
 // while each phase is in flight: exit 143, the Lease released, nothing
 // written.
 func TestSIGTERMInEveryPhase(t *testing.T) {
-	for _, phase := range []string{"lease", "detect", "prove", "find", "race", "dns", "handover", "write"} {
+	for _, phase := range []string{"lease", "detect", "prove", "find", "dns", "handover", "write"} {
 		t.Run(phase, func(t *testing.T) {
 			r := &recorder{block: phase}
 			ctx, cancel := context.WithCancelCause(context.Background())
@@ -302,7 +316,7 @@ func TestSIGTERMInEveryPhase(t *testing.T) {
 }
 
 func TestRunDeadline(t *testing.T) {
-	r := &recorder{block: "race"}
+	r := &recorder{block: "handover"}
 	j := newJob(r, &bytes.Buffer{})
 	j.Deadline = 20 * time.Millisecond
 	_, err := j.Run(context.Background())

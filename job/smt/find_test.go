@@ -265,6 +265,7 @@ func TestFind(t *testing.T) {
 			check: func(t *testing.T, _ *world, got UpdateServer) {
 				assert.False(t, got.IPv4.IsValid())
 				assert.Equal(t, netip.MustParseAddr(ip6A), got.IPv6)
+				assert.Equal(t, netip.MustParseAddr(ip6A), got.Reached, "one address, nothing to race: it is the one that answered")
 			},
 		},
 		"update server's IPv6 is a black hole: its IPv4 answers": {

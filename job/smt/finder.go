@@ -62,11 +62,12 @@ type UpdateServer struct {
 	// CertPEM is the server's certificate, the first PEM block only, whose
 	// SHA-1 equals Fingerprint.
 	CertPEM []byte
-	// Reached is, when the server has both an IPv6 and an IPv4 address, the
-	// one that won phase 4's Happy Eyeballs race and answered its health
-	// check; zero otherwise. Phase 5 takes it instead of racing the same
-	// two addresses a second time, so an IPv6 address that drops every
-	// packet costs the run one head start, not two.
+	// Reached is the address that answered the health check: with both an
+	// IPv6 and an IPv4 address, the winner of the Happy Eyeballs race the
+	// check runs first (IPv6 with a head start), or the other one when the
+	// winner failed the check. It is the address the cluster reaches the
+	// server by (phase 5), so the two families are raced once per run and
+	// an IPv6 address that drops every packet costs one head start.
 	Reached netip.Addr
 }
 
@@ -106,7 +107,7 @@ type Finder struct {
 	MaxBody int64
 	// FamilyDelay is how long the health check waits for an update
 	// server's IPv6 address to connect before it tries IPv4 as well; 0
-	// means happyeyeballs.DefaultDelay, phase 5's (RFC 8305's). An IPv6
+	// means happyeyeballs.DefaultDelay (RFC 8305's). An IPv6
 	// address that drops every packet then costs this delay, not
 	// HealthTimeout.
 	FamilyDelay time.Duration

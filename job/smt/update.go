@@ -48,15 +48,11 @@ func (f *Finder) choose(ctx context.Context, entries []Entry, source string, htt
 		}
 		certPEM, answered, err := f.check(ctx, client, e, httpsOnly)
 		if err == nil {
-			us := UpdateServer{
+			return UpdateServer{
 				Name: e.Name, IPv4: e.IPv4, IPv6: e.IPv6,
 				Registry: e.Registry, Region: e.Region, Fingerprint: e.Fingerprint,
-				CertPEM: certPEM,
-			}
-			if e.IPv4.IsValid() && e.IPv6.IsValid() {
-				us.Reached = answered
-			}
-			return us, nil
+				CertPEM: certPEM, Reached: answered,
+			}, nil
 		}
 		if ctx.Err() != nil {
 			return UpdateServer{}, fmt.Errorf("smt: update servers: %w", ctx.Err())
