@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"testing"
@@ -113,6 +112,24 @@ func TestCoreDNSRoute(t *testing.T) {
 			},
 			target: name + ":443", want: "127.0.0.4:8446",
 		},
+		"hosts block with a file, options, a comment and a template block": {
+			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": `.:53 {
+    errors
+    template IN A ` + name + ` {
+        answer "{{ .Name }} 60 IN A 127.9.9.9"
+    }
+    hosts /etc/coredns/extra {   # a file, and inline entries
+        127.0.0.1 other.example.test
+        127.0.0.5 other.example.test SMT.Example.Test.
+        ::1 ` + name + `
+        ttl 30
+        fallthrough
+    }
+    forward . /etc/resolv.conf
+}
+`}}},
+			target: name + ":443", want: "127.0.0.5:8446",
+		},
 		"no entry": {
 			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": fakecloud.KubeadmCorefile}}},
 			target:  name + ":443", wantNoRoute: true,
@@ -140,31 +157,4 @@ func TestCoreDNSRoute(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
-}
-
-func TestHostsEntries(t *testing.T) {
-	got := HostsEntries(`.:53 {
-    errors
-    hosts /etc/coredns/extra {   # a file, and inline entries
-        10.0.0.1 a.example b.example.
-        ::1 a.example
-        ttl 30
-        fallthrough
-    }
-    template IN A c.example {
-        answer "{{ .Name }} 60 IN A 10.9.9.9"
-    }
-    forward . /etc/resolv.conf
-}
-other.:53 {
-    hosts {
-        127.0.0.4 D.example
-    }
-}
-`)
-	assert.Equal(t, map[string][]netip.Addr{
-		"a.example": {netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("::1")},
-		"b.example": {netip.MustParseAddr("10.0.0.1")},
-		"d.example": {netip.MustParseAddr("127.0.0.4")},
-	}, got)
 }
