@@ -70,7 +70,7 @@ func TestStatus(t *testing.T) {
 	t.Setenv("FAKECLOUD_REG_CODE", overlayRegCode)
 	e.cloud = startCloud(t)
 	e.reset(t)
-	t.Cleanup(func() { e.forgetOperator(t) })
+	t.Cleanup(func() { sccoperator.Forget(t, e.p) })
 	// A user's CronJob is not suspended (a suspended one is itself a
 	// finding); this one must not fire during the test, so its schedule is
 	// a date far away.
@@ -285,7 +285,7 @@ func (e *statusEnv) expect(t *testing.T, res statusResult, code int, verdict str
 // no Lease, CoreDNS as kubeadm made it.
 func (e *statusEnv) reset(t *testing.T) {
 	ctx := testContext(t)
-	e.forgetOperator(t)
+	sccoperator.Forget(t, e.p)
 	jobs := e.admin.BatchV1().Jobs(kube.Namespace)
 	list, err := jobs.List(ctx, metav1.ListOptions{LabelSelector: status.AppLabel})
 	require.NoError(t, err)
@@ -304,31 +304,6 @@ func (e *statusEnv) deleteLease(t *testing.T) {
 func (e *statusEnv) patchCronJob(ctx context.Context, t *testing.T, patch string) {
 	_, err := e.admin.BatchV1().CronJobs(kube.Namespace).Patch(ctx, cronJobName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
-}
-
-// forgetOperator removes what the operator left: its finalizer on the
-// Secret (which would keep the Secret from being deleted while no operator
-// runs), the Secret, and its Registrations.
-func (e *statusEnv) forgetOperator(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	secrets := e.admin.CoreV1().Secrets(kube.Namespace)
-	if _, err := secrets.Patch(ctx, kube.SecretName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("secret finalizers: %v", err)
-	}
-	e.deleteSecret(ctx, t)
-	dyn, err := dynamic.NewForConfig(e.p.Admin)
-	require.NoError(t, err)
-	regs := dyn.Resource(sccoperator.RegistrationResource)
-	list, err := regs.List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return // the operator never installed its CRD
-	}
-	require.NoError(t, err)
-	for _, r := range list.Items {
-		_, _ = regs.Patch(ctx, r.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		_ = regs.Delete(ctx, r.GetName(), metav1.DeleteOptions{})
-	}
 }
 
 // uninstallOperator makes the cluster one where rancher/scc-operator was
