@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,7 +24,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
@@ -99,16 +97,7 @@ func TestStatus(t *testing.T) {
 
 	t.Run("Lease held by a dead run", func(t *testing.T) {
 		ctx := testContext(t)
-		e.deleteLease(t)
-		now := metav1.NewMicroTime(time.Now())
-		_, err := e.admin.CoordinationV1().Leases(kube.Namespace).Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: leaseName},
-			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity: ptr.To("registration-engine-manual-7-x2k9p"), LeaseDurationSeconds: ptr.To(int32(600)),
-				AcquireTime: &now, RenewTime: &now,
-			},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
+		e.putLease(ctx, t, "registration-engine-manual-7-x2k9p", time.Now(), 600)
 		t.Cleanup(func() { e.deleteLease(t) })
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitTransient, `Not registered yet: the Lease registration-engine is held by registration-engine-manual-7-x2k9p, a run that is gone, until \S+; runs before then are skipped — run the engine after \S+: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
@@ -294,11 +283,6 @@ func (e *statusEnv) reset(t *testing.T) {
 	}
 	e.deleteLease(t)
 	e.resetCoreDNS(ctx, t)
-}
-
-func (e *statusEnv) deleteLease(t *testing.T) {
-	err := e.admin.CoordinationV1().Leases(kube.Namespace).Delete(context.Background(), leaseName, metav1.DeleteOptions{})
-	require.True(t, err == nil || apierrors.IsNotFound(err), "delete lease: %v", err)
 }
 
 func (e *statusEnv) patchCronJob(ctx context.Context, t *testing.T, patch string) {
