@@ -53,21 +53,7 @@ data: {config.conf: "mode: iptables"}
 
 // registrationCRD stands in for the CRD rancher/scc-operator installs, with
 // one Registration, so the read-only ClusterRole can be tried for real.
-const registrationCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: registrations.scc.cattle.io}
-spec:
-  group: scc.cattle.io
-  scope: Cluster
-  names: {kind: Registration, listKind: RegistrationList, plural: registrations, singular: registration}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
+var registrationCRD = sccoperator.StandInCRD("scc.cattle.io", "v1", "Registration", true)
 
 const registrationObj = `
 apiVersion: scc.cattle.io/v1
