@@ -267,17 +267,9 @@ func (o *operatorEnv) jobEvent(ctx context.Context, t *testing.T, name string) e
 	t.Helper()
 	j, err := o.admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
-	list, err := o.admin.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "Job" && e.Regarding.Name == name && e.ReportingController == kube.ReportingController {
-			out = append(out, e)
-		}
-	}
-	require.Len(t, out, 1, "one Event per run")
-	assert.Equal(t, j.UID, out[0].Regarding.UID, "the Event points at the Job itself (JOB_UID from the downward API)")
-	return out[0]
+	ev := controlplane.JobEvent(ctx, t, o.admin, kube.Namespace, name, kube.ReportingController)
+	assert.Equal(t, j.UID, ev.Regarding.UID, "the Event points at the Job itself (JOB_UID from the downward API)")
+	return ev
 }
 
 // forceDeleteSecret deletes scc-registration and waits until it is gone;
