@@ -25,6 +25,10 @@ import (
 // (like NXDOMAIN in a pod) or the port is not one it forwards.
 var ErrNoRoute = errors.New("no route")
 
+// ErrNotLoopback means the proxy refused a CONNECT because its route gave
+// an address off loopback: the proxy never dials out of the machine.
+var ErrNotLoopback = errors.New("route not on loopback")
+
 // Route maps the host:port a client asked to CONNECT to the address:port
 // the proxy dials, which must be on loopback. An error refuses the tunnel
 // with 502 Bad Gateway.
@@ -37,8 +41,8 @@ type Tunnel struct {
 	// Dialed is the loopback address the proxy connected to; "" when
 	// refused.
 	Dialed string
-	// Err is why the tunnel was refused or failed, "" when it opened.
-	Err string
+	// Err is why the tunnel was refused or failed, nil when it opened.
+	Err error
 }
 
 // Proxy is an HTTP CONNECT proxy on 127.0.0.1 that stands in for the
@@ -143,7 +147,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		err = checkLoopback(addr)
 	}
 	if err != nil {
-		t.Err = err.Error()
+		t.Err = err
 		p.record(t)
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -152,7 +156,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	var d net.Dialer
 	upstream, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		t.Err = err.Error()
+		t.Err = err
 		p.record(t)
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -214,7 +218,7 @@ func checkLoopback(addr string) error {
 		return fmt.Errorf("proxy: route gave %q, not an IP and port: %w", addr, err)
 	}
 	if !ap.Addr().Unmap().IsLoopback() {
-		return fmt.Errorf("proxy: route gave %s, which is not on loopback", addr)
+		return fmt.Errorf("proxy: route gave %s: %w", addr, ErrNotLoopback)
 	}
 	return nil
 }

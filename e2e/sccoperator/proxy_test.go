@@ -67,20 +67,28 @@ func TestProxyTunnelsByNameWithTLSEndToEnd(t *testing.T) {
 	assert.Equal(t, "hello from "+name, string(body), "the request reaches the backend with the name as Host")
 
 	tests := map[string]struct {
-		url        string
-		wantTunnel Tunnel
+		url                string
+		wantTarget, dialed string
+		wantErr            error // of the tunnel; nil: it opened
 	}{
-		"name without a route":         {url: "https://unknown.example.test/", wantTunnel: Tunnel{Target: "unknown.example.test:443", Err: "proxy: unknown.example.test:443: no route"}},
-		"certificate for another name": {url: "https://wrong.example.test/", wantTunnel: Tunnel{Target: "wrong.example.test:443", Dialed: backend}},
-		"route off loopback":           {url: "https://far.example.test/", wantTunnel: Tunnel{Target: "far.example.test:443", Err: "proxy: route gave 192.0.2.1:443, which is not on loopback"}},
+		"name without a route":         {url: "https://unknown.example.test/", wantTarget: "unknown.example.test:443", wantErr: ErrNoRoute},
+		"certificate for another name": {url: "https://wrong.example.test/", wantTarget: "wrong.example.test:443", dialed: backend},
+		"route off loopback":           {url: "https://far.example.test/", wantTarget: "far.example.test:443", wantErr: ErrNotLoopback},
 	}
 	for n, tc := range tests {
 		t.Run(n, func(t *testing.T) {
 			_, err := client.Get(tc.url)
 			require.Error(t, err)
 			tunnels := p.Tunnels()
-			assert.Equal(t, tc.wantTunnel, tunnels[len(tunnels)-1])
-			if tc.wantTunnel.Dialed != "" {
+			got := tunnels[len(tunnels)-1]
+			assert.Equal(t, tc.wantTarget, got.Target)
+			assert.Equal(t, tc.dialed, got.Dialed, "a refused tunnel dials nothing")
+			if tc.wantErr == nil {
+				assert.NoError(t, got.Err)
+			} else {
+				assert.ErrorIs(t, got.Err, tc.wantErr)
+			}
+			if tc.dialed != "" {
 				var hostErr x509.HostnameError
 				assert.ErrorAs(t, err, &hostErr, "TLS inside the tunnel is the client's own: the name is checked")
 			}
