@@ -381,18 +381,7 @@ func (e *clusterEnv) testTwoRuns(t *testing.T) {
 // expired, and released at the end.
 func (e *clusterEnv) testStaleLease(t *testing.T, c cloud) {
 	ctx := testContext(t)
-	leases := e.admin.CoordinationV1().Leases(kube.Namespace)
-	err := leases.Delete(ctx, leaseName, metav1.DeleteOptions{})
-	require.True(t, err == nil || apierrors.IsNotFound(err), "delete lease: %v", err)
-	hourAgo := metav1.NewMicroTime(time.Now().Add(-time.Hour))
-	_, err = leases.Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: leaseName},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity: ptr.To("crashed-run"), LeaseDurationSeconds: ptr.To(int32(60)),
-			AcquireTime: &hourAgo, RenewTime: &hourAgo,
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	e.putLease(ctx, t, "crashed-run", time.Now().Add(-time.Hour), 60)
 
 	res := e.runAs(ctx, t, c, e.token(t), "run-after-crash")
 	require.Equal(t, job.ExitOK, res.code, res.String())
@@ -401,7 +390,7 @@ func (e *clusterEnv) testStaleLease(t *testing.T, c cloud) {
 	require.NotNil(t, took, res.stderr)
 	assert.Equal(t, "crashed-run", took["previousHolder"])
 
-	l, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
+	l, err := e.admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, leaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Nil(t, l.Spec.HolderIdentity, "released at the end of the run")
 	require.NotNil(t, l.Spec.LeaseTransitions)
@@ -929,6 +918,28 @@ func (e *clusterEnv) secretVersion(ctx context.Context, t *testing.T) string {
 func (e *clusterEnv) deleteSecret(ctx context.Context, t *testing.T) {
 	err := e.admin.CoreV1().Secrets(kube.Namespace).Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "delete secret: %v", err)
+}
+
+func (e *clusterEnv) deleteLease(t *testing.T) {
+	err := e.admin.CoordinationV1().Leases(kube.Namespace).Delete(context.Background(), leaseName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete lease: %v", err)
+}
+
+// putLease replaces the engine's Lease with one a run that died left:
+// held by holder, acquired and last renewed at renewed, for
+// durationSeconds.
+func (e *clusterEnv) putLease(ctx context.Context, t *testing.T, holder string, renewed time.Time, durationSeconds int32) {
+	t.Helper()
+	e.deleteLease(t)
+	at := metav1.NewMicroTime(renewed)
+	_, err := e.admin.CoordinationV1().Leases(kube.Namespace).Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: leaseName},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(durationSeconds),
+			AcquireTime: &at, RenewTime: &at,
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }
 
 func (e *clusterEnv) deleteJob(t *testing.T, ns, name string) {

@@ -107,10 +107,7 @@ func (o *operatorEnv) testRegisters(t *testing.T) {
 	o.dns.Forget()
 	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
 	o.forceDeleteSecret(ctx, t)
-	for _, u := range o.fc.Updates {
-		u.Reset()
-		u.SetRegCode(overlayRegCode)
-	}
+	o.resetUpdateServers()
 	rec, err := sccoperator.Record(ctx, o.p.Admin)
 	require.NoError(t, err)
 	t.Cleanup(rec.Stop)
@@ -145,11 +142,9 @@ func (o *operatorEnv) testRegisters(t *testing.T) {
 		assert.False(t, st.Failed(), "never Failure: %s", st)
 	}
 	var announce *fakecloud.SCCRequest
-	for _, u := range o.fc.Updates {
-		for _, r := range u.SCCRequests() {
-			if r.Method == "POST" && r.Path == "/connect/subscriptions/systems" {
-				announce = &r
-			}
+	for _, r := range o.fc.SCCRequests() {
+		if r.Method == "POST" && r.Path == "/connect/subscriptions/systems" {
+			announce = &r
 		}
 	}
 	require.NotNil(t, announce, "the operator announced to the fake update server")
@@ -205,10 +200,8 @@ func (o *operatorEnv) testRefusedCode(t *testing.T) {
 	msg, _ := sum["operatorMessage"].(string)
 	assert.NotEmpty(t, msg, "the operator's own words")
 	var refused bool
-	for _, u := range o.fc.Updates {
-		for _, r := range u.SCCRequests() {
-			refused = refused || (r.RegCode == wrong && r.Status == 401)
-		}
+	for _, r := range o.fc.SCCRequests() {
+		refused = refused || (r.RegCode == wrong && r.Status == 401)
 	}
 	assert.True(t, refused, "the fake refused the wrong code with 401")
 	ev := o.jobEvent(ctx, t, "operator-wrong-code")
@@ -230,10 +223,7 @@ func (o *operatorEnv) testRefusedCode(t *testing.T) {
 func (o *operatorEnv) testMainRevision(t *testing.T) {
 	ctx := testContext(t)
 	o.forceDeleteSecret(ctx, t)
-	for _, u := range o.fc.Updates {
-		u.Reset()
-		u.SetRegCode(overlayRegCode)
-	}
+	o.resetUpdateServers()
 	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitMain), ProxyURL: o.proxy.URL})
 	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "operator-main")
@@ -243,9 +233,7 @@ func (o *operatorEnv) testMainRevision(t *testing.T) {
 	assert.Equal(t, kube.OperatorFailed, sum["operator"], pr.res.stderr)
 	msg, _ := sum["operatorMessage"].(string)
 	assert.Contains(t, msg, "x509: certificate signed by unknown authority", "main trusts only the system roots, not registrationUrlCert")
-	for _, u := range o.fc.Updates {
-		assert.Empty(t, u.SCCRequests(), "no request got through the TLS handshake")
-	}
+	assert.Empty(t, o.fc.SCCRequests(), "no request got through the TLS handshake")
 	t.Logf("proved: rancher/scc-operator %.7s (main) ignores registrationUrlCert: with the update server's certificate only there, the Registration failed (%q) and the engine's run exited %d with operator=%v; the engine needs add-rmt-support (%.7s) or later",
 		sccoperator.CommitMain, msg, pr.res.code, sum["operator"], sccoperator.CommitRMT)
 	o.forceDeleteSecret(ctx, t)
@@ -267,17 +255,9 @@ func (o *operatorEnv) jobEvent(ctx context.Context, t *testing.T, name string) e
 	t.Helper()
 	j, err := o.admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
-	list, err := o.admin.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "Job" && e.Regarding.Name == name && e.ReportingController == kube.ReportingController {
-			out = append(out, e)
-		}
-	}
-	require.Len(t, out, 1, "one Event per run")
-	assert.Equal(t, j.UID, out[0].Regarding.UID, "the Event points at the Job itself (JOB_UID from the downward API)")
-	return out[0]
+	ev := controlplane.JobEvent(ctx, t, o.admin, kube.Namespace, name, kube.ReportingController)
+	assert.Equal(t, j.UID, ev.Regarding.UID, "the Event points at the Job itself (JOB_UID from the downward API)")
+	return ev
 }
 
 // forceDeleteSecret deletes scc-registration and waits until it is gone;
@@ -300,6 +280,15 @@ func (o *operatorEnv) forceDeleteSecret(ctx context.Context, t *testing.T) {
 	}
 	_, err = secrets.Patch(ctx, kube.SecretName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "drop finalizers: %v", err)
+}
+
+// resetUpdateServers forgets every SCC request and announced system of the
+// fake update servers, which again accept only the overlay's code.
+func (o *operatorEnv) resetUpdateServers() {
+	for _, u := range o.fc.Updates {
+		u.Reset()
+		u.SetRegCode(overlayRegCode)
+	}
 }
 
 // setCronJobRegCode sets the CronJob's REGISTRATION_CODE.

@@ -15,11 +15,11 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -53,21 +53,7 @@ data: {config.conf: "mode: iptables"}
 
 // registrationCRD stands in for the CRD rancher/scc-operator installs, with
 // one Registration, so the read-only ClusterRole can be tried for real.
-const registrationCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: registrations.scc.cattle.io}
-spec:
-  group: scc.cattle.io
-  scope: Cluster
-  names: {kind: Registration, listKind: RegistrationList, plural: registrations, singular: registration}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
+var registrationCRD = sccoperator.StandInCRD("scc.cattle.io", "v1", "Registration", true)
 
 const registrationObj = `
 apiVersion: scc.cattle.io/v1
@@ -123,35 +109,27 @@ func leaseApply(ns, name string) string {
 // ConfigMaps are reachable.
 func TestEngineRBAC(t *testing.T) {
 	p := controlplane.Shared(t)
+	admin := p.AdminClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The plane is the package's: earlier tests (TestCluster, TestOperator)
+	// leave the Secret, with the operator's finalizer, its Registrations and
+	// the Lease behind, and the creation below needs them absent.
+	sccoperator.Forget(t, p)
+	err := admin.CoordinationV1().Leases(kube.Namespace).Delete(ctx, leaseName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Lease: %v", err)
+
 	p.Apply(t, []byte(rbacFixture))
 	p.Apply(t, []byte(registrationCRD))
 	p.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/registrations.scc.cattle.io")
 	p.Apply(t, []byte(registrationObj))
 	p.Apply(t, p.Kustomize(t, manifestsBase))
-	admin := p.AdminClient(t)
 	as := p.ClientAs(t, p.ServiceAccountToken(t, kube.Namespace, engineSA))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	// The plane is the package's: TestCluster, which runs first, leaves the
-	// Secret and the Lease behind, and the creation below needs them absent.
-	err := admin.CoreV1().Secrets(kube.Namespace).Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
-	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Secret: %v", err)
-	err = admin.CoordinationV1().Leases(kube.Namespace).Delete(ctx, leaseName, metav1.DeleteOptions{})
-	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Lease: %v", err)
 
 	review, err := kubernetes.NewForConfigOrDie(as).AuthenticationV1().SelfSubjectReviews().
 		Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "system:serviceaccount:cattle-scc-system:registration-engine", review.Status.UserInfo.Username)
-
-	// The plane is shared: start where no earlier run (or operator) left
-	// the Secret or the Lease behind.
-	_, err = admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	require.True(t, err == nil || apierrors.IsNotFound(err), "drop the Secret's finalizers: %v", err)
-	err = admin.CoreV1().Secrets(kube.Namespace).Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
-	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Secret: %v", err)
-	err = admin.CoordinationV1().Leases(kube.Namespace).Delete(ctx, leaseName, metav1.DeleteOptions{})
-	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Lease: %v", err)
 
 	// Creation comes first and in order: everything below needs the objects.
 	code, body := request(t, as, http.MethodPatch, secretPath(kube.Namespace, kube.SecretName)+apply, applyType, secretApply(kube.Namespace, kube.SecretName))

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,7 +24,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
@@ -70,7 +68,7 @@ func TestStatus(t *testing.T) {
 	t.Setenv("FAKECLOUD_REG_CODE", overlayRegCode)
 	e.cloud = startCloud(t)
 	e.reset(t)
-	t.Cleanup(func() { e.forgetOperator(t) })
+	t.Cleanup(func() { sccoperator.Forget(t, e.p) })
 	// A user's CronJob is not suspended (a suspended one is itself a
 	// finding); this one must not fire during the test, so its schedule is
 	// a date far away.
@@ -99,16 +97,7 @@ func TestStatus(t *testing.T) {
 
 	t.Run("Lease held by a dead run", func(t *testing.T) {
 		ctx := testContext(t)
-		e.deleteLease(t)
-		now := metav1.NewMicroTime(time.Now())
-		_, err := e.admin.CoordinationV1().Leases(kube.Namespace).Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: leaseName},
-			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity: ptr.To("registration-engine-manual-7-x2k9p"), LeaseDurationSeconds: ptr.To(int32(600)),
-				AcquireTime: &now, RenewTime: &now,
-			},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
+		e.putLease(ctx, t, "registration-engine-manual-7-x2k9p", time.Now(), 600)
 		t.Cleanup(func() { e.deleteLease(t) })
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitTransient, `Not registered yet: the Lease registration-engine is held by registration-engine-manual-7-x2k9p, a run that is gone, until \S+; runs before then are skipped — run the engine after \S+: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
@@ -285,7 +274,7 @@ func (e *statusEnv) expect(t *testing.T, res statusResult, code int, verdict str
 // no Lease, CoreDNS as kubeadm made it.
 func (e *statusEnv) reset(t *testing.T) {
 	ctx := testContext(t)
-	e.forgetOperator(t)
+	sccoperator.Forget(t, e.p)
 	jobs := e.admin.BatchV1().Jobs(kube.Namespace)
 	list, err := jobs.List(ctx, metav1.ListOptions{LabelSelector: status.AppLabel})
 	require.NoError(t, err)
@@ -296,39 +285,9 @@ func (e *statusEnv) reset(t *testing.T) {
 	e.resetCoreDNS(ctx, t)
 }
 
-func (e *statusEnv) deleteLease(t *testing.T) {
-	err := e.admin.CoordinationV1().Leases(kube.Namespace).Delete(context.Background(), leaseName, metav1.DeleteOptions{})
-	require.True(t, err == nil || apierrors.IsNotFound(err), "delete lease: %v", err)
-}
-
 func (e *statusEnv) patchCronJob(ctx context.Context, t *testing.T, patch string) {
 	_, err := e.admin.BatchV1().CronJobs(kube.Namespace).Patch(ctx, cronJobName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
-}
-
-// forgetOperator removes what the operator left: its finalizer on the
-// Secret (which would keep the Secret from being deleted while no operator
-// runs), the Secret, and its Registrations.
-func (e *statusEnv) forgetOperator(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	secrets := e.admin.CoreV1().Secrets(kube.Namespace)
-	if _, err := secrets.Patch(ctx, kube.SecretName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("secret finalizers: %v", err)
-	}
-	e.deleteSecret(ctx, t)
-	dyn, err := dynamic.NewForConfig(e.p.Admin)
-	require.NoError(t, err)
-	regs := dyn.Resource(sccoperator.RegistrationResource)
-	list, err := regs.List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return // the operator never installed its CRD
-	}
-	require.NoError(t, err)
-	for _, r := range list.Items {
-		_, _ = regs.Patch(ctx, r.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		_ = regs.Delete(ctx, r.GetName(), metav1.DeleteOptions{})
-	}
 }
 
 // uninstallOperator makes the cluster one where rancher/scc-operator was

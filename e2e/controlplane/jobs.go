@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -72,4 +73,21 @@ func SetEnv(c *corev1.Container, vals map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: vals[k]})
 	}
+}
+
+// JobEvent returns the one events.k8s.io Event that controller recorded
+// about Job ns/name; none or several fail t. The process tier and the kind
+// tier both check the Event a run leaves on its Job through it.
+func JobEvent(ctx context.Context, t testing.TB, cs kubernetes.Interface, ns, name, controller string) eventsv1.Event {
+	t.Helper()
+	list, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.ReportingController == controller && e.Regarding.Kind == "Job" && e.Regarding.Name == name {
+			out = append(out, e)
+		}
+	}
+	require.Len(t, out, 1, "the Events %s recorded on Job %s/%s: %+v", controller, ns, name, out)
+	return out[0]
 }

@@ -305,16 +305,7 @@ func (c *kindCluster) summary(t *testing.T, ctx context.Context, job string) map
 // jobEvent is the one events.k8s.io Event the engine recorded on Job job.
 func (c *kindCluster) jobEvent(t *testing.T, ctx context.Context, job string) eventsv1.Event {
 	t.Helper()
-	evs, err := c.cs.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	var ours []eventsv1.Event
-	for _, e := range evs.Items {
-		if e.ReportingController == kube.ReportingController && e.Regarding.Kind == "Job" && e.Regarding.Name == job {
-			ours = append(ours, e)
-		}
-	}
-	require.Len(t, ours, 1, "the engine's Events on Job %s: %+v", job, ours)
-	return ours[0]
+	return controlplane.JobEvent(ctx, t, c.cs, kube.Namespace, job, kube.ReportingController)
 }
 
 // announce is the one announce (POST /connect/subscriptions/systems) the

@@ -83,8 +83,7 @@ func operatorDeployment(image string) *appsv1.Deployment {
 func (c *kindCluster) installOperator(t *testing.T, ctx context.Context) {
 	t.Helper()
 	c.kubectl(t, ctx, []byte(sccoperator.RancherCRDs), "apply", "-f", "-")
-	c.kubectl(t, ctx, nil, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/secretrequests.telemetry.cattle.io", "crd/settings.management.cattle.io")
+	c.kubectl(t, ctx, nil, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, sccoperator.RancherCRDNames...)...)
 	c.kubectl(t, ctx, []byte(sccoperator.RancherObjects), "apply", "-f", "-")
 	_, err := c.cs.AppsV1().Deployments(sccoperator.Namespace).Create(ctx, operatorDeployment(c.s.operatorImage), metav1.CreateOptions{})
 	require.NoError(t, err)

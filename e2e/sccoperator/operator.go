@@ -297,16 +297,6 @@ func (o *Operator) Stop() error {
 	}
 }
 
-// Exited reports whether the process has ended, and how.
-func (o *Operator) Exited() (bool, error) {
-	select {
-	case <-o.done:
-		return true, o.exitErr()
-	default:
-		return false, nil
-	}
-}
-
 func (o *Operator) exitErr() error {
 	if o.waitErr == nil {
 		return errors.New("exit status 0")

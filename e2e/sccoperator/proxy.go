@@ -17,11 +17,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/rancher/registration-engine/job/inclusterdns"
 )
 
 // ErrNoRoute means the proxy refused a CONNECT: the name has no address
 // (like NXDOMAIN in a pod) or the port is not one it forwards.
 var ErrNoRoute = errors.New("no route")
+
+// ErrNotLoopback means the proxy refused a CONNECT because its route gave
+// an address off loopback: the proxy never dials out of the machine.
+var ErrNotLoopback = errors.New("route not on loopback")
 
 // Route maps the host:port a client asked to CONNECT to the address:port
 // the proxy dials, which must be on loopback. An error refuses the tunnel
@@ -35,8 +41,8 @@ type Tunnel struct {
 	// Dialed is the loopback address the proxy connected to; "" when
 	// refused.
 	Dialed string
-	// Err is why the tunnel was refused or failed, "" when it opened.
-	Err string
+	// Err is why the tunnel was refused or failed, nil when it opened.
+	Err error
 }
 
 // Proxy is an HTTP CONNECT proxy on 127.0.0.1 that stands in for the
@@ -141,7 +147,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		err = checkLoopback(addr)
 	}
 	if err != nil {
-		t.Err = err.Error()
+		t.Err = err
 		p.record(t)
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -150,7 +156,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	var d net.Dialer
 	upstream, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		t.Err = err.Error()
+		t.Err = err
 		p.record(t)
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -212,7 +218,7 @@ func checkLoopback(addr string) error {
 		return fmt.Errorf("proxy: route gave %q, not an IP and port: %w", addr, err)
 	}
 	if !ap.Addr().Unmap().IsLoopback() {
-		return fmt.Errorf("proxy: route gave %s, which is not on loopback", addr)
+		return fmt.Errorf("proxy: route gave %s: %w", addr, ErrNotLoopback)
 	}
 	return nil
 }
@@ -227,15 +233,6 @@ func StaticRoute(routes map[string]string) Route {
 		return "", fmt.Errorf("proxy: %s: %w", hostport, ErrNoRoute)
 	}
 }
-
-// CoreDNS ConfigMaps CoreDNSRoute reads, in kube-system: kubeadm's and
-// kind's Corefile, and AKS's coredns-custom, whose keys CoreDNS imports.
-const (
-	corednsNamespace = "kube-system"
-	corednsConfigMap = "coredns"
-	corefileKey      = "Corefile"
-	corednsCustom    = "coredns-custom"
-)
 
 // CoreDNSRoute resolves a CONNECT to <name>:443 the way CoreDNS's hosts
 // plugin would answer a pod: from the inline entries ("<ip> <name>…") of
@@ -265,19 +262,25 @@ func hostsRoute(lookup func(ctx context.Context, host string) ([]netip.Addr, err
 			return "", fmt.Errorf("proxy: %w", err)
 		}
 		if len(addrs) == 0 {
-			return "", fmt.Errorf("proxy: %s has no hosts entry in %s/%s or %s: %w", host, corednsNamespace, corednsConfigMap, corednsCustom, ErrNoRoute)
+			return "", fmt.Errorf("proxy: %s has no hosts entry in %s/%s or %s: %w", host, corednsNamespace, inclusterdns.CoreDNSConfigMap, inclusterdns.CoreDNSCustom, ErrNoRoute)
 		}
 		return netip.AddrPortFrom(addrs[0], uint16(port)).String(), nil
 	}
 }
 
+// corednsNamespace holds the ConfigMaps coreDNSHosts reads, as on kubeadm,
+// kind and AKS.
+const corednsNamespace = "kube-system"
+
 // coreDNSHosts is what CoreDNS's hosts plugin answers for host: the
 // addresses of its inline entries in kube-system/coredns's Corefile, else in
-// a key of kube-system/coredns-custom, read now. None: NXDOMAIN.
+// a key of kube-system/coredns-custom, read now and parsed by
+// inclusterdns.HostsAddresses, the reading the engine's own status command
+// uses. None: NXDOMAIN.
 func coreDNSHosts(ctx context.Context, cs kubernetes.Interface, host string) ([]netip.Addr, error) {
 	var texts []string
 	cms := cs.CoreV1().ConfigMaps(corednsNamespace)
-	for _, name := range []string{corednsConfigMap, corednsCustom} {
+	for _, name := range []string{inclusterdns.CoreDNSConfigMap, inclusterdns.CoreDNSCustom} {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -285,8 +288,8 @@ func coreDNSHosts(ctx context.Context, cs kubernetes.Interface, host string) ([]
 		case err != nil:
 			return nil, fmt.Errorf("read %s/%s: %w", corednsNamespace, name, err)
 		}
-		if name == corednsConfigMap {
-			texts = append(texts, cm.Data[corefileKey])
+		if name == inclusterdns.CoreDNSConfigMap {
+			texts = append(texts, cm.Data[inclusterdns.CorefileKey])
 			continue
 		}
 		for _, v := range cm.Data {
@@ -294,50 +297,9 @@ func coreDNSHosts(ctx context.Context, cs kubernetes.Interface, host string) ([]
 		}
 	}
 	for _, text := range texts {
-		if addrs := HostsEntries(text)[strings.ToLower(strings.TrimSuffix(host, "."))]; len(addrs) > 0 {
+		if addrs := inclusterdns.HostsAddresses(text, host); len(addrs) > 0 {
 			return addrs, nil
 		}
 	}
 	return nil, nil
-}
-
-// HostsEntries returns the inline entries of every `hosts { … }` block in a
-// Corefile (or a coredns-custom snippet): each name, lower-cased and
-// without a trailing dot, with its addresses in order. Options inside the
-// block (fallthrough, ttl, reload, no_reverse) are skipped.
-func HostsEntries(corefile string) map[string][]netip.Addr {
-	out := map[string][]netip.Addr{}
-	depth, hostsDepth := 0, -1
-	for _, line := range strings.Split(corefile, "\n") {
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		opens := strings.HasSuffix(f[len(f)-1], "{")
-		if f[0] == "}" {
-			depth--
-			if depth <= hostsDepth {
-				hostsDepth = -1
-			}
-			continue
-		}
-		if hostsDepth >= 0 && depth == hostsDepth+1 {
-			if ip, err := netip.ParseAddr(f[0]); err == nil {
-				for _, name := range f[1:] {
-					name = strings.ToLower(strings.TrimSuffix(name, "."))
-					out[name] = append(out[name], ip)
-				}
-			}
-		}
-		if opens {
-			if f[0] == "hosts" && hostsDepth < 0 {
-				hostsDepth = depth
-			}
-			depth++
-		}
-	}
-	return out
 }

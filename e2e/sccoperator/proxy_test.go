@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"testing"
@@ -68,20 +67,28 @@ func TestProxyTunnelsByNameWithTLSEndToEnd(t *testing.T) {
 	assert.Equal(t, "hello from "+name, string(body), "the request reaches the backend with the name as Host")
 
 	tests := map[string]struct {
-		url        string
-		wantTunnel Tunnel
+		url                string
+		wantTarget, dialed string
+		wantErr            error // of the tunnel; nil: it opened
 	}{
-		"name without a route":         {url: "https://unknown.example.test/", wantTunnel: Tunnel{Target: "unknown.example.test:443", Err: "proxy: unknown.example.test:443: no route"}},
-		"certificate for another name": {url: "https://wrong.example.test/", wantTunnel: Tunnel{Target: "wrong.example.test:443", Dialed: backend}},
-		"route off loopback":           {url: "https://far.example.test/", wantTunnel: Tunnel{Target: "far.example.test:443", Err: "proxy: route gave 192.0.2.1:443, which is not on loopback"}},
+		"name without a route":         {url: "https://unknown.example.test/", wantTarget: "unknown.example.test:443", wantErr: ErrNoRoute},
+		"certificate for another name": {url: "https://wrong.example.test/", wantTarget: "wrong.example.test:443", dialed: backend},
+		"route off loopback":           {url: "https://far.example.test/", wantTarget: "far.example.test:443", wantErr: ErrNotLoopback},
 	}
 	for n, tc := range tests {
 		t.Run(n, func(t *testing.T) {
 			_, err := client.Get(tc.url)
 			require.Error(t, err)
 			tunnels := p.Tunnels()
-			assert.Equal(t, tc.wantTunnel, tunnels[len(tunnels)-1])
-			if tc.wantTunnel.Dialed != "" {
+			got := tunnels[len(tunnels)-1]
+			assert.Equal(t, tc.wantTarget, got.Target)
+			assert.Equal(t, tc.dialed, got.Dialed, "a refused tunnel dials nothing")
+			if tc.wantErr == nil {
+				assert.NoError(t, got.Err)
+			} else {
+				assert.ErrorIs(t, got.Err, tc.wantErr)
+			}
+			if tc.dialed != "" {
 				var hostErr x509.HostnameError
 				assert.ErrorAs(t, err, &hostErr, "TLS inside the tunnel is the client's own: the name is checked")
 			}
@@ -113,6 +120,24 @@ func TestCoreDNSRoute(t *testing.T) {
 			},
 			target: name + ":443", want: "127.0.0.4:8446",
 		},
+		"hosts block with a file, options, a comment and a template block": {
+			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": `.:53 {
+    errors
+    template IN A ` + name + ` {
+        answer "{{ .Name }} 60 IN A 127.9.9.9"
+    }
+    hosts /etc/coredns/extra {   # a file, and inline entries
+        127.0.0.1 other.example.test
+        127.0.0.5 other.example.test SMT.Example.Test.
+        ::1 ` + name + `
+        ttl 30
+        fallthrough
+    }
+    forward . /etc/resolv.conf
+}
+`}}},
+			target: name + ":443", want: "127.0.0.5:8446",
+		},
 		"no entry": {
 			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": fakecloud.KubeadmCorefile}}},
 			target:  name + ":443", wantNoRoute: true,
@@ -140,31 +165,4 @@ func TestCoreDNSRoute(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
-}
-
-func TestHostsEntries(t *testing.T) {
-	got := HostsEntries(`.:53 {
-    errors
-    hosts /etc/coredns/extra {   # a file, and inline entries
-        10.0.0.1 a.example b.example.
-        ::1 a.example
-        ttl 30
-        fallthrough
-    }
-    template IN A c.example {
-        answer "{{ .Name }} 60 IN A 10.9.9.9"
-    }
-    forward . /etc/resolv.conf
-}
-other.:53 {
-    hosts {
-        127.0.0.4 D.example
-    }
-}
-`)
-	assert.Equal(t, map[string][]netip.Addr{
-		"a.example": {netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("::1")},
-		"b.example": {netip.MustParseAddr("10.0.0.1")},
-		"d.example": {netip.MustParseAddr("127.0.0.4")},
-	}, got)
 }

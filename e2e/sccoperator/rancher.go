@@ -3,6 +3,7 @@ package sccoperator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,38 +40,41 @@ const (
 )
 
 // RancherCRDs are the CRDs of the Rancher objects the operator reads,
-// reduced to a schema that keeps every field: the operator exits at start
-// without secretrequests, and waits without settings. Apply them, and wait
-// for them to be established, before RancherObjects. The kind tier applies
-// the same two documents to its cluster.
-const RancherCRDs = `
-apiVersion: apiextensions.k8s.io/v1
+// stand-ins that keep every field (StandInCRD): the operator exits at
+// start without secretrequests, and waits without settings. Apply them,
+// and wait for RancherCRDNames to be established, before RancherObjects.
+// The kind tier applies the same two documents to its cluster.
+var RancherCRDs = StandInCRD("telemetry.cattle.io", "v1", "SecretRequest", true) + "---\n" +
+	StandInCRD("management.cattle.io", "v3", "Setting", false)
+
+// RancherCRDNames names the CRDs of RancherCRDs as kubectl wait takes them.
+var RancherCRDNames = []string{"crd/secretrequests.telemetry.cattle.io", "crd/settings.management.cattle.io"}
+
+// StandInCRD is the YAML of a cluster-scoped CRD for kind in group at
+// version (plural: kind in lower case with an s), with a schema that keeps
+// every field and, when status is set, a status subresource: enough for a
+// test to create, read and authorize the real objects of a component it
+// does not install.
+func StandInCRD(group, version, kind string, status bool) string {
+	singular := strings.ToLower(kind)
+	subresources := ""
+	if status {
+		subresources = "\n      subresources: {status: {}}"
+	}
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: secretrequests.telemetry.cattle.io}
+metadata: {name: %[3]ss.%[1]s}
 spec:
-  group: telemetry.cattle.io
+  group: %[1]s
   scope: Cluster
-  names: {kind: SecretRequest, listKind: SecretRequestList, plural: secretrequests, singular: secretrequest}
+  names: {kind: %[4]s, listKind: %[4]sList, plural: %[3]ss, singular: %[3]s}
   versions:
-    - name: v1
+    - name: %[2]s
       served: true
-      storage: true
-      subresources: {status: {}}
+      storage: true%[5]s
       schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: settings.management.cattle.io}
-spec:
-  group: management.cattle.io
-  scope: Cluster
-  names: {kind: Setting, listKind: SettingList, plural: settings, singular: setting}
-  versions:
-    - name: v3
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
+`, group, version, singular, kind, subresources)
+}
 
 // RancherObjects are the Settings and the metrics Secret Rancher would
 // keep, and the operator's ServiceAccount with the least RBAC it runs with,
@@ -153,8 +157,7 @@ subjects:
 func Install(t testing.TB, p *controlplane.Plane) {
 	t.Helper()
 	p.Apply(t, []byte(RancherCRDs))
-	p.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/secretrequests.telemetry.cattle.io", "crd/settings.management.cattle.io")
+	p.Kubectl(t, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, RancherCRDNames...)...)
 	p.Apply(t, []byte(RancherObjects))
 }
 

@@ -255,18 +255,6 @@ func (r *Recorder) States(name string) []Registration {
 	return slices.Clone(r.states[name])
 }
 
-// Names returns the names of every Registration seen.
-func (r *Recorder) Names() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for n := range r.states {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // Wait returns the first state of Registration name for which done is
 // true, looking at the states already seen and then at each new one, until
 // ctx ends.
