@@ -337,10 +337,12 @@ func TestEngineManagedIdentity(t *testing.T) {
 		fault     string
 		wantCode  int
 		wantInLog []string
+		// wantTokenRequests is how many token requests IMDS answered.
+		wantTokenRequests int32
 	}{
-		"token from IMDS":              {wantCode: 0, wantInLog: []string{`"credentialMode":"managed-identity"`}},
-		"IMDS throttles, then a token": {fault: "identity-token-429", wantCode: 0, wantInLog: []string{`"credentialMode":"managed-identity"`}},
-		"identity not found": {fault: "identity-not-found", wantCode: 2,
+		"token from IMDS":              {wantCode: 0, wantTokenRequests: 1, wantInLog: []string{`"credentialMode":"managed-identity"`}},
+		"IMDS throttles, then a token": {fault: "identity-token-429", wantCode: 0, wantTokenRequests: 2, wantInLog: []string{`"credentialMode":"managed-identity"`}},
+		"identity not found": {fault: "identity-not-found", wantCode: 2, wantTokenRequests: 1,
 			wantInLog: []string{"AZURE_CLIENT_ID=" + fakecloud.DefaultAzureConfig().ManagedIdentityClientID, "global.azure.identity.clientId", "Identity not found"}},
 	}
 	for name, tc := range tests {
@@ -361,8 +363,22 @@ func TestEngineManagedIdentity(t *testing.T) {
 			for _, want := range tc.wantInLog {
 				assert.Contains(t, res.stderr, want)
 			}
+			assert.Equal(t, tc.wantTokenRequests, identityTokenRequests(t, c), "token requests IMDS answered")
 		})
 	}
+}
+
+// identityTokenRequests asks the fake cloud process how many
+// managed-identity token requests its IMDS answered.
+func identityTokenRequests(t *testing.T, c cloud) int32 {
+	t.Helper()
+	resp, err := http.Get(envValue(c.Env, "AZURE_IMDS_ENDPOINT") + "/fakecloud/identity-token-requests")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var got struct{ Count int32 }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	return got.Count
 }
 
 // TestDONOTMODIFYIsPermanent runs the binary as a Marketplace bundle

@@ -492,7 +492,9 @@ func (c *Cloud) listenPort(port int, h http.Handler, cert *tls.Certificate) (int
 // adminMux adds POST /fakecloud/fault?name=X beside the IMDS routes, so a
 // test or an operator can switch a fault on while the cloud runs,
 // GET /fakecloud/scc-requests, the JSON list of Cloud.SCCRequests (what a
-// test of rancher/scc-operator asserts on when the cloud is a process), and
+// test of rancher/scc-operator asserts on when the cloud is a process),
+// GET /fakecloud/identity-token-requests, how many managed-identity token
+// requests IMDS has answered ({"count":N}, for the same kind of test), and
 // GET /fakecloud/files/{name}, which serves the public files of Start
 // (ca.pem, attestation-roots.pem, attestation-intermediate.pem and
 // certs/<ip>.pem) to an engine that cannot read Dir, such as a pod's
@@ -517,6 +519,9 @@ func (c *Cloud) adminMux(imds http.Handler) http.Handler {
 			reqs = []SCCRequest{}
 		}
 		writeJSON(w, http.StatusOK, reqs)
+	})
+	mux.HandleFunc("GET /fakecloud/identity-token-requests", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]int32{"count": c.Azure.IdentityTokenRequests.Load()})
 	})
 	mux.HandleFunc("POST /fakecloud/fault", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.SetFault(r.URL.Query().Get("name")); err != nil {
