@@ -33,9 +33,10 @@ func runAttestation(ctx context.Context, args []string, stdin io.Reader, stdout,
 
 Reads an Azure attested document (the IMDS JSON {"encoding":"pkcs7","signature":...},
 the bare base64 PKCS#7, or an instanceData <document>...</document>), prints the
-signed JSON and three separate verdicts: the signature over the content, the
-signer's name, and the certificate chain at the given time. Exit 0 only when all
-three hold.
+signed JSON and four separate verdicts: the signature over the content, the
+signer's name, the certificate chain at the given time, and the signed claims
+the engine requires (subscriptionId and vmId present, createdOn not ahead of
+that time). Exit 0 only when all four hold.
 
 Flags:
 `)

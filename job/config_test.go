@@ -384,6 +384,7 @@ func TestLoadConfigCredentialMode(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.Equal(t, ExitPermanent, ExitCode(err))
+			assert.ErrorIs(t, err, azure.ErrConfig, "the identity settings are a configuration error")
 			for _, want := range tc.wantErr {
 				assert.Contains(t, err.Error(), want)
 			}

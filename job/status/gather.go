@@ -304,18 +304,8 @@ func describeDocument(rep *azure.InspectReport, err error) *Document {
 	if err != nil {
 		return &Document{Error: err.Error()}
 	}
-	state := func(v azure.Verdict) string {
-		switch {
-		case v.OK:
-			return "OK"
-		case v.Unavailable:
-			return "UNAVAILABLE"
-		default:
-			return "FAILED"
-		}
-	}
-	d := &Document{Signature: state(rep.Signature), Signer: state(rep.Signer), Chain: state(rep.Chain)}
-	for _, v := range []azure.Verdict{rep.Signature, rep.Signer, rep.Chain} {
+	d := &Document{Signature: rep.Signature.State(), Signer: rep.Signer.State(), Chain: rep.Chain.State(), Claims: rep.Claims.State()}
+	for _, v := range []azure.Verdict{rep.Signature, rep.Signer, rep.Chain, rep.Claims} {
 		if !v.OK {
 			d.Detail = v.Detail
 			break

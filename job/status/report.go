@@ -173,10 +173,16 @@ type Cert struct {
 
 // Document is the offline verification of instanceData's signed document.
 type Document struct {
-	// Signature, Signer and Chain are OK, FAILED or UNAVAILABLE.
+	// Signature, Signer, Chain and Claims are azure.Verdict.State: OK,
+	// FAILED or UNAVAILABLE. Claims is the check the engine makes of the
+	// signed content (subscriptionId and vmId present, createdOn not
+	// ahead).
 	Signature string `json:"signature,omitempty"`
 	Signer    string `json:"signer,omitempty"`
 	Chain     string `json:"chain,omitempty"`
+	Claims    string `json:"claims,omitempty"`
+	// Detail is the first failing verdict's detail, or the signer's name
+	// when all hold.
 	Detail    string `json:"detail,omitempty"`
 	CreatedOn string `json:"createdOn,omitempty"`
 	// Error is why it is not a document at all.

@@ -130,12 +130,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			if d.Error != "" {
 				lines = append(lines, "instanceData: not a document: "+d.Error)
 			} else {
-				ok := d.Signature == "OK" && d.Signer == "OK" && d.Chain == "OK"
+				ok := d.Signature == "OK" && d.Signer == "OK" && d.Chain == "OK" && d.Claims == "OK"
 				signer := d.Signer
 				if ok {
 					signer += " (" + d.Detail + ")"
 				}
-				line := fmt.Sprintf("instanceData: verified offline: signature %s, signer %s, chain %s", d.Signature, signer, d.Chain)
+				line := fmt.Sprintf("instanceData: verified offline: signature %s, signer %s, chain %s, claims %s", d.Signature, signer, d.Chain, d.Claims)
 				if d.CreatedOn != "" {
 					line += ", created " + d.CreatedOn
 				}

@@ -41,14 +41,15 @@ const (
 // CredentialModes lists the modes, for help texts and errors.
 var CredentialModes = []CredentialMode{WorkloadIdentity, ManagedIdentity}
 
-// ParseCredentialMode accepts exactly the names of CredentialModes.
+// ParseCredentialMode accepts exactly the names of CredentialModes; any
+// other is ErrConfig (errors.Is).
 func ParseCredentialMode(s string) (CredentialMode, error) {
 	for _, m := range CredentialModes {
 		if s == string(m) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("want %s or %s", WorkloadIdentity, ManagedIdentity)
+	return "", configError{fmt.Errorf("want %s or %s", WorkloadIdentity, ManagedIdentity)}
 }
 
 const (
@@ -63,11 +64,12 @@ const (
 )
 
 // CheckCredential reports every setting cfg.CredentialMode needs and lacks,
-// each naming its variable and where it comes from. job calls it at config
-// load; New calls it again for callers that build a Config themselves.
+// each naming its variable and where it comes from; each is ErrConfig
+// (errors.Is). job calls it at config load; New calls it again for callers
+// that build a Config themselves.
 func CheckCredential(cfg Config) []error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	bad := func(format string, a ...any) { errs = append(errs, configError{fmt.Errorf(format, a...)}) }
 	switch cfg.CredentialMode {
 	case WorkloadIdentity:
 		for _, v := range []struct{ name, value string }{

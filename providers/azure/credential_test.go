@@ -149,6 +149,10 @@ func TestCredentialModeSettings(t *testing.T) {
 			for _, n := range tc.names {
 				assert.Contains(t, err.Error(), n)
 			}
+			for _, err := range azure.CheckCredential(e.cfg) {
+				assert.ErrorIs(t, err, azure.ErrConfig, "%v", err)
+				assert.NotContains(t, err.Error(), azure.ErrConfig.Error(), "the text names the setting, not the sentinel")
+			}
 		})
 	}
 }

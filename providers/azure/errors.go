@@ -52,3 +52,11 @@ var (
 	// fetched but did not issue the signer is ErrAttestation.
 	ErrIntermediateUnavailable = errors.New("intermediate certificate unavailable")
 )
+
+// configError is a problem with one setting: its message unchanged (it
+// names the variable and the fix), and errors.Is(err, ErrConfig) true.
+type configError struct{ err error }
+
+func (e configError) Error() string        { return e.err.Error() }
+func (e configError) Unwrap() error        { return e.err }
+func (e configError) Is(target error) bool { return target == ErrConfig }

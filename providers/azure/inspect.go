@@ -32,7 +32,7 @@ type InspectOptions struct {
 	AIAAllowedHosts []string
 }
 
-// Verdict is one of the three independent checks of a document.
+// Verdict is one of the four independent checks of a document.
 type Verdict struct {
 	OK bool
 	// Unavailable: the check could not be made (an intermediate could not
@@ -48,18 +48,24 @@ type InspectReport struct {
 	Signature Verdict
 	Signer    Verdict
 	Chain     Verdict
+	// Claims is the check Prove makes of the signed content: subscriptionId
+	// and vmId present, createdOn not more than 5 minutes after At.
+	Claims Verdict
 	// SignerCert is the certificate in the envelope that signed the content.
 	SignerCert *x509.Certificate
 	// At is the time the chain was checked at.
 	At time.Time
 }
 
-// OK reports whether all three verdicts hold.
-func (r *InspectReport) OK() bool { return r.Signature.OK && r.Signer.OK && r.Chain.OK }
+// OK reports whether all four verdicts hold: whether Prove would accept
+// the document at At (the nonce and the subscription aside).
+func (r *InspectReport) OK() bool {
+	return r.Signature.OK && r.Signer.OK && r.Chain.OK && r.Claims.OK
+}
 
 // Inspect verifies an attested document offline or with AIA fetches, the
 // way Prove does, but reports the signature over the content, the signer's
-// name and the chain separately. input is the IMDS answer
+// name, the chain and the signed content's claims separately. input is the IMDS answer
 // ({"encoding":"pkcs7","signature":…}), the bare base64 signature, or an
 // instanceData <document>…</document>. The error is non-nil only when input
 // is not a document at all; a forged or broken document is a report whose
@@ -116,6 +122,11 @@ func Inspect(ctx context.Context, input []byte, opts InspectOptions) (*InspectRe
 		r.Chain = Verdict{Detail: res.err.Error()}
 	default:
 		r.Chain = Verdict{OK: true, Detail: fmt.Sprintf("%s, valid at %s", describeChain(res.chain), at.UTC().Format(time.RFC3339))}
+	}
+	if c, err := doc.checkContent(at); err != nil {
+		r.Claims = Verdict{Detail: err.Error()}
+	} else {
+		r.Claims = Verdict{OK: true, Detail: fmt.Sprintf("subscriptionId and vmId signed, createdOn %s", c.TimeStamp.CreatedOn)}
 	}
 	return r, nil
 }
@@ -189,14 +200,15 @@ func (r *InspectReport) WriteText(w io.Writer) error {
 	for _, v := range []struct {
 		name string
 		v    Verdict
-	}{{"signature", r.Signature}, {"signer", r.Signer}, {"chain", r.Chain}} {
-		fmt.Fprintf(&b, "%-10s %-11s %s\n", v.name+":", v.v.state(), v.v.Detail)
+	}{{"signature", r.Signature}, {"signer", r.Signer}, {"chain", r.Chain}, {"claims", r.Claims}} {
+		fmt.Fprintf(&b, "%-10s %-11s %s\n", v.name+":", v.v.State(), v.v.Detail)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func (v Verdict) state() string {
+// State is the verdict in one word: OK, UNAVAILABLE or FAILED.
+func (v Verdict) State() string {
 	switch {
 	case v.OK:
 		return "OK"

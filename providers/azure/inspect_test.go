@@ -52,55 +52,72 @@ func TestInspectFakeDocuments(t *testing.T) {
 	online := azure.InspectOptions{Roots: []*x509.Certificate{fake.Root()}, AIAAllowedHosts: []string{host}}
 
 	tests := map[string]struct {
-		fault     func()
-		form      inputForm
-		opts      azure.InspectOptions
-		want      [3]string // signature, signer, chain: OK, FAILED or UNAVAILABLE
-		wantAIA   bool
-		atCreated bool // check the chain when the document was made
+		fault      func()
+		form       inputForm
+		opts       azure.InspectOptions
+		want       [4]string // signature, signer, chain, claims: OK, FAILED or UNAVAILABLE
+		wantAIA    bool
+		atCreated  bool   // check the chain when the document was made
+		wantDetail string // in the claims line when it fails
 	}{
-		"IMDS answer verifies, intermediate from AIA": {form: imdsForm, opts: online, want: [3]string{"OK", "OK", "OK"}, wantAIA: true},
-		"bare base64 verifies":                        {form: bareForm, opts: online, want: [3]string{"OK", "OK", "OK"}, wantAIA: true},
-		"instanceData document verifies":              {form: documentForm, opts: online, want: [3]string{"OK", "OK", "OK"}, wantAIA: true},
+		"IMDS answer verifies, intermediate from AIA": {form: imdsForm, opts: online, want: [4]string{"OK", "OK", "OK", "OK"}, wantAIA: true},
+		"bare base64 verifies":                        {form: bareForm, opts: online, want: [4]string{"OK", "OK", "OK", "OK"}, wantAIA: true},
+		"instanceData document verifies":              {form: documentForm, opts: online, want: [4]string{"OK", "OK", "OK", "OK"}, wantAIA: true},
+		"document without subscriptionId is rejected": {
+			fault: func() { fake.Forge.Store(&fakecloud.Forgery{Omit: []string{"subscriptionId"}}) }, form: imdsForm, opts: online,
+			want: [4]string{"OK", "OK", "OK", "FAILED"}, wantAIA: true, wantDetail: "signed content has no subscriptionId",
+		},
+		"document without vmId is rejected": {
+			fault: func() { fake.Forge.Store(&fakecloud.Forgery{Omit: []string{"vmId"}}) }, form: imdsForm, opts: online,
+			want: [4]string{"OK", "OK", "OK", "FAILED"}, wantAIA: true, wantDetail: "signed content has no vmId",
+		},
+		"document created an hour ahead is rejected": {
+			fault: func() { fake.Forge.Store(&fakecloud.Forgery{CreatedAhead: time.Hour}) }, form: imdsForm, opts: online,
+			want: [4]string{"OK", "OK", "OK", "FAILED"}, wantAIA: true, wantDetail: "timeStamp.createdOn",
+		},
+		"document created a minute ahead verifies: clocks drift": {
+			fault: func() { fake.Forge.Store(&fakecloud.Forgery{CreatedAhead: time.Minute}) }, form: imdsForm, opts: online,
+			want: [4]string{"OK", "OK", "OK", "OK"}, wantAIA: true,
+		},
 		"tampered document is rejected": {
 			fault: func() { fake.TamperDocument.Store(true) }, form: imdsForm, opts: online,
-			want: [3]string{"FAILED", "OK", "OK"}, wantAIA: true,
+			want: [4]string{"FAILED", "OK", "OK", "OK"}, wantAIA: true,
 		},
 		"offline without intermediates: unavailable, not forged": {
 			form: imdsForm, opts: azure.InspectOptions{Roots: online.Roots, Offline: true},
-			want: [3]string{"OK", "OK", "UNAVAILABLE"},
+			want: [4]string{"OK", "OK", "UNAVAILABLE", "OK"},
 		},
 		"offline with intermediates verifies": {
 			form: imdsForm, opts: azure.InspectOptions{Roots: online.Roots, Offline: true, Intermediates: []*x509.Certificate{fake.Intermediate()}},
-			want: [3]string{"OK", "OK", "OK"},
+			want: [4]string{"OK", "OK", "OK", "OK"},
 		},
 		"AIA host off the allow-list is not fetched": {
 			form: imdsForm, opts: azure.InspectOptions{Roots: online.Roots},
-			want: [3]string{"OK", "OK", "FAILED"},
+			want: [4]string{"OK", "OK", "FAILED", "OK"},
 		},
 		"unknown root is rejected": {
 			fault: func() { fake.UnknownRoot.Store(true) }, form: imdsForm, opts: online,
-			want: [3]string{"OK", "OK", "FAILED"}, wantAIA: true,
+			want: [4]string{"OK", "OK", "FAILED", "OK"}, wantAIA: true,
 		},
 		"wrong signer is rejected": {
 			fault: func() { fake.WrongSigner.Store(true) }, form: imdsForm, opts: online,
-			want: [3]string{"OK", "FAILED", "OK"}, wantAIA: true,
+			want: [4]string{"OK", "FAILED", "OK", "OK"}, wantAIA: true,
 		},
 		"expired leaf fails now": {
 			fault: func() { fake.ExpiredLeaf.Store(true) }, form: imdsForm, opts: online,
-			want: [3]string{"OK", "OK", "FAILED"}, wantAIA: true,
+			want: [4]string{"OK", "OK", "FAILED", "OK"}, wantAIA: true,
 		},
 		"expired leaf verifies at its time": {
 			fault: func() { fake.ExpiredLeaf.Store(true) }, form: imdsForm, opts: online,
-			want: [3]string{"OK", "OK", "OK"}, wantAIA: true, atCreated: true,
+			want: [4]string{"OK", "OK", "OK", "OK"}, wantAIA: true, atCreated: true,
 		},
 		"forged signer whose allowed AIA URL names another issuer is rejected, not unavailable": {
 			fault: func() { fake.Forge.Store(&fakecloud.Forgery{ForeignIssuer: true}) }, form: imdsForm, opts: online,
-			want: [3]string{"OK", "OK", "FAILED"}, wantAIA: true,
+			want: [4]string{"OK", "OK", "FAILED", "OK"}, wantAIA: true,
 		},
 		"production roots do not trust the fake": {
 			form: imdsForm, opts: azure.InspectOptions{AIAAllowedHosts: online.AIAAllowedHosts},
-			want: [3]string{"OK", "OK", "FAILED"}, wantAIA: true,
+			want: [4]string{"OK", "OK", "FAILED", "OK"}, wantAIA: true,
 		},
 	}
 	for name, tc := range tests {
@@ -115,7 +132,8 @@ func TestInspectFakeDocuments(t *testing.T) {
 			if tc.fault != nil {
 				tc.fault()
 			}
-			raw, err := fake.Document(context.Background(), host, azure.Nonce("suse:sles-15-sp7:premium"))
+			nonce := azure.Nonce("suse:sles-15-sp7:premium")
+			raw, err := fake.Document(context.Background(), host, nonce)
 			require.NoError(t, err)
 			opts := tc.opts
 			if tc.atCreated {
@@ -127,26 +145,19 @@ func TestInspectFakeDocuments(t *testing.T) {
 			var out bytes.Buffer
 			require.NoError(t, r.WriteText(&out))
 			t.Log("\n" + out.String())
-			got := [3]string{state(r.Signature), state(r.Signer), state(r.Chain)}
+			got := [4]string{r.Signature.State(), r.Signer.State(), r.Chain.State(), r.Claims.State()}
 			assert.Equal(t, tc.want, got)
-			assert.Equal(t, tc.want == [3]string{"OK", "OK", "OK"}, r.OK())
+			assert.Equal(t, tc.want == [4]string{"OK", "OK", "OK", "OK"}, r.OK())
+			assert.Contains(t, out.String(), "\nclaims:    "+r.Claims.State()+" ")
+			if tc.wantDetail != "" {
+				assert.Contains(t, r.Claims.Detail, tc.wantDetail)
+			}
 			assert.Equal(t, tc.wantAIA, fake.AIARequests.Load() > before, "AIA fetched")
-			assert.Contains(t, out.String(), `"subscriptionId": "`+fake.Config().SubscriptionID+`"`, "the signed JSON is printed")
-			for _, line := range []string{"signature: ", "signer:    ", "chain:     "} {
+			assert.Contains(t, out.String(), `"nonce": "`+nonce+`"`, "the signed JSON is printed")
+			for _, line := range []string{"signature: ", "signer:    ", "chain:     ", "claims:    "} {
 				assert.Contains(t, out.String(), "\n"+line)
 			}
 		})
-	}
-}
-
-func state(v azure.Verdict) string {
-	switch {
-	case v.OK:
-		return "OK"
-	case v.Unavailable:
-		return "UNAVAILABLE"
-	default:
-		return "FAILED"
 	}
 }
 
@@ -192,7 +203,7 @@ func TestInspectRealAzureDocuments(t *testing.T) {
 	tests := map[string]struct {
 		input []byte
 		opts  azure.InspectOptions
-		want  [3]string
+		want  [4]string // signature, signer, chain, claims
 	}{
 		"2022 document at its time, chain to Baltimore": {
 			input: read("coder-regular-2022.b64"),
@@ -202,26 +213,31 @@ func TestInspectRealAzureDocuments(t *testing.T) {
 				Intermediates: readPEMs(t, "ms-rsa-tls-ca-01.pem"),
 				Offline:       true,
 			},
-			want: [3]string{"OK", "OK", "OK"},
+			want: [4]string{"OK", "OK", "OK", "OK"},
 		},
 		"2022 document today: leaf long expired": {
 			input: read("coder-regular-2022.b64"),
 			opts: azure.InspectOptions{
 				Roots: readPEMs(t, "baltimore-cybertrust-root.pem"), Intermediates: readPEMs(t, "ms-rsa-tls-ca-01.pem"), Offline: true,
 			},
-			want: [3]string{"OK", "OK", "FAILED"},
+			want: [4]string{"OK", "OK", "FAILED", "OK"},
 		},
 		"2022 document under the production roots": {
 			input: read("coder-regular-2022.b64"),
 			opts: azure.InspectOptions{
 				At: time.Date(2022, 4, 19, 3, 0, 0, 0, time.UTC), Intermediates: readPEMs(t, "ms-rsa-tls-ca-01.pem"), Offline: true,
 			},
-			want: [3]string{"OK", "OK", "FAILED"}, // Baltimore is not pinned
+			want: [4]string{"OK", "OK", "FAILED", "OK"}, // Baltimore is not pinned
 		},
 		"2020 document offline: intermediate unavailable": {
 			input: read("suse-azuremetadata-2020.json"),
 			opts:  azure.InspectOptions{At: time.Date(2020, 2, 21, 15, 0, 0, 0, time.UTC), Offline: true},
-			want:  [3]string{"OK", "OK", "UNAVAILABLE"},
+			want:  [4]string{"OK", "OK", "UNAVAILABLE", "OK"},
+		},
+		"2020 document checked an hour before it was signed: createdOn ahead": {
+			input: read("suse-azuremetadata-2020.json"),
+			opts:  azure.InspectOptions{At: time.Date(2020, 2, 21, 13, 50, 0, 0, time.UTC), Offline: true},
+			want:  [4]string{"OK", "OK", "UNAVAILABLE", "FAILED"},
 		},
 	}
 	for name, tc := range tests {
@@ -231,7 +247,7 @@ func TestInspectRealAzureDocuments(t *testing.T) {
 			var out bytes.Buffer
 			require.NoError(t, r.WriteText(&out))
 			t.Log("\n" + out.String())
-			assert.Equal(t, tc.want, [3]string{state(r.Signature), state(r.Signer), state(r.Chain)})
+			assert.Equal(t, tc.want, [4]string{r.Signature.State(), r.Signer.State(), r.Chain.State(), r.Claims.State()})
 		})
 	}
 }
@@ -250,6 +266,6 @@ func TestInspectRealDocumentTampered(t *testing.T) {
 	der[i+len(`"vmId":"`)] = 'f'
 	r, err := azure.Inspect(context.Background(), []byte(base64Encode(der)), azure.InspectOptions{Offline: true})
 	require.NoError(t, err)
-	assert.Equal(t, [3]string{"FAILED", "OK", "UNAVAILABLE"}, [3]string{state(r.Signature), state(r.Signer), state(r.Chain)})
+	assert.Equal(t, [3]string{"FAILED", "OK", "UNAVAILABLE"}, [3]string{r.Signature.State(), r.Signer.State(), r.Chain.State()})
 	assert.False(t, r.OK())
 }

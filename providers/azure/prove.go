@@ -131,11 +131,8 @@ func (p *Prover) attestedDocument(ctx context.Context, subscriptionID string) (s
 		if err := d.p7.VerifyWithChainAtTime(p.chain.trust.pool, now); err != nil {
 			return reject(err)
 		}
-		c, err := d.parseContent()
+		c, err := d.checkContent(now)
 		if err != nil {
-			return reject(err)
-		}
-		if err := c.check(now); err != nil {
 			return reject(err)
 		}
 		if c.Nonce != p.nonce {

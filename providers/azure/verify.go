@@ -203,6 +203,17 @@ func (d *document) checkSigner() (string, error) {
 	return name, nil
 }
 
+// checkContent parses the signed content and checks it at now (check): the
+// one content check, which Prove enforces and Inspect reports as its
+// claims verdict. The content is returned also when the check fails.
+func (d *document) checkContent(now time.Time) (*signedContent, error) {
+	c, err := d.parseContent()
+	if err != nil {
+		return nil, err
+	}
+	return c, c.check(now)
+}
+
 func (d *document) parseContent() (*signedContent, error) {
 	var c signedContent
 	if err := json.Unmarshal(d.content, &c); err != nil {
