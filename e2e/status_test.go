@@ -156,7 +156,7 @@ func TestStatus(t *testing.T) {
 		require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "%s", pr[0].res)
 		res := e.waitStatus(t, e.adminKubeconfig, job.ExitOK)
 		e.expect(t, res, job.ExitOK, `Registered: active since \S+Z, update server smt-azure.susecloud.net \(\S+\)$`)
-		assert.Regexp(t, `instanceData: verified offline: signature OK, signer OK \([a-z0-9.]*metadata\.azure\.com\), chain OK`, res.stdout)
+		assert.Regexp(t, `instanceData: verified offline: signature OK, signer OK \([a-z0-9.]*metadata\.azure\.com\), chain OK, claims OK`, res.stdout)
 		assert.Contains(t, res.stdout, "status-healthy (manual): succeeded")
 		assert.Contains(t, res.stdout, "event Normal Registered: ")
 		assert.Regexp(t, `SHA-1 ([0-9A-F]{2}:){19}[0-9A-F]{2}\n`, res.stdout)
