@@ -292,12 +292,16 @@ func (e *clusterEnv) testNoCodeKeepsCode(t *testing.T, c cloud) {
 }
 
 // testFirstInstallWithoutCode: with no code configured and no Secret, the
-// run fails permanently (exit 2), says where the code comes from, and
-// writes no Secret.
+// run fails permanently (exit 2), says where the code comes from, writes
+// no Secret and leaves CoreDNS as it was, though IN_CLUSTER_DNS is on.
 func (e *clusterEnv) testFirstInstallWithoutCode(t *testing.T, c cloud) {
 	ctx := testContext(t)
 	e.deleteSecret(ctx, t)
-	res := e.runAs(ctx, t, c, e.token(t), "run-first-no-code", noRegCode)
+	e.resetCoreDNS(ctx, t)
+	cms := e.admin.CoreV1().ConfigMaps("kube-system")
+	before, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	res := e.runAs(ctx, t, c, e.token(t), "run-first-no-code", noRegCode, "IN_CLUSTER_DNS=true")
 	assert.Equal(t, job.ExitPermanent, res.code, res.String())
 	s := summary(t, res.stderr)
 	assert.Equal(t, "write-secret", s["failedPhase"])
@@ -307,7 +311,12 @@ func (e *clusterEnv) testFirstInstallWithoutCode(t *testing.T, c cloud) {
 		assert.Contains(t, msg, where, "the error says where the code must come from")
 	}
 	assert.Empty(t, e.secretVersion(ctx, t), "no Secret written")
-	t.Logf("proved: a first install with no registration code exits %d, writes no Secret, and says %q", res.code, msg)
+	after, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "CoreDNS is not edited for a run that cannot write")
+	assert.Nil(t, logLine(t, res.stderr, handedOverMsg), "no handover waited for")
+	t.Logf("proved: a first install with no registration code exits %d after %s, writes no Secret, leaves kube-system/coredns at resourceVersion %s, and says %q",
+		res.code, res.took.Round(time.Millisecond), after.ResourceVersion, msg)
 }
 
 // dropFinalizers removes the finalizers a test put on the Secret, so that

@@ -39,8 +39,10 @@ type (
 		Ensure(ctx context.Context, fqdn string, ip netip.Addr) (changed bool, err error)
 		Object() string
 	}
-	// Store writes the registration (phase 6).
+	// Store writes the registration (phase 6). Check runs first, before
+	// CoreDNS is edited, and fails when Write certainly would.
 	Store interface {
+		Check(ctx context.Context, r kube.Registration) error
 		Write(ctx context.Context, r kube.Registration) (changed bool, err error)
 	}
 	// Handover waits, before the Secret is written, until the update server
@@ -258,6 +260,15 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 			return []any{slog.String("address", addrString(addr)), slog.String("racedIn", "find-update-server")}, nil
 		}},
 		{"write-secret", func(ctx context.Context) ([]any, error) {
+			reg := kube.Registration{
+				URL:          "https://" + server.Name,
+				RegCode:      j.RegCode.Reveal(),
+				InstanceData: ev.InstanceData,
+				CertPEM:      server.CertPEM,
+			}
+			if err := j.Store.Check(ctx, reg); err != nil {
+				return nil, withRegCodeSources(err)
+			}
 			var attrs []any
 			if j.InClusterDNS == nil {
 				log.Info("in-cluster DNS left alone: no cluster, or IN_CLUSTER_DNS=false", slog.String("server", server.Name), slog.String("address", addrString(addr)))
@@ -276,17 +287,9 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 			if j.RegCode == "" {
 				log.Info("no registration code configured (REGISTRATION_CODE, REG_CODE or REGCODE): the one in the Secret is kept")
 			}
-			changed, err := j.Store.Write(ctx, kube.Registration{
-				URL:          "https://" + server.Name,
-				RegCode:      j.RegCode.Reveal(),
-				InstanceData: ev.InstanceData,
-				CertPEM:      server.CertPEM,
-			})
-			if errors.Is(err, kube.ErrNoRegCode) {
-				err = fmt.Errorf("%w; %s", err, regCodeSources)
-			}
+			changed, err := j.Store.Write(ctx, reg)
 			res.Changed = changed
-			return append(attrs, slog.Bool("changed", changed)), err
+			return append(attrs, slog.Bool("changed", changed)), withRegCodeSources(err)
 		}},
 	}
 	for i, p := range phases {
@@ -428,6 +431,15 @@ func (j *Job) secretRef() string {
 		return kube.Namespace + "/" + kube.SecretName
 	}
 	return j.SecretRef
+}
+
+// withRegCodeSources adds to a missing-code error where the code must come
+// from: kube knows the Secret, not the settings and manifests.
+func withRegCodeSources(err error) error {
+	if errors.Is(err, kube.ErrNoRegCode) {
+		return fmt.Errorf("%w; %s", err, regCodeSources)
+	}
+	return err
 }
 
 // regCodeSources says where a registration code must come from, for the

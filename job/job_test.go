@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -41,6 +42,8 @@ type recorder struct {
 	// (unset: the IPv6 address); noReached makes it report none.
 	reached   netip.Addr
 	noReached bool
+	// checkErr is what the Store's Check says before anything is changed.
+	checkErr error
 }
 
 func (r *recorder) step(ctx context.Context, name string) error {
@@ -94,6 +97,8 @@ func (r *recorder) Until(ctx context.Context, name string, addr netip.Addr, cert
 	r.mu.Unlock()
 	return time.Second, nil
 }
+
+func (r *recorder) Check(context.Context, kube.Registration) error { return r.checkErr }
 
 func (r *recorder) Write(ctx context.Context, reg kube.Registration) (bool, error) {
 	if err := r.step(ctx, "write"); err != nil {
@@ -217,6 +222,22 @@ func TestRunWithoutAReachedAddressWritesNothing(t *testing.T) {
 	assert.Equal(t, "race-addresses", res.Failed)
 	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find"}, r.calls, "no CoreDNS edit, no wait, no write")
 	assert.Empty(t, r.written)
+}
+
+// TestRunWithoutACodeChangesNothing: when the Store's Check says no code is
+// configured and the Secret holds none, phase 6 stops before CoreDNS is
+// edited or the handover waited for, and the error says where the code
+// comes from.
+func TestRunWithoutACodeChangesNothing(t *testing.T) {
+	r := &recorder{changed: true, checkErr: failure.Permanent(fmt.Errorf("%w: none is configured and the Secret holds none", kube.ErrNoRegCode))}
+	j := newJob(r, &bytes.Buffer{})
+	j.RegCode = ""
+	res, err := j.Run(context.Background())
+	require.ErrorIs(t, err, kube.ErrNoRegCode)
+	assert.Equal(t, ExitPermanent, ExitCode(err))
+	assert.Equal(t, "write-secret", res.Failed)
+	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find"}, r.calls, "no CoreDNS edit, no handover wait, no write")
+	assert.Contains(t, err.Error(), "set REGISTRATION_CODE (or REG_CODE or REGCODE)")
 }
 
 func TestRunUnchangedSecretIsSuccess(t *testing.T) {

@@ -32,6 +32,9 @@ type PrintStore struct {
 	Namespace, Name string
 }
 
+// Check has nothing to check: a dry run writes nowhere.
+func (PrintStore) Check(context.Context, kube.Registration) error { return nil }
+
 // Write prints r and reports it as changed (nothing was compared).
 func (p PrintStore) Write(_ context.Context, r kube.Registration) (bool, error) {
 	out, err := secretManifest(p.Namespace, p.Name, r.Redacted())
@@ -49,6 +52,9 @@ type FileStore struct {
 	Path            string
 	Namespace, Name string
 }
+
+// Check has nothing to check: the file is written whatever r holds.
+func (FileStore) Check(context.Context, kube.Registration) error { return nil }
 
 // Write writes r to the file; changed is false when the file already holds
 // exactly this manifest.

@@ -93,7 +93,7 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 				kept = string(cur.Data[KeyRegCode])
 			}
 			if kept == "" {
-				return failure.Permanent(fmt.Errorf("%w: none is configured and the Secret holds none", ErrNoRegCode))
+				return errNoRegCode()
 			}
 			want[KeyRegCode] = kept
 		}
@@ -126,6 +126,41 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 		log.Debug("registration secret unchanged")
 	}
 	return changed, nil
+}
+
+// Check fails, before the run changes anything in the cluster, when Write
+// certainly would: no registration code configured (r.RegCode empty) and
+// none in the Secret to keep. Without it a first install with no code would
+// edit CoreDNS and wait out the handover only to fail at the write. With a
+// code configured it reads nothing.
+func (s *SecretStore) Check(ctx context.Context, r Registration) error {
+	if r.RegCode != "" {
+		return nil
+	}
+	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
+	need := Access{Verbs: []string{"get"}, Resource: "secrets/" + name, Namespace: ns}
+	err := newRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
+		cur, err := s.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return errNoRegCode()
+		case err != nil:
+			return APIError(err, need)
+		case len(cur.Data[KeyRegCode]) == 0:
+			return errNoRegCode()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("kube: secret %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// errNoRegCode is Check's and Write's error for a run with no code
+// configured and none in the Secret.
+func errNoRegCode() error {
+	return failure.Permanent(fmt.Errorf("%w: none is configured and the Secret holds none", ErrNoRegCode))
 }
 
 // secretApplyPatch is the whole of what we claim in the Secret, as a

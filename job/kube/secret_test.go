@@ -424,6 +424,18 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 			before, _ := c.CoreV1().Secrets(Namespace).Get(ctx, SecretName, metav1.GetOptions{})
 			c.ClearActions()
 
+			// Check, which runs before CoreDNS is edited, says what Write
+			// will say about the code, from one read.
+			checkErr := store.Check(ctx, tc.write)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, checkErr, tc.wantErr)
+				assert.True(t, failure.IsPermanent(checkErr))
+			} else {
+				require.NoError(t, checkErr)
+			}
+			assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "secrets"), "Check reads the Secret once")
+			c.ClearActions()
+
 			changed, err := store.Write(ctx, tc.write)
 
 			assert.Equal(t, tc.actions, kubetest.Verbs(c, "secrets"))
@@ -445,4 +457,23 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSecretStoreCheck: with a code configured Check sends nothing; a read
+// it is refused fails it permanently, naming what the Role must allow.
+func TestSecretStoreCheck(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	require.NoError(t, newStore(c, &sleeps{}).Check(ctx, testRegistration()))
+	assert.Empty(t, kubetest.Verbs(c, "secrets"), "a configured code needs no read")
+
+	c.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), SecretName, errors.New("RBAC"))
+	})
+	none := testRegistration()
+	none.RegCode = ""
+	err := newStore(c, &sleeps{}).Check(ctx, none)
+	require.ErrorIs(t, err, ErrForbidden)
+	assert.True(t, failure.IsPermanent(err))
+	assert.Contains(t, err.Error(), "get")
 }
