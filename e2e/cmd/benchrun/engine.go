@@ -26,13 +26,16 @@ import (
 const runTimeout = time.Minute
 
 // sample is one engine process: its wall time from fork to reaped exit, its
-// own peak resident set (ru_maxrss), its exit code and the duration its run
-// summary reports (the time inside job.Run, without process start-up).
+// own peak resident set (ru_maxrss), its exit code, and from its run
+// summary the duration (the time inside job.Run, without process start-up)
+// and the phase that failed.
 type sample struct {
-	wall      time.Duration
-	rssKiB    int64
-	code      int
-	inProcess time.Duration
+	wall        time.Duration
+	rssKiB      int64
+	code        int
+	inProcess   time.Duration
+	failedPhase string
+	hasSummary  bool
 }
 
 // spawner is the path of the spawn helper (e2e/cmd/benchrun/spawn), which
@@ -76,7 +79,8 @@ func runEngine(ctx context.Context, bin string, env []string, args ...string) (s
 	if ctx.Err() != nil {
 		return sample{}, stderr.String(), fmt.Errorf("run %s: no exit within %s", bin, runTimeout)
 	}
-	s := sample{code: cmd.ProcessState.ExitCode(), inProcess: summaryDuration(stderr.String())}
+	sum := runSummary(stderr.String())
+	s := sample{code: cmd.ProcessState.ExitCode(), inProcess: sum.duration, failedPhase: sum.failedPhase, hasSummary: sum.found}
 	var wallNs int64
 	if _, err := fmt.Sscanf(string(report), "wallNs=%d maxrssKiB=%d", &wallNs, &s.rssKiB); err != nil || readErr != nil {
 		return s, stderr.String(), fmt.Errorf("run %s: spawn helper report %q: %w", bin, report, errors.Join(err, readErr))
@@ -85,24 +89,38 @@ func runEngine(ctx context.Context, bin string, env []string, args ...string) (s
 	return s, stderr.String(), nil
 }
 
-// summaryDuration is durationMs of the engine's last JSON log line, the run
-// summary; 0 when there is none.
-func summaryDuration(stderr string) time.Duration {
+// summary is what a sample keeps of the engine's run summary.
+type summary struct {
+	// found: the last log line is the run summary. A run stopped before
+	// job.Run (a setting refused at load) has none.
+	found       bool
+	duration    time.Duration
+	failedPhase string
+}
+
+// runSummary reads the engine's last JSON log line, the run summary.
+func runSummary(stderr string) summary {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	var last struct {
-		Msg        string  `json:"msg"`
-		DurationMs float64 `json:"durationMs"`
+		Msg         string  `json:"msg"`
+		DurationMs  float64 `json:"durationMs"`
+		FailedPhase string  `json:"failedPhase"`
 	}
 	if json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil || last.Msg != "run finished" {
-		return 0
+		return summary{}
 	}
-	return time.Duration(last.DurationMs * float64(time.Millisecond))
+	return summary{found: true, duration: time.Duration(last.DurationMs * float64(time.Millisecond)), failedPhase: last.FailedPhase}
 }
 
 // scenario is one way of running the engine, repeated.
 type scenario struct {
 	name, what string
 	wantCode   int
+	// wantPhase is the run summary's failedPhase a failing run must report,
+	// so that an exit 2 for another reason (a setting refused at load) is
+	// not timed as this scenario. noSummary: the arguments run no job.
+	wantPhase string
+	noSummary bool
 	// args are the engine's arguments (default --dry-run).
 	args []string
 	// setup prepares the environment and returns a function that undoes it.
@@ -165,12 +183,12 @@ func measureHeap(ctx context.Context, bin string, env []string, args ...string) 
 
 func scenarios() []scenario {
 	return []scenario{
-		{name: "start-up only", what: "`registration-engine --version`: load and initialise the binary, run nothing; the floor under every other row", wantCode: 0, args: []string{"--version"},
+		{name: "start-up only", what: "`registration-engine --version`: load and initialise the binary, run nothing; the floor under every other row", wantCode: 0, args: []string{"--version"}, noSummary: true,
 			setup: func(string) ([]string, func(), error) { return nil, func() {}, nil }},
 		{name: "healthy", what: "every peer answers; the engine registers (dry run)", wantCode: 0, setup: cloudSetup()},
 		{name: "first region server down", what: "fault region-down: the first region server refuses connections, the second answers", wantCode: 0, setup: cloudSetup("region-down")},
-		{name: "IPv6 black hole", what: "fault ipv6-blackhole: the update server's IPv6 address ([::1]) drops every connection attempt without an answer, its IPv4 address answers; phase 4's health check and phase 5 race the two (IPv6 first, IPv4 250 ms later). Without IPv6 loopback on the machine the fault is a no-op and this row equals the healthy one", wantCode: 0, setup: cloudSetup("ipv6-blackhole")},
-		{name: "off-cloud", what: "every metadata endpoint (1 Azure, 3 GCP, 2 AWS) accepts and never answers; DMI says bare metal; the engine gives up, exit 2", wantCode: 2, setup: offCloudSetup},
+		{name: "IPv6 black hole", what: "fault ipv6-blackhole: the update server's IPv6 address ([::1]) drops every connection attempt without an answer, its IPv4 address answers; phase 4's health check races the two (IPv6 first, IPv4 250 ms later) and every later request goes to the address that answered. Without IPv6 loopback on the machine the fault is a no-op and this row equals the healthy one", wantCode: 0, setup: cloudSetup("ipv6-blackhole")},
+		{name: "off-cloud", what: "every metadata endpoint (1 Azure, 3 GCP, 2 AWS) accepts and never answers; DMI says bare metal; the engine gives up in phase 1, exit 2", wantCode: 2, wantPhase: "detect", setup: offCloudSetup},
 	}
 }
 
@@ -197,8 +215,9 @@ func (sc scenario) measure(ctx context.Context, bin string, runs int) (scenarioR
 		if err != nil {
 			return res, err
 		}
-		if s.code != sc.wantCode {
-			return res, fmt.Errorf("run %d: exit %d, want %d; last log lines:\n%s", i, s.code, sc.wantCode, lastLines(stderr, 3))
+		if s.code != sc.wantCode || s.failedPhase != sc.wantPhase || s.hasSummary == sc.noSummary {
+			return res, fmt.Errorf("run %d: exit %d, failedPhase %q, run summary %t; want exit %d, failedPhase %q, run summary %t; last log lines:\n%s",
+				i, s.code, s.failedPhase, s.hasSummary, sc.wantCode, sc.wantPhase, !sc.noSummary, lastLines(stderr, 3))
 		}
 		if i > 0 {
 			res.samples = append(res.samples, s)
@@ -248,7 +267,15 @@ func offCloudSetup(dir string) ([]string, func(), error) {
 			return nil, nil, err
 		}
 	}
+	// A valid regionserverclnt.cfg: the engine loads it at start, and its
+	// region server is never asked because detection fails first.
+	cfg := filepath.Join(dir, "regionserverclnt.cfg")
+	if err := os.WriteFile(cfg, []byte("[server]\napi = regionInfo\ncertLocation = "+dir+"\nregionsrv = 127.0.0.1\n"), 0o644); err != nil {
+		h.stop()
+		return nil, nil, err
+	}
 	env := []string{
+		"REGIONSRV_CONFIG=" + cfg,
 		"AZURE_IMDS_ENDPOINT=" + urls[0],
 		"GCP_METADATA_ENDPOINTS=" + strings.Join(urls[1:4], ","),
 		"AWS_IMDS_ENDPOINTS=" + strings.Join(urls[4:6], ","),
