@@ -90,7 +90,7 @@ bench: build testbin ## benchmarks side by side; rewrites docs/BENCHMARKS.md
 	@K8S_TESTBIN=$(K8S_TESTBIN) e2e/scripts/bench.sh
 
 .PHONY: fuzz
-fuzz: ## run every fuzz target for FUZZTIME (default 30s)
+fuzz: ## run every fuzz target for FUZZTIME (default 30s), minimizing each new input for at most FUZZMINIMIZETIME (5s)
 	@e2e/scripts/fuzz.sh $(FUZZTIME)
 
 .PHONY: image
