@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
@@ -95,21 +96,55 @@ func workloadIdentityWebhook(e *clusterEnv) func(context.Context, *corev1.Pod, [
 
 // TestChartInstall installs manifests/chart/registration-engine with the
 // Marketplace bundle's values on a real kube-apiserver, runs a manual Job
-// from its CronJob against the fake cloud, and uninstalls it.
+// from its CronJob against the fake cloud, and uninstalls it, once per
+// credential mode the portal offers:
 //
-// The Marketplace values pick the extension's managed identity; the engine
-// reads that mode from AZURE_CREDENTIAL_MODE, and the fake cloud's IMDS token
-// endpoint is not wired to this tier yet, so the install chooses
-// azure.credentialMode=workload-identity, as a customer may in the portal,
-// with the fake cloud's federated identity.
+//   - the Marketplace default: the install sets only what Azure injects and
+//     what mainTemplate.json's settings carry, so the credential is the
+//     extension's managed identity (global.azure.identity.clientId), whose
+//     ARM token the run gets from the fake IMDS; no Workload Identity
+//     webhook acts on the pod;
+//   - workload identity, as a customer may choose: the webhook stand-in
+//     injects the IDs from the ServiceAccount's annotations, and the token
+//     comes from the fake Entra, never from IMDS.
 //
-// It runs on a plane of its own: the chart owns objects (the kube-system
+// Each runs on a plane of its own: the chart owns objects (the kube-system
 // Role, the CronJob) that TestCluster applies from the e2e overlay.
 func TestChartInstall(t *testing.T) {
 	helm := helmBinary(t)
+	tests := map[string]chartCase{
+		"marketplace default: the extension's managed identity": {wantMode: "managed-identity", wantTokenRequests: 1},
+		"workload identity chosen in the portal": {
+			set:              []string{"azure.credentialMode=workload-identity", "azure.workloadIdentity.clientId=" + fakecloud.DefaultAzureConfig().ClientID, "azure.workloadIdentity.tenantId=" + fakecloud.DefaultAzureConfig().TenantID},
+			workloadIdentity: true, wantMode: "workload-identity", wantTokenRequests: 0,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) { tc.run(t, helm) })
+	}
+}
+
+// chartCase is one install of TestChartInstall.
+type chartCase struct {
+	// set are --set values beyond what Azure injects and the Marketplace
+	// settings carry.
+	set []string
+	// workloadIdentity: the webhook stand-in acts on labelled pods.
+	workloadIdentity  bool
+	wantMode          string
+	wantTokenRequests int32
+}
+
+func (tc chartCase) run(t *testing.T, helm string) {
+	var extra []string
+	for _, kv := range tc.set {
+		extra = append(extra, "--set", kv)
+	}
 	p := controlplane.Start(t)
 	e := &clusterEnv{p: p, admin: p.AdminClient(t)}
-	e.admission = workloadIdentityWebhook(e)
+	if tc.workloadIdentity {
+		e.admission = workloadIdentityWebhook(e)
+	}
 	// The run's handover wait asks this stand-in for the cluster's DNS.
 	dns, err := (&sccoperator.ClusterDNS{Client: e.admin}).Server()
 	require.NoError(t, err)
@@ -132,24 +167,21 @@ func TestChartInstall(t *testing.T) {
 	}
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
 	start := time.Now()
-	runHelm(t, p, helm, "install", "registration-engine", chart, "--namespace", kube.Namespace,
+	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace,
 		"--values", filepath.Join("..", "manifests", "marketplace", "values.yaml"),
 		// What Azure injects at deployment.
-		"--set", "global.azure.identity.clientId=9b2f3c1d-0000-4000-8000-00000000e0e1",
-		"--set", "global.azure.extension.resourceId="+cloudEnv["EXTENSION_RESOURCE_ID"],
-		"--set", "global.azure.marketplace.planId="+cloudEnv["MARKETPLACE_PLAN_ID"],
+		"--set", "global.azure.identity.clientId=" + fakecloud.DefaultAzureConfig().ManagedIdentityClientID,
+		"--set", "global.azure.extension.resourceId=" + cloudEnv["EXTENSION_RESOURCE_ID"],
+		"--set", "global.azure.marketplace.planId=" + cloudEnv["MARKETPLACE_PLAN_ID"],
 		"--set", "global.azure.images.engine.registry=marketplace.azurecr.io",
 		"--set", "global.azure.images.engine.image=rancher/registration-engine",
-		"--set", "global.azure.images.engine.digest=sha256:"+strings.Repeat("0", 64),
+		"--set", "global.azure.images.engine.digest=sha256:" + strings.Repeat("0", 64),
 		// mainTemplate.json's settings: the plan from Partner Center, the
 		// customer's identity choice, the protected registration code.
-		"--set", "marketplace.publisherId="+cloudEnv["MARKETPLACE_PUBLISHER_ID"],
-		"--set", "marketplace.offerId="+cloudEnv["MARKETPLACE_OFFER_ID"],
-		"--set", "azure.credentialMode=workload-identity",
-		"--set", "azure.workloadIdentity.clientId="+cloudEnv["AZURE_CLIENT_ID"],
-		"--set", "azure.workloadIdentity.tenantId="+cloudEnv["AZURE_TENANT_ID"],
-		"--set", "registrationCode="+chartRegCode,
-	)
+		"--set", "marketplace.publisherId=" + cloudEnv["MARKETPLACE_PUBLISHER_ID"],
+		"--set", "marketplace.offerId=" + cloudEnv["MARKETPLACE_OFFER_ID"],
+		"--set", "registrationCode=" + chartRegCode,
+	}, extra...)...)
 	installed := time.Since(start)
 	manifest := runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace)
 	release := releaseObjects(t, manifest)
@@ -161,6 +193,9 @@ func TestChartInstall(t *testing.T) {
 	p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
 	pr := e.completedRun(ctx, t, runs, name)
 	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.res.stderr)["outcome"])
+	tokens := identityTokenRequests(t, c)
+	assert.Equal(t, tc.wantTokenRequests, tokens, "managed identity token requests IMDS answered")
+	assert.Equal(t, tc.wantMode, logLine(t, pr.res.stderr, "azure token acquired")["credentialMode"], "the credential the run used")
 	before := e.secret(ctx, t)
 	assertRegistration(t, before, chartRegCode)
 
@@ -187,8 +222,8 @@ func TestChartInstall(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ptrValue(lease.Spec.HolderIdentity), "released at the end of the run")
 
-	t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace values (%d objects, %s), a manual Job from its CronJob completed and wrote %s with the protected registration code, and helm uninstall removed all %d objects and the Job but left %s (and the released Lease) in place (pod ran %s)",
-		len(release), installed.Round(time.Millisecond), kube.SecretName, len(release), kube.SecretName, pr.res.took.Round(time.Millisecond))
+	t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace values (%d objects, %s), a manual Job from its CronJob completed with credential mode %s (%d token requests to IMDS) and wrote %s with the protected registration code, and helm uninstall removed all %d objects and the Job but left %s (and the released Lease) in place (pod ran %s)",
+		len(release), installed.Round(time.Millisecond), tc.wantMode, tokens, kube.SecretName, len(release), kube.SecretName, pr.res.took.Round(time.Millisecond))
 }
 
 func ptrValue(s *string) string {
