@@ -473,6 +473,7 @@ func (e *clusterEnv) testCorefile(t *testing.T, c cloud) {
 	handed := logLine(t, first.stderr, handedOverMsg)
 	require.NotNil(t, handed, "the Secret is written only after the name resolved through the cluster's DNS:\n%s", first.stderr)
 	assert.Equal(t, "kube-system/coredns", handed["coredns"])
+	assert.NotContains(t, first.stderr, "cannot list CoreDNS's replicas", "the Role lets the engine list kube-dns's EndpointSlices")
 
 	second := e.runAs(ctx, t, c, e.token(t), "run-dns-2", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, second.code, second.String())

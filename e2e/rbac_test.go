@@ -106,7 +106,7 @@ func leaseApply(ns, name string) string {
 // is refused, no other Secret, Lease or namespace is reachable, no verb the
 // engine never calls is granted (update on the Secret and the ConfigMaps,
 // anything on CoreDNS's Deployment), and in kube-system only CoreDNS's two
-// ConfigMaps are reachable.
+// ConfigMaps and a list of EndpointSlices are reachable.
 func TestEngineRBAC(t *testing.T) {
 	p := controlplane.Shared(t)
 	admin := p.AdminClient(t)
@@ -264,6 +264,17 @@ func TestEngineRBAC(t *testing.T) {
 		},
 		"list kube-system Secrets is refused": {
 			method: http.MethodGet, path: "/api/v1/namespaces/kube-system/secrets", want: http.StatusForbidden,
+		},
+		"list kube-dns's EndpointSlices": {
+			// The CoreDNS pods the handover asks one by one.
+			method: http.MethodGet, path: "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dkube-dns",
+			want: http.StatusOK,
+		},
+		"watch kube-system's EndpointSlices is refused": {
+			method: http.MethodGet, path: "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices?watch=true", want: http.StatusForbidden,
+		},
+		"list EndpointSlices in default is refused": {
+			method: http.MethodGet, path: "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", want: http.StatusForbidden,
 		},
 		"get the operator's Registration": {
 			method: http.MethodGet, path: registrationPath("scc-registration-0123abcd"), want: http.StatusOK,

@@ -1,12 +1,14 @@
 package job
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"time"
 
@@ -141,7 +143,7 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 			Log:        log,
 		}
 	}
-	j.Handover, j.HandoverSkip, j.HandoverDisabled = handoverWait(cfg, log)
+	j.Handover, j.HandoverSkip, j.HandoverDisabled = handoverWait(cfg, log, inclusterdns.Replicas{Slices: clients.EndpointSlices}.List)
 	j.SecretRef = cfg.SecretNamespace + "/" + cfg.SecretName
 	j.Operator = &kube.OperatorWatch{
 		Secrets:       clients.Secrets,
@@ -167,8 +169,9 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 
 // handoverWait is the wait before the Secret is written, or why there is
 // none: only a run in a pod that mapped the name in CoreDNS can ask the
-// cluster's DNS what the operator will get.
-func handoverWait(cfg *Config, log *slog.Logger) (w Handover, skip string, disabled bool) {
+// cluster's DNS what the operator will get. replicas lists the CoreDNS pods
+// behind the cluster's DNS, each of which the wait asks too.
+func handoverWait(cfg *Config, log *slog.Logger, replicas func(context.Context) ([]netip.AddrPort, error)) (w Handover, skip string, disabled bool) {
 	switch {
 	case !cfg.InClusterDNS:
 		return nil, "IN_CLUSTER_DNS=false: no in-cluster DNS mapping to wait for", false
@@ -177,7 +180,7 @@ func handoverWait(cfg *Config, log *slog.Logger) (w Handover, skip string, disab
 	case cfg.HandoverTimeout <= 0:
 		return nil, "HANDOVER_TIMEOUT=0", true
 	}
-	h := &handover.Wait{Port: cfg.UpdateHTTPSPort, Timeout: cfg.HandoverTimeout, Settle: cfg.HandoverSettle, Log: log}
+	h := &handover.Wait{Port: cfg.UpdateHTTPSPort, Timeout: cfg.HandoverTimeout, Settle: cfg.HandoverSettle, Replicas: replicas, Log: log}
 	if cfg.HandoverDNSServer != "" {
 		h.Resolve = handover.ServerResolver(cfg.HandoverDNSServer)
 	}

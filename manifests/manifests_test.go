@@ -323,13 +323,16 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 	assert.Equal(t, cr.Name, crb.RoleRef.Name)
 	assert.Equal(t, "ClusterRole", crb.RoleRef.Kind)
 
-	// In kube-system only the two CoreDNS ConfigMaps, read and merge-patched;
-	// no rule on the coredns Deployment, which the engine never restarts.
+	// In kube-system only the two CoreDNS ConfigMaps, read and merge-patched,
+	// and a list of EndpointSlices (the CoreDNS pods the handover asks); no
+	// rule on the coredns Deployment, which the engine never restarts.
 	coredns := find[*rbacv1.Role](t, objects, "base/kube-system/role.yaml")
-	require.Len(t, coredns.Rules, 1)
+	require.Len(t, coredns.Rules, 2)
 	assert.Equal(t, []string{"configmaps"}, coredns.Rules[0].Resources)
 	assert.ElementsMatch(t, []string{inclusterdns.CoreDNSCustom, inclusterdns.CoreDNSConfigMap}, coredns.Rules[0].ResourceNames)
 	assert.ElementsMatch(t, []string{"get", "patch"}, coredns.Rules[0].Verbs, "coredns-custom is never created, nothing is updated")
+	assert.Equal(t, rbacv1.PolicyRule{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list"}}, coredns.Rules[1],
+		"only list, the one call inclusterdns.Replicas makes")
 
 	for file, roleName := range map[string]string{
 		"base/cattle-scc-system/rolebinding.yaml": role.Name,

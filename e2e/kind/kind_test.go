@@ -185,13 +185,18 @@ func TestKind(t *testing.T) {
 		sum := c.summary(t, ctx, job.Name)
 		assert.Equal(t, "registered", sum["outcome"], "the run's summary: %v", sum)
 		assert.Equal(t, "active", sum["operator"], "the run waited for the operator's answer: %v", sum)
+		replicas := c.coreDNSReplicas(t, ctx)
+		handed := c.jobLogLine(t, ctx, job.Name, "update server reachable through the cluster: handing over")
+		require.NotNil(t, handed, "the run handed over")
+		assert.EqualValues(t, replicas, handed["replicasAsked"], "every CoreDNS replica was asked directly before the handover")
+		assert.GreaterOrEqual(t, replicas, 2, "kind runs two CoreDNS replicas")
 		ev := c.jobEvent(t, ctx, job.Name)
 		assert.Equal(t, kube.ReasonRegistered, ev.Reason, "%s", ev.Note)
 		assert.Equal(t, corev1.EventTypeNormal, ev.Type)
 		podIP := c.fakecloudPodIP(t, ctx)
 		assert.Contains(t, c.corefile(t, ctx), podIP+" "+updateServer, "CoreDNS maps the update server's name to the address that won the race")
-		t.Logf("proved: Job %s completed in %.1fs and wrote %s with its five keys; CoreDNS maps %s to %s (the fake cloud's pod)",
-			job.Name, took.Seconds(), kube.SecretName, updateServer, podIP)
+		t.Logf("proved: Job %s completed in %.1fs and wrote %s with its five keys after each of the %d CoreDNS replicas answered %s with %s (the fake cloud's pod)",
+			job.Name, took.Seconds(), kube.SecretName, replicas, updateServer, podIP)
 
 		t.Run("the operator registers and activates", func(t *testing.T) {
 			registered = c.waitRegistration(t, ctx, rec)
@@ -292,14 +297,49 @@ func (c *kindCluster) waitRegistration(t *testing.T, ctx context.Context, rec *s
 // newest pod.
 func (c *kindCluster) summary(t *testing.T, ctx context.Context, job string) map[string]any {
 	t.Helper()
-	pods := c.jobPods(t, ctx, job)
-	require.NotEmpty(t, pods)
-	newest := slices.MaxFunc(pods, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
-	lines := strings.Split(strings.TrimSpace(c.logs(t, ctx, newest.Name)), "\n")
+	lines := c.jobLog(t, ctx, job)
 	var last map[string]any
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last), "the last log line: %s", lines[len(lines)-1])
 	require.Equal(t, "run finished", last["msg"])
 	return last
+}
+
+// jobLog is the log of the Job's newest pod, a line each.
+func (c *kindCluster) jobLog(t *testing.T, ctx context.Context, job string) []string {
+	t.Helper()
+	pods := c.jobPods(t, ctx, job)
+	require.NotEmpty(t, pods)
+	newest := slices.MaxFunc(pods, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return strings.Split(strings.TrimSpace(c.logs(t, ctx, newest.Name)), "\n")
+}
+
+// jobLogLine is the first line with message msg that the engine logged in
+// the Job's newest pod; nil when there is none.
+func (c *kindCluster) jobLogLine(t *testing.T, ctx context.Context, job, msg string) map[string]any {
+	t.Helper()
+	for _, line := range c.jobLog(t, ctx, job) {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			return m
+		}
+	}
+	return nil
+}
+
+// coreDNSReplicas counts the ready CoreDNS pods behind kube-dns.
+func (c *kindCluster) coreDNSReplicas(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	pods, err := c.cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	require.NoError(t, err)
+	n := 0
+	for _, p := range pods.Items {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // jobEvent is the one events.k8s.io Event the engine recorded on Job job.

@@ -36,6 +36,9 @@ type NotReadyError struct {
 	Object string
 	// Step is StepResolve or StepTLS: the first check that failed last.
 	Step string
+	// Server is the CoreDNS replica (address:port) whose answer failed the
+	// last check; "" when the cluster's DNS Service's did.
+	Server string
 	// Answer is the last DNS answer (empty when the lookup failed).
 	Answer []netip.Addr
 	// Err is the last lookup or TLS error; nil when the name resolved
@@ -52,10 +55,17 @@ func (e *NotReadyError) Error() string {
 	if e.Object != "" {
 		where += " (entry in " + e.Object + ")"
 	}
-	switch e.Step {
-	case StepTLS:
+	switch {
+	case e.Step == StepTLS:
 		fmt.Fprintf(&b, "%s: %s resolves to %s %s, but %s does not answer TLS with the pinned certificate",
 			ErrNotReady, e.Name, e.Address, where, net.JoinHostPort(e.Address.String(), strconv.Itoa(e.Port)))
+	case e.Server != "":
+		entry := ""
+		if e.Object != "" {
+			entry = " (entry in " + e.Object + ")"
+		}
+		fmt.Fprintf(&b, "%s: %s does not resolve to %s at CoreDNS replica %s, one of the pods behind the cluster's DNS%s",
+			ErrNotReady, e.Name, e.Address, e.Server, entry)
 	default:
 		fmt.Fprintf(&b, "%s: %s does not resolve to %s %s", ErrNotReady, e.Name, e.Address, where)
 	}
@@ -74,6 +84,14 @@ func (e *NotReadyError) Is(target error) bool { return target == ErrNotReady }
 
 // Unwrap returns the last lookup or TLS error.
 func (e *NotReadyError) Unwrap() error { return e.Err }
+
+// serverString names the DNS server a check asked.
+func serverString(server string) string {
+	if server == "" {
+		return "the cluster's DNS Service"
+	}
+	return "CoreDNS replica " + server
+}
 
 func answerString(addrs []netip.Addr) string {
 	if len(addrs) == 0 {

@@ -30,10 +30,12 @@ const (
 	// handover. CoreDNS runs as several replicas, each reloading the
 	// changed Corefile on its own schedule (the kubelet's ConfigMap sync,
 	// then the reload plugin), and the Service sends each query to any of
-	// them: one right answer proves only one replica. Ten checks in a row
-	// each reach a random replica, so a replica still serving the old
-	// Corefile is all but certain to answer one of them wrongly and start
-	// the settling over.
+	// them: one right answer proves only one replica. Each check asks every
+	// replica Replicas lists; the settling is the margin beside it (a
+	// replica that started between two lists) and the whole defence where
+	// the replicas cannot be listed: ten checks in a row each reach a
+	// random replica, so a stale one is all but certain to answer one of
+	// them wrongly and start the settling over.
 	DefaultSettle = 20 * time.Second
 	// DefaultTimeout is how long the engine waits for CoreDNS to serve the
 	// name before it gives up for this run (HANDOVER_TIMEOUT's default):
@@ -90,7 +92,14 @@ type Wait struct {
 	// Settle is how long the checks must keep passing, every one of them,
 	// before the handover (see DefaultSettle); 0 hands over at the first.
 	Settle time.Duration
-	Log    *slog.Logger
+	// Replicas lists the CoreDNS pods behind the cluster's DNS Service
+	// (address and DNS port), read again for every check. Each check asks
+	// every one of them directly besides the Service, so the handover
+	// waits for the last replica to serve the name, not for the first.
+	// nil, an error (logged once) or an empty list: the Service alone,
+	// and Settle must make up for it.
+	Replicas func(ctx context.Context) ([]netip.AddrPort, error)
+	Log      *slog.Logger
 }
 
 // Until returns once name resolves to addr and addr answers TLS with
@@ -114,9 +123,16 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 
 	last := &NotReadyError{Name: name, Address: addr.Unmap(), Port: port, Object: object, Step: StepResolve}
 	var passingSince time.Time
+	replicasWarned := false
 	for {
 		last.Attempts++
-		st := w.check(wctx, name, addr.Unmap(), port, roots)
+		replicas, err := w.replicas(wctx)
+		if err != nil && !replicasWarned && wctx.Err() == nil {
+			replicasWarned = true
+			log.Warn("cannot list CoreDNS's replicas: asking the cluster's DNS Service only, so a replica that has not reloaded yet can go unnoticed",
+				slog.Any("error", err))
+		}
+		st := w.check(wctx, name, addr.Unmap(), port, roots, replicas)
 		if st.step == "" {
 			if passingSince.IsZero() {
 				passingSince = time.Now()
@@ -124,7 +140,7 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 			if time.Since(passingSince) >= w.Settle {
 				log.Info("update server reachable through the cluster: handing over",
 					slog.Int("attempts", last.Attempts), slog.Int64("waitedMs", time.Since(start).Milliseconds()),
-					slog.String("settled", w.Settle.String()))
+					slog.String("settled", w.Settle.String()), slog.Int("replicasAsked", len(replicas)))
 				return time.Since(start), nil
 			}
 		} else {
@@ -132,14 +148,16 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 			// A check cut short by the end of the wait says nothing about
 			// CoreDNS; keep the one before it, unless there is none.
 			if wctx.Err() == nil || last.Attempts == 1 {
-				last.Step, last.Answer, last.Err = st.step, st.answer, st.err
+				last.Step, last.Server, last.Answer, last.Err = st.step, st.server, st.answer, st.err
 			}
 			if last.Attempts == 1 {
 				log.Info("waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret",
-					slog.String("timeout", w.Timeout.String()), slog.String("step", st.step), slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+					slog.String("timeout", w.Timeout.String()), slog.String("step", st.step), slog.String("dnsServer", serverString(st.server)),
+					slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
 			} else {
 				log.Debug("update server not reachable through the cluster yet",
-					slog.Int("attempt", last.Attempts), slog.String("step", st.step), slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+					slog.Int("attempt", last.Attempts), slog.String("step", st.step), slog.String("dnsServer", serverString(st.server)),
+					slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
 			}
 		}
 		if pause.For(wctx, cmp.Or(w.Interval, DefaultInterval)) != nil {
@@ -149,29 +167,43 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 	}
 }
 
-// state is one check's outcome: step is "" when everything worked.
+// state is one check's outcome: step is "" when everything worked; server
+// is the replica that answered wrongly ("" for the Service).
 type state struct {
 	step   string
+	server string
 	answer []netip.Addr
 	err    error
 }
 
-func (w *Wait) check(ctx context.Context, name string, addr netip.Addr, port int, roots *x509.CertPool) state {
+// replicas is Replicas' answer; none when there is no Replicas.
+func (w *Wait) replicas(ctx context.Context) ([]netip.AddrPort, error) {
+	if w.Replicas == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	return w.Replicas(ctx)
+}
+
+// check asks the Service (Resolve) and then each replica for name, and
+// dials addr once every answer holds it.
+func (w *Wait) check(ctx context.Context, name string, addr netip.Addr, port int, roots *x509.CertPool, replicas []netip.AddrPort) state {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	resolve := w.Resolve
 	if resolve == nil {
 		resolve = SystemResolver
 	}
-	answer, err := resolve(ctx, name)
-	for i := range answer {
-		answer[i] = answer[i].Unmap()
+	st := lookup(ctx, resolve, name, addr, "")
+	if st.step != "" {
+		return st
 	}
-	if err != nil {
-		return state{step: StepResolve, err: err}
-	}
-	if !slices.Contains(answer, addr) {
-		return state{step: StepResolve, answer: answer}
+	answer := st.answer
+	for _, r := range replicas {
+		if st := lookup(ctx, ServerResolver(r.String()), name, addr, r.String()); st.step != "" {
+			return st
+		}
 	}
 	d := tls.Dialer{Config: &tls.Config{ServerName: name, RootCAs: roots, MinVersion: tls.VersionTLS12}}
 	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(addr.String(), strconv.Itoa(port)))
@@ -179,6 +211,22 @@ func (w *Wait) check(ctx context.Context, name string, addr netip.Addr, port int
 		return state{step: StepTLS, answer: answer, err: err}
 	}
 	_ = conn.Close()
+	return state{answer: answer}
+}
+
+// lookup is one DNS server's answer for name: a failed state unless it
+// holds addr.
+func lookup(ctx context.Context, resolve Resolver, name string, addr netip.Addr, server string) state {
+	answer, err := resolve(ctx, name)
+	for i := range answer {
+		answer[i] = answer[i].Unmap()
+	}
+	switch {
+	case err != nil:
+		return state{step: StepResolve, server: server, err: err}
+	case !slices.Contains(answer, addr):
+		return state{step: StepResolve, server: server, answer: answer}
+	}
 	return state{answer: answer}
 }
 

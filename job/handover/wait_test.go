@@ -1,12 +1,15 @@
 package handover
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -224,4 +227,94 @@ func TestWaitUntilSettles(t *testing.T) {
 	_, err = w.Until(context.Background(), updateServer, netip.MustParseAddr("127.0.0.1"), goodPEM, "kube-system/coredns")
 	require.NoError(t, err)
 	assert.Equal(t, 1, l.calls)
+}
+
+// dnsReplica is a CoreDNS replica on loopback that serves the update
+// server's name once reloaded (ready), NXDOMAIN before.
+type dnsReplica struct {
+	srv   *fakecloud.DNSServer
+	mu    sync.Mutex
+	ready bool
+}
+
+func newDNSReplica(t *testing.T, ready bool) *dnsReplica {
+	t.Helper()
+	r := &dnsReplica{ready: ready}
+	srv, err := fakecloud.NewDNSServer(func(_ context.Context, name string) ([]netip.Addr, bool, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if name == updateServer && r.ready {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, true, nil
+		}
+		return nil, false, nil
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	r.srv = srv
+	return r
+}
+
+func (r *dnsReplica) reload() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ready = true
+}
+
+func (r *dnsReplica) addrPort() netip.AddrPort { return netip.MustParseAddrPort(r.srv.Addr) }
+
+// TestWaitUntilAsksEveryReplica: the Service's answer comes from a replica
+// that has reloaded, another has not. The handover waits for the stale one
+// (no settling needed), names it when the wait ends first, and falls back
+// to the Service alone, with one warning, when the replicas cannot be
+// listed.
+func TestWaitUntilAsksEveryReplica(t *testing.T) {
+	good, goodPEM, err := fakecloud.SelfSigned(updateServer)
+	require.NoError(t, err)
+	port := tlsServer(t, good)
+	addr := netip.MustParseAddr("127.0.0.1")
+	service := &lookups{answers: []func() ([]netip.Addr, error){to("127.0.0.1")}}
+
+	t.Run("waits for the stale replica", func(t *testing.T) {
+		fresh, stale := newDNSReplica(t, true), newDNSReplica(t, false)
+		var lists int
+		w := &Wait{Resolve: service.resolve, Port: port, Timeout: time.Minute, Interval: 10 * time.Millisecond,
+			Replicas: func(context.Context) ([]netip.AddrPort, error) {
+				lists++
+				if lists == 5 {
+					stale.reload()
+				}
+				return []netip.AddrPort{fresh.addrPort(), stale.addrPort()}, nil
+			}}
+		_, err := w.Until(context.Background(), updateServer, addr, goodPEM, "kube-system/coredns")
+		require.NoError(t, err)
+		assert.Equal(t, 5, lists, "handed over at the first check after the stale replica reloaded, not before")
+		assert.NotEmpty(t, stale.srv.Queries(), "the stale replica was asked directly")
+	})
+
+	t.Run("a replica that never reloads is named", func(t *testing.T) {
+		fresh, stale := newDNSReplica(t, true), newDNSReplica(t, false)
+		w := &Wait{Resolve: service.resolve, Port: port, Timeout: 200 * time.Millisecond, Interval: 10 * time.Millisecond,
+			Replicas: func(context.Context) ([]netip.AddrPort, error) {
+				return []netip.AddrPort{fresh.addrPort(), stale.addrPort()}, nil
+			}}
+		_, err := w.Until(context.Background(), updateServer, addr, goodPEM, "kube-system/coredns")
+		var nr *NotReadyError
+		require.ErrorAs(t, err, &nr)
+		assert.Equal(t, stale.srv.Addr, nr.Server)
+		assert.Contains(t, err.Error(), "does not resolve to 127.0.0.1 at CoreDNS replica "+stale.srv.Addr)
+		assert.False(t, failure.IsPermanent(err), "the next run may find it reloaded")
+	})
+
+	t.Run("replicas not listable: the Service alone, one warning", func(t *testing.T) {
+		var logs bytes.Buffer
+		w := &Wait{Resolve: service.resolve, Port: port, Timeout: time.Minute, Interval: 10 * time.Millisecond,
+			Settle: 50 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+			Replicas: func(context.Context) ([]netip.AddrPort, error) {
+				return nil, errors.New(`endpointslices.discovery.k8s.io is forbidden`)
+			}}
+		_, err := w.Until(context.Background(), updateServer, addr, goodPEM, "kube-system/coredns")
+		require.NoError(t, err)
+		assert.Equal(t, 1, strings.Count(logs.String(), "cannot list CoreDNS's replicas"), logs.String())
+		assert.Contains(t, logs.String(), "forbidden")
+	})
 }

@@ -71,6 +71,9 @@ const noReloadCorefile = "" +
 type typed struct{ cs kubernetes.Interface }
 
 func (t typed) ConfigMaps(ns string) kube.ConfigMapInterface { return t.cs.CoreV1().ConfigMaps(ns) }
+func (t typed) EndpointSlices(ns string) kube.EndpointSliceInterface {
+	return t.cs.DiscoveryV1().EndpointSlices(ns)
+}
 
 func cm(name string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", ResourceVersion: "42"}, Data: data}

@@ -7,6 +7,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,8 +46,14 @@ type (
 		Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
 	}
 
-	// SecretsGetter, ConfigMapsGetter and LeasesGetter
-	// hand out the per-namespace interfaces.
+	// EndpointSliceInterface lists one namespace's EndpointSlices: the
+	// handover asks each CoreDNS replica behind the cluster's DNS Service.
+	EndpointSliceInterface interface {
+		List(ctx context.Context, opts metav1.ListOptions) (*discoveryv1.EndpointSliceList, error)
+	}
+
+	// SecretsGetter, ConfigMapsGetter, LeasesGetter and
+	// EndpointSlicesGetter hand out the per-namespace interfaces.
 	SecretsGetter interface {
 		Secrets(namespace string) SecretInterface
 	}
@@ -56,14 +63,18 @@ type (
 	LeasesGetter interface {
 		Leases(namespace string) LeaseInterface
 	}
+	EndpointSlicesGetter interface {
+		EndpointSlices(namespace string) EndpointSliceInterface
+	}
 )
 
 // sccGroupVersion is rancher/scc-operator's API group, read as raw JSON.
 var sccGroupVersion = schema.GroupVersion{Group: RegistrationGroup, Version: RegistrationVersion}
 
 // scheme knows core/v1, coordination.k8s.io/v1, events.k8s.io/v1, batch/v1
-// (the status subcommand reads the CronJob and its Jobs) and the option
-// types of meta/v1: all the engine sends or receives.
+// (the status subcommand reads the CronJob and its Jobs), discovery.k8s.io/v1
+// (CoreDNS's EndpointSlices) and the option types of meta/v1: all the engine
+// sends or receives.
 var (
 	scheme, schemeErr = newScheme()
 	codecs            = serializer.NewCodecFactory(scheme)
@@ -72,7 +83,7 @@ var (
 
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, batchv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, batchv1.AddToScheme, discoveryv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return s, err
 		}
@@ -85,7 +96,7 @@ func newScheme() (*runtime.Scheme, error) {
 // on one HTTP client (shared connections and token). The engine's Clients
 // and the status subcommand's Reader are both views of it.
 type api struct {
-	core, coordination, events, batch, scc rest.Interface
+	core, coordination, events, batch, discovery, scc rest.Interface
 }
 
 func newAPI(cfg *rest.Config) (*api, error) {
@@ -120,6 +131,7 @@ func newAPI(cfg *rest.Config) (*api, error) {
 		{&a.coordination, coordinationv1.SchemeGroupVersion, "/apis"},
 		{&a.events, eventsv1.SchemeGroupVersion, "/apis"},
 		{&a.batch, batchv1.SchemeGroupVersion, "/apis"},
+		{&a.discovery, discoveryv1.SchemeGroupVersion, "/apis"},
 		{&a.scc, sccGroupVersion, "/apis"},
 	} {
 		if *g.client, err = client(g.gv, g.apiPath); err != nil {
@@ -143,6 +155,24 @@ func (a *api) Events(ns string) EventInterface {
 
 func (a *api) Leases(ns string) LeaseInterface {
 	return resource[*coordinationv1.Lease]{a.coordination, ns, "leases", func() *coordinationv1.Lease { return &coordinationv1.Lease{} }}
+}
+
+func (a *api) EndpointSlices(ns string) EndpointSliceInterface {
+	return endpointSlices{a.discovery, ns}
+}
+
+// endpointSlices lists one namespace's EndpointSlices, as client-go's
+// generated client does.
+type endpointSlices struct {
+	client    rest.Interface
+	namespace string
+}
+
+func (e endpointSlices) List(ctx context.Context, opts metav1.ListOptions) (*discoveryv1.EndpointSliceList, error) {
+	out := &discoveryv1.EndpointSliceList{}
+	err := e.client.Get().Namespace(e.namespace).Resource("endpointslices").
+		VersionedParams(&opts, parameterCodec).Do(ctx).Into(out)
+	return out, err
 }
 
 // resource is one namespaced resource of one API group: the three calls the

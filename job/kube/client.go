@@ -140,6 +140,8 @@ type Clients struct {
 	ConfigMaps ConfigMapsGetter
 	Leases     LeasesGetter
 	Events     EventsGetter
+	// EndpointSlices finds CoreDNS's replicas for the handover.
+	EndpointSlices EndpointSlicesGetter
 	// Registrations reads rancher/scc-operator's Registrations.
 	Registrations RegistrationsInterface
 }
@@ -151,5 +153,5 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Secrets: a, ConfigMaps: a, Leases: a, Events: a, Registrations: registrations{a.scc}}, nil
+	return &Clients{Secrets: a, ConfigMaps: a, Leases: a, Events: a, EndpointSlices: a, Registrations: registrations{a.scc}}, nil
 }
