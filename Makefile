@@ -75,8 +75,8 @@ chart: helm ## lint and render the Helm chart with its default values
 	$(HELM_DIR)/helm template registration-engine manifests/chart/registration-engine -n cattle-scc-system >/dev/null
 
 .PHONY: e2e-kind
-e2e-kind: ## the kind tier: Docker, the images and a kind node built here, then go test -tags e2e ./e2e/kind
-	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) K8S_TESTBIN=$(K8S_TESTBIN) IMAGE=$(IMAGE) FAKECLOUD_IMAGE=$(FAKECLOUD_IMAGE) SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) e2e/kind/run.sh
+e2e-kind: helm ## the kind tier: Docker, the images and a kind node built here, then go test -tags e2e ./e2e/kind
+	@HELM_BIN=$(HELM_DIR)/helm CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) K8S_TESTBIN=$(K8S_TESTBIN) IMAGE=$(IMAGE) FAKECLOUD_IMAGE=$(FAKECLOUD_IMAGE) SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) e2e/kind/run.sh
 
 .PHONY: lint
 lint: ## gofmt, go vet, staticcheck (pinned)

@@ -520,6 +520,17 @@ func TestChartValues(t *testing.T) {
 				assert.Equal(t, "managed-identity", e["AZURE_CREDENTIAL_MODE"].Value)
 			},
 		},
+		"extra volumes are mounted beside the region server's": {
+			set: []string{"extraVolumes[0].name=ca", "extraVolumes[0].configMap.name=proxy-ca",
+				"extraVolumeMounts[0].name=ca", "extraVolumeMounts[0].mountPath=/etc/proxy-ca", "extraVolumeMounts[0].readOnly=true"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				vols := cj.Spec.JobTemplate.Spec.Template.Spec.Volumes
+				require.Len(t, vols, 3)
+				assert.Equal(t, corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "proxy-ca"}}}}, vols[2])
+				require.Len(t, c.VolumeMounts, 3)
+				assert.Equal(t, corev1.VolumeMount{Name: "ca", MountPath: "/etc/proxy-ca", ReadOnly: true}, c.VolumeMounts[2])
+			},
+		},
 		"unknown credential mode": {
 			set:     []string{"azure.credentialMode=client-secret"},
 			wantErr: `azure.credentialMode "client-secret": use workload-identity or managed-identity`,

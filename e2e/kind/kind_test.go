@@ -114,9 +114,11 @@ func load(t *testing.T) settings {
 // Secret, resolves the update server's name through the cluster's real
 // CoreDNS and registers with the fake update server. A wrong Marketplace
 // plan must fail the Job at once; the right one must end with the
-// operator's Registration active, never Failed; and the same run with the
+// operator's Registration active, never Failed; the same run with the
 // engine's handover wait turned off must end Failed, which is what the wait
-// is for.
+// is for; and, after the recovery the README gives for that, the Helm chart
+// installed as the Azure Marketplace installs it (the bundle's values, the
+// extension's managed identity) must register again.
 func TestKind(t *testing.T) {
 	s := load(t)
 	c := createCluster(t, s)
@@ -157,7 +159,9 @@ func TestKind(t *testing.T) {
 		t.Logf("proved: with plan %q the pod exits %d and the Job fails by its podFailurePolicy with %d pod", "not-the-plan-of-the-extension", term.ExitCode, len(pods))
 	})
 
-	var registered string
+	// registered is the overlay's active Registration; failed the one the
+	// run without the handover wait left Failed.
+	var registered, failed string
 	t.Run("manual Job registers the cluster", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), jobBound+2*time.Minute)
 		defer cancel()
@@ -199,19 +203,15 @@ func TestKind(t *testing.T) {
 			job.Name, took.Seconds(), kube.SecretName, replicas, updateServer, podIP)
 
 		t.Run("the operator registers and activates", func(t *testing.T) {
-			registered = c.waitRegistration(t, ctx, rec)
-			states := rec.States(registered)
-			final := states[len(states)-1]
-			require.True(t, final.Done(), "Registration %s is not active: %s\n%s", registered, final, c.operatorLog(t, ctx))
-			for _, st := range states {
-				assert.False(t, st.Failed(), "the Registration passed through Failure: %s", st)
-			}
-			announce := c.announce(t, ctx)
+			var final sccoperator.Registration
+			var states int
+			registered, final, states = c.activeRegistration(t, ctx, rec)
+			announce := c.announce(t, ctx, overlayRegCode)
 			assert.Equal(t, http.StatusCreated, announce.Status)
 			assert.Equal(t, updateServer, announce.ServerName, "the operator dialled the update server by its name (SNI)")
 			assert.True(t, strings.HasSuffix(announce.LocalAddr, ":443"), "on 443, where https://%s leads: %s", updateServer, announce.LocalAddr)
 			t.Logf("proved: CronJob → Job %s (%.0fs, summary operator=%v, Event %s) → Secret → rancher/scc-operator %.7s in a pod resolved %s through CoreDNS to %s and registered with regCode %s: Registration %s Done, activationStatus.activated=%t, system %d, %q, never Failure (%d states)",
-				job.Name, took.Seconds(), sum["operator"], ev.Reason, sccoperator.CommitRMT, updateServer, podIP, announce.RegCode, registered, final.Activated, final.SystemID, final.RegisteredProduct, len(states))
+				job.Name, took.Seconds(), sum["operator"], ev.Reason, sccoperator.CommitRMT, updateServer, podIP, announce.RegCode, registered, final.Activated, final.SystemID, final.RegisteredProduct, states)
 		})
 
 		t.Run("the update server's name resolves in the cluster", func(t *testing.T) {
@@ -249,6 +249,7 @@ func TestKind(t *testing.T) {
 		jobCond := controlplane.FinishedCondition(job)
 		finished := time.Since(start)
 		name := c.waitRegistration(t, ctx, rec)
+		failed = name
 		states := rec.States(name)
 		final := states[len(states)-1]
 		require.True(t, final.Failed(), "Registration %s did not fail: %s", name, final)
@@ -278,6 +279,52 @@ func TestKind(t *testing.T) {
 		t.Logf("proved: with %s=0 Job %s ended %s (%s; summary operator=%v exitCode=%v; Event %s) %.0fs after it started, its Registration %s Failed (%q); a pod resolved %s only %.0fs after the start, and the Registration stayed Failed: the wait is what makes it work",
 			handoverEnv, job.Name, jobCond.Type, jobCond.Reason, sum["operator"], sum["exitCode"], ev.Reason, finished.Seconds(), name, final.FailureMessage(), updateServer, resolvedAt.Seconds())
 	})
+
+	// The way the Azure Marketplace installs the engine: the Helm chart
+	// with the bundle's values and what Azure injects, the extension's
+	// managed identity for the ARM token. The Failed Registration is
+	// recovered as the README says (delete the Secret, run again).
+	t.Run("the Helm chart installed as the Marketplace does registers", func(t *testing.T) {
+		require.NotEmpty(t, failed, "needs the Failed Registration of the previous subtest")
+		ctx, cancel := context.WithTimeout(context.Background(), jobBound+5*time.Minute)
+		defer cancel()
+		c.deregister(t, ctx, rec, failed)
+		c.resetCoreDNS(t, ctx, pristine)
+		c.installChart(t, ctx)
+
+		start := time.Now()
+		job := c.runJob(t, ctx, "chart-1", nil)
+		took := time.Since(start)
+		cond := controlplane.FinishedCondition(job)
+		require.Equal(t, batchv1.JobComplete, cond.Type, "the chart's Job did not complete: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, job.Name), "\n"))
+		sum := c.summary(t, ctx, job.Name)
+		assert.Equal(t, "registered", sum["outcome"], "the run's summary: %v", sum)
+		assert.Equal(t, "active", sum["operator"], "the run's summary: %v", sum)
+		token := c.jobLogLine(t, ctx, job.Name, "azure token acquired")
+		require.NotNil(t, token, "the run logged its credential")
+		assert.Equal(t, "managed-identity", token["credentialMode"], "the Marketplace default: the extension's managed identity")
+
+		name, final, states := c.activeRegistration(t, ctx, rec)
+		announce := c.announce(t, ctx, chartRegCode)
+		assert.Equal(t, updateServer, announce.ServerName)
+		t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace bundle's values and Azure's injected ones → Job %s from its CronJob (%.0fs, credentialMode %v, summary operator=%v) → rancher/scc-operator %.7s registered with the chart's code %s: Registration %s Done, activated=%t, never Failure (%d states)",
+			job.Name, took.Seconds(), token["credentialMode"], sum["operator"], sccoperator.CommitRMT, announce.RegCode, name, final.Activated, states)
+	})
+}
+
+// activeRegistration waits for the operator's Registration of the Secret
+// and requires it Done, never having passed through Failure; it returns
+// its name, final state and how many states it went through.
+func (c *kindCluster) activeRegistration(t *testing.T, ctx context.Context, rec *sccoperator.Recorder) (string, sccoperator.Registration, int) {
+	t.Helper()
+	name := c.waitRegistration(t, ctx, rec)
+	states := rec.States(name)
+	final := states[len(states)-1]
+	require.True(t, final.Done(), "Registration %s is not active: %s\n%s", name, final, c.operatorLog(t, ctx))
+	for _, st := range states {
+		assert.False(t, st.Failed(), "the Registration passed through Failure: %s", st)
+	}
+	return name, final, len(states)
 }
 
 // waitRegistration waits for the operator to adopt scc-registration and for
@@ -350,16 +397,16 @@ func (c *kindCluster) jobEvent(t *testing.T, ctx context.Context, job string) ev
 
 // announce is the one announce (POST /connect/subscriptions/systems) the
 // fake update server received with the overlay's registration code.
-func (c *kindCluster) announce(t *testing.T, ctx context.Context) fakecloud.SCCRequest {
+func (c *kindCluster) announce(t *testing.T, ctx context.Context, regCode string) fakecloud.SCCRequest {
 	t.Helper()
 	var found []fakecloud.SCCRequest
 	reqs := c.sccRequests(t, ctx)
 	for _, r := range reqs {
-		if r.Method == http.MethodPost && r.Path == "/connect/subscriptions/systems" && r.RegCode == overlayRegCode {
+		if r.Method == http.MethodPost && r.Path == "/connect/subscriptions/systems" && r.RegCode == regCode {
 			found = append(found, r)
 		}
 	}
-	require.Len(t, found, 1, "announces with regCode %s among %+v", overlayRegCode, reqs)
+	require.Len(t, found, 1, "announces with regCode %s among %+v", regCode, reqs)
 	return found[0]
 }
 

@@ -12,7 +12,8 @@
 # E2E_KEEP_CLUSTER=1 keeps the cluster (and so the daemon) for a look
 # around; E2E_KEEP_DOCKER=1 keeps only the daemon, whose image cache makes
 # the next run warm either way (it lives under the cache directory).
-# GOTEST_FLAGS adds flags to go test (e.g. -run).
+# GOTEST_FLAGS adds flags to go test (e.g. -run). HELM_BIN names the helm the
+# chart case installs with (make e2e-kind builds it and sets it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=e2e/kind/lib.sh

@@ -1,0 +1,132 @@
+//go:build e2e
+
+package kind
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/job/kube"
+)
+
+// chartRegCode is the registration code the chart's install carries, other
+// than the overlay's, so the announce proves which install registered.
+const chartRegCode = "CHART-REGISTRATION-CODE"
+
+// overlayEngine are the objects of manifests/overlays/e2e that the chart
+// renders under the same names: they go before the chart is installed, as
+// on a cluster that never had the overlay. The fake cloud, its trust and
+// DMI ConfigMaps stay.
+var overlayEngine = []struct{ namespace, kind, name string }{
+	{kube.Namespace, "cronjob", cronJobName},
+	{kube.Namespace, "serviceaccount", "registration-engine"},
+	{kube.Namespace, "role", "registration-engine"},
+	{kube.Namespace, "rolebinding", "registration-engine"},
+	{kube.Namespace, "configmap", "regionserverclnt-config"},
+	{kube.Namespace, "configmap", "region-server-certs"},
+	{"kube-system", "role", "registration-engine-coredns"},
+	{"kube-system", "rolebinding", "registration-engine-coredns"},
+	{"", "clusterrole", "registration-engine-scc-registrations"},
+	{"", "clusterrolebinding", "registration-engine-scc-registrations"},
+}
+
+// fakecloudEnv are the overlay's settings that point the engine at the fake
+// cloud's Service and at its files; the chart's install takes them as
+// extraEnv.
+var fakecloudEnv = []string{
+	"AZURE_IMDS_ENDPOINT", "GCP_METADATA_ENDPOINTS", "AWS_IMDS_ENDPOINTS", "AIA_ALLOWED_HOSTS", "ARM_ENDPOINT",
+	"REGION_SERVER_PORT", "UPDATE_SERVER_HTTPS_PORT", "UPDATE_SERVER_HTTP_PORT",
+	"SSL_CERT_FILE", "ATTESTATION_ROOTS_FILE", "DMI_DIR_PATH",
+}
+
+// installChart removes the overlay's engine and installs
+// manifests/chart/registration-engine as the Azure Marketplace does: the
+// bundle's values (manifests/marketplace/values.yaml), what Azure injects
+// (the extension's managed identity, its resource ID, the plan; the image,
+// here the one loaded into the node), the customer's registration code.
+// What only this test adds, in a values file of its own: the fake cloud's
+// endpoints (extraEnv), its CA, attestation root and DMI files
+// (extraVolumes), and its region server with its pinned certificate.
+func (c *kindCluster) installChart(t *testing.T, ctx context.Context) {
+	t.Helper()
+	helm := os.Getenv("HELM_BIN")
+	require.NotEmpty(t, helm, "HELM_BIN must name the helm binary (make e2e-kind sets it)")
+	// The overlay's settings are what the fake cloud in this cluster
+	// serves: its extension and plan, its endpoints and files.
+	cj, err := c.cs.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
+	require.NoError(t, err)
+	overlay := map[string]string{}
+	for _, e := range engineContainer(t, &cj.Spec.JobTemplate.Spec.Template.Spec).Env {
+		overlay[e.Name] = e.Value
+	}
+	for _, o := range overlayEngine {
+		args := []string{"delete", o.kind, o.name, "--ignore-not-found", "--wait"}
+		if o.namespace != "" {
+			args = append(args, "-n", o.namespace)
+		}
+		c.kubectl(t, ctx, nil, args...)
+	}
+
+	regionCert, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/certs/"+fakecloudHost+".pem", nil).DoRaw(ctx)
+	require.NoError(t, err, "the fake region server's certificate")
+	repo, image, ok := strings.Cut(c.s.image, ":")
+	require.True(t, ok, "image %q has no tag", c.s.image)
+	var extraEnv []map[string]string
+	for _, k := range fakecloudEnv {
+		require.NotEmpty(t, overlay[k], "the overlay's CronJob sets %s", k)
+		extraEnv = append(extraEnv, map[string]string{"name": k, "value": overlay[k]})
+	}
+	values := map[string]any{
+		"global": map[string]any{"azure": map[string]any{
+			"identity":    map[string]any{"clientId": fakecloud.DefaultAzureConfig().ManagedIdentityClientID},
+			"extension":   map[string]any{"resourceId": overlay["EXTENSION_RESOURCE_ID"]},
+			"marketplace": map[string]any{"planId": overlay["MARKETPLACE_PLAN_ID"]},
+			// Azure names its registry's copy by digest; kind has the
+			// image loaded under its tag.
+			"images": map[string]any{"engine": map[string]any{"registry": "", "image": repo, "digest": "", "tag": image}},
+		}},
+		"marketplace":      map[string]any{"publisherId": overlay["MARKETPLACE_PUBLISHER_ID"], "offerId": overlay["MARKETPLACE_OFFER_ID"]},
+		"registrationCode": chartRegCode,
+		// The tests start runs themselves: a schedule that does not fire.
+		"schedule":          "0 0 1 1 *",
+		"regionServers":     []string{fakecloudHost},
+		"regionServerCerts": map[string]string{fakecloudHost + ".pem": string(regionCert)},
+		"extraEnv":          extraEnv,
+		"extraVolumes": []map[string]any{
+			{"name": "fakecloud-trust", "configMap": map[string]any{"name": "fakecloud-trust"}},
+			{"name": "fakecloud-dmi", "configMap": map[string]any{"name": "fakecloud-dmi"}},
+		},
+		"extraVolumeMounts": []map[string]any{
+			{"name": "fakecloud-trust", "mountPath": "/etc/fakecloud/trust", "readOnly": true},
+			{"name": "fakecloud-dmi", "mountPath": "/etc/fakecloud/dmi", "readOnly": true},
+		},
+	}
+	data, err := yaml.Marshal(values)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "kind-values.yaml")
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+
+	root := filepath.Join("..", "..", "manifests")
+	cmd := exec.CommandContext(ctx, helm, "install", "registration-engine", filepath.Join(root, "chart", "registration-engine"),
+		"--namespace", kube.Namespace, "--kubeconfig", c.kubeconfig,
+		"--values", filepath.Join(root, "marketplace", "values.yaml"), "--values", file)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "HELM_CACHE_HOME=" + dir + "/cache",
+		"HELM_CONFIG_HOME=" + dir + "/config", "HELM_DATA_HOME=" + dir + "/data"}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "helm install:\n%s", out)
+	t.Logf("helm install: %s", strings.SplitN(string(out), "\n", 2)[0])
+
+	_, err = c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, "registration-code", metav1.GetOptions{})
+	require.False(t, apierrors.IsNotFound(err), "the chart's registration-code Secret")
+}
