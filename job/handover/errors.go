@@ -51,23 +51,19 @@ type NotReadyError struct {
 
 func (e *NotReadyError) Error() string {
 	var b strings.Builder
-	where := "through the cluster's DNS"
+	entry := ""
 	if e.Object != "" {
-		where += " (entry in " + e.Object + ")"
+		entry = " (entry in " + e.Object + ")"
 	}
 	switch {
 	case e.Step == StepTLS:
-		fmt.Fprintf(&b, "%s: %s resolves to %s %s, but %s does not answer TLS with the pinned certificate",
-			ErrNotReady, e.Name, e.Address, where, net.JoinHostPort(e.Address.String(), strconv.Itoa(e.Port)))
+		fmt.Fprintf(&b, "%s: %s resolves to %s through the cluster's DNS%s, but %s does not answer TLS with the pinned certificate",
+			ErrNotReady, e.Name, e.Address, entry, net.JoinHostPort(e.Address.String(), strconv.Itoa(e.Port)))
 	case e.Server != "":
-		entry := ""
-		if e.Object != "" {
-			entry = " (entry in " + e.Object + ")"
-		}
 		fmt.Fprintf(&b, "%s: %s does not resolve to %s at CoreDNS replica %s, one of the pods behind the cluster's DNS%s",
 			ErrNotReady, e.Name, e.Address, e.Server, entry)
 	default:
-		fmt.Fprintf(&b, "%s: %s does not resolve to %s %s", ErrNotReady, e.Name, e.Address, where)
+		fmt.Fprintf(&b, "%s: %s does not resolve to %s through the cluster's DNS%s", ErrNotReady, e.Name, e.Address, entry)
 	}
 	fmt.Fprintf(&b, " after %s and %d checks", e.Waited.Round(time.Millisecond), e.Attempts)
 	switch {

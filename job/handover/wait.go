@@ -150,14 +150,14 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 			if wctx.Err() == nil || last.Attempts == 1 {
 				last.Step, last.Server, last.Answer, last.Err = st.step, st.server, st.answer, st.err
 			}
+			attrs := []any{slog.String("step", st.step), slog.String("dnsServer", serverString(st.server)),
+				slog.String("answer", answerString(st.answer)), slog.Any("error", st.err)}
 			if last.Attempts == 1 {
 				log.Info("waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret",
-					slog.String("timeout", w.Timeout.String()), slog.String("step", st.step), slog.String("dnsServer", serverString(st.server)),
-					slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+					append([]any{slog.String("timeout", w.Timeout.String())}, attrs...)...)
 			} else {
 				log.Debug("update server not reachable through the cluster yet",
-					slog.Int("attempt", last.Attempts), slog.String("step", st.step), slog.String("dnsServer", serverString(st.server)),
-					slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+					append([]any{slog.Int("attempt", last.Attempts)}, attrs...)...)
 			}
 		}
 		if pause.For(wctx, cmp.Or(w.Interval, DefaultInterval)) != nil {
