@@ -44,6 +44,9 @@ type NotReadyError struct {
 	// Err is the last lookup or TLS error; nil when the name resolved
 	// elsewhere.
 	Err error
+	// Passing is how long every check had been passing when the wait
+	// ended, short of Settle; 0 when the last check failed.
+	Passing, Settle time.Duration
 	// Waited is how long the wait lasted; Attempts how many checks it made.
 	Waited   time.Duration
 	Attempts int
@@ -56,6 +59,9 @@ func (e *NotReadyError) Error() string {
 		entry = " (entry in " + e.Object + ")"
 	}
 	switch {
+	case e.Passing > 0:
+		fmt.Fprintf(&b, "%s: %s resolves to %s through the cluster's DNS%s and answers TLS there, but every check has passed only for the last %s of the %s they must (HANDOVER_SETTLE) before the Secret is written; the wait (HANDOVER_TIMEOUT, within RUN_DEADLINE) ended first",
+			ErrNotReady, e.Name, e.Address, entry, e.Passing.Round(time.Millisecond), e.Settle)
 	case e.Step == StepTLS:
 		fmt.Fprintf(&b, "%s: %s resolves to %s through the cluster's DNS%s, but %s does not answer TLS with the pinned certificate",
 			ErrNotReady, e.Name, e.Address, entry, net.JoinHostPort(e.Address.String(), strconv.Itoa(e.Port)))
@@ -67,6 +73,8 @@ func (e *NotReadyError) Error() string {
 	}
 	fmt.Fprintf(&b, " after %s and %d checks", e.Waited.Round(time.Millisecond), e.Attempts)
 	switch {
+	case e.Passing > 0:
+		// The last answer was right; an older failure would mislead.
 	case e.Err != nil:
 		fmt.Fprintf(&b, "; last error: %v", e.Err)
 	case e.Step == StepResolve:

@@ -252,6 +252,29 @@ func TestWaitUntilSettles(t *testing.T) {
 	assert.Equal(t, 1, l.calls)
 }
 
+// TestWaitUntilEndsWhileSettling: when the wait ends while every check has
+// been passing, but not yet for Settle (the run's deadline clipped it), the
+// error says so and how long they passed, instead of "does not resolve"
+// with a made-up last answer.
+func TestWaitUntilEndsWhileSettling(t *testing.T) {
+	good, goodPEM, err := fakecloud.SelfSigned(updateServer)
+	require.NoError(t, err)
+	port := tlsServer(t, good)
+	l := &lookups{answers: []func() ([]netip.Addr, error){to("127.0.0.1")}}
+	w := &Wait{Resolve: l.resolve, Port: port, Timeout: 200 * time.Millisecond, Interval: 10 * time.Millisecond, Settle: time.Minute}
+	_, err = w.Until(context.Background(), updateServer, netip.MustParseAddr("127.0.0.1"), goodPEM, "kube-system/coredns")
+	var nr *NotReadyError
+	require.ErrorAs(t, err, &nr)
+	assert.Positive(t, nr.Passing, "the checks were passing when the wait ended")
+	assert.LessOrEqual(t, nr.Passing, nr.Waited)
+	assert.Equal(t, time.Minute, nr.Settle)
+	assert.Contains(t, err.Error(), "resolves to 127.0.0.1 through the cluster's DNS (entry in kube-system/coredns) and answers TLS there, but every check has passed only for the last ")
+	assert.Contains(t, err.Error(), "of the 1m0s they must (HANDOVER_SETTLE)")
+	assert.NotContains(t, err.Error(), "does not resolve")
+	assert.NotContains(t, err.Error(), "last answer")
+	assert.False(t, failure.IsPermanent(err), "the next run may settle")
+}
+
 // dnsReplica is a CoreDNS replica on loopback that serves the update
 // server's name once reloaded (ready), NXDOMAIN before.
 type dnsReplica struct {
