@@ -596,6 +596,13 @@ func (c *Config) Validate() error {
 			CredentialMode: c.AzureCredentialMode, ClientID: c.AzureClientID, TenantID: c.AzureTenantID, TokenFile: c.AzureTokenFile,
 		})...)
 	}
+	// The handover needs every check to pass for HANDOVER_SETTLE within
+	// HANDOVER_TIMEOUT: a settle as long as the timeout fails every run
+	// after CoreDNS was edited, however healthy the cluster.
+	if c.InClusterDNS && c.HandoverTimeout > 0 && c.HandoverSettle >= c.HandoverTimeout {
+		problems = append(problems, fmt.Errorf("HANDOVER_SETTLE=%s is not shorter than HANDOVER_TIMEOUT=%s: the handover wait would always time out; raise HANDOVER_TIMEOUT or lower HANDOVER_SETTLE",
+			c.HandoverSettle, c.HandoverTimeout))
+	}
 	if c.DryRun && c.Output != "" {
 		problems = append(problems, errors.New("--dry-run and --output exclude each other: a dry run writes nothing"))
 	}

@@ -146,6 +146,39 @@ func TestLoadConfigReportsEveryProblemAtOnce(t *testing.T) {
 	assert.Equal(t, ExitPermanent, ExitCode(err))
 }
 
+// TestLoadConfigRefusesASettleAsLongAsTheTimeout: the handover needs every
+// check to pass for HANDOVER_SETTLE within HANDOVER_TIMEOUT, so a settle as
+// long as the timeout is refused at load, naming both; where there is no
+// wait (HANDOVER_TIMEOUT=0, IN_CLUSTER_DNS=false) it is not checked.
+func TestLoadConfigRefusesASettleAsLongAsTheTimeout(t *testing.T) {
+	tests := map[string]struct {
+		env     map[string]string
+		wantErr bool
+	}{
+		"timeout shorter than the default settle": {env: map[string]string{"HANDOVER_TIMEOUT": "15s"}, wantErr: true},
+		"settle equal to the timeout":             {env: map[string]string{"HANDOVER_TIMEOUT": "1m", "HANDOVER_SETTLE": "1m"}, wantErr: true},
+		"settle just shorter":                     {env: map[string]string{"HANDOVER_TIMEOUT": "1m", "HANDOVER_SETTLE": "59s"}},
+		"no settle":                               {env: map[string]string{"HANDOVER_TIMEOUT": "1s", "HANDOVER_SETTLE": "0"}},
+		"wait disabled":                           {env: map[string]string{"HANDOVER_TIMEOUT": "0"}},
+		"no in-cluster DNS, so no wait":           {env: map[string]string{"HANDOVER_TIMEOUT": "15s", "IN_CLUSTER_DNS": "false"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, err := LoadConfig(nil, env(tc.env))
+			if !tc.wantErr {
+				require.NoError(t, err)
+				assert.NotNil(t, c)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, ExitPermanent, ExitCode(err))
+			assert.Contains(t, err.Error(), "HANDOVER_SETTLE=")
+			assert.Contains(t, err.Error(), "is not shorter than HANDOVER_TIMEOUT=")
+			assert.Contains(t, err.Error(), "raise HANDOVER_TIMEOUT or lower HANDOVER_SETTLE")
+		})
+	}
+}
+
 // The region servers' file, the retry bounds and the extension's ID are
 // checked at load, with everything else, so that a run with any of them
 // wrong stops before phase 1 instead of after IMDS, Entra and ARM.

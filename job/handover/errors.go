@@ -44,6 +44,9 @@ type NotReadyError struct {
 	// Err is the last lookup or TLS error; nil when the name resolved
 	// elsewhere.
 	Err error
+	// Passing is how long every check had been passing when the wait
+	// ended, short of Settle; 0 when the last check failed.
+	Passing, Settle time.Duration
 	// Waited is how long the wait lasted; Attempts how many checks it made.
 	Waited   time.Duration
 	Attempts int
@@ -51,26 +54,27 @@ type NotReadyError struct {
 
 func (e *NotReadyError) Error() string {
 	var b strings.Builder
-	where := "through the cluster's DNS"
+	entry := ""
 	if e.Object != "" {
-		where += " (entry in " + e.Object + ")"
+		entry = " (entry in " + e.Object + ")"
 	}
 	switch {
+	case e.Passing > 0:
+		fmt.Fprintf(&b, "%s: %s resolves to %s through the cluster's DNS%s and answers TLS there, but every check has passed only for the last %s of the %s they must (HANDOVER_SETTLE) before the Secret is written; the wait (HANDOVER_TIMEOUT, within RUN_DEADLINE) ended first",
+			ErrNotReady, e.Name, e.Address, entry, e.Passing.Round(time.Millisecond), e.Settle)
 	case e.Step == StepTLS:
-		fmt.Fprintf(&b, "%s: %s resolves to %s %s, but %s does not answer TLS with the pinned certificate",
-			ErrNotReady, e.Name, e.Address, where, net.JoinHostPort(e.Address.String(), strconv.Itoa(e.Port)))
+		fmt.Fprintf(&b, "%s: %s resolves to %s through the cluster's DNS%s, but %s does not answer TLS with the pinned certificate",
+			ErrNotReady, e.Name, e.Address, entry, net.JoinHostPort(e.Address.String(), strconv.Itoa(e.Port)))
 	case e.Server != "":
-		entry := ""
-		if e.Object != "" {
-			entry = " (entry in " + e.Object + ")"
-		}
 		fmt.Fprintf(&b, "%s: %s does not resolve to %s at CoreDNS replica %s, one of the pods behind the cluster's DNS%s",
 			ErrNotReady, e.Name, e.Address, e.Server, entry)
 	default:
-		fmt.Fprintf(&b, "%s: %s does not resolve to %s %s", ErrNotReady, e.Name, e.Address, where)
+		fmt.Fprintf(&b, "%s: %s does not resolve to %s through the cluster's DNS%s", ErrNotReady, e.Name, e.Address, entry)
 	}
 	fmt.Fprintf(&b, " after %s and %d checks", e.Waited.Round(time.Millisecond), e.Attempts)
 	switch {
+	case e.Passing > 0:
+		// The last answer was right; an older failure would mislead.
 	case e.Err != nil:
 		fmt.Fprintf(&b, "; last error: %v", e.Err)
 	case e.Step == StepResolve:

@@ -105,7 +105,8 @@ type Wait struct {
 // Until returns once name resolves to addr and addr answers TLS with
 // certPEM's certificate for name; object names the CoreDNS object holding
 // the entry, for the messages. When Timeout passes first it returns a
-// *NotReadyError (transient) naming the last answer. A certPEM without a
+// *NotReadyError (transient) naming the last answer, or how long the checks
+// had been passing when they had not yet for Settle. A certPEM without a
 // certificate is a permanent error: no wait can fix it.
 func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM []byte, object string) (time.Duration, error) {
 	roots, err := pinnedRoots(certPEM)
@@ -144,24 +145,28 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 				return time.Since(start), nil
 			}
 		} else {
-			passingSince = time.Time{}
 			// A check cut short by the end of the wait says nothing about
-			// CoreDNS; keep the one before it, unless there is none.
+			// CoreDNS; keep the one before it and the passing streak,
+			// unless there is none.
 			if wctx.Err() == nil || last.Attempts == 1 {
+				passingSince = time.Time{}
 				last.Step, last.Server, last.Answer, last.Err = st.step, st.server, st.answer, st.err
 			}
+			attrs := []any{slog.String("step", st.step), slog.String("dnsServer", serverString(st.server)),
+				slog.String("answer", answerString(st.answer)), slog.Any("error", st.err)}
 			if last.Attempts == 1 {
 				log.Info("waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret",
-					slog.String("timeout", w.Timeout.String()), slog.String("step", st.step), slog.String("dnsServer", serverString(st.server)),
-					slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+					append([]any{slog.String("timeout", w.Timeout.String())}, attrs...)...)
 			} else {
 				log.Debug("update server not reachable through the cluster yet",
-					slog.Int("attempt", last.Attempts), slog.String("step", st.step), slog.String("dnsServer", serverString(st.server)),
-					slog.String("answer", answerString(st.answer)), slog.Any("error", st.err))
+					append([]any{slog.Int("attempt", last.Attempts)}, attrs...)...)
 			}
 		}
 		if pause.For(wctx, cmp.Or(w.Interval, DefaultInterval)) != nil {
 			last.Waited = time.Since(start)
+			if !passingSince.IsZero() {
+				last.Passing, last.Settle = time.Since(passingSince), w.Settle
+			}
 			return last.Waited, last
 		}
 	}

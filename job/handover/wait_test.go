@@ -210,23 +210,69 @@ func TestWaitUntilSettles(t *testing.T) {
 	good, goodPEM, err := fakecloud.SelfSigned(updateServer)
 	require.NoError(t, err)
 	port := tlsServer(t, good)
-	// Right, stale, right, stale, then only right: two replicas, the second
-	// reloading after the fourth query.
-	l := &lookups{answers: []func() ([]netip.Addr, error){to("127.0.0.1"), nxdomain, to("127.0.0.1"), nxdomain, to("127.0.0.1")}}
-	settle := 100 * time.Millisecond
-	w := &Wait{Resolve: l.resolve, Port: port, Timeout: time.Minute, Interval: 10 * time.Millisecond, Settle: settle}
-	start := time.Now()
+	// Right answers for most of Settle, then one stale answer, then only
+	// right: two replicas, the second still serving the old Corefile when
+	// the first had long reloaded. The stale answer comes late, so a wait
+	// that kept counting from the first right answer would hand over well
+	// before Settle had passed since it.
+	settle := 200 * time.Millisecond
+	var (
+		mu         sync.Mutex
+		calls      int
+		firstRight time.Time
+		lastWrong  time.Time
+	)
+	resolve := func(context.Context, string) ([]netip.Addr, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		now := time.Now()
+		if firstRight.IsZero() {
+			firstRight = now
+		}
+		if lastWrong.IsZero() && now.Sub(firstRight) >= settle*3/4 {
+			lastWrong = now
+			return nxdomain()
+		}
+		return to("127.0.0.1")()
+	}
+	w := &Wait{Resolve: resolve, Port: port, Timeout: time.Minute, Interval: 10 * time.Millisecond, Settle: settle}
 	_, err = w.Until(context.Background(), updateServer, netip.MustParseAddr("127.0.0.1"), goodPEM, "kube-system/coredns")
 	require.NoError(t, err)
-	assert.Greater(t, l.calls, 5, "it kept checking after the first right answers")
-	assert.GreaterOrEqual(t, time.Since(start), settle, "it waited Settle after the last wrong answer")
+	mu.Lock()
+	defer mu.Unlock()
+	require.False(t, lastWrong.IsZero(), "the stale answer came before the handover")
+	assert.GreaterOrEqual(t, time.Since(lastWrong), settle, "it waited Settle after the stale answer, not after the first right one")
 
 	// Settle 0 hands over at the first right answer, as before.
-	l = &lookups{answers: []func() ([]netip.Addr, error){to("127.0.0.1"), nxdomain}}
+	l := &lookups{answers: []func() ([]netip.Addr, error){to("127.0.0.1"), nxdomain}}
 	w = &Wait{Resolve: l.resolve, Port: port, Timeout: time.Minute, Interval: 10 * time.Millisecond}
 	_, err = w.Until(context.Background(), updateServer, netip.MustParseAddr("127.0.0.1"), goodPEM, "kube-system/coredns")
 	require.NoError(t, err)
 	assert.Equal(t, 1, l.calls)
+}
+
+// TestWaitUntilEndsWhileSettling: when the wait ends while every check has
+// been passing, but not yet for Settle (the run's deadline clipped it), the
+// error says so and how long they passed, instead of "does not resolve"
+// with a made-up last answer.
+func TestWaitUntilEndsWhileSettling(t *testing.T) {
+	good, goodPEM, err := fakecloud.SelfSigned(updateServer)
+	require.NoError(t, err)
+	port := tlsServer(t, good)
+	l := &lookups{answers: []func() ([]netip.Addr, error){to("127.0.0.1")}}
+	w := &Wait{Resolve: l.resolve, Port: port, Timeout: 200 * time.Millisecond, Interval: 10 * time.Millisecond, Settle: time.Minute}
+	_, err = w.Until(context.Background(), updateServer, netip.MustParseAddr("127.0.0.1"), goodPEM, "kube-system/coredns")
+	var nr *NotReadyError
+	require.ErrorAs(t, err, &nr)
+	assert.Positive(t, nr.Passing, "the checks were passing when the wait ended")
+	assert.LessOrEqual(t, nr.Passing, nr.Waited)
+	assert.Equal(t, time.Minute, nr.Settle)
+	assert.Contains(t, err.Error(), "resolves to 127.0.0.1 through the cluster's DNS (entry in kube-system/coredns) and answers TLS there, but every check has passed only for the last ")
+	assert.Contains(t, err.Error(), "of the 1m0s they must (HANDOVER_SETTLE)")
+	assert.NotContains(t, err.Error(), "does not resolve")
+	assert.NotContains(t, err.Error(), "last answer")
+	assert.False(t, failure.IsPermanent(err), "the next run may settle")
 }
 
 // dnsReplica is a CoreDNS replica on loopback that serves the update

@@ -55,7 +55,7 @@ type UpdateServer struct {
 	// that name and the URL must not change when the address does.
 	Name string
 	// IPv4 and IPv6 are the server's addresses as the region data gave
-	// them (zero when absent), for the address race of phase 5.
+	// them (zero when absent); Reached is the one the run uses.
 	IPv4, IPv6 netip.Addr
 	// Registry, Region and Fingerprint are as in the region data.
 	Registry, Region, Fingerprint string

@@ -136,11 +136,12 @@ func (f *Finder) check(ctx context.Context, client *http.Client, e Entry, httpsO
 
 // health asks https://<ip>/api/health/status on each address, the one that
 // connects first in a Happy Eyeballs race first (IPv6 with a head start of
-// FamilyDelay, as in phase 5), and returns the address that answered. A 200
-// decides at once: "online" or not responsive, without trying the other
-// address (as cloudregister). A 404 is an old SMT without the health API:
-// it is alive if its certificate downloads, and that download is returned
-// as body. Errors and other statuses move on to the next address.
+// FamilyDelay), and returns the address that answered: phase 5 takes it
+// rather than racing again. A 200 decides at once: "online" or not
+// responsive, without trying the other address (as cloudregister). A 404 is
+// an old SMT without the health API: it is alive if its certificate
+// downloads, and that download is returned as body. Errors and other
+// statuses move on to the next address.
 func (f *Finder) health(ctx context.Context, client *http.Client, e Entry, httpsOnly bool) (answered netip.Addr, body []byte, err error) {
 	order, err := f.raceOrder(ctx, e)
 	if err != nil {
