@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
+	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/providers/azure"
 )
@@ -29,7 +30,7 @@ type source struct {
 	registration *kube.SCCRegistration
 	configMaps   map[string]*corev1.ConfigMap
 	served       bool
-	forbidden    map[string]bool // "registration", "leader"
+	forbidden    map[string]bool // "registration", "leader", or a ConfigMap's name
 }
 
 func notFound(resource, name string) error {
@@ -48,6 +49,9 @@ func (s *source) Secret(_ context.Context, _, name string) (*corev1.Secret, erro
 }
 
 func (s *source) ConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap, error) {
+	if s.forbidden[name] {
+		return nil, forbidden("configmaps", name)
+	}
 	if cm, ok := s.configMaps[name]; ok {
 		return cm, nil
 	}
@@ -251,6 +255,85 @@ func TestGatherInstanceData(t *testing.T) {
 			assert.Contains(t, text.String(), tc.wantLine)
 			require.NoError(t, r.WriteJSON(&js))
 			assert.Contains(t, js.String(), `"claims": "`+tc.want.Claims+`"`)
+		})
+	}
+}
+
+// TestGatherDNS: where status finds the update server's hosts entry, as
+// CoreDNS would serve it: coredns-custom first (the engine's key before any
+// other), then the Corefile. A ConfigMap it may not read leaves the entry
+// unknown, never reported missing.
+func TestGatherDNS(t *testing.T) {
+	const host = "smt-azure.susecloud.net"
+	hosts := func(addr string) string { return "hosts {\n    " + addr + " " + host + "\n    fallthrough\n}\n" }
+	corefile := func(addr string) string {
+		entry := ""
+		if addr != "" {
+			entry = "    hosts {\n        " + addr + " " + host + "\n        fallthrough\n    }\n"
+		}
+		return ".:53 {\n    errors\n" + entry + "    reload\n}\n"
+	}
+	custom := func(data map[string]string) *corev1.ConfigMap { return &corev1.ConfigMap{Data: data} }
+	core := func(addr string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{Data: map[string]string{inclusterdns.CorefileKey: corefile(addr)}}
+	}
+
+	tests := map[string]struct {
+		configMaps map[string]*corev1.ConfigMap
+		forbidden  map[string]bool
+		want       DNS
+		unreadable []string
+	}{
+		"AKS: the engine's key wins over another key naming the host": {
+			configMaps: map[string]*corev1.ConfigMap{
+				inclusterdns.CoreDNSCustom:    custom(map[string]string{"a-team.override": hosts("192.0.2.7"), inclusterdns.DefaultHostsKey: hosts("10.0.0.4")}),
+				inclusterdns.CoreDNSConfigMap: core("192.0.2.8"),
+			},
+			want: DNS{Access: Read, Object: "kube-system/coredns-custom", Key: inclusterdns.DefaultHostsKey, Addresses: []string{"10.0.0.4"}},
+		},
+		"AKS: another key naming the host is found": {
+			configMaps: map[string]*corev1.ConfigMap{
+				inclusterdns.CoreDNSCustom:    custom(map[string]string{"a-team.override": hosts("192.0.2.7")}),
+				inclusterdns.CoreDNSConfigMap: core(""),
+			},
+			want: DNS{Access: Read, Object: "kube-system/coredns-custom", Key: "a-team.override", Addresses: []string{"192.0.2.7"}},
+		},
+		"kind: the Corefile's root block": {
+			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("10.0.0.4")},
+			want:       DNS{Access: Read, Object: "kube-system/coredns", Key: inclusterdns.CorefileKey, Addresses: []string{"10.0.0.4"}},
+		},
+		"no entry anywhere, everything read: absent from coredns-custom": {
+			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSCustom: custom(nil), inclusterdns.CoreDNSConfigMap: core("")},
+			want:       DNS{Access: Absent, Object: "kube-system/coredns-custom"},
+		},
+		"no coredns-custom and no entry in the Corefile: absent from coredns": {
+			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("")},
+			want:       DNS{Access: Absent, Object: "kube-system/coredns"},
+		},
+		"coredns-custom refused, the Corefile has none: forbidden, not absent": {
+			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("")},
+			forbidden:  map[string]bool{inclusterdns.CoreDNSCustom: true},
+			want:       DNS{Access: Forbidden},
+			unreadable: []string{"cannot read kube-system/configmaps/coredns-custom: forbidden"},
+		},
+		"coredns-custom refused, the Corefile has it: read": {
+			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("10.0.0.4")},
+			forbidden:  map[string]bool{inclusterdns.CoreDNSCustom: true},
+			want:       DNS{Access: Read, Object: "kube-system/coredns", Key: inclusterdns.CorefileKey, Addresses: []string{"10.0.0.4"}},
+			unreadable: []string{"cannot read kube-system/configmaps/coredns-custom: forbidden"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			src := &source{configMaps: tc.configMaps, forbidden: tc.forbidden, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
+				Data: map[string][]byte{kube.KeyRegistrationURL: []byte("https://" + host)}}}
+
+			r := Gather(context.Background(), src, Options{Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
+
+			want := tc.want
+			want.Checked, want.Host = true, host
+			assert.Equal(t, want, r.DNS)
+			assert.Equal(t, tc.unreadable, r.Unreadable)
 		})
 	}
 }
