@@ -31,6 +31,9 @@ type source struct {
 	configMaps   map[string]*corev1.ConfigMap
 	served       bool
 	forbidden    map[string]bool // "registration", "leader", or a ConfigMap's name
+	jobs         []batchv1.Job
+	pods         []corev1.Pod
+	events       []eventsv1.Event
 }
 
 func notFound(resource, name string) error {
@@ -75,15 +78,15 @@ func (s *source) CronJob(_ context.Context, _, name string) (*batchv1.CronJob, e
 }
 
 func (s *source) Jobs(context.Context, string, string) (*batchv1.JobList, error) {
-	return &batchv1.JobList{}, nil
+	return &batchv1.JobList{Items: s.jobs}, nil
 }
 
 func (s *source) Pods(context.Context, string, string) (*corev1.PodList, error) {
-	return &corev1.PodList{}, nil
+	return &corev1.PodList{Items: s.pods}, nil
 }
 
 func (s *source) Events(context.Context, string) (*eventsv1.EventList, error) {
-	return &eventsv1.EventList{}, nil
+	return &eventsv1.EventList{Items: s.events}, nil
 }
 
 func (s *source) Registration(_ context.Context, name string) (*kube.SCCRegistration, error) {
@@ -336,4 +339,53 @@ func TestGatherDNS(t *testing.T) {
 			assert.Equal(t, tc.unreadable, r.Unreadable)
 		})
 	}
+}
+
+// TestGatherJobs: each run shows its newest pod's exit code and its
+// newest Event, the engine's own before the Job controller's even when
+// the controller's is newer, since the engine's says what happened.
+// Runs are newest first.
+func TestGatherJobs(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(m int) metav1.Time { return metav1.NewTime(now.Add(time.Duration(m) * time.Minute)) }
+	job := func(name string, created int, conds ...batchv1.JobCondition) batchv1.Job {
+		return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(created)}, Status: batchv1.JobStatus{Conditions: conds}}
+	}
+	pod := func(name, jobName string, created int, exit int32) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(created), Labels: map[string]string{JobNameLabel: jobName}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit}}}}}}
+	}
+	event := func(jobName, reporter, reason string, m int) eventsv1.Event {
+		return eventsv1.Event{Regarding: corev1.ObjectReference{Kind: "Job", Name: jobName}, ReportingController: reporter, Reason: reason, EventTime: metav1.NewMicroTime(at(m).Time)}
+	}
+	failed := batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: at(-50)}
+	complete := batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: at(-5)}
+	src := &source{
+		jobs: []batchv1.Job{job("old", -60, failed), job("new", -10, complete)},
+		pods: []corev1.Pod{pod("old-a", "old", -60, 1), pod("old-b", "old", -55, 2), pod("new-a", "new", -10, 0)},
+		events: []eventsv1.Event{
+			event("old", kube.ReportingController, kube.ReasonFailed, -54),
+			event("old", "job-controller", "BackoffLimitExceeded", -50),
+			event("new", "job-controller", "Completed", -5),
+		},
+	}
+
+	r := Gather(context.Background(), src, Options{Now: now})
+
+	require.Equal(t, Read, r.Jobs.Access)
+	require.Len(t, r.Jobs.Items, 2)
+	newest, old := r.Jobs.Items[0], r.Jobs.Items[1]
+	assert.Equal(t, "new", newest.Name, "newest first")
+	assert.Equal(t, JobSucceeded, newest.Outcome)
+	assert.Equal(t, "new-a", newest.Pod)
+	require.NotNil(t, newest.Event)
+	assert.Equal(t, "Completed", newest.Event.Reason, "the Job controller's Event when the engine wrote none")
+
+	assert.Equal(t, JobFailed, old.Outcome)
+	assert.Equal(t, "BackoffLimitExceeded", old.Reason)
+	assert.Equal(t, "old-b", old.Pod, "the newest pod")
+	require.NotNil(t, old.ExitCode)
+	assert.Equal(t, int32(2), *old.ExitCode, "the newest pod's exit code")
+	require.NotNil(t, old.Event)
+	assert.Equal(t, kube.ReasonFailed, old.Event.Reason, "the engine's Event wins over the Job controller's newer one")
 }
