@@ -30,7 +30,8 @@ type source struct {
 	registration *kube.SCCRegistration
 	configMaps   map[string]*corev1.ConfigMap
 	served       bool
-	forbidden    map[string]bool // "registration", "leader", or a ConfigMap's name
+	forbidden    map[string]bool       // "registration", "leader", "pods", or a ConfigMap's name
+	lease        *coordinationv1.Lease // the engine's
 	jobs         []batchv1.Job
 	pods         []corev1.Pod
 	events       []eventsv1.Event
@@ -70,6 +71,9 @@ func (s *source) Lease(_ context.Context, ns, name string) (*coordinationv1.Leas
 			return s.leader, nil
 		}
 	}
+	if name == kube.LeaseName && s.lease != nil {
+		return s.lease, nil
+	}
 	return nil, notFound("leases", name)
 }
 
@@ -82,6 +86,9 @@ func (s *source) Jobs(context.Context, string, string) (*batchv1.JobList, error)
 }
 
 func (s *source) Pods(context.Context, string, string) (*corev1.PodList, error) {
+	if s.forbidden["pods"] {
+		return nil, forbidden("pods", "")
+	}
 	return &corev1.PodList{Items: s.pods}, nil
 }
 
@@ -388,4 +395,39 @@ func TestGatherJobs(t *testing.T) {
 	assert.Equal(t, int32(2), *old.ExitCode, "the newest pod's exit code")
 	require.NotNil(t, old.Event)
 	assert.Equal(t, kube.ReasonFailed, old.Event.Reason, "the engine's Event wins over the Job controller's newer one")
+}
+
+// TestGatherLeaseHolder: a run holding the Lease is called gone only when
+// the engine's pods were listed and its pod is not running among them; a
+// refused pod list leaves it alive, since the verdict would otherwise tell
+// a person to wait out a Lease that a live run holds.
+func TestGatherLeaseHolder(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	renewed := metav1.NewMicroTime(now.Add(-time.Minute))
+	held := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manual-1-abcde"), LeaseDurationSeconds: ptr.To(int32(900)), RenewTime: &renewed}}
+	running := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "manual-1-abcde"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	ended := running
+	ended.Status.Phase = corev1.PodFailed
+
+	tests := map[string]struct {
+		pods      []corev1.Pod
+		forbidden map[string]bool
+		gone      bool
+	}{
+		"its pod runs":              {pods: []corev1.Pod{running}},
+		"its pod ended":             {pods: []corev1.Pod{ended}, gone: true},
+		"its pod is not there":      {gone: true},
+		"the pods cannot be listed": {forbidden: map[string]bool{"pods": true}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			src := &source{lease: held, pods: tc.pods, forbidden: tc.forbidden}
+
+			r := Gather(context.Background(), src, Options{Now: now})
+
+			assert.Equal(t, LeaseHeld, r.Lease.State)
+			assert.Equal(t, "manual-1-abcde", r.Lease.Holder)
+			assert.Equal(t, tc.gone, r.Lease.HolderGone)
+		})
+	}
 }
