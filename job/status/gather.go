@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -340,13 +341,7 @@ func (g *gatherer) dns(ctx context.Context) {
 	custom, err := g.src.ConfigMap(ctx, ns, inclusterdns.CoreDNSCustom)
 	customAccess := g.access(ns+"/configmaps/"+inclusterdns.CoreDNSCustom, err)
 	if customAccess == Read {
-		keys := slices.Sorted(func(yield func(string) bool) {
-			for k := range custom.Data {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		keys := slices.Sorted(maps.Keys(custom.Data))
 		// Our key first: it is the one the engine keeps.
 		if i := slices.Index(keys, inclusterdns.DefaultHostsKey); i > 0 {
 			keys = append([]string{inclusterdns.DefaultHostsKey}, slices.Delete(keys, i, i+1)...)
