@@ -106,7 +106,7 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (b
 		return false, kube.APIError(err, needConfigMaps(ns))
 	}
 	if core != nil && !hasDirective(core.Data[CorefileKey], "reload") {
-		return false, failure.Permanent(fmt.Errorf("%w: the Corefile in %s/%s has no reload directive, so CoreDNS would serve %s only after a restart; add reload to it, or add %q by hand and set IN_CLUSTER_DNS=false", ErrNoReload, ns, CoreDNSConfigMap, fqdn, ip.String()+" "+fqdn))
+		return false, failure.Permanent(fmt.Errorf("%w: the Corefile in %s/%s has no reload directive, so CoreDNS would serve %s only after a restart; add reload to it, or %s", ErrNoReload, ns, CoreDNSConfigMap, fqdn, byHand(fqdn, ip)))
 	}
 	if hasCustom {
 		c.object = ns + "/" + CoreDNSCustom

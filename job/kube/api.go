@@ -169,10 +169,7 @@ type endpointSlices struct {
 }
 
 func (e endpointSlices) List(ctx context.Context, opts metav1.ListOptions) (*discoveryv1.EndpointSliceList, error) {
-	out := &discoveryv1.EndpointSliceList{}
-	err := e.client.Get().Namespace(e.namespace).Resource("endpointslices").
-		VersionedParams(&opts, parameterCodec).Do(ctx).Into(out)
-	return out, err
+	return list(ctx, e.client, e.namespace, "endpointslices", opts, &discoveryv1.EndpointSliceList{})
 }
 
 // resource is one namespaced resource of one API group: the three calls the

@@ -475,5 +475,9 @@ func TestSecretStoreCheck(t *testing.T) {
 	err := newStore(c, &sleeps{}).Check(ctx, none)
 	require.ErrorIs(t, err, ErrForbidden)
 	assert.True(t, failure.IsPermanent(err))
-	assert.Contains(t, err.Error(), "get")
+	var forbidden *ForbiddenError
+	require.ErrorAs(t, err, &forbidden)
+	assert.Equal(t, []string{"get"}, forbidden.Verbs, "Check only reads")
+	assert.Equal(t, "secrets/"+SecretName, forbidden.Resource)
+	assert.Equal(t, Namespace, forbidden.Namespace)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -93,8 +94,8 @@ func Gather(ctx context.Context, src Source, opts Options) *Report {
 		now = time.Now()
 	}
 	g := &gatherer{src: src, opts: opts, now: now, r: &Report{Namespace: opts.Namespace, Time: now.UTC()}}
-	pods := g.cronJobAndJobs(ctx)
-	g.lease(ctx, pods)
+	pods, podsRead := g.cronJobAndJobs(ctx)
+	g.lease(ctx, pods, podsRead)
 	secret := g.secret(ctx)
 	g.dns(ctx)
 	g.operator(ctx, secret)
@@ -118,7 +119,9 @@ func (g *gatherer) access(object string, err error) Access {
 	}
 }
 
-func (g *gatherer) cronJobAndJobs(ctx context.Context) []corev1.Pod {
+// cronJobAndJobs fills CronJob and Jobs, and returns the engine's pods and
+// whether they could be listed.
+func (g *gatherer) cronJobAndJobs(ctx context.Context) (pods []corev1.Pod, podsRead bool) {
 	ns := g.opts.Namespace
 	cj := &g.r.CronJob
 	cj.Name, cj.InClusterDNS = kube.CronJobName, true
@@ -140,15 +143,14 @@ func (g *gatherer) cronJobAndJobs(ctx context.Context) []corev1.Pod {
 
 	jobs, err := g.src.Jobs(ctx, ns, AppLabel)
 	if g.r.Jobs.Access = g.access(ns+"/jobs", err); g.r.Jobs.Access != Read {
-		return nil
+		return nil, false
 	}
 	items := jobs.Items
 	slices.SortFunc(items, func(a, b batchv1.Job) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
 	items = items[:min(len(items), keptJobs)]
 
-	var pods []corev1.Pod
 	if list, err := g.src.Pods(ctx, ns, AppLabel); g.access(ns+"/pods", err) == Read {
-		pods = list.Items
+		pods, podsRead = list.Items, true
 	}
 	var events []eventsv1.Event
 	if list, err := g.src.Events(ctx, ns); g.access(ns+"/events", err) == Read {
@@ -157,7 +159,7 @@ func (g *gatherer) cronJobAndJobs(ctx context.Context) []corev1.Pod {
 	for _, j := range items {
 		g.r.Jobs.Items = append(g.r.Jobs.Items, describeJob(j, pods, events))
 	}
-	return pods
+	return pods, podsRead
 }
 
 func describeJob(j batchv1.Job, pods []corev1.Pod, events []eventsv1.Event) Job {
@@ -207,7 +209,9 @@ func describeJob(j batchv1.Job, pods []corev1.Pod, events []eventsv1.Event) Job 
 	return out
 }
 
-func (g *gatherer) lease(ctx context.Context, pods []corev1.Pod) {
+// lease fills Lease; pods are the engine's pods, podsRead whether they
+// could be listed: a holder is only called gone when the list was read.
+func (g *gatherer) lease(ctx context.Context, pods []corev1.Pod, podsRead bool) {
 	ns := g.opts.Namespace
 	l := &g.r.Lease
 	l.Name = kube.LeaseName
@@ -229,7 +233,7 @@ func (g *gatherer) lease(ctx context.Context, pods []corev1.Pod) {
 	default:
 		l.State = LeaseStale
 	}
-	if l.Holder != "" && g.r.Jobs.Access == Read {
+	if l.Holder != "" && podsRead {
 		i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == l.Holder })
 		l.HolderGone = i < 0 || pods[i].DeletionTimestamp != nil ||
 			pods[i].Status.Phase == corev1.PodSucceeded || pods[i].Status.Phase == corev1.PodFailed
@@ -337,13 +341,7 @@ func (g *gatherer) dns(ctx context.Context) {
 	custom, err := g.src.ConfigMap(ctx, ns, inclusterdns.CoreDNSCustom)
 	customAccess := g.access(ns+"/configmaps/"+inclusterdns.CoreDNSCustom, err)
 	if customAccess == Read {
-		keys := slices.Sorted(func(yield func(string) bool) {
-			for k := range custom.Data {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		keys := slices.Sorted(maps.Keys(custom.Data))
 		// Our key first: it is the one the engine keeps.
 		if i := slices.Index(keys, inclusterdns.DefaultHostsKey); i > 0 {
 			keys = append([]string{inclusterdns.DefaultHostsKey}, slices.Delete(keys, i, i+1)...)

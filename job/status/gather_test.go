@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
+	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/providers/azure"
 )
@@ -29,7 +30,11 @@ type source struct {
 	registration *kube.SCCRegistration
 	configMaps   map[string]*corev1.ConfigMap
 	served       bool
-	forbidden    map[string]bool // "registration", "leader"
+	forbidden    map[string]bool       // "registration", "leader", "pods", or a ConfigMap's name
+	lease        *coordinationv1.Lease // the engine's
+	jobs         []batchv1.Job
+	pods         []corev1.Pod
+	events       []eventsv1.Event
 }
 
 func notFound(resource, name string) error {
@@ -48,6 +53,9 @@ func (s *source) Secret(_ context.Context, _, name string) (*corev1.Secret, erro
 }
 
 func (s *source) ConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap, error) {
+	if s.forbidden[name] {
+		return nil, forbidden("configmaps", name)
+	}
 	if cm, ok := s.configMaps[name]; ok {
 		return cm, nil
 	}
@@ -63,6 +71,9 @@ func (s *source) Lease(_ context.Context, ns, name string) (*coordinationv1.Leas
 			return s.leader, nil
 		}
 	}
+	if name == kube.LeaseName && s.lease != nil {
+		return s.lease, nil
+	}
 	return nil, notFound("leases", name)
 }
 
@@ -71,15 +82,18 @@ func (s *source) CronJob(_ context.Context, _, name string) (*batchv1.CronJob, e
 }
 
 func (s *source) Jobs(context.Context, string, string) (*batchv1.JobList, error) {
-	return &batchv1.JobList{}, nil
+	return &batchv1.JobList{Items: s.jobs}, nil
 }
 
 func (s *source) Pods(context.Context, string, string) (*corev1.PodList, error) {
-	return &corev1.PodList{}, nil
+	if s.forbidden["pods"] {
+		return nil, forbidden("pods", "")
+	}
+	return &corev1.PodList{Items: s.pods}, nil
 }
 
 func (s *source) Events(context.Context, string) (*eventsv1.EventList, error) {
-	return &eventsv1.EventList{}, nil
+	return &eventsv1.EventList{Items: s.events}, nil
 }
 
 func (s *source) Registration(_ context.Context, name string) (*kube.SCCRegistration, error) {
@@ -251,6 +265,169 @@ func TestGatherInstanceData(t *testing.T) {
 			assert.Contains(t, text.String(), tc.wantLine)
 			require.NoError(t, r.WriteJSON(&js))
 			assert.Contains(t, js.String(), `"claims": "`+tc.want.Claims+`"`)
+		})
+	}
+}
+
+// TestGatherDNS: where status finds the update server's hosts entry, as
+// CoreDNS would serve it: coredns-custom first (the engine's key before any
+// other), then the Corefile. A ConfigMap it may not read leaves the entry
+// unknown, never reported missing.
+func TestGatherDNS(t *testing.T) {
+	const host = "smt-azure.susecloud.net"
+	hosts := func(addr string) string { return "hosts {\n    " + addr + " " + host + "\n    fallthrough\n}\n" }
+	corefile := func(addr string) string {
+		entry := ""
+		if addr != "" {
+			entry = "    hosts {\n        " + addr + " " + host + "\n        fallthrough\n    }\n"
+		}
+		return ".:53 {\n    errors\n" + entry + "    reload\n}\n"
+	}
+	custom := func(data map[string]string) *corev1.ConfigMap { return &corev1.ConfigMap{Data: data} }
+	core := func(addr string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{Data: map[string]string{inclusterdns.CorefileKey: corefile(addr)}}
+	}
+
+	tests := map[string]struct {
+		configMaps map[string]*corev1.ConfigMap
+		forbidden  map[string]bool
+		want       DNS
+		unreadable []string
+	}{
+		"AKS: the engine's key wins over another key naming the host": {
+			configMaps: map[string]*corev1.ConfigMap{
+				inclusterdns.CoreDNSCustom:    custom(map[string]string{"a-team.override": hosts("192.0.2.7"), inclusterdns.DefaultHostsKey: hosts("10.0.0.4")}),
+				inclusterdns.CoreDNSConfigMap: core("192.0.2.8"),
+			},
+			want: DNS{Access: Read, Object: "kube-system/coredns-custom", Key: inclusterdns.DefaultHostsKey, Addresses: []string{"10.0.0.4"}},
+		},
+		"AKS: another key naming the host is found": {
+			configMaps: map[string]*corev1.ConfigMap{
+				inclusterdns.CoreDNSCustom:    custom(map[string]string{"a-team.override": hosts("192.0.2.7")}),
+				inclusterdns.CoreDNSConfigMap: core(""),
+			},
+			want: DNS{Access: Read, Object: "kube-system/coredns-custom", Key: "a-team.override", Addresses: []string{"192.0.2.7"}},
+		},
+		"kind: the Corefile's root block": {
+			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("10.0.0.4")},
+			want:       DNS{Access: Read, Object: "kube-system/coredns", Key: inclusterdns.CorefileKey, Addresses: []string{"10.0.0.4"}},
+		},
+		"no entry anywhere, everything read: absent from coredns-custom": {
+			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSCustom: custom(nil), inclusterdns.CoreDNSConfigMap: core("")},
+			want:       DNS{Access: Absent, Object: "kube-system/coredns-custom"},
+		},
+		"no coredns-custom and no entry in the Corefile: absent from coredns": {
+			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("")},
+			want:       DNS{Access: Absent, Object: "kube-system/coredns"},
+		},
+		"coredns-custom refused, the Corefile has none: forbidden, not absent": {
+			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("")},
+			forbidden:  map[string]bool{inclusterdns.CoreDNSCustom: true},
+			want:       DNS{Access: Forbidden},
+			unreadable: []string{"cannot read kube-system/configmaps/coredns-custom: forbidden"},
+		},
+		"coredns-custom refused, the Corefile has it: read": {
+			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("10.0.0.4")},
+			forbidden:  map[string]bool{inclusterdns.CoreDNSCustom: true},
+			want:       DNS{Access: Read, Object: "kube-system/coredns", Key: inclusterdns.CorefileKey, Addresses: []string{"10.0.0.4"}},
+			unreadable: []string{"cannot read kube-system/configmaps/coredns-custom: forbidden"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			src := &source{configMaps: tc.configMaps, forbidden: tc.forbidden, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
+				Data: map[string][]byte{kube.KeyRegistrationURL: []byte("https://" + host)}}}
+
+			r := Gather(context.Background(), src, Options{Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
+
+			want := tc.want
+			want.Checked, want.Host = true, host
+			assert.Equal(t, want, r.DNS)
+			assert.Equal(t, tc.unreadable, r.Unreadable)
+		})
+	}
+}
+
+// TestGatherJobs: each run shows its newest pod's exit code and its
+// newest Event, the engine's own before the Job controller's even when
+// the controller's is newer, since the engine's says what happened.
+// Runs are newest first.
+func TestGatherJobs(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(m int) metav1.Time { return metav1.NewTime(now.Add(time.Duration(m) * time.Minute)) }
+	job := func(name string, created int, conds ...batchv1.JobCondition) batchv1.Job {
+		return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(created)}, Status: batchv1.JobStatus{Conditions: conds}}
+	}
+	pod := func(name, jobName string, created int, exit int32) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(created), Labels: map[string]string{JobNameLabel: jobName}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit}}}}}}
+	}
+	event := func(jobName, reporter, reason string, m int) eventsv1.Event {
+		return eventsv1.Event{Regarding: corev1.ObjectReference{Kind: "Job", Name: jobName}, ReportingController: reporter, Reason: reason, EventTime: metav1.NewMicroTime(at(m).Time)}
+	}
+	failed := batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: at(-50)}
+	complete := batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: at(-5)}
+	src := &source{
+		jobs: []batchv1.Job{job("old", -60, failed), job("new", -10, complete)},
+		pods: []corev1.Pod{pod("old-a", "old", -60, 1), pod("old-b", "old", -55, 2), pod("new-a", "new", -10, 0)},
+		events: []eventsv1.Event{
+			event("old", kube.ReportingController, kube.ReasonFailed, -54),
+			event("old", "job-controller", "BackoffLimitExceeded", -50),
+			event("new", "job-controller", "Completed", -5),
+		},
+	}
+
+	r := Gather(context.Background(), src, Options{Now: now})
+
+	require.Equal(t, Read, r.Jobs.Access)
+	require.Len(t, r.Jobs.Items, 2)
+	newest, old := r.Jobs.Items[0], r.Jobs.Items[1]
+	assert.Equal(t, "new", newest.Name, "newest first")
+	assert.Equal(t, JobSucceeded, newest.Outcome)
+	assert.Equal(t, "new-a", newest.Pod)
+	require.NotNil(t, newest.Event)
+	assert.Equal(t, "Completed", newest.Event.Reason, "the Job controller's Event when the engine wrote none")
+
+	assert.Equal(t, JobFailed, old.Outcome)
+	assert.Equal(t, "BackoffLimitExceeded", old.Reason)
+	assert.Equal(t, "old-b", old.Pod, "the newest pod")
+	require.NotNil(t, old.ExitCode)
+	assert.Equal(t, int32(2), *old.ExitCode, "the newest pod's exit code")
+	require.NotNil(t, old.Event)
+	assert.Equal(t, kube.ReasonFailed, old.Event.Reason, "the engine's Event wins over the Job controller's newer one")
+}
+
+// TestGatherLeaseHolder: a run holding the Lease is called gone only when
+// the engine's pods were listed and its pod is not running among them; a
+// refused pod list leaves it alive, since the verdict would otherwise tell
+// a person to wait out a Lease that a live run holds.
+func TestGatherLeaseHolder(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	renewed := metav1.NewMicroTime(now.Add(-time.Minute))
+	held := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manual-1-abcde"), LeaseDurationSeconds: ptr.To(int32(900)), RenewTime: &renewed}}
+	running := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "manual-1-abcde"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	ended := running
+	ended.Status.Phase = corev1.PodFailed
+
+	tests := map[string]struct {
+		pods      []corev1.Pod
+		forbidden map[string]bool
+		gone      bool
+	}{
+		"its pod runs":              {pods: []corev1.Pod{running}},
+		"its pod ended":             {pods: []corev1.Pod{ended}, gone: true},
+		"its pod is not there":      {gone: true},
+		"the pods cannot be listed": {forbidden: map[string]bool{"pods": true}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			src := &source{lease: held, pods: tc.pods, forbidden: tc.forbidden}
+
+			r := Gather(context.Background(), src, Options{Now: now})
+
+			assert.Equal(t, LeaseHeld, r.Lease.State)
+			assert.Equal(t, "manual-1-abcde", r.Lease.Holder)
+			assert.Equal(t, tc.gone, r.Lease.HolderGone)
 		})
 	}
 }

@@ -56,7 +56,7 @@ func (d decider) decide() Verdict {
 	switch r.Secret.Access {
 	case Forbidden, Failed:
 		return unknown(fmt.Sprintf("cannot read %s/secrets/%s: %s", r.Namespace, r.Secret.Name, r.Secret.Access),
-			"run status with credentials that may get it (the Role of a read-only admin must include secrets)")
+			remedy(r.Secret.Access, "run status with credentials that may get it (the Role of a read-only admin must include secrets)"))
 	case Absent:
 		return d.noSecret()
 	}
@@ -136,7 +136,7 @@ func (d decider) noSecret() Verdict {
 	}
 	if r.Jobs.Access != Read {
 		return unknown(fmt.Sprintf("%s does not exist and the engine's Jobs cannot be read (%s)", r.Secret.Name, r.Jobs.Access),
-			"run status with credentials that may list jobs in "+r.Namespace)
+			remedy(r.Jobs.Access, "run status with credentials that may list jobs in "+r.Namespace))
 	}
 	schedule := ""
 	if r.CronJob.Schedule != "" {
@@ -288,10 +288,10 @@ func (d decider) operator() Verdict {
 	switch {
 	case o.Registration != "" && o.Access != Read:
 		return unknown(fmt.Sprintf("cannot read rancher/scc-operator's Registration %s: %s", o.Registration, o.Access),
-			"run status with credentials that may get registrations.scc.cattle.io")
+			remedy(o.Access, "run status with credentials that may get registrations.scc.cattle.io"))
 	default:
 		return unknown(fmt.Sprintf("cannot tell whether rancher/scc-operator runs: its leader Lease %s is %s", o.Leader.Name, o.Leader.Access),
-			"run status with credentials that may read it")
+			remedy(o.Leader.Access, "run status with credentials that may read it"))
 	}
 }
 
@@ -305,6 +305,16 @@ func registeredAction(what, next string) Verdict {
 
 func notYet(what, next string) Verdict {
 	return Verdict{State: StateNotYet, ExitCode: 1, Line: "Not registered yet: " + what + " — " + next, Next: next}
+}
+
+// remedy is what to do about a read that went as a: credentials when it
+// was refused (Forbidden); when it failed otherwise (a timeout, a 5xx),
+// more access would not help, and the cause is among the Unreadable lines.
+func remedy(a Access, credentials string) string {
+	if a == Failed {
+		return "the API server did not answer the read (the error is under Unreadable); run status again"
+	}
+	return credentials
 }
 
 func unknown(what, next string) Verdict {

@@ -67,7 +67,12 @@ func TestDecide(t *testing.T) {
 			r.Jobs.Items = []Job{{Name: "manual-1", Outcome: JobRunning, Created: now}}
 		}, wantState: StateNotYet, wantStart: "Not registered yet: run manual-1 is in progress"},
 		"Secret unreadable": {change: func(r *Report) { r.Secret = Secret{Name: "scc-registration", Access: Forbidden} },
-			wantState: StateUnknown, wantStart: "Unknown: cannot read cattle-scc-system/secrets/scc-registration: forbidden"},
+			wantState: StateUnknown, wantStart: "Unknown: cannot read cattle-scc-system/secrets/scc-registration: forbidden — run status with credentials"},
+		"Secret read failed: run again, not more access": {change: func(r *Report) { r.Secret = Secret{Name: "scc-registration", Access: Failed} },
+			wantState: StateUnknown, wantStart: "Unknown: cannot read cattle-scc-system/secrets/scc-registration: failed — the API server did not answer the read"},
+		"Registration read failed: run again, not more access": {change: func(r *Report) {
+			r.Operator = Operator{Adopted: true, Registration: "scc-registration-abc", Access: Failed}
+		}, wantState: StateUnknown, wantStart: "Unknown: cannot read rancher/scc-operator's Registration scc-registration-abc: failed — the API server did not answer the read"},
 		"not installed": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.CronJob = CronJob{Name: kube.CronJobName, Access: Absent}
