@@ -106,11 +106,13 @@ func (cfg Config) describeIdentity() string {
 
 // newCredential builds the token credential of cfg.CredentialMode. Entra
 // traffic (workload identity) goes through copts' transport; IMDS traffic
-// (managed identity) through the IMDS client, never a proxy. instanceDiscovery
-// is false for an authority host that is not one of Entra's own. Every token error it
-// returns is classified (ErrToken, permanent or not), and the first token
-// is logged with the mode that produced it.
-func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery bool) (azcore.TokenCredential, error) {
+// (managed identity) through imds, the prover's own IMDS client (never a
+// proxy, and one connection pool for every IMDS call of the run).
+// instanceDiscovery is false for an authority host that is not one of
+// Entra's own. Every token error it returns is classified (ErrToken,
+// permanent or not), and the first token is logged with the mode that
+// produced it.
+func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery bool, imds *http.Client) (azcore.TokenCredential, error) {
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -155,7 +157,7 @@ func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery boo
 		}
 		cred, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{
 			ClientOptions: azcore.ClientOptions{
-				Transport: imdsTokenTransport{base: base, client: newIMDSClient(cfg, log).client},
+				Transport: imdsTokenTransport{base: base, client: imds},
 				Retry:     ro,
 			},
 			ID: azidentity.ClientID(cfg.ClientID),
