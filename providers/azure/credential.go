@@ -41,6 +41,9 @@ const (
 // CredentialModes lists the modes, for help texts and errors.
 var CredentialModes = []CredentialMode{WorkloadIdentity, ManagedIdentity}
 
+// wantMode is what every error about an unknown mode asks for.
+const wantMode = "want " + string(WorkloadIdentity) + " or " + string(ManagedIdentity)
+
 // ParseCredentialMode accepts exactly the names of CredentialModes; any
 // other is ErrConfig (errors.Is).
 func ParseCredentialMode(s string) (CredentialMode, error) {
@@ -49,7 +52,7 @@ func ParseCredentialMode(s string) (CredentialMode, error) {
 			return m, nil
 		}
 	}
-	return "", configError{fmt.Errorf("want %s or %s", WorkloadIdentity, ManagedIdentity)}
+	return "", configError{errors.New(wantMode)}
 }
 
 const (
@@ -91,7 +94,7 @@ func CheckCredential(cfg Config) []error {
 			bad("AZURE_CLIENT_ID is not set: %s (the engine never falls back to the node's own identity)", miHint)
 		}
 	default:
-		bad("AZURE_CREDENTIAL_MODE %q: want %s or %s", cfg.CredentialMode, WorkloadIdentity, ManagedIdentity)
+		bad("AZURE_CREDENTIAL_MODE %q: %s", cfg.CredentialMode, wantMode)
 	}
 	return errs
 }
@@ -166,9 +169,8 @@ func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery boo
 			return nil, failure.Permanent(fmt.Errorf("azure: %w: managed identity credential: %w", ErrConfig, err))
 		}
 		c.inner = cred
-	default:
-		return nil, failure.Permanent(fmt.Errorf("azure: %w: AZURE_CREDENTIAL_MODE %q: want %s or %s",
-			ErrConfig, cfg.CredentialMode, WorkloadIdentity, ManagedIdentity))
+	default: // New has refused it already (CheckCredential)
+		return nil, failure.Permanent(fmt.Errorf("azure: %w: AZURE_CREDENTIAL_MODE %q: %s", ErrConfig, cfg.CredentialMode, wantMode))
 	}
 	return c, nil
 }
