@@ -47,8 +47,9 @@ type armClient struct {
 // newARMClient builds the client that reads the extension id names. Its URL
 // is built from the parsed, escaped segments and the pinned api-version,
 // never from the raw setting, so nothing in EXTENSION_RESOURCE_ID can change
-// the path or the query.
-func newARMClient(cfg Config, id ExtensionID) (*armClient, error) {
+// the path or the query. imds is the prover's IMDS client, which carries a
+// managed identity's token requests.
+func newARMClient(cfg Config, id ExtensionID, imds *http.Client) (*armClient, error) {
 	authority := cfg.AuthorityHost
 	if authority == "" {
 		authority = cloud.AzurePublic.ActiveDirectoryAuthorityHost
@@ -65,7 +66,7 @@ func newARMClient(cfg Config, id ExtensionID) (*armClient, error) {
 	}
 	transport := limitedTransport{client: inner, max: maxARMBytes}
 	copts := azcore.ClientOptions{Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}, Transport: transport}
-	cred, err := newCredential(cfg, copts, entraHosts[strings.ToLower(u.Hostname())])
+	cred, err := newCredential(cfg, copts, entraHosts[strings.ToLower(u.Hostname())], imds)
 	if err != nil {
 		return nil, err
 	}

@@ -235,10 +235,10 @@ func New(cfg Config) (*Prover, error) {
 		chain:    &chainVerifier{trust: tr, fetch: newAIAFetcher(cfg.AIAClient, cfg.AIAAllowedHosts)},
 	}
 	p.nonce = Nonce(p.urn)
+	p.imds = newIMDSClient(cfg, log)
 	var err error
-	if p.arm, err = newARMClient(cfg, rid); err != nil {
+	if p.arm, err = newARMClient(cfg, rid, p.imds.client); err != nil {
 		return nil, err
 	}
-	p.imds = newIMDSClient(cfg, log)
 	return p, nil
 }

@@ -41,6 +41,9 @@ const (
 // CredentialModes lists the modes, for help texts and errors.
 var CredentialModes = []CredentialMode{WorkloadIdentity, ManagedIdentity}
 
+// wantMode is what every error about an unknown mode asks for.
+const wantMode = "want " + string(WorkloadIdentity) + " or " + string(ManagedIdentity)
+
 // ParseCredentialMode accepts exactly the names of CredentialModes; any
 // other is ErrConfig (errors.Is).
 func ParseCredentialMode(s string) (CredentialMode, error) {
@@ -49,7 +52,7 @@ func ParseCredentialMode(s string) (CredentialMode, error) {
 			return m, nil
 		}
 	}
-	return "", configError{fmt.Errorf("want %s or %s", WorkloadIdentity, ManagedIdentity)}
+	return "", configError{errors.New(wantMode)}
 }
 
 const (
@@ -91,7 +94,7 @@ func CheckCredential(cfg Config) []error {
 			bad("AZURE_CLIENT_ID is not set: %s (the engine never falls back to the node's own identity)", miHint)
 		}
 	default:
-		bad("AZURE_CREDENTIAL_MODE %q: want %s or %s", cfg.CredentialMode, WorkloadIdentity, ManagedIdentity)
+		bad("AZURE_CREDENTIAL_MODE %q: %s", cfg.CredentialMode, wantMode)
 	}
 	return errs
 }
@@ -106,11 +109,13 @@ func (cfg Config) describeIdentity() string {
 
 // newCredential builds the token credential of cfg.CredentialMode. Entra
 // traffic (workload identity) goes through copts' transport; IMDS traffic
-// (managed identity) through the IMDS client, never a proxy. instanceDiscovery
-// is false for an authority host that is not one of Entra's own. Every token error it
-// returns is classified (ErrToken, permanent or not), and the first token
-// is logged with the mode that produced it.
-func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery bool) (azcore.TokenCredential, error) {
+// (managed identity) through imds, the prover's own IMDS client (never a
+// proxy, and one connection pool for every IMDS call of the run).
+// instanceDiscovery is false for an authority host that is not one of
+// Entra's own. Every token error it returns is classified (ErrToken,
+// permanent or not), and the first token is logged with the mode that
+// produced it.
+func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery bool, imds *http.Client) (azcore.TokenCredential, error) {
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -155,7 +160,7 @@ func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery boo
 		}
 		cred, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{
 			ClientOptions: azcore.ClientOptions{
-				Transport: imdsTokenTransport{base: base, client: newIMDSClient(cfg, log).client},
+				Transport: imdsTokenTransport{base: base, client: imds},
 				Retry:     ro,
 			},
 			ID: azidentity.ClientID(cfg.ClientID),
@@ -164,9 +169,8 @@ func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery boo
 			return nil, failure.Permanent(fmt.Errorf("azure: %w: managed identity credential: %w", ErrConfig, err))
 		}
 		c.inner = cred
-	default:
-		return nil, failure.Permanent(fmt.Errorf("azure: %w: AZURE_CREDENTIAL_MODE %q: want %s or %s",
-			ErrConfig, cfg.CredentialMode, WorkloadIdentity, ManagedIdentity))
+	default: // New has refused it already (CheckCredential)
+		return nil, failure.Permanent(fmt.Errorf("azure: %w: AZURE_CREDENTIAL_MODE %q: %s", ErrConfig, cfg.CredentialMode, wantMode))
 	}
 	return c, nil
 }

@@ -83,7 +83,8 @@ func TestCredentialModes(t *testing.T) {
 			},
 			wantErr: azure.ErrToken,
 			check: func(t *testing.T, e *env, _ string, err error) {
-				assert.Contains(t, err.Error(), "IMDS")
+				assert.Contains(t, err.Error(), "IMDS "+e.cfg.IMDSEndpoint+" did not issue a token", "names the endpoint that failed")
+				assert.Contains(t, err.Error(), "503", "IMDS's last answer reaches the operator")
 			},
 		},
 		"workload identity: token from Entra, IMDS is not asked for one": {

@@ -114,6 +114,3 @@ func (id ExtensionID) Path() string {
 	}
 	return "/" + strings.Join(parts, "/")
 }
-
-// String is the ID in its canonical spelling.
-func (id ExtensionID) String() string { return id.Path() }

@@ -21,8 +21,8 @@ import (
 const maxDocumentBytes = 256 << 10
 
 // signerDomains are the names Azure signs attested documents with; the
-// signer's CN or a DNS SAN must be one of them or a subdomain
-// ("westeurope.metadata.azure.com"). Public, US Gov, China and the retired
+// signer's DNS SAN (its CN only when it has no SAN, see signerName) must be
+// one of them or a subdomain ("westeurope.metadata.azure.com"). Public, US Gov, China and the retired
 // German cloud.
 var signerDomains = []string{"metadata.azure.com", "metadata.azure.us", "metadata.azure.cn", "metadata.microsoftazure.de"}
 

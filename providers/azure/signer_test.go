@@ -1,0 +1,57 @@
+package azure
+
+import (
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCheckSigner holds each rule of checkSigner on its own: a certificate
+// that breaks exactly one of them is refused with that rule's reason, so no
+// rule hides behind another (the fake cloud's forgeries break several at
+// once).
+func TestCheckSigner(t *testing.T) {
+	azureLike := func(mutate func(c *x509.Certificate)) *x509.Certificate {
+		c := &x509.Certificate{
+			Subject:               pkix.Name{CommonName: "metadata.azure.com"},
+			DNSNames:              []string{"westeurope.metadata.azure.com"},
+			BasicConstraintsValid: true,
+			KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+			ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
+		}
+		if mutate != nil {
+			mutate(c)
+		}
+		return c
+	}
+	tests := map[string]struct {
+		cert     *x509.Certificate
+		wantName string
+		wantErr  string // "" means accepted
+	}{
+		"Azure's shape":                    {cert: azureLike(nil), wantName: "westeurope.metadata.azure.com"},
+		"sovereign cloud name":             {cert: azureLike(func(c *x509.Certificate) { c.DNSNames = []string{"metadata.azure.us"} }), wantName: "metadata.azure.us"},
+		"CN counts only without a SAN":     {cert: azureLike(func(c *x509.Certificate) { c.DNSNames = nil }), wantName: "metadata.azure.com"},
+		"CN of Azure beside a foreign SAN": {cert: azureLike(func(c *x509.Certificate) { c.DNSNames = []string{"login.attacker.example"} }), wantErr: `signer "login.attacker.example" is not under metadata.azure.com`},
+		"a look-alike suffix":              {cert: azureLike(func(c *x509.Certificate) { c.DNSNames = []string{"evilmetadata.azure.com.example"} }), wantErr: "is not under"},
+		"a CA":                             {cert: azureLike(func(c *x509.Certificate) { c.IsCA = true }), wantErr: "is a CA certificate"},
+		"no digitalSignature key usage":    {cert: azureLike(func(c *x509.Certificate) { c.KeyUsage = x509.KeyUsageKeyEncipherment }), wantErr: "lacks key usage digitalSignature"},
+		"no serverAuth extended key usage": {cert: azureLike(func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} }), wantErr: "lacks extended key usage serverAuth"},
+		"code signing only":                {cert: azureLike(func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning} }), wantErr: "lacks extended key usage serverAuth"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := (&document{signer: tc.cert}).checkSigner()
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tc.wantName, got)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.wantErr)
+		})
+	}
+}
