@@ -161,11 +161,7 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	p.Apply(t, []byte(corednsFixture))
 
 	c := startCloud(t)
-	cloudEnv := map[string]string{}
-	for _, kv := range c.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		cloudEnv[k] = v
-	}
+	cloudEnv := c.env()
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
 	start := time.Now()
 	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace,

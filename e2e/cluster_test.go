@@ -806,11 +806,7 @@ var workloadIdentityOnly = []string{"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE
 // ServiceAccount volume would put it) and KUBERNETES_CA_CERT (the plane's
 // CA, that volume's ca.crt).
 func kubeletEnv(podEnv []string, c cloud, tokenFile, caFile string) ([]string, error) {
-	cloudEnv := map[string]string{}
-	for _, kv := range c.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		cloudEnv[k] = v
-	}
+	cloudEnv := c.env()
 	pod := map[string]string{}
 	for _, kv := range podEnv {
 		k, v, _ := strings.Cut(kv, "=")

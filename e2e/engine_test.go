@@ -62,6 +62,16 @@ type cloud struct {
 	Env []string
 }
 
+// env is the fake cloud's environment for the engine, by name.
+func (c cloud) env() map[string]string {
+	m := map[string]string{}
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
 func (c cloud) file(t *testing.T, name string) string {
 	data, err := os.ReadFile(filepath.Join(c.Dir, name))
 	require.NoError(t, err)
