@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
@@ -160,11 +161,7 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	p.Apply(t, []byte(corednsFixture))
 
 	c := startCloud(t)
-	cloudEnv := map[string]string{}
-	for _, kv := range c.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		cloudEnv[k] = v
-	}
+	cloudEnv := c.env()
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
 	start := time.Now()
 	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace,
@@ -220,17 +217,10 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	// released Lease.
 	lease, err := e.admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, leaseName, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Empty(t, ptrValue(lease.Spec.HolderIdentity), "released at the end of the run")
+	assert.Empty(t, ptr.Deref(lease.Spec.HolderIdentity, ""), "released at the end of the run")
 
 	t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace values (%d objects, %s), a manual Job from its CronJob completed with credential mode %s (%d token requests to IMDS) and wrote %s with the protected registration code, and helm uninstall removed all %d objects and the Job but left %s (and the released Lease) in place (pod ran %s)",
 		len(release), installed.Round(time.Millisecond), tc.wantMode, tokens, kube.SecretName, len(release), kube.SecretName, pr.res.took.Round(time.Millisecond))
-}
-
-func ptrValue(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // releaseObject is one object of a release's manifest.

@@ -62,6 +62,25 @@ type cloud struct {
 	Env []string
 }
 
+// env is the fake cloud's environment for the engine, by name.
+func (c cloud) env() map[string]string {
+	m := map[string]string{}
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+// value is the fake cloud's setting key; the test fails if the fake cloud
+// no longer sets it.
+func (c cloud) value(t *testing.T, key string) string {
+	t.Helper()
+	v, ok := c.env()[key]
+	require.True(t, ok, "the fake cloud's env file (%s) has no %s: e2e/cmd/fakecloud writes it", filepath.Join(c.Dir, "env"), key)
+	return v
+}
+
 func (c cloud) file(t *testing.T, name string) string {
 	data, err := os.ReadFile(filepath.Join(c.Dir, name))
 	require.NoError(t, err)
@@ -372,7 +391,7 @@ func TestEngineManagedIdentity(t *testing.T) {
 // managed-identity token requests its IMDS answered.
 func identityTokenRequests(t *testing.T, c cloud) int32 {
 	t.Helper()
-	resp, err := http.Get(envValue(c.Env, "AZURE_IMDS_ENDPOINT") + "/fakecloud/identity-token-requests")
+	resp, err := http.Get(c.value(t, "AZURE_IMDS_ENDPOINT") + "/fakecloud/identity-token-requests")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -136,7 +135,7 @@ func TestStatus(t *testing.T) {
 	// through the CONNECT proxy, which resolves the name from the hosts
 	// entry the engine wrote, as CoreDNS would in a pod.
 	bin := sccoperator.Binary(t, sccoperator.CommitRMT)
-	httpsPort, err := strconv.Atoi(envValue(e.cloud.Env, "UPDATE_SERVER_HTTPS_PORT"))
+	httpsPort, err := strconv.Atoi(e.cloud.value(t, "UPDATE_SERVER_HTTPS_PORT"))
 	require.NoError(t, err)
 	proxy, err := sccoperator.NewProxy(sccoperator.CoreDNSRoute(e.admin, httpsPort))
 	require.NoError(t, err)
@@ -359,14 +358,4 @@ func (e *statusEnv) kubeconfig(t *testing.T, user, token, from string) string {
 	cfg.CurrentContext = user
 	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
 	return path
-}
-
-// envValue is the value of key in a KEY=value list.
-func envValue(env []string, key string) string {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v
-		}
-	}
-	panic(fmt.Sprintf("%s not in %v", key, env))
 }

@@ -3,6 +3,7 @@
 package kind
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -11,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -22,23 +22,6 @@ import (
 // chartRegCode is the registration code the chart's install carries, other
 // than the overlay's, so the announce proves which install registered.
 const chartRegCode = "CHART-REGISTRATION-CODE"
-
-// overlayEngine are the objects of manifests/overlays/e2e that the chart
-// renders under the same names: they go before the chart is installed, as
-// on a cluster that never had the overlay. The fake cloud, its trust and
-// DMI ConfigMaps stay.
-var overlayEngine = []struct{ namespace, kind, name string }{
-	{kube.Namespace, "cronjob", cronJobName},
-	{kube.Namespace, "serviceaccount", "registration-engine"},
-	{kube.Namespace, "role", "registration-engine"},
-	{kube.Namespace, "rolebinding", "registration-engine"},
-	{kube.Namespace, "configmap", "regionserverclnt-config"},
-	{kube.Namespace, "configmap", "region-server-certs"},
-	{"kube-system", "role", "registration-engine-coredns"},
-	{"kube-system", "rolebinding", "registration-engine-coredns"},
-	{"", "clusterrole", "registration-engine-scc-registrations"},
-	{"", "clusterrolebinding", "registration-engine-scc-registrations"},
-}
 
 // fakecloudEnv are the overlay's settings that point the engine at the fake
 // cloud's Service and at its files; the chart's install takes them as
@@ -69,14 +52,6 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context) {
 	for _, e := range engineContainer(t, &cj.Spec.JobTemplate.Spec.Template.Spec).Env {
 		overlay[e.Name] = e.Value
 	}
-	for _, o := range overlayEngine {
-		args := []string{"delete", o.kind, o.name, "--ignore-not-found", "--wait"}
-		if o.namespace != "" {
-			args = append(args, "-n", o.namespace)
-		}
-		c.kubectl(t, ctx, nil, args...)
-	}
-
 	regionCert, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/certs/"+fakecloudHost+".pem", nil).DoRaw(ctx)
 	require.NoError(t, err, "the fake region server's certificate")
 	repo, image, ok := strings.Cut(c.s.image, ":")
@@ -118,15 +93,33 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context) {
 	require.NoError(t, os.WriteFile(file, data, 0o600))
 
 	root := filepath.Join("..", "..", "manifests")
-	cmd := exec.CommandContext(ctx, helm, "install", "registration-engine", filepath.Join(root, "chart", "registration-engine"),
-		"--namespace", kube.Namespace, "--kubeconfig", c.kubeconfig,
-		"--values", filepath.Join(root, "marketplace", "values.yaml"), "--values", file)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "HELM_CACHE_HOME=" + dir + "/cache",
-		"HELM_CONFIG_HOME=" + dir + "/config", "HELM_DATA_HOME=" + dir + "/data"}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "helm install:\n%s", out)
+	// helmCmd runs helm verb on the chart with both values files and
+	// returns its stdout.
+	helmCmd := func(verb string) []byte {
+		cmd := exec.CommandContext(ctx, helm, verb, "registration-engine", filepath.Join(root, "chart", "registration-engine"),
+			"--namespace", kube.Namespace, "--kubeconfig", c.kubeconfig,
+			"--values", filepath.Join(root, "marketplace", "values.yaml"), "--values", file)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "HELM_CACHE_HOME=" + dir + "/cache",
+			"HELM_CONFIG_HOME=" + dir + "/config", "HELM_DATA_HOME=" + dir + "/data"}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, "helm %s of %s with %s:\n%s", verb, filepath.Join(root, "chart", "registration-engine"), file, stderr.String())
+		return out
+	}
+	// What the chart renders with these values goes first, as on a
+	// cluster that never had the overlay: helm install refuses to adopt
+	// the objects the overlay (and copyTrust's region-server-certs)
+	// created under the chart's names (the engine's CronJob,
+	// ServiceAccount, RBAC, region server ConfigMaps). Derived from the
+	// chart, the set covers a template the chart gains. The fake cloud,
+	// its trust and DMI ConfigMaps are not the chart's and stay.
+	rendered := helmCmd("template")
+	c.kubectl(t, ctx, rendered, "delete", "-f", "-", "--ignore-not-found", "--wait")
+
+	out := helmCmd("install")
 	t.Logf("helm install: %s", strings.SplitN(string(out), "\n", 2)[0])
 
 	_, err = c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, "registration-code", metav1.GetOptions{})
-	require.False(t, apierrors.IsNotFound(err), "the chart's registration-code Secret")
+	require.NoError(t, err, "helm install did not create the chart's %s/registration-code Secret (registrationCode in the values)", kube.Namespace)
 }

@@ -168,3 +168,65 @@ func TestBlackHoleTarget(t *testing.T) {
 		})
 	}
 }
+
+// TestRunSummary: the sample keeps the duration and failedPhase of the
+// engine's last log line when it is the run summary, and nothing otherwise.
+func TestRunSummary(t *testing.T) {
+	tests := map[string]struct {
+		stderr string
+		want   summary
+	}{
+		"registered": {
+			stderr: `{"msg":"starting"}` + "\n" + `{"msg":"run finished","durationMs":412.5,"outcome":"registered"}` + "\n",
+			want:   summary{found: true, duration: 412500 * time.Microsecond},
+		},
+		"failed in detect": {
+			stderr: `{"msg":"run finished","durationMs":2000,"failedPhase":"detect","error":"no cloud"}`,
+			want:   summary{found: true, duration: 2 * time.Second, failedPhase: "detect"},
+		},
+		"refused at load: no summary": {
+			stderr: `{"msg":"invalid configuration","error":"REGIONSRV_CONFIG: no such file"}`,
+		},
+		"--version: not JSON": {stderr: "registration-engine v1.2.3\n"},
+		"nothing":             {stderr: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, runSummary(tc.stderr))
+		})
+	}
+}
+
+// TestScenarioCheck: a run is timed as a scenario only with its exit code,
+// its failedPhase and a run summary exactly when the arguments run a job,
+// so that an exit 2 from a setting refused at load is not timed as
+// off-cloud.
+func TestScenarioCheck(t *testing.T) {
+	offCloud := scenario{wantCode: 2, wantPhase: "detect"}
+	version := scenario{wantCode: 0, noSummary: true}
+	healthy := scenario{wantCode: 0}
+	tests := map[string]struct {
+		sc      scenario
+		s       sample
+		wantErr bool
+	}{
+		"off-cloud gives up in detect":       {sc: offCloud, s: sample{code: 2, failedPhase: "detect", hasSummary: true}},
+		"off-cloud refused at load":          {sc: offCloud, s: sample{code: 2}, wantErr: true},
+		"off-cloud failing in another phase": {sc: offCloud, s: sample{code: 2, failedPhase: "config", hasSummary: true}, wantErr: true},
+		"healthy registers":                  {sc: healthy, s: sample{code: 0, hasSummary: true}},
+		"healthy without a run summary":      {sc: healthy, s: sample{code: 0}, wantErr: true},
+		"healthy with another exit code":     {sc: healthy, s: sample{code: 1, failedPhase: "find", hasSummary: true}, wantErr: true},
+		"--version runs no job":              {sc: version, s: sample{code: 0}},
+		"--version that ran a job after all": {sc: version, s: sample{code: 0, hasSummary: true}, wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := tc.sc.check(tc.s)
+			if tc.wantErr {
+				assert.Error(t, err)
+			} else {
+				assert.NoError(t, err)
+			}
+		})
+	}
+}

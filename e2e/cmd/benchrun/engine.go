@@ -215,9 +215,8 @@ func (sc scenario) measure(ctx context.Context, bin string, runs int) (scenarioR
 		if err != nil {
 			return res, err
 		}
-		if s.code != sc.wantCode || s.failedPhase != sc.wantPhase || s.hasSummary == sc.noSummary {
-			return res, fmt.Errorf("run %d: exit %d, failedPhase %q, run summary %t; want exit %d, failedPhase %q, run summary %t; last log lines:\n%s",
-				i, s.code, s.failedPhase, s.hasSummary, sc.wantCode, sc.wantPhase, !sc.noSummary, lastLines(stderr, 3))
+		if err := sc.check(s); err != nil {
+			return res, fmt.Errorf("run %d: %w; last log lines:\n%s", i, err, lastLines(stderr, 3))
 		}
 		if i > 0 {
 			res.samples = append(res.samples, s)
@@ -227,6 +226,17 @@ func (sc scenario) measure(ctx context.Context, bin string, runs int) (scenarioR
 		return res, err
 	}
 	return res, nil
+}
+
+// check says why s is not a run of this scenario: another exit code, a
+// failing run that failed in another phase, or a run summary where the
+// arguments run no job (or none where they do).
+func (sc scenario) check(s sample) error {
+	if s.code != sc.wantCode || s.failedPhase != sc.wantPhase || s.hasSummary == sc.noSummary {
+		return fmt.Errorf("exit %d, failedPhase %q, run summary %t; want exit %d, failedPhase %q, run summary %t",
+			s.code, s.failedPhase, s.hasSummary, sc.wantCode, sc.wantPhase, !sc.noSummary)
+	}
+	return nil
 }
 
 // cloudSetup starts a fake cloud with faults for the scenario.
