@@ -147,8 +147,10 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 		} else {
 			// A check cut short by the end of the wait says nothing about
 			// CoreDNS; keep the one before it and the passing streak,
-			// unless there is none.
-			if wctx.Err() == nil || last.Attempts == 1 {
+			// unless there is none. A dial bounded by the wait's deadline
+			// can fail with "i/o timeout" a moment before wctx's own timer
+			// marks it done, so the deadline is read, not only wctx.Err.
+			if !ended(wctx) || last.Attempts == 1 {
 				passingSince = time.Time{}
 				last.Step, last.Server, last.Answer, last.Err = st.step, st.server, st.answer, st.err
 			}
@@ -170,6 +172,12 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 			return last.Waited, last
 		}
 	}
+}
+
+// ended reports whether ctx is done or its deadline has passed.
+func ended(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return ctx.Err() != nil || (ok && !time.Now().Before(deadline))
 }
 
 // state is one check's outcome: step is "" when everything worked; server
