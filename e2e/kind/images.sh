@@ -25,6 +25,23 @@ source "$(dirname "$0")/lib.sh"
 # recipe FUNCTION: a hash of FUNCTION's own text, so editing one recipe
 # rebuilds its image and what depends on it, not everything.
 recipe() { declare -f "$1" | sha256sum | cut -c1-16; }
+# image_id NAME…: the daemon's ids of the images, "none" for one it lacks,
+# so a stamp can always be computed, even from an empty cache.
+image_id() {
+  local i
+  for i; do "$DOCKER" image inspect -f '{{.Id}}' "$i" 2>/dev/null || echo none; done
+}
+# The programs the node image packs, from $BINDIR (bins.sh). The node's
+# stamp hashes these files themselves, so it follows whatever built them
+# and reads no other script's stamps.
+NODE_PROGRAMS=(etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl crictl coredns pause)
+# packed: one line per program, its hash or "missing".
+packed() {
+  local p
+  for p in "${NODE_PROGRAMS[@]}"; do
+    if [[ -f "$BINDIR/$p" ]]; then printf '%s %s\n' "$p" "$(sha256sum < "$BINDIR/$p" | cut -c1-16)"; else printf '%s missing\n' "$p"; fi
+  done
+}
 work=$(mktemp -d "$KIND_CACHE/work.XXXXXX")
 stage=
 cleanup() {
@@ -47,12 +64,12 @@ debootstrap_to() {
 }
 
 # ------------------------------------------------------------ base images
+base_images_stamp() { echo "suite=$DEBIAN_SUITE recipe=$(recipe base_images)$(recipe debootstrap_to)"; }
+base_images_current() { fresh base-images "$(base_images_stamp)" && image_exists "$DEBIAN_IMAGE" && image_exists "$STATIC_IMAGE"; }
 base_images() {
+  base_images_current && return
   local s
-  s="suite=$DEBIAN_SUITE recipe=$(recipe base_images)$(recipe debootstrap_to)"
-  if fresh base-images "$s" && image_exists "$DEBIAN_IMAGE" && image_exists "$STATIC_IMAGE"; then
-    return
-  fi
+  s=$(base_images_stamp)
   local root=$work/debian
   debootstrap_to "$root" ca-certificates,iptables,conntrack
   tar -C "$root" -c . | "$DOCKER" import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$DEBIAN_IMAGE" >/dev/null
@@ -79,12 +96,13 @@ base_images() {
 # through a TLS-inspecting proxy, `go mod download` otherwise fails with
 #   x509: certificate signed by unknown authority
 # (only the build stage sees it; no image we ship carries it).
+GO_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
+go_image_stamp() { echo "go=$GO_VERSION base=$(image_id "$DEBIAN_IMAGE") ca=$(sha256sum < "$GO_CA_BUNDLE" | cut -c1-16) recipe=$(recipe go_image)"; }
+go_image_current() { fresh go-image "$(go_image_stamp)" && image_exists "$GO_IMAGE"; }
 go_image() {
-  local bundle=/etc/ssl/certs/ca-certificates.crt s
-  s="go=$GO_VERSION base=$("$DOCKER" image inspect -f '{{.Id}}' "$DEBIAN_IMAGE") ca=$(sha256sum < "$bundle" | cut -c1-16) recipe=$(recipe go_image)"
-  if fresh go-image "$s" && image_exists "$GO_IMAGE"; then
-    return
-  fi
+  go_image_current && return
+  local bundle=$GO_CA_BUNDLE s
+  s=$(go_image_stamp)
   log "building $GO_IMAGE from $(go env GOROOT)"
   local ctx=$work/goctx
   mkdir -p "$ctx"
@@ -123,13 +141,18 @@ engine_images() {
 # rancher/scc-operator as the kind tier runs it: the binary the
 # real-control-plane tests run (static, CGO off), on the engine's base, as
 # user 65532. Rebuilt only when the binary or the base changes.
+OPERATOR_BIN=$SCC_OPERATOR_DIR/$SCC_OPERATOR_COMMIT/operator
+operator_image_stamp() {
+  local h=missing
+  [[ -f "$OPERATOR_BIN" ]] && h=$(sha256sum < "$OPERATOR_BIN" | cut -c1-16)
+  echo "bin=$h base=$(image_id "$STATIC_IMAGE") recipe=$(recipe operator_image)"
+}
+operator_image_current() { [[ -x "$OPERATOR_BIN" ]] && fresh operator-image "$(operator_image_stamp)" && image_exists "$OPERATOR_IMAGE"; }
 operator_image() {
-  local bin=$SCC_OPERATOR_DIR/$SCC_OPERATOR_COMMIT/operator s
+  operator_image_current && return
+  local bin=$OPERATOR_BIN s
   [[ -x "$bin" ]] || die "no rancher/scc-operator at $bin (e2e/scripts/scc-operator.sh $SCC_OPERATOR_COMMIT builds it)"
-  s="bin=$(sha256sum < "$bin" | cut -c1-16) base=$("$DOCKER" image inspect -f '{{.Id}}' "$STATIC_IMAGE") recipe=$(recipe operator_image)"
-  if fresh operator-image "$s" && image_exists "$OPERATOR_IMAGE"; then
-    return
-  fi
+  s=$(operator_image_stamp)
   local ctx=$work/opctx
   mkdir -p "$ctx"
   cp "$bin" "$ctx/scc-operator"
@@ -152,17 +175,24 @@ operator_image() {
 #     programs of bins.sh and preloaded in containerd's k8s.io namespace;
 #   - a static ptp/host-local CNI config instead of kindnetd (one node needs
 #     no overlay); /kind/manifests/default-cni.yaml only records it.
+# The node's stamp: the versions, the hash of every program it packs, its
+# recipe, and the bases its control-plane images are built on.
+node_image_stamp() {
+  echo "k8s=$K8S_VERSION etcd=$ETCD_VERSION kind=$KIND_VERSION suite=$DEBIAN_SUITE" \
+    "programs=$(packed | sha256sum | cut -c1-16) recipe=$(recipe node_image)$(recipe debootstrap_to)" \
+    "bases=$(image_id "$DEBIAN_IMAGE" "$STATIC_IMAGE" | sha256sum | cut -c1-16)"
+}
+node_image_current() { fresh node-image "$(node_image_stamp)" && image_exists "$NODE_IMAGE"; }
 node_image() {
-  local kind_dir bins_stamp s
-  kind_dir=$(cd "$REPO" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | jq -r .Dir)
-  bins_stamp=$(cat "$STAMPS"/k8s-node "$STAMPS"/crictl "$STAMPS"/coredns "$STAMPS"/pause | sha256sum | cut -c1-16)
-  # The control-plane images are built on the bases: new bases, new node.
-  s="k8s=$K8S_VERSION etcd=$ETCD_VERSION kind=$KIND_VERSION suite=$DEBIAN_SUITE bins=$bins_stamp recipe=$(recipe node_image)$(recipe debootstrap_to)"
-  s+=" bases=$("$DOCKER" image inspect -f '{{.Id}}' "$DEBIAN_IMAGE" "$STATIC_IMAGE" | sha256sum | cut -c1-16)"
-  if fresh node-image "$s" && image_exists "$NODE_IMAGE"; then
+  if node_image_current; then
     log "node image $NODE_IMAGE is up to date"
     return
   fi
+  local kind_dir s missing
+  missing=$(packed | sed -n 's/ missing$//p' | tr '\n' ' ')
+  [[ -z "$missing" ]] || die "the node packs programs bins.sh has not built into $BINDIR: $missing(run e2e/kind/bins.sh)"
+  s=$(node_image_stamp)
+  kind_dir=$(cd "$REPO" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | jq -r .Dir)
 
   # 1. Control-plane images, named exactly as kubeadm will ask for them.
   local images=() img name pause_image
@@ -282,7 +312,16 @@ node_image() {
   log "built $NODE_IMAGE ($("$DOCKER" image inspect -f '{{.Size}}' "$NODE_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
-# images.sh [base|engine|operator|node]…: only those steps (default: all of them).
+# plan: whether each image is current or would be built, without building
+# or pulling anything; works from an empty cache and with no daemon.
+plan() {
+  local a
+  for a in base_images go_image operator_image node_image; do
+    if "${a}_current"; then echo "current ${a//_/-}"; else echo "stale ${a//_/-}"; fi
+  done
+}
+
+# images.sh [base|engine|operator|node|plan]…: only those steps (default: all of them).
 for step in "${@:-all}"; do
   case "$step" in
     base) base_images ;;
@@ -290,7 +329,8 @@ for step in "${@:-all}"; do
     operator) base_images; operator_image ;;
     node) base_images; node_image ;;
     all) base_images; go_image; node_image; operator_image; engine_images ;;
-    *) die "unknown step $step (base, engine, operator, node, all)" ;;
+    plan) plan; exit 0 ;;
+    *) die "unknown step $step (base, engine, operator, node, plan, all)" ;;
   esac
 done
 log "images ready"

@@ -6,6 +6,9 @@
 # names the same versions, it exits at once and prints the binary's path.
 #
 #   e2e/scripts/coredns-bin.sh [OUTDIR]
+#   e2e/scripts/coredns-bin.sh plan [OUTDIR]
+#                            builds nothing: prints "current PATH" when the
+#                            cached binary is up to date, else "stale PATH"
 #
 # COREDNS_VERSION defaults to the version kubeadm deploys for K8S_VERSION
 # (CoreDNSVersion in k8s.io/kubernetes's cmd/kubeadm/app/constants, read
@@ -14,6 +17,8 @@
 # ${CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/registration-engine}/coredns/<version>.
 # The binary's path is the only line on stdout.
 set -euo pipefail
+plan=
+[[ "${1:-}" == plan ]] && { plan=1; shift; }
 
 K8S_VERSION=${K8S_VERSION:-1.34.4}
 GO_VERSION=$(go env GOVERSION)
@@ -29,10 +34,12 @@ OUT=${1:-${COREDNS_DIR:-${CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/registratio
 STAMP="coredns=$COREDNS_VERSION go=$GO_VERSION"
 
 if [[ -f "$OUT/.stamp" && "$(cat "$OUT/.stamp")" == "$STAMP" && -x "$OUT/coredns" ]]; then
+  [[ -n $plan ]] && { echo "current $OUT/coredns"; exit 0; }
   echo "coredns-bin: cached in $OUT ($STAMP)" >&2
   echo "$OUT/coredns"
   exit 0
 fi
+[[ -n $plan ]] && { echo "stale $OUT/coredns"; exit 0; }
 
 mkdir -p "$OUT"
 rm -f "$OUT/.stamp"
