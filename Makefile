@@ -41,7 +41,7 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 	@e2e/scripts/demo.sh "$(FAULT)"
 
 .PHONY: test
-test: testbin scc-operator helm coredns ## unit tests and the real-control-plane tests (go test -race)
+test: testbin scc-operator helm coredns ## the unit tests, the e2e helpers' own tests, then the built binaries against the fake cloud, a real control plane and rancher/scc-operator (go test -race)
 	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '/e2e(/controlplane|/sccoperator)?$$')
 	@echo "--- end-to-end: the built binaries, then a real kube-apiserver and rancher/scc-operator (full log: _out/e2e-test.log)"
 	@mkdir -p _out; set -o pipefail; \
@@ -50,8 +50,8 @@ test: testbin scc-operator helm coredns ## unit tests and the real-control-plane
 	  || { echo "e2e tests failed; the failing part of _out/e2e-test.log:"; grep -B2 -A40 -- '--- FAIL' _out/e2e-test.log | head -300; exit 1; }
 
 .PHONY: unit
-unit: ## only the hermetic unit tests (no control plane)
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+unit: ## only the unit tests: every package outside e2e/ (no built binaries, no control plane)
+	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e')
 
 .PHONY: testbin
 testbin: ## build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl for the tests

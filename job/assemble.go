@@ -1,21 +1,18 @@
 package job
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"os"
 	"time"
 
 	"k8s.io/utils/clock"
 
-	"github.com/rancher/registration-engine/job/handover"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
@@ -93,11 +90,9 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 	switch {
 	case cfg.DryRun:
 		j.Store = PrintStore{W: stdout, Namespace: cfg.SecretNamespace, Name: cfg.SecretName}
-		j.HandoverSkip = "dry run: nothing is handed to the operator"
 		return j, nil
 	case cfg.Output != "":
 		j.Store = FileStore{Path: cfg.Output, Namespace: cfg.SecretNamespace, Name: cfg.SecretName}
-		j.HandoverSkip = "--output: not in a cluster"
 		return j, nil
 	}
 
@@ -137,13 +132,9 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 		Clock:     clock.RealClock{},
 		Log:       log,
 	}
-	if cfg.InClusterDNS {
-		j.InClusterDNS = &inclusterdns.CoreDNS{
-			ConfigMaps: clients.ConfigMaps,
-			Log:        log,
-		}
-	}
-	j.Handover, j.HandoverSkip, j.HandoverDisabled = handoverWait(cfg, log, inclusterdns.Replicas{Slices: clients.EndpointSlices}.List)
+	in := cfg.InCluster
+	in.OutsidePod, in.Port = cfg.Kubeconfig != "", cfg.UpdateHTTPSPort
+	j.InCluster = incluster.New(in, clients, log)
 	j.SecretRef = cfg.SecretNamespace + "/" + cfg.SecretName
 	j.Operator = &kube.OperatorWatch{
 		Secrets:       clients.Secrets,
@@ -165,26 +156,6 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 		}
 	}
 	return j, nil
-}
-
-// handoverWait is the wait before the Secret is written, or why there is
-// none: only a run in a pod that mapped the name in CoreDNS can ask the
-// cluster's DNS what the operator will get. replicas lists the CoreDNS pods
-// behind the cluster's DNS, each of which the wait asks too.
-func handoverWait(cfg *Config, log *slog.Logger, replicas func(context.Context) ([]netip.AddrPort, error)) (w Handover, skip string, disabled bool) {
-	switch {
-	case !cfg.InClusterDNS:
-		return nil, "IN_CLUSTER_DNS=false: no in-cluster DNS mapping to wait for", false
-	case cfg.Kubeconfig != "" && cfg.HandoverDNSServer == "":
-		return nil, "not in a pod (--kubeconfig): this machine's resolver is not the cluster's DNS", false
-	case cfg.HandoverTimeout <= 0:
-		return nil, "HANDOVER_TIMEOUT=0", true
-	}
-	h := &handover.Wait{Port: cfg.UpdateHTTPSPort, Timeout: cfg.HandoverTimeout, Settle: cfg.HandoverSettle, Replicas: replicas, Log: log}
-	if cfg.HandoverDNSServer != "" {
-		h.Resolve = handover.ServerResolver(cfg.HandoverDNSServer)
-	}
-	return h, "", false
 }
 
 // tlsClient is the client for Entra and ARM: the system roots plus, when

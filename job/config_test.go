@@ -55,14 +55,14 @@ func TestLoadConfigDefaults(t *testing.T) {
 	assert.Equal(t, time.Hour, c.StartupSleepMax)
 	assert.Equal(t, 10*time.Minute, c.RunDeadline)
 	assert.Equal(t, slog.LevelInfo, c.LogLevel)
-	assert.True(t, c.InClusterDNS)
+	assert.True(t, c.InCluster.Map)
 	assert.Equal(t, 443, c.UpdateHTTPSPort)
-	assert.Equal(t, 3*time.Minute, c.HandoverTimeout)
-	assert.Equal(t, 20*time.Second, c.HandoverSettle)
+	assert.Equal(t, 3*time.Minute, c.InCluster.Timeout)
+	assert.Equal(t, 20*time.Second, c.InCluster.Settle)
 	assert.Equal(t, 2*time.Minute, c.OperatorWait)
 	assert.Equal(t, "registration-engine", c.LeaseName)
 	assert.Equal(t, "registration-engine", c.CronJobName)
-	assert.Empty(t, c.HandoverDNSServer, "the pod's own resolver")
+	assert.Empty(t, c.InCluster.DNSServer, "the pod's own resolver")
 }
 
 func TestLoadConfigPrecedence(t *testing.T) {
@@ -106,8 +106,8 @@ func TestLoadConfigPrecedence(t *testing.T) {
 		"handover and operator settings": {
 			env: map[string]string{"HANDOVER_TIMEOUT": "0", "HANDOVER_DNS_SERVER": "127.0.0.1:5353", "OPERATOR_WAIT": "30s", "JOB_UID": "uid-1"},
 			want: func(t *testing.T, c *Config) {
-				assert.Zero(t, c.HandoverTimeout, "0 disables the wait")
-				assert.Equal(t, "127.0.0.1:5353", c.HandoverDNSServer)
+				assert.Zero(t, c.InCluster.Timeout, "0 disables the wait")
+				assert.Equal(t, "127.0.0.1:5353", c.InCluster.DNSServer)
 				assert.Equal(t, 30*time.Second, c.OperatorWait)
 				assert.Equal(t, "uid-1", c.JobUID)
 			},

@@ -1,12 +1,20 @@
 // Package job is the engine: one run, start to finish. main builds a Config
-// (LoadConfig), assembles a Job from it (New) and calls Run once; Run takes
-// the startup sleep and the Lease, executes the six phases in order, writes
-// the Secret and returns an error whose class ExitCode turns into the exit
-// code. It is also the command-line surface: the settings and their help,
-// whether a run was started by the CronJob's schedule, and the
-// subcommands `status` (is this cluster registered, and if not why) and
-// `attestation inspect` (a support engineer's look at an attested
-// document). Everything cloud-specific lives in
-// providers; the region-server, update-server, Happy Eyeballs, Kubernetes
-// and in-cluster DNS pieces live in subpackages.
+// (LoadConfig), assembles a Job from it (New) and calls Run once. Run is
+// the run's table of contents: the startup sleep, the Lease, then the
+// seed's six phases, each one call into the package that does its work —
+// detect (providers), prove (providers/azure), load-config (the
+// regionserverclnt.cfg LoadConfig read and checked at start,
+// job/regionconfig), find-update-server (job/smt, whose health check races
+// the two address families through job/happyeyeballs), race-addresses (the
+// address that race reached), write-secret (job/incluster maps the name in
+// CoreDNS and waits for the handover; job/kube writes the Secret) — and
+// reads what rancher/scc-operator made of it (job/kube). It returns an
+// error whose class ExitCode turns into the exit code.
+//
+// The root package only orchestrates and holds the command-line surface:
+// Config and its settings table (config.go, settings.go, parse.go,
+// help.go), the Secret type that keeps codes out of logs, the dry-run and
+// file outputs, and the subcommands `status` (job/status decides; this
+// package hands it the exit codes) and `attestation inspect` (a support
+// engineer's look at an attested document, providers/azure's Inspect).
 package job

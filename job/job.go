@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
@@ -32,26 +33,18 @@ type (
 	Finder interface {
 		Find(ctx context.Context, s regionconfig.Settings, regionHint string) (smt.UpdateServer, error)
 	}
-	// InClusterDNS makes the update server's name resolve in the cluster;
-	// Object names the CoreDNS object the last Ensure edited, for the
-	// handover wait's messages.
-	InClusterDNS interface {
-		Ensure(ctx context.Context, fqdn string, ip netip.Addr) (changed bool, err error)
-		Object() string
+	// InCluster makes the update server's name reach the operator inside
+	// the cluster (phase 6, before the Secret): maps it in CoreDNS and
+	// waits for the handover, as its config says applies, and returns what
+	// it did.
+	InCluster interface {
+		Publish(ctx context.Context, name string, addr netip.Addr, certPEM []byte) (incluster.Result, error)
 	}
 	// Store writes the registration (phase 6). Check runs first, before
 	// CoreDNS is edited, and fails when Write certainly would.
 	Store interface {
 		Check(ctx context.Context, r kube.Registration) error
 		Write(ctx context.Context, r kube.Registration) (changed bool, err error)
-	}
-	// Handover waits, before the Secret is written, until the update server
-	// is reachable the way the operator will reach it: its name resolving
-	// through the cluster's DNS to the mapped address, TLS answering there
-	// with the pinned certificate. object names the CoreDNS ConfigMap
-	// holding the entry, for its messages.
-	Handover interface {
-		Until(ctx context.Context, name string, addr netip.Addr, certPEM []byte, object string) (waited time.Duration, err error)
 	}
 	// OperatorWatcher reads what rancher/scc-operator made of the Secret.
 	OperatorWatcher interface {
@@ -69,8 +62,8 @@ type (
 
 // Job is one run's collaborators and settings, assembled by New (or by a
 // test). Zero-valued optional fields are skipped: no Lock means no Lease
-// (dry runs, runs outside a cluster), no InClusterDNS means the cluster's
-// DNS is left alone. LoadSettings hands phase 3 the region settings; New's
+// (dry runs, runs outside a cluster), no InCluster means there is no
+// cluster to publish the name in (dry runs, --output). LoadSettings hands phase 3 the region settings; New's
 // returns those LoadConfig already read and checked.
 type Job struct {
 	Log          *slog.Logger
@@ -78,8 +71,7 @@ type Job struct {
 	Prover       func(providers.Cloud) (providers.Prover, error)
 	LoadSettings func() (regionconfig.Settings, error)
 	Finder       Finder
-	InClusterDNS InClusterDNS
-	Handover     Handover
+	InCluster    InCluster
 	Store        Store
 	Lock         Locker
 	RegCode      Secret
@@ -94,12 +86,6 @@ type Job struct {
 	// SecretRef is namespace/name of the Secret, for the remedy in the
 	// OperatorRegistrationFailed Event.
 	SecretRef string
-
-	// HandoverSkip says why Handover is nil: it is logged where the wait
-	// would have been. HandoverDisabled makes that a warning (the wait was
-	// turned off, not inapplicable).
-	HandoverSkip     string
-	HandoverDisabled bool
 
 	// Deadline bounds the run after the startup sleep.
 	Deadline time.Duration
@@ -270,20 +256,15 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 				return nil, withRegCodeSources(err)
 			}
 			var attrs []any
-			if j.InClusterDNS == nil {
-				log.Info("in-cluster DNS left alone: no cluster, or IN_CLUSTER_DNS=false", slog.String("server", server.Name), slog.String("address", addrString(addr)))
+			if j.InCluster == nil {
+				log.Info("no cluster (dry run or --output): the name is neither mapped nor handed over", slog.String("server", server.Name), slog.String("address", addrString(addr)))
 			} else {
-				changed, err := j.InClusterDNS.Ensure(ctx, server.Name, addr)
+				pub, err := j.InCluster.Publish(ctx, server.Name, addr, server.CertPEM)
 				if err != nil {
-					return nil, fmt.Errorf("in-cluster DNS: %w", err)
+					return nil, err
 				}
-				attrs = append(attrs, slog.Bool("dnsChanged", changed))
+				attrs = append(attrs, pub.Attrs()...)
 			}
-			handoverAttrs, err := j.handOver(ctx, log, server, addr)
-			if err != nil {
-				return nil, err
-			}
-			attrs = append(attrs, handoverAttrs...)
 			if j.RegCode == "" {
 				log.Info("no registration code configured (REGISTRATION_CODE, REG_CODE or REGCODE): the one in the Secret is kept")
 			}
@@ -310,28 +291,6 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		res.Outcome = OutcomeRegistered
 	}
 	return res, j.reportOperator(ctx, log, &res, server.Name)
-}
-
-// handOver waits until the operator can reach the update server the way the
-// Secret will tell it to, or logs why there is no such wait.
-func (j *Job) handOver(ctx context.Context, log *slog.Logger, server smt.UpdateServer, addr netip.Addr) ([]any, error) {
-	switch {
-	case j.Handover == nil && j.HandoverDisabled:
-		log.Warn("handover wait disabled (HANDOVER_TIMEOUT=0, for tests only): the operator may get the Secret before it can reach the update server, and a failed registration stays failed", slog.String("server", server.Name))
-		return nil, nil
-	case j.Handover == nil:
-		log.Info("handover wait skipped", slog.String("reason", j.HandoverSkip), slog.String("server", server.Name))
-		return nil, nil
-	}
-	var object string
-	if j.InClusterDNS != nil {
-		object = j.InClusterDNS.Object()
-	}
-	waited, err := j.Handover.Until(ctx, server.Name, addr, server.CertPEM, object)
-	if err != nil {
-		return nil, fmt.Errorf("handover: %w", err)
-	}
-	return []any{slog.Int64("handoverMs", waited.Milliseconds())}, nil
 }
 
 // reportOperator reads what the operator made of the Secret: after a write

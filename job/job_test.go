@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/job/handover"
+	"github.com/rancher/registration-engine/job/incluster"
+	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
@@ -82,11 +84,9 @@ func (r *recorder) Find(ctx context.Context, _ regionconfig.Settings, hint strin
 	return us, r.step(ctx, "find")
 }
 
-func (r *recorder) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (bool, error) {
-	return true, r.step(ctx, "dns")
+func (r *recorder) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (inclusterdns.Edit, error) {
+	return inclusterdns.Edit{Object: "kube-system/coredns", Changed: true}, r.step(ctx, "dns")
 }
-
-func (r *recorder) Object() string { return "kube-system/coredns" }
 
 func (r *recorder) Until(ctx context.Context, name string, addr netip.Addr, certPEM []byte, object string) (time.Duration, error) {
 	if err := r.step(ctx, "handover"); err != nil {
@@ -129,20 +129,22 @@ func (r *recorder) Acquire(ctx context.Context) (func(context.Context) error, er
 }
 
 func newJob(r *recorder, logs *bytes.Buffer) *Job {
+	log := slog.New(slog.NewJSONHandler(logs, nil))
 	return &Job{
-		Log:      slog.New(slog.NewJSONHandler(logs, nil)),
+		Log:      log,
 		Detector: r,
 		Prover:   func(providers.Cloud) (providers.Prover, error) { return r, nil },
 		LoadSettings: func() (regionconfig.Settings, error) {
 			return regionconfig.Settings{}, r.step(context.Background(), "config")
 		},
-		Finder:       r,
-		InClusterDNS: r,
-		Handover:     r,
-		Store:        r,
-		Lock:         r,
-		RegCode:      "REGCODE-SECRET",
-		Deadline:     time.Minute,
+		Finder: r,
+		// The real phase-6 publisher, with the recorder as CoreDNS and
+		// the handover wait.
+		InCluster: &incluster.Name{Config: incluster.Config{Map: true, Timeout: time.Minute}, Map: r, Wait: r, Log: log},
+		Store:     r,
+		Lock:      r,
+		RegCode:   "REGCODE-SECRET",
+		Deadline:  time.Minute,
 	}
 }
 
@@ -379,33 +381,33 @@ func TestStartupSleepInterruptedBySIGTERM(t *testing.T) {
 
 // TestRunSaysWhyThereIsNoHandoverWait: a run without the wait says why in
 // its log, as a warning when the wait was turned off rather than
-// inapplicable.
+// inapplicable, and still writes the Secret.
 func TestRunSaysWhyThereIsNoHandoverWait(t *testing.T) {
 	tests := map[string]struct {
-		skip     string
-		disabled bool
-		level    string
+		cfg       incluster.Config
+		msg       string
+		level     string
+		wantCalls []string
 	}{
-		"no in-cluster DNS mapping": {skip: "IN_CLUSTER_DNS=false: no in-cluster DNS mapping to wait for", level: "INFO"},
-		"turned off for a test":     {skip: "HANDOVER_TIMEOUT=0", disabled: true, level: "WARN"},
+		"no in-cluster DNS mapping": {cfg: incluster.Config{Map: false, Timeout: time.Minute}, msg: "in-cluster DNS left alone", level: "INFO", wantCalls: []string{"lease", "detect", "prove", "config", "find", "write"}},
+		"not in a pod":              {cfg: incluster.Config{Map: true, OutsidePod: true, Timeout: time.Minute}, msg: "handover wait skipped", level: "INFO", wantCalls: []string{"lease", "detect", "prove", "config", "find", "dns", "write"}},
+		"turned off for a test":     {cfg: incluster.Config{Map: true}, msg: "handover wait disabled", level: "WARN", wantCalls: []string{"lease", "detect", "prove", "config", "find", "dns", "write"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			r := &recorder{changed: true}
 			var logs bytes.Buffer
 			j := newJob(r, &logs)
-			j.Handover, j.HandoverSkip, j.HandoverDisabled = nil, tc.skip, tc.disabled
+			j.InCluster.(*incluster.Name).Config = tc.cfg
 			_, err := j.Run(context.Background())
 			require.NoError(t, err)
-			assert.NotContains(t, r.calls, "handover")
+			assert.Equal(t, tc.wantCalls, r.calls)
 			var found bool
 			for _, l := range logLines(t, &logs) {
-				if msg, _ := l["msg"].(string); strings.HasPrefix(msg, "handover wait") {
+				if l["msg"] == tc.msg {
 					found = true
-					assert.Equal(t, tc.level, l["level"], msg)
-					if !tc.disabled {
-						assert.Equal(t, tc.skip, l["reason"])
-					}
+					assert.Equal(t, tc.level, l["level"])
+					assert.NotEmpty(t, l["reason"], "the line says why")
 				}
 			}
 			assert.True(t, found, "the log says the wait did not happen:\n%s", logs.String())

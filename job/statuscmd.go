@@ -89,6 +89,7 @@ Flags:
 	defer cancel()
 	report := status.Gather(ctx, reader, status.Options{
 		Namespace: *namespace,
+		Exits:     status.ExitCodes{NotYet: ExitTransient, ActionNeeded: ExitPermanent, EnginePermanent: ExitPermanent},
 		Inspect: func(ctx context.Context, doc []byte) (*azure.InspectReport, error) {
 			opts := inspect
 			opts.At = time.Now()
@@ -103,10 +104,10 @@ Flags:
 	if err != nil {
 		return err
 	}
-	switch report.Verdict.ExitCode {
-	case 0:
+	switch report.Verdict.State {
+	case status.StateRegistered:
 		return nil
-	case 1:
+	case status.StateNotYet:
 		return ErrNotYetRegistered
 	default:
 		return ErrActionNeeded

@@ -38,7 +38,8 @@ const (
 )
 
 // CoreDNS makes the update server's name resolve, inside the cluster, to
-// the address phase 5 chose. Public DNS does not resolve the update servers'
+// the address the update server answered its health check on (phase 4's
+// race; phase 5 reports it). Public DNS does not resolve the update servers'
 // names, yet the operator must connect to https://<name> for the certificate
 // to match.
 //
@@ -56,40 +57,42 @@ type CoreDNS struct {
 	Namespace  string // default kube-system
 	Key        string // key in coredns-custom; default DefaultHostsKey
 	Log        *slog.Logger
-
-	// object is the ConfigMap the last Ensure found the entry's place in.
-	object string
 }
 
-// Object names the ConfigMap (namespace/name) the last Ensure put the entry
-// in, for messages about it; "" before the first Ensure.
-func (c *CoreDNS) Object() string { return c.object }
+// Edit is what Ensure did: the ConfigMap (namespace/name) that holds the
+// entry, and whether this call changed it.
+type Edit struct {
+	Object  string
+	Changed bool
+}
 
-// Ensure makes fqdn resolve to ip in the cluster and reports whether it
-// changed CoreDNS's configuration. A failure means the Secret must not be
-// written: the operator would be handed a name it cannot resolve.
-func (c *CoreDNS) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (changed bool, err error) {
+// Ensure makes fqdn resolve to ip in the cluster and reports which
+// ConfigMap holds the entry and whether it changed CoreDNS's configuration.
+// A failure means the Secret must not be written: the operator would be
+// handed a name it cannot resolve.
+func (c *CoreDNS) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (Edit, error) {
 	ns := cmp.Or(c.Namespace, "kube-system")
-	fqdn, ip, err = validHostsEntry(fqdn, ip)
+	fqdn, ip, err := validHostsEntry(fqdn, ip)
 	if err != nil {
-		return false, fmt.Errorf("coredns: %w", err)
+		return Edit{}, fmt.Errorf("coredns: %w", err)
 	}
+	var edit Edit
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var err error
-		changed, err = c.ensure(ctx, ns, fqdn, ip)
+		edit, err = c.ensure(ctx, ns, fqdn, ip)
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("coredns: %w", err)
+		return Edit{}, fmt.Errorf("coredns: %w", err)
 	}
-	return changed, nil
+	return edit, nil
 }
 
-func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (bool, error) {
+func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (Edit, error) {
 	cms := c.ConfigMaps.ConfigMaps(ns)
 	custom, err := cms.Get(ctx, CoreDNSCustom, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return false, kube.APIError(err, needConfigMaps(ns))
+		return Edit{}, kube.APIError(err, needConfigMaps(ns))
 	}
 	hasCustom := err == nil
 
@@ -101,32 +104,33 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (b
 		c.logger().Warn("coredns-custom without a coredns ConfigMap: cannot check that CoreDNS reloads it", slog.String("configMap", ns+"/"+CoreDNSConfigMap))
 		core = nil
 	case apierrors.IsNotFound(err):
-		return false, failure.Permanent(fmt.Errorf("%w: neither %s nor %s in %s; make %s resolve another way and set IN_CLUSTER_DNS=false", ErrNoCoreDNS, CoreDNSCustom, CoreDNSConfigMap, ns, fqdn))
+		return Edit{}, failure.Permanent(fmt.Errorf("%w: neither %s nor %s in %s; make %s resolve another way and set IN_CLUSTER_DNS=false", ErrNoCoreDNS, CoreDNSCustom, CoreDNSConfigMap, ns, fqdn))
 	case err != nil:
-		return false, kube.APIError(err, needConfigMaps(ns))
+		return Edit{}, kube.APIError(err, needConfigMaps(ns))
 	}
 	if core != nil && !hasDirective(core.Data[CorefileKey], "reload") {
-		return false, failure.Permanent(fmt.Errorf("%w: the Corefile in %s/%s has no reload directive, so CoreDNS would serve %s only after a restart; add reload to it, or %s", ErrNoReload, ns, CoreDNSConfigMap, fqdn, byHand(fqdn, ip)))
+		return Edit{}, failure.Permanent(fmt.Errorf("%w: the Corefile in %s/%s has no reload directive, so CoreDNS would serve %s only after a restart; add reload to it, or %s", ErrNoReload, ns, CoreDNSConfigMap, fqdn, byHand(fqdn, ip)))
 	}
 	if hasCustom {
-		c.object = ns + "/" + CoreDNSCustom
-		return c.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
+		changed, err := c.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
+		return Edit{Object: ns + "/" + CoreDNSCustom, Changed: changed}, err
 	}
 
-	c.object = ns + "/" + CoreDNSConfigMap
+	edit := Edit{Object: ns + "/" + CoreDNSConfigMap}
 	old := core.Data[CorefileKey]
 	next, err := SetCorefileHostsEntry(old, fqdn, ip)
 	if err != nil {
-		return false, failure.Permanent(fmt.Errorf("%s/%s: %w", ns, CoreDNSConfigMap, err))
+		return Edit{}, failure.Permanent(fmt.Errorf("%s/%s: %w", ns, CoreDNSConfigMap, err))
 	}
 	if next == old {
-		return false, nil
+		return edit, nil
 	}
 	if err := patchConfigMapKey(ctx, cms, CoreDNSConfigMap, core.ResourceVersion, CorefileKey, next); err != nil {
-		return false, kube.APIError(err, needConfigMaps(ns))
+		return Edit{}, kube.APIError(err, needConfigMaps(ns))
 	}
 	c.logger().Info("coredns corefile updated", slog.String("configMap", ns+"/"+CoreDNSConfigMap), slog.String("server", fqdn), slog.String("address", ip.String()))
-	return true, nil
+	edit.Changed = true
+	return edit, nil
 }
 
 // ensureCustom writes our key in coredns-custom when it differs.

@@ -122,10 +122,12 @@ func TestCoreDNSCustom(t *testing.T) {
 			core := cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile})
 			c := fake.NewClientset(cm(CoreDNSCustom, tc.custom), core)
 
-			changed, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
+			edit, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
+			changed := edit.Changed
 
 			require.NoError(t, err)
 			assert.Equal(t, tc.changed, changed)
+			assert.Equal(t, "kube-system/"+CoreDNSCustom, edit.Object, "the entry's ConfigMap, for the handover's messages")
 			assert.Equal(t, tc.cmActions, kubetest.Verbs(c, "configmaps"))
 			got := getCM(t, c, CoreDNSCustom)
 			assert.Equal(t, block, got.Data[DefaultHostsKey])
@@ -188,10 +190,12 @@ func TestCoreDNSCorefile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 kind-control-plane"}))
 
-			changed, err := newCoreDNS(c).Ensure(context.Background(), smtName, tc.ip)
+			edit, err := newCoreDNS(c).Ensure(context.Background(), smtName, tc.ip)
+			changed := edit.Changed
 
 			require.NoError(t, err)
 			assert.Equal(t, tc.changed, changed)
+			assert.Equal(t, "kube-system/"+CoreDNSConfigMap, edit.Object, "the entry's ConfigMap, for the handover's messages")
 			if !tc.changed {
 				assert.Equal(t, []string{"get", "get"}, kubetest.Verbs(c, "configmaps"), "coredns-custom, then coredns; no write")
 			}
@@ -235,7 +239,8 @@ func TestCoreDNSFailures(t *testing.T) {
 				})
 			}
 
-			changed, err := newCoreDNS(c).Ensure(context.Background(), tc.fqdn, tc.ip)
+			edit, err := newCoreDNS(c).Ensure(context.Background(), tc.fqdn, tc.ip)
+			changed := edit.Changed
 
 			require.ErrorIs(t, err, tc.want)
 			assert.True(t, failure.IsPermanent(err))

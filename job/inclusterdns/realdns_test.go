@@ -113,7 +113,8 @@ func TestRealCoreDNS(t *testing.T) {
 
 			// Phase 5 chose another address: the engine edits the same
 			// ConfigMap, the kubelet syncs it into the pod, reload loads it.
-			changed, err := engine.Ensure(ctx, smtName, newIP)
+			edit, err := engine.Ensure(ctx, smtName, newIP)
+			changed := edit.Changed
 			require.NoError(t, err)
 			require.True(t, changed)
 			writeConfig(t, c, dir, port)

@@ -73,6 +73,8 @@ type Options struct {
 	Inspect func(ctx context.Context, doc []byte) (*azure.InspectReport, error)
 	// Now is the time of the report; zero means time.Now().
 	Now time.Time
+	// Exits are the exit codes of the status command and the engine.
+	Exits ExitCodes
 }
 
 // gatherer fills one Report.
@@ -99,7 +101,7 @@ func Gather(ctx context.Context, src Source, opts Options) *Report {
 	secret := g.secret(ctx)
 	g.dns(ctx)
 	g.operator(ctx, secret)
-	g.r.Verdict = Decide(g.r, now)
+	g.r.Verdict = Decide(g.r, now, g.opts.Exits)
 	return g.r
 }
 

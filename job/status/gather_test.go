@@ -178,7 +178,7 @@ func TestGatherOperatorState(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			r := Gather(context.Background(), &tc.src, Options{Now: now})
+			r := Gather(context.Background(), &tc.src, Options{Exits: testExits, Now: now})
 			assert.Equal(t, tc.state, r.Operator.State)
 			var shown []string
 			for _, c := range r.Operator.Conditions {
@@ -197,7 +197,7 @@ func TestDecideOperatorWithoutLeaderLease(t *testing.T) {
 	src := &source{served: true, configMaps: map[string]*corev1.ConfigMap{"coredns": {Data: map[string]string{"Corefile": corefile}}}, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
 		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}}
 
-	r := Gather(context.Background(), src, Options{Now: now})
+	r := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
 
 	assert.Equal(t, StateActionNeeded, r.Verdict.State, r.Verdict.Line)
 	assert.Equal(t, "Not registered: rancher/scc-operator has not adopted scc-registration: its leader Lease kube-system/scc-controllers does not exist"+
@@ -211,7 +211,7 @@ func TestGatherSecretKeys(t *testing.T) {
 	src := &source{secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
 		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE-1234"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}}
 
-	r := Gather(context.Background(), src, Options{Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
+	r := Gather(context.Background(), src, Options{Exits: testExits, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
 
 	assert.Equal(t, map[string]int{kube.KeyRegistrationType: 6, kube.KeyRegCode: 9, kube.KeyRegistrationURL: 31, kube.KeyInstanceData: 0, kube.KeyRegistrationURLCert: 0}, r.Secret.Keys)
 	var text strings.Builder
@@ -256,7 +256,7 @@ func TestGatherInstanceData(t *testing.T) {
 				}, nil
 			}
 
-			r := Gather(context.Background(), src, Options{Inspect: inspect, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
+			r := Gather(context.Background(), src, Options{Exits: testExits, Inspect: inspect, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
 
 			require.NotNil(t, r.Secret.InstanceData)
 			assert.Equal(t, tc.want, *r.Secret.InstanceData)
@@ -338,7 +338,7 @@ func TestGatherDNS(t *testing.T) {
 			src := &source{configMaps: tc.configMaps, forbidden: tc.forbidden, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
 				Data: map[string][]byte{kube.KeyRegistrationURL: []byte("https://" + host)}}}
 
-			r := Gather(context.Background(), src, Options{Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
+			r := Gather(context.Background(), src, Options{Exits: testExits, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
 
 			want := tc.want
 			want.Checked, want.Host = true, host
@@ -377,7 +377,7 @@ func TestGatherJobs(t *testing.T) {
 		},
 	}
 
-	r := Gather(context.Background(), src, Options{Now: now})
+	r := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
 
 	require.Equal(t, Read, r.Jobs.Access)
 	require.Len(t, r.Jobs.Items, 2)
@@ -423,7 +423,7 @@ func TestGatherLeaseHolder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := &source{lease: held, pods: tc.pods, forbidden: tc.forbidden}
 
-			r := Gather(context.Background(), src, Options{Now: now})
+			r := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
 
 			assert.Equal(t, LeaseHeld, r.Lease.State)
 			assert.Equal(t, "manual-1-abcde", r.Lease.Holder)

@@ -21,14 +21,41 @@ const ExpiryWarning = 14 * 24 * time.Hour
 // run or the operator is still working) or action needed (exit 2), naming
 // the first broken link and what to do. A link whose read was refused is
 // not broken; when the verdict depends on it, the verdict is unknown.
-func Decide(r *Report, now time.Time) Verdict {
-	d := decider{r: r, now: now}
-	return d.decide()
+func Decide(r *Report, now time.Time, exits ExitCodes) Verdict {
+	d := decider{r: r, now: now, exits: exits}
+	v := d.decide()
+	v.ExitCode = exits.of(v.State)
+	return v
+}
+
+// ExitCodes are the exit codes the status command and the engine use,
+// handed down by the command (package job owns them), so that this
+// package decides states and reads pods' exit codes without a number of
+// its own.
+type ExitCodes struct {
+	// NotYet is status's code for StateNotYet; ActionNeeded for
+	// StateActionNeeded and StateUnknown. Registered is always 0.
+	NotYet, ActionNeeded int
+	// EnginePermanent is the engine's exit code for a failure no retry can
+	// fix (the podFailurePolicy fails the Job on it).
+	EnginePermanent int
+}
+
+func (e ExitCodes) of(state string) int {
+	switch state {
+	case StateRegistered:
+		return 0
+	case StateNotYet:
+		return e.NotYet
+	default:
+		return e.ActionNeeded
+	}
 }
 
 type decider struct {
-	r   *Report
-	now time.Time
+	r     *Report
+	now   time.Time
+	exits ExitCodes
 }
 
 func (d decider) runNow() string {
@@ -50,7 +77,7 @@ func (d decider) decide() Verdict {
 		if len(r.DNS.Addresses) > 0 {
 			line += " (" + strings.Join(r.DNS.Addresses, ", ") + ")"
 		}
-		return Verdict{State: StateRegistered, ExitCode: 0, Line: line}
+		return Verdict{State: StateRegistered, Line: line}
 	}
 
 	switch r.Secret.Access {
@@ -75,7 +102,7 @@ func (d decider) decide() Verdict {
 	if what, next, ok := d.dnsBroken(); ok {
 		return action(what, next)
 	}
-	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && permanent(*j) && o.State != kube.OperatorFailed {
+	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && d.permanent(*j) && o.State != kube.OperatorFailed {
 		return d.failedRun(*j)
 	}
 	return d.operator()
@@ -99,7 +126,7 @@ func (d decider) registeredButAction() (Verdict, bool) {
 	if what, next, ok := d.dnsBroken(); ok {
 		return registeredAction(what, next), true
 	}
-	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && permanent(*j) {
+	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && d.permanent(*j) {
 		what, next := d.failedRunText(*j)
 		return registeredAction(what, next), true
 	}
@@ -180,16 +207,16 @@ func (d decider) lastFinished() *Job {
 	return nil
 }
 
-// permanent: the engine exited 2, which the podFailurePolicy turns into a
-// failed Job at once.
-func permanent(j Job) bool {
-	return (j.ExitCode != nil && *j.ExitCode == 2) || j.Reason == "PodFailurePolicy"
+// permanent: the engine exited with its permanent code, which the
+// podFailurePolicy turns into a failed Job at once.
+func (d decider) permanent(j Job) bool {
+	return (j.ExitCode != nil && int(*j.ExitCode) == d.exits.EnginePermanent) || j.Reason == "PodFailurePolicy"
 }
 
 func (d decider) failedRun(j Job) Verdict {
 	what, next := d.failedRunText(j)
 	switch {
-	case permanent(j), d.r.CronJob.Suspended:
+	case d.permanent(j), d.r.CronJob.Suspended:
 		return action(what, next)
 	default:
 		return notYet(what, next)
@@ -209,7 +236,7 @@ func (d decider) failedRunText(j Job) (what, next string) {
 	}
 	logs := fmt.Sprintf("kubectl -n %s logs job/%s", d.r.Namespace, j.Name)
 	switch {
-	case permanent(j):
+	case d.permanent(j):
 		return what, "a retry cannot succeed: read the cause in " + logs + ", fix the configuration, then run the engine: " + d.runNow()
 	case d.r.CronJob.Suspended:
 		return what, "the CronJob is suspended: read " + logs + ", then run the engine: " + d.runNow()
@@ -296,15 +323,15 @@ func (d decider) operator() Verdict {
 }
 
 func action(what, next string) Verdict {
-	return Verdict{State: StateActionNeeded, ExitCode: 2, Line: "Not registered: " + what + " — " + next, Next: next}
+	return Verdict{State: StateActionNeeded, Line: "Not registered: " + what + " — " + next, Next: next}
 }
 
 func registeredAction(what, next string) Verdict {
-	return Verdict{State: StateActionNeeded, ExitCode: 2, Line: "Registered, action needed: " + what + " — " + next, Next: next}
+	return Verdict{State: StateActionNeeded, Line: "Registered, action needed: " + what + " — " + next, Next: next}
 }
 
 func notYet(what, next string) Verdict {
-	return Verdict{State: StateNotYet, ExitCode: 1, Line: "Not registered yet: " + what + " — " + next, Next: next}
+	return Verdict{State: StateNotYet, Line: "Not registered yet: " + what + " — " + next, Next: next}
 }
 
 // remedy is what to do about a read that went as a: credentials when it
@@ -318,7 +345,7 @@ func remedy(a Access, credentials string) string {
 }
 
 func unknown(what, next string) Verdict {
-	return Verdict{State: StateUnknown, ExitCode: 2, Line: "Unknown: " + what + " — " + next, Next: next}
+	return Verdict{State: StateUnknown, Line: "Unknown: " + what + " — " + next, Next: next}
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

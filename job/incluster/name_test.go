@@ -1,0 +1,121 @@
+package incluster
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/job/inclusterdns"
+)
+
+type mapper struct {
+	edit  inclusterdns.Edit
+	err   error
+	calls int
+}
+
+func (m *mapper) Ensure(context.Context, string, netip.Addr) (inclusterdns.Edit, error) {
+	m.calls++
+	return m.edit, m.err
+}
+
+type waiter struct {
+	object string
+	err    error
+	calls  int
+}
+
+func (w *waiter) Until(_ context.Context, _ string, _ netip.Addr, _ []byte, object string) (time.Duration, error) {
+	w.calls++
+	w.object = object
+	return 3 * time.Second, w.err
+}
+
+var addr = netip.MustParseAddr("2001:db8::10")
+
+// TestPublish: one call maps the name, waits for it with the ConfigMap the
+// mapping reported, and returns what it did, or why it did less.
+func TestPublish(t *testing.T) {
+	edit := inclusterdns.Edit{Object: "kube-system/coredns-custom", Changed: true}
+	mapErr := errors.New("conflict")
+	waitErr := errors.New("not yet")
+	tests := map[string]struct {
+		cfg       Config
+		mapErr    error
+		waitErr   error
+		want      Result
+		wantErr   string
+		wantMaps  int
+		wantWaits int
+	}{
+		"mapped and handed over": {
+			cfg:  Config{Map: true, Timeout: time.Minute},
+			want: Result{Object: edit.Object, Changed: true, Waited: 3 * time.Second}, wantMaps: 1, wantWaits: 1,
+		},
+		"IN_CLUSTER_DNS=false: nothing mapped, nothing waited for": {
+			cfg:  Config{Map: false, Timeout: time.Minute},
+			want: Result{Skipped: skipNoMap},
+		},
+		"outside a pod: mapped, not waited for": {
+			cfg:  Config{Map: true, OutsidePod: true, Timeout: time.Minute},
+			want: Result{Object: edit.Object, Changed: true, Skipped: skipOutsidePod}, wantMaps: 1,
+		},
+		"outside a pod with a DNS server to ask: waited for": {
+			cfg:  Config{Map: true, OutsidePod: true, DNSServer: "127.0.0.1:53", Timeout: time.Minute},
+			want: Result{Object: edit.Object, Changed: true, Waited: 3 * time.Second}, wantMaps: 1, wantWaits: 1,
+		},
+		"HANDOVER_TIMEOUT=0: mapped, the wait turned off": {
+			cfg:  Config{Map: true},
+			want: Result{Object: edit.Object, Changed: true, Skipped: skipNoWait}, wantMaps: 1,
+		},
+		"the mapping fails: no wait": {
+			cfg: Config{Map: true, Timeout: time.Minute}, mapErr: mapErr,
+			wantErr: "in-cluster DNS: conflict", wantMaps: 1,
+		},
+		"the wait fails": {
+			cfg: Config{Map: true, Timeout: time.Minute}, waitErr: waitErr,
+			want:    Result{Object: edit.Object, Changed: true, Waited: 3 * time.Second},
+			wantErr: "handover: not yet", wantMaps: 1, wantWaits: 1,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m := &mapper{edit: edit, err: tc.mapErr}
+			w := &waiter{err: tc.waitErr}
+			if tc.mapErr != nil {
+				m.edit = inclusterdns.Edit{}
+			}
+			got, err := (&Name{Config: tc.cfg, Map: m, Wait: w}).Publish(context.Background(), "smt-azure.example", addr, []byte("PEM"))
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Equal(t, tc.wantErr, err.Error())
+			} else {
+				require.NoError(t, err)
+			}
+			if tc.mapErr == nil {
+				assert.Equal(t, tc.want, got)
+			}
+			assert.Equal(t, tc.wantMaps, m.calls, "CoreDNS edits")
+			assert.Equal(t, tc.wantWaits, w.calls, "handover waits")
+			if w.calls > 0 {
+				assert.Equal(t, edit.Object, w.object, "the wait names the ConfigMap this call edited")
+			}
+		})
+	}
+}
+
+// A settle as long as the timeout would fail every run after CoreDNS was
+// edited: refused at load; no rule when the wait does not apply.
+func TestConfigValidate(t *testing.T) {
+	assert.NoError(t, Config{Map: true, Timeout: time.Minute, Settle: 20 * time.Second}.Validate())
+	assert.NoError(t, Config{Map: true, Timeout: 0, Settle: time.Hour}.Validate(), "no wait, no rule")
+	assert.NoError(t, Config{Map: false, Timeout: time.Second, Settle: time.Minute}.Validate(), "no mapping, no wait")
+	err := Config{Map: true, Timeout: time.Minute, Settle: time.Minute}.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "HANDOVER_SETTLE=1m0s is not shorter than HANDOVER_TIMEOUT=1m0s")
+}

@@ -1,0 +1,243 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rancher/registration-engine/job/hostname"
+)
+
+// The settings table's small parser library: each function turns one
+// setting's text into its Config field, or says what it wants.
+
+// setting is one configurable value: a flag, the environment variables that
+// may carry it (first non-empty wins), its default, and how to store it.
+type setting struct {
+	flag    string
+	envs    []string
+	def     string
+	group   string
+	help    string
+	boolean bool
+	// secret keeps the value out of every message LoadConfig writes: a bad
+	// value is shown as REDACTED. Its Config field must be a Secret, so that
+	// the log of the effective configuration redacts it too.
+	secret bool
+	set    func(c *Config, v string) error
+}
+
+func str(dst func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *dst(c) = v; return nil }
+}
+
+func integer(min int, dst func(*Config) *int) func(*Config, string) error {
+	return integerUpTo(min, math.MaxInt, dst)
+}
+
+// integerUpTo takes a whole number from min to max; a bad value is told the
+// whole range, whatever was wrong with it.
+func integerUpTo(min, max int, dst func(*Config) *int) func(*Config, string) error {
+	want := fmt.Errorf("want a whole number from %d to %d", min, max)
+	if max == math.MaxInt {
+		want = fmt.Errorf("want a whole number ≥ %d", min)
+	}
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < min || n > max {
+			return want
+		}
+		*dst(c) = n
+		return nil
+	}
+}
+
+func port(dst func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 || n > 65535 {
+			return errors.New("want a TCP port 1-65535")
+		}
+		*dst(c) = n
+		return nil
+	}
+}
+
+func float(min float64, dst func(*Config) *float64) func(*Config, string) error {
+	return floatUpTo(min, math.Inf(1), dst)
+}
+
+// floatUpTo takes a finite number from min to max (NaN and Inf, which
+// strconv parses, are refused); a bad value is told the whole range.
+func floatUpTo(min, max float64, dst func(*Config) *float64) func(*Config, string) error {
+	want := fmt.Errorf("want a number from %g to %g", min, max)
+	if math.IsInf(max, 1) {
+		want = fmt.Errorf("want a number ≥ %g", min)
+	}
+	return func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsInf(f, 0) || !(f >= min && f <= max) {
+			return want
+		}
+		*dst(c) = f
+		return nil
+	}
+}
+
+func duration(dst func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := parseDuration(v)
+		if err != nil {
+			return err
+		}
+		*dst(c) = d
+		return nil
+	}
+}
+
+func durations(dst func(*Config) *[]time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []time.Duration
+		for _, part := range splitList(v) {
+			d, err := parseDuration(part)
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		*dst(c) = out
+		return nil
+	}
+}
+
+// parseDuration accepts Go durations ("90s", "1h") and, like the seed's
+// numbers, plain seconds ("3600").
+func parseDuration(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, errors.New(`want a duration such as "90s", "10m" or seconds`)
+	}
+	return d, nil
+}
+
+func addrPort(dst func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		ap, err := netip.ParseAddrPort(strings.TrimSpace(v))
+		if err != nil {
+			return errors.New("want an IP address and port such as 127.0.0.1:5353")
+		}
+		*dst(c) = ap.String()
+		return nil
+	}
+}
+
+func boolean(dst func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		*dst(c) = b
+		return nil
+	}
+}
+
+func endpoint(https bool, dst func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.TrimRight(strings.TrimSpace(v), "/")
+		if err := checkURL(v, https); err != nil {
+			return err
+		}
+		*dst(c) = v
+		return nil
+	}
+}
+
+func endpoints(dst func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, part := range splitList(v) {
+			part = strings.TrimRight(part, "/")
+			if err := checkURL(part, false); err != nil {
+				return err
+			}
+			out = append(out, part)
+		}
+		*dst(c) = out
+		return nil
+	}
+}
+
+// hostnames takes a comma-separated list of DNS names, each as
+// hostname.Normalize returns it.
+func hostnames(dst func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, part := range splitList(v) {
+			n, err := hostname.Normalize(part)
+			if err != nil {
+				return err
+			}
+			out = append(out, n)
+		}
+		if len(out) == 0 {
+			return errors.New("want at least one domain")
+		}
+		*dst(c) = out
+		return nil
+	}
+}
+
+func checkURL(v string, httpsOnly bool) error {
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return errors.New("want an http(s) URL such as https://host:port")
+	}
+	if httpsOnly && u.Scheme != "https" {
+		return errors.New("want an https URL (Entra and ARM are only spoken to over TLS)")
+	}
+	return nil
+}
+
+// formatDuration writes a default the way a user would set it: 10m, not
+// 10m0s.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// formatDurations writes a default list the way a user would set it.
+func formatDurations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = formatDuration(d)
+	}
+	return strings.Join(parts, ",")
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
