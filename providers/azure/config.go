@@ -56,6 +56,11 @@ const (
 	// ExtensionAPIVersion is the ARM api-version of the extension GET (the
 	// one the reference engine uses; top-level plan is present in it).
 	ExtensionAPIVersion = "2023-05-01"
+	// ManagedClusterAPIVersion is the ARM api-version of the managed
+	// cluster GET: a stable (not preview) Microsoft.ContainerService
+	// version; properties.nodeResourceGroup, the one field read, is in
+	// every version.
+	ManagedClusterAPIVersion = "2024-05-01"
 	// IMDSAPIVersion is ≥ 2020-09-01, so the signed content carries
 	// subscriptionId, sku and licenseType.
 	IMDSAPIVersion = "2021-02-01"
