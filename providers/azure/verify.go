@@ -271,7 +271,7 @@ func (c *signedContent) checkExpiry(now time.Time) error {
 		return err
 	}
 	if !exp.After(now) {
-		return fmt.Errorf("%w: timeStamp.expiresOn %s is not after %s (check the node clock: it is ahead)",
+		return fmt.Errorf("%w: timeStamp.expiresOn %s is not after %s (check the node clock: it is ahead, unless IMDS served an old document)",
 			ErrDocumentExpired, exp.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	return nil
