@@ -208,6 +208,16 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 		"IMDS throttles":        {fault: "imds-429", wantCode: 0, wantOutcome: "registered"},
 		"ARM throttles":         {fault: "arm-429", wantCode: 0, wantOutcome: "registered"},
 		"cached nonce":          {fault: "cached-nonce", wantCode: 0, wantOutcome: "registered"},
+		"extension of another cluster": {fault: "other-cluster", wantCode: 2, wantOutcome: "failed",
+			wantInLog: []string{"extension belongs to another cluster", "EXTENSION_RESOURCE_ID points at another cluster's extension"}},
+		"identity may not read the cluster": {fault: "cluster-403", wantCode: 2, wantOutcome: "failed",
+			wantInLog: []string{"Microsoft.ContainerService/managedClusters/read"}},
+		// A wrong node clock is transient in both directions: the Job
+		// retries, and succeeds once the node's time service corrects it.
+		"node clock behind": {fault: "node-clock-behind", wantCode: 1, wantOutcome: "failed",
+			wantInLog: []string{"attested document dated ahead of the node clock", "check the node clock: it is behind"}},
+		"node clock ahead": {fault: "node-clock-ahead", wantCode: 1, wantOutcome: "failed",
+			wantInLog: []string{"attested document expired", "check the node clock: it is ahead"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -50,10 +50,16 @@ type AzureConfig struct {
 	VMID           string
 	// Location is the IMDS compute.location, e.g. "westeurope".
 	Location string
-	// ExtensionResourceID is the one ARM path the fake serves; default: an
-	// AKS cluster extension in SubscriptionID.
+	// ExtensionResourceID is the extension ARM serves; default: an AKS
+	// cluster extension in SubscriptionID. ARM also serves its parent, the
+	// managed cluster.
 	ExtensionResourceID string
-	Plan                AzurePlan
+	// NodeResourceGroup is the managed cluster's properties.nodeResourceGroup
+	// and the node's IMDS compute.resourceGroupName (the cluster's nodes
+	// live there); default MC_<ResourceGroup>_<cluster>_<Location>, as AKS
+	// names it.
+	NodeResourceGroup string
+	Plan              AzurePlan
 }
 
 // DefaultAzureConfig is a consistent deployment: the plan matches the test
@@ -72,9 +78,13 @@ func DefaultAzureConfig() AzureConfig {
 	}
 }
 
-// ExtensionAPIVersion is the only api-version the ARM fake accepts, the one
-// the engine pins.
-const ExtensionAPIVersion = "2023-05-01"
+// ExtensionAPIVersion and ManagedClusterAPIVersion are the only
+// api-versions the ARM fake accepts for the extension and the managed
+// cluster, the ones the engine pins.
+const (
+	ExtensionAPIVersion      = "2023-05-01"
+	ManagedClusterAPIVersion = "2024-05-01"
+)
 
 // imdsVersions are the api-versions the IMDS fake accepts, newest first in
 // error bodies as real IMDS does.
@@ -82,7 +92,8 @@ var imdsVersions = []string{"2025-04-07", "2023-07-01", "2021-12-13", "2021-02-0
 
 // Azure fakes the three Azure peers of phase 2: Entra ID (token endpoint and
 // the OpenID configuration azidentity reads first), ARM (one cluster
-// extension with its Marketplace plan) and IMDS (instance metadata and
+// extension with its Marketplace plan, and the managed cluster it belongs
+// to) and IMDS (instance metadata and
 // attested documents signed by a generated root → intermediate → leaf chain
 // shaped like Azure's, the intermediate served at the leaf's AIA URL).
 //
@@ -98,6 +109,13 @@ type Azure struct {
 	// ARMStatus, when non-zero, makes every ARM GET fail with this status and
 	// an ARM error body (403 AuthorizationFailed, 404 ResourceNotFound, …).
 	ARMStatus atomic.Int32
+	// ManagedClusterStatus is ARMStatus for the managed cluster's GET alone
+	// (an identity that may read the extension but not the cluster).
+	ManagedClusterStatus atomic.Int32
+	// OtherCluster makes the managed cluster report another node resource
+	// group than the node's IMDS: what ARM says when EXTENSION_RESOURCE_ID
+	// names the extension of another cluster.
+	OtherCluster atomic.Bool
 	// ARM429 and ARM5xx are the number of 429 (with Retry-After) and 503
 	// responses ARM sends before it answers normally.
 	ARM429 atomic.Int32
@@ -140,12 +158,15 @@ type Azure struct {
 	Forge atomic.Pointer[Forgery]
 
 	// Counters of requests that reached each fake.
-	TokenRequests         atomic.Int32
-	ARMRequests           atomic.Int32
-	IMDSRequests          atomic.Int32
-	AttestedRequests      atomic.Int32
-	AIARequests           atomic.Int32
-	IdentityTokenRequests atomic.Int32
+	TokenRequests atomic.Int32
+	// ARMRequests counts every ARM request, ManagedClusterRequests those
+	// for the managed cluster among them.
+	ARMRequests            atomic.Int32
+	ManagedClusterRequests atomic.Int32
+	IMDSRequests           atomic.Int32
+	AttestedRequests       atomic.Int32
+	AIARequests            atomic.Int32
+	IdentityTokenRequests  atomic.Int32
 
 	cfg AzureConfig
 	pki *azurePKI
@@ -188,6 +209,9 @@ func NewAzure(cfg AzureConfig) (*Azure, error) {
 	if cfg.ExtensionResourceID == "" {
 		cfg.ExtensionResourceID = "/subscriptions/" + cfg.SubscriptionID + "/resourceGroups/" + cfg.ResourceGroup +
 			"/providers/Microsoft.ContainerService/managedClusters/aks-fake/providers/Microsoft.KubernetesConfiguration/extensions/suse-registration"
+	}
+	if cfg.NodeResourceGroup == "" {
+		cfg.NodeResourceGroup = "MC_" + cfg.ResourceGroup + "_" + clusterName(cfg.ExtensionResourceID) + "_" + cfg.Location
 	}
 	pki, err := newAzurePKI()
 	if err != nil {
@@ -349,13 +373,19 @@ func (a *Azure) token(w http.ResponseWriter, r *http.Request) {
 
 // --------------------------------------------------------------------- ARM
 
-// ARMHandler serves GET {ExtensionResourceID}?api-version=2023-05-01 with a
-// bearer-token check, the configured plan at the top level (a sibling of
-// properties, as ARM returns it) and the fault switches NoPlan, ARMStatus,
-// ARM429 and ARM5xx.
+// ARMHandler serves, with a bearer-token check, GET {ExtensionResourceID}?api-version=2023-05-01
+// (the configured plan at the top level, a sibling of properties, as ARM
+// returns it) and GET of its parent managed cluster with
+// api-version=2024-05-01 (properties.nodeResourceGroup the node's resource
+// group), and the fault switches NoPlan, ARMStatus, ManagedClusterStatus,
+// OtherCluster, ARM429 and ARM5xx.
 func (a *Azure) ARMHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.ARMRequests.Add(1)
+		cluster := strings.EqualFold(r.URL.Path, a.clusterID())
+		if cluster {
+			a.ManagedClusterRequests.Add(1)
+		}
 		if !a.slow(r) {
 			return
 		}
@@ -373,29 +403,41 @@ func (a *Azure) ARMHandler() http.Handler {
 			armError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "The service is temporarily unavailable.")
 			return
 		}
-		switch s := int(a.ARMStatus.Load()); s {
+		action, scope, version := "Microsoft.KubernetesConfiguration/extensions/read", a.cfg.ExtensionResourceID, ExtensionAPIVersion
+		status := int(a.ARMStatus.Load())
+		if cluster {
+			action, scope, version = "Microsoft.ContainerService/managedClusters/read", a.clusterID(), ManagedClusterAPIVersion
+			if s := int(a.ManagedClusterStatus.Load()); s != 0 {
+				status = s
+			}
+		}
+		switch status {
 		case 0:
 		case http.StatusForbidden:
-			armError(w, s, "AuthorizationFailed", fmt.Sprintf("The client '%s' does not have authorization to perform action "+
-				"'Microsoft.KubernetesConfiguration/extensions/read' over scope '%s' or the scope is invalid.", a.cfg.ClientID, a.cfg.ExtensionResourceID))
+			armError(w, status, "AuthorizationFailed", fmt.Sprintf("The client '%s' does not have authorization to perform action "+
+				"'%s' over scope '%s' or the scope is invalid.", a.cfg.ClientID, action, scope))
 			return
 		case http.StatusNotFound:
-			armError(w, s, "ResourceNotFound", "The Resource was not found.")
+			armError(w, status, "ResourceNotFound", "The Resource was not found.")
 			return
 		default:
-			armError(w, s, "InternalServerError", http.StatusText(s))
+			armError(w, status, "InternalServerError", http.StatusText(status))
 			return
 		}
 		if r.Method != http.MethodGet {
 			armError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "Only GET is faked.")
 			return
 		}
-		if v := r.URL.Query().Get("api-version"); v != ExtensionAPIVersion {
+		if !cluster && !strings.EqualFold(r.URL.Path, a.cfg.ExtensionResourceID) {
+			armError(w, http.StatusNotFound, "ResourceNotFound", "The Resource was not found.")
+			return
+		}
+		if v := r.URL.Query().Get("api-version"); v != version {
 			armError(w, http.StatusBadRequest, "InvalidApiVersionParameter", fmt.Sprintf("The api-version '%s' is invalid.", v))
 			return
 		}
-		if !strings.EqualFold(r.URL.Path, a.cfg.ExtensionResourceID) {
-			armError(w, http.StatusNotFound, "ResourceNotFound", "The Resource was not found.")
+		if cluster {
+			writeJSON(w, http.StatusOK, a.managedCluster())
 			return
 		}
 		body := map[string]any{
@@ -414,6 +456,54 @@ func (a *Azure) ARMHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, body)
 	})
+}
+
+// clusterID is the managed cluster's ARM ID: ExtensionResourceID without
+// its /providers/Microsoft.KubernetesConfiguration/extensions/<name> tail.
+func (a *Azure) clusterID() string {
+	id := a.cfg.ExtensionResourceID
+	if i := strings.LastIndex(strings.ToLower(id), "/providers/microsoft.kubernetesconfiguration/"); i > 0 {
+		return id[:i]
+	}
+	return id
+}
+
+// clusterName is the cluster segment of an extension's ID, "aks-fake" when
+// the ID has none.
+func clusterName(extensionID string) string {
+	seg := strings.Split(strings.Trim(extensionID, "/"), "/")
+	if len(seg) >= 8 && seg[7] != "" {
+		return seg[7]
+	}
+	return "aks-fake"
+}
+
+// managedCluster is the managed cluster as ARM returns it, with the fields
+// an AKS GET always carries around the one the engine reads.
+func (a *Azure) managedCluster() map[string]any {
+	nrg := a.cfg.NodeResourceGroup
+	if a.OtherCluster.Load() {
+		nrg = "MC_" + a.cfg.ResourceGroup + "_aks-other_" + a.cfg.Location
+	}
+	name := clusterName(a.cfg.ExtensionResourceID)
+	return map[string]any{
+		"id":       a.clusterID(),
+		"name":     name,
+		"type":     "Microsoft.ContainerService/ManagedClusters",
+		"location": a.cfg.Location,
+		"sku":      map[string]string{"name": "Base", "tier": "Free"},
+		"properties": map[string]any{
+			"provisioningState": "Succeeded",
+			"powerState":        map[string]string{"code": "Running"},
+			"kubernetesVersion": "1.33.2",
+			"dnsPrefix":         name + "-dns",
+			"fqdn":              name + "-dns-00000000.hcp." + a.cfg.Location + ".azmk8s.io",
+			"agentPoolProfiles": []any{map[string]any{"name": "nodepool1", "count": 1, "vmSize": "Standard_D4s_v5", "mode": "System"}},
+			"nodeResourceGroup": nrg,
+			"enableRBAC":        true,
+			"oidcIssuerProfile": map[string]any{"enabled": true},
+		},
+	}
 }
 
 func armError(w http.ResponseWriter, status int, code, msg string) {
@@ -584,9 +674,9 @@ func (a *Azure) compute() map[string]any {
 		"osType":            "Linux",
 		"plan":              map[string]string{"name": "", "product": "", "publisher": ""},
 		"publisher":         "",
-		"resourceGroupName": "MC_" + a.cfg.ResourceGroup + "_aks-fake_" + a.cfg.Location,
-		"resourceId": "/subscriptions/" + a.cfg.SubscriptionID + "/resourceGroups/MC_" + a.cfg.ResourceGroup +
-			"_aks-fake_" + a.cfg.Location + "/providers/Microsoft.Compute/virtualMachineScaleSets/aks-nodepool1-00000000-vmss/virtualMachines/0",
+		"resourceGroupName": a.cfg.NodeResourceGroup,
+		"resourceId": "/subscriptions/" + a.cfg.SubscriptionID + "/resourceGroups/" + a.cfg.NodeResourceGroup +
+			"/providers/Microsoft.Compute/virtualMachineScaleSets/aks-nodepool1-00000000-vmss/virtualMachines/0",
 		"sku":            "",
 		"subscriptionId": a.cfg.SubscriptionID,
 		"tagsList":       []any{},

@@ -198,7 +198,8 @@ type Forgery struct {
 	AIAPaths []string
 	// SHA1 signs the content with SHA-1 instead of SHA-256.
 	SHA1 bool
-	// CreatedAhead dates createdOn (and expiresOn with it) this far ahead.
+	// CreatedAhead dates createdOn (and expiresOn with it) this far ahead;
+	// negative dates both back, so that expiresOn may have passed.
 	CreatedAhead time.Duration
 	// Omit leaves these keys out of the signed content ("subscriptionId",
 	// "vmId").

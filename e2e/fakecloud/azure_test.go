@@ -249,6 +249,69 @@ func TestAzureARM(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "only the pinned api-version")
 }
 
+// TestAzureManagedCluster: ARM serves the extension's parent, the managed
+// cluster, whose node resource group is the node's IMDS resource group
+// unless OtherCluster says the extension is another cluster's.
+func TestAzureManagedCluster(t *testing.T) {
+	a := newAzure(t)
+	srv := httptest.NewTLSServer(a.ARMHandler())
+	t.Cleanup(srv.Close)
+	imds := httptest.NewServer(a.IMDSHandler())
+	t.Cleanup(imds.Close)
+	cfg := a.Config()
+	clusterID := strings.TrimSuffix(cfg.ExtensionResourceID, "/providers/Microsoft.KubernetesConfiguration/extensions/suse-registration")
+	require.NotEqual(t, cfg.ExtensionResourceID, clusterID)
+	path := clusterID + "?api-version=" + fakecloud.ManagedClusterAPIVersion
+	bearer := []string{"Authorization", "Bearer " + cfg.AccessToken}
+	nodeRG := func(body []byte) string {
+		var mc struct {
+			Type       string `json:"type"`
+			Properties struct {
+				NodeResourceGroup string `json:"nodeResourceGroup"`
+			} `json:"properties"`
+		}
+		require.NoError(t, json.Unmarshal(body, &mc))
+		assert.Equal(t, "Microsoft.ContainerService/ManagedClusters", mc.Type)
+		return mc.Properties.NodeResourceGroup
+	}
+
+	req, err := http.NewRequest(http.MethodGet, imds.URL+"/metadata/instance/compute?api-version=2021-02-01", nil)
+	require.NoError(t, err)
+	req.Header.Set("Metadata", "true")
+	resp, err := imds.Client().Do(req)
+	require.NoError(t, err)
+	var comp struct {
+		ResourceGroupName string `json:"resourceGroupName"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&comp))
+	_ = resp.Body.Close()
+	assert.Equal(t, "MC_rg-fake_aks-fake_westeurope", comp.ResourceGroupName, "AKS's name for the node resource group")
+	assert.Equal(t, comp.ResourceGroupName, cfg.NodeResourceGroup)
+
+	resp, body := getTLS(t, srv, path, bearer...)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	assert.Equal(t, comp.ResourceGroupName, nodeRG(body), "the cluster the node belongs to")
+	assert.Equal(t, int32(1), a.ManagedClusterRequests.Load())
+
+	a.OtherCluster.Store(true)
+	_, body = getTLS(t, srv, path, bearer...)
+	assert.Equal(t, "MC_rg-fake_aks-other_westeurope", nodeRG(body))
+	a.OtherCluster.Store(false)
+
+	a.ManagedClusterStatus.Store(http.StatusForbidden)
+	resp, body = getTLS(t, srv, path, bearer...)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Contains(t, string(body), "Microsoft.ContainerService/managedClusters/read")
+	resp, _ = getTLS(t, srv, cfg.ExtensionResourceID+"?api-version="+fakecloud.ExtensionAPIVersion, bearer...)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the extension can still be read")
+	a.ManagedClusterStatus.Store(0)
+
+	resp, _ = getTLS(t, srv, clusterID+"?api-version="+fakecloud.ExtensionAPIVersion, bearer...)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "only the pinned api-version")
+	resp, _ = getTLS(t, srv, clusterID+"x?api-version="+fakecloud.ManagedClusterAPIVersion, bearer...)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "only the extension's own cluster")
+}
+
 // TestAzureIdentityTokenEndpoint: the managed identity token endpoint
 // answers like IMDS's: OAuth-shaped errors, the node's one identity only,
 // and the faults of the fault table.

@@ -105,6 +105,14 @@ var Faults = []Fault{
 	}},
 	{"no-plan", "ARM reports the extension without a plan: permanent", func(c *Cloud) error { c.Azure.NoPlan.Store(true); return nil }},
 	{"arm-403", "ARM answers 403 AuthorizationFailed: permanent, names the role assignment", func(c *Cloud) error { c.Azure.ARMStatus.Store(403); return nil }},
+	{"other-cluster", "ARM reports another node resource group for the extension's managed cluster than the node's IMDS: the extension is another cluster's, permanent", func(c *Cloud) error {
+		c.Azure.OtherCluster.Store(true)
+		return nil
+	}},
+	{"cluster-403", "ARM lets the identity read the extension but answers 403 for its managed cluster: permanent, names the role", func(c *Cloud) error {
+		c.Azure.ManagedClusterStatus.Store(403)
+		return nil
+	}},
 	{"arm-429", "ARM throttles twice (Retry-After: 1): succeeds after backoff", func(c *Cloud) error {
 		c.Azure.ARM429.Store(2)
 		c.Azure.RetryAfterSeconds.Store(1)
@@ -125,6 +133,14 @@ var Faults = []Fault{
 	{"cached-nonce", "IMDS serves a stale nonce twice: retried, then succeeds", func(c *Cloud) error { c.Azure.CachedNonce.Store(2); return nil }},
 	{"unknown-root", "the attested document chains to an unknown root: permanent", func(c *Cloud) error { c.Azure.UnknownRoot.Store(true); return nil }},
 	{"wrong-signer", "the attested document is signed by a certificate not named metadata.azure.com: permanent", func(c *Cloud) error { c.Azure.WrongSigner.Store(true); return nil }},
+	{"node-clock-behind", "the attested document is dated 10 minutes ahead, as a node whose clock is 10 minutes behind sees it: transient, the Job retries", func(c *Cloud) error {
+		c.Azure.Forge.Store(&Forgery{CreatedAhead: 10 * time.Minute})
+		return nil
+	}},
+	{"node-clock-ahead", "the attested document expired an hour ago, as a node whose clock is 7 hours ahead sees it: transient, the Job retries", func(c *Cloud) error {
+		c.Azure.Forge.Store(&Forgery{CreatedAhead: -7 * time.Hour})
+		return nil
+	}},
 	{"slow-imds", "IMDS answers after 1 s: succeeds, slower", func(c *Cloud) error { c.Azure.Slow.Store(int64(time.Second)); return nil }},
 	{"region-down", "the first region server refuses connections: the second answers, succeeds", func(c *Cloud) error {
 		c.Regions[0].SetFaults(RegionFaults{Down: true})

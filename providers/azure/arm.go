@@ -21,7 +21,8 @@ import (
 )
 
 const (
-	// maxARMBytes bounds the extension resource and ARM error bodies.
+	// maxARMBytes bounds the extension and managed cluster resources and
+	// ARM error bodies.
 	maxARMBytes = 1 << 20
 	// armTryTimeout bounds one ARM attempt (the reference engine: 10 s).
 	armTryTimeout = 10 * time.Second
@@ -37,17 +38,19 @@ var entraHosts = map[string]bool{
 	"login.windows.net": true, "sts.windows.net": true, "login.usgovcloudapi.net": true,
 }
 
-// armClient reads the cluster extension with the credential mode's token
-// through azcore's pipeline (bearer-token and retry policies).
+// armClient reads the cluster extension and its managed cluster with the
+// credential mode's token through azcore's pipeline (bearer-token and retry
+// policies).
 type armClient struct {
-	pipeline runtime.Pipeline
-	url      string
+	pipeline   runtime.Pipeline
+	url        string // the extension
+	clusterURL string // its managed cluster
 }
 
-// newARMClient builds the client that reads the extension id names. Its URL
-// is built from the parsed, escaped segments and the pinned api-version,
-// never from the raw setting, so nothing in EXTENSION_RESOURCE_ID can change
-// the path or the query. imds is the prover's IMDS client, which carries a
+// newARMClient builds the client that reads the extension id names and its
+// managed cluster. Their URLs are built from the parsed, escaped segments
+// and the pinned api-versions, never from the raw setting, so nothing in
+// EXTENSION_RESOURCE_ID can change the path or the query. imds is the prover's IMDS client, which carries a
 // managed identity's token requests.
 func newARMClient(cfg Config, id ExtensionID, imds *http.Client) (*armClient, error) {
 	authority := cfg.AuthorityHost
@@ -85,8 +88,11 @@ func newARMClient(cfg Config, id ExtensionID, imds *http.Client) (*armClient, er
 	popts.Transport = transport
 	bearer := runtime.NewBearerTokenPolicy(cred, []string{armScope}, nil)
 	pl := runtime.NewPipeline(moduleName, moduleVersion, runtime.PipelineOptions{PerRetry: []policy.Policy{bearer}}, &popts)
-	query := url.Values{"api-version": {ExtensionAPIVersion}}.Encode()
-	return &armClient{pipeline: pl, url: cfg.ARMEndpoint + id.Path() + "?" + query}, nil
+	return &armClient{
+		pipeline:   pl,
+		url:        cfg.ARMEndpoint + id.Path() + "?" + url.Values{"api-version": {ExtensionAPIVersion}}.Encode(),
+		clusterURL: cfg.ARMEndpoint + id.ClusterPath() + "?" + url.Values{"api-version": {ManagedClusterAPIVersion}}.Encode(),
+	}, nil
 }
 
 // extensionPlan is the ARM common-types Plan at the top level of the
@@ -113,12 +119,67 @@ func parseExtension(b []byte) (*extensionResource, error) {
 	return &r, nil
 }
 
-// getExtension reads the extension. Errors are classified: a token Entra
-// refused and ARM's 401/403/404 are permanent with a hint at the likely
-// cause; throttling, 5xx and network trouble (after azcore's retries) are
-// transient.
+// managedCluster is the part of the managed cluster resource the binding
+// reads.
+type managedCluster struct {
+	Properties struct {
+		NodeResourceGroup string `json:"nodeResourceGroup"`
+	} `json:"properties"`
+}
+
+// armResource names one resource the client reads, for its errors: what
+// it is and the hint for ARM's 403 and 404.
+type armResource struct {
+	what, forbidden, notFound string
+}
+
+var (
+	extensionRead = armResource{
+		what: "extension",
+		forbidden: "the identity may not read the extension: give it a role assignment with " +
+			"Microsoft.KubernetesConfiguration/extensions/read on the extension or the cluster (e.g. Reader)",
+		notFound: "extension not found: EXTENSION_RESOURCE_ID is wrong or the extension was removed",
+	}
+	clusterRead = armResource{
+		what: "managed cluster",
+		forbidden: "the identity may read the extension but not its managed cluster: give it a role assignment with " +
+			"Microsoft.ContainerService/managedClusters/read on the cluster (Reader on the cluster grants both reads)",
+		notFound: "the managed cluster EXTENSION_RESOURCE_ID names was not found: EXTENSION_RESOURCE_ID is wrong",
+	}
+)
+
+// getExtension reads the extension.
 func (c *armClient) getExtension(ctx context.Context) (*extensionResource, error) {
-	req, err := runtime.NewRequest(ctx, http.MethodGet, c.url)
+	body, err := c.get(ctx, c.url, extensionRead)
+	if err != nil {
+		return nil, err
+	}
+	r, err := parseExtension(body)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("%w: %w", ErrARM, err))
+	}
+	return r, nil
+}
+
+// getManagedCluster reads the managed cluster the extension belongs to.
+func (c *armClient) getManagedCluster(ctx context.Context) (*managedCluster, error) {
+	body, err := c.get(ctx, c.clusterURL, clusterRead)
+	if err != nil {
+		return nil, err
+	}
+	var mc managedCluster
+	if err := json.Unmarshal(body, &mc); err != nil {
+		return nil, failure.Permanent(fmt.Errorf("%w: managed cluster resource is not JSON: %w", ErrARM, err))
+	}
+	return &mc, nil
+}
+
+// get reads one resource and returns the body of a 200. Errors are
+// classified: a token Entra refused and ARM's 401/403/404 are permanent
+// with a hint at the likely cause; throttling, 5xx and network trouble
+// (after azcore's retries) are transient.
+func (c *armClient) get(ctx context.Context, u string, res armResource) ([]byte, error) {
+	req, err := runtime.NewRequest(ctx, http.MethodGet, u)
 	if err != nil {
 		return nil, failure.Permanent(fmt.Errorf("%w: %w", ErrARM, err))
 	}
@@ -133,10 +194,10 @@ func (c *armClient) getExtension(ctx context.Context) (*extensionResource, error
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxARMBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: read extension: %w", ErrARM, err)
+		return nil, fmt.Errorf("%w: read %s: %w", ErrARM, res.what, err)
 	}
 	if len(body) > maxARMBytes {
-		return nil, fmt.Errorf("%w: extension response larger than %d bytes", ErrARM, maxARMBytes)
+		return nil, fmt.Errorf("%w: %s response larger than %d bytes", ErrARM, res.what, maxARMBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body = io.NopCloser(bytes.NewReader(body))
@@ -146,20 +207,14 @@ func (c *armClient) getExtension(ctx context.Context) (*extensionResource, error
 			return nil, failure.Permanent(fmt.Errorf("%w: ARM refused the identity's token (check that the identity belongs "+
 				"to the tenant of the extension's subscription): %w", ErrARM, rerr))
 		case http.StatusForbidden:
-			return nil, failure.Permanent(fmt.Errorf("%w: the identity may not read the extension: give it a role "+
-				"assignment with Microsoft.KubernetesConfiguration/extensions/read on the extension or the cluster (e.g. Reader): %w", ErrARM, rerr))
+			return nil, failure.Permanent(fmt.Errorf("%w: %s: %w", ErrARM, res.forbidden, rerr))
 		case http.StatusNotFound:
-			return nil, failure.Permanent(fmt.Errorf("%w: extension not found: EXTENSION_RESOURCE_ID is wrong or the extension "+
-				"was removed: %w", ErrARM, rerr))
+			return nil, failure.Permanent(fmt.Errorf("%w: %s: %w", ErrARM, res.notFound, rerr))
 		default:
-			return nil, fmt.Errorf("%w: %w", ErrARM, rerr)
+			return nil, fmt.Errorf("%w: %s: %w", ErrARM, res.what, rerr)
 		}
 	}
-	r, err := parseExtension(body)
-	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("%w: %w", ErrARM, err))
-	}
-	return r, nil
+	return body, nil
 }
 
 // classifyTokenError sorts a pipeline error: a token error was already

@@ -31,7 +31,8 @@ func TestCredentialModes(t *testing.T) {
 			check: func(t *testing.T, e *env, log string, _ error) {
 				assert.Equal(t, int32(1), e.fake.IdentityTokenRequests.Load())
 				assert.Zero(t, e.fake.TokenRequests.Load(), "Entra is not asked")
-				assert.Equal(t, int32(1), e.fake.ARMRequests.Load(), "ARM accepted the IMDS token")
+				assert.Equal(t, int32(2), e.fake.ARMRequests.Load(), "ARM accepted the IMDS token for the extension and its cluster")
+				assert.Equal(t, int32(1), e.fake.ManagedClusterRequests.Load())
 				assert.Contains(t, log, "credentialMode=managed-identity")
 				assert.Contains(t, log, "clientId="+e.cfg.ClientID)
 			},

@@ -17,9 +17,10 @@ var (
 	// or tenant wrong; IMDS: identity not found), transient when the token
 	// service could not be reached or kept throttling.
 	ErrToken = errors.New("no token for the identity")
-	// ErrARM: reading the extension from ARM failed. Permanent for 401, 403
-	// and 404 (identity, role assignment, resource ID); transient otherwise.
-	ErrARM = errors.New("cannot read the extension")
+	// ErrARM: reading the extension or its managed cluster from ARM failed.
+	// Permanent for 401, 403 and 404 (identity, role assignment, resource
+	// ID) and for a body that is not the resource; transient otherwise.
+	ErrARM = errors.New("cannot read from ARM")
 	// ErrPlanMismatch: the extension has no Marketplace plan or another one
 	// than configured (permanent: the deployment is not what it claims).
 	ErrPlanMismatch = errors.New("marketplace plan mismatch")
@@ -27,24 +28,39 @@ var (
 	// than the machine IMDS describes (permanent: a cross-subscription
 	// extension is tampering).
 	ErrSubscriptionMismatch = errors.New("subscription mismatch")
+	// ErrClusterMismatch: the managed cluster EXTENSION_RESOURCE_ID names is
+	// not the cluster the engine runs in: its properties.nodeResourceGroup
+	// is not the node's IMDS compute.resourceGroupName. Permanent: the
+	// setting points at another cluster's extension, whose plan proves
+	// nothing about this one.
+	ErrClusterMismatch = errors.New("extension belongs to another cluster")
 	// ErrIMDS: the instance metadata service failed or answered nonsense
 	// (transient: IMDS recovers, and its 410/429/500 are already retried).
 	ErrIMDS = errors.New("instance metadata unavailable")
 	// ErrAttestation: the attested document failed verification: bad or
 	// SHA-1 signature, a signer certificate unlike Azure's, chain to an
 	// unknown root or through an issuer its AIA URL does not serve,
-	// malformed envelope or content, subscriptionId or vmId missing,
-	// createdOn ahead of the clock (permanent). Checked before the nonce,
-	// so a forgery is never mistaken for a cached document.
+	// malformed envelope or content, subscriptionId or vmId missing, a
+	// timestamp that does not parse (permanent). Checked before the nonce
+	// and the clock, so a forgery is never mistaken for a cached document
+	// or a wrong clock.
 	ErrAttestation = errors.New("attested document rejected")
 	// ErrNonceMismatch: IMDS kept serving a document signed for another nonce
 	// (a cache primed by another caller on the node) after every retry.
 	// Transient: the signature is genuine and the cache expires within
 	// minutes, so the next Job attempt or the next schedule succeeds.
 	ErrNonceMismatch = errors.New("nonce mismatch")
-	// ErrDocumentExpired: the signed expiresOn has passed. Transient: IMDS
-	// hands out a fresh document; a persistent one points at the node clock.
+	// ErrDocumentExpired: the signed expiresOn of a document that passed
+	// every other check has passed by the node clock. Transient: IMDS
+	// hands out a fresh document; a persistent one points at a node clock
+	// that is ahead.
 	ErrDocumentExpired = errors.New("attested document expired")
+	// ErrDocumentNotYetValid: the signed createdOn of a document that
+	// passed every other check lies more than 5 minutes after the node
+	// clock: the clock is behind. Transient, like ErrDocumentExpired: the
+	// node's time service corrects it, and the same configuration then
+	// succeeds (see Prover.checkClock).
+	ErrDocumentNotYetValid = errors.New("attested document dated ahead of the node clock")
 	// ErrIntermediateUnavailable: the signer's issuing CA could not be
 	// fetched from its AIA URLs (at most two per certificate, within one
 	// time budget), so the chain could not be checked at all. Transient

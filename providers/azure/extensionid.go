@@ -11,8 +11,9 @@ import (
 //
 //	/subscriptions/<SubscriptionID>/resourceGroups/<ResourceGroup>/providers/<ClusterProvider>/<ClusterType>/<ClusterName>/providers/Microsoft.KubernetesConfiguration/extensions/<Name>
 //
-// The subscription cross-checked against IMDS (phase 2) and the resource
-// read from ARM are both taken from these fields, so the two cannot differ.
+// The subscription cross-checked against IMDS (phase 2) and the resources
+// read from ARM (the extension and its managed cluster) are all taken from
+// these fields, so they cannot differ.
 type ExtensionID struct {
 	SubscriptionID  string
 	ResourceGroup   string
@@ -92,25 +93,47 @@ func ParseExtensionID(s string) (ExtensionID, error) {
 		ClusterName:     value(7, "cluster name", namePattern),
 		Name:            value(11, "extension name", namePattern),
 	}
+	if len(problems) == 0 && !(strings.EqualFold(id.ClusterProvider, managedClusterProvider) && strings.EqualFold(id.ClusterType, managedClusterType)) {
+		problems = append(problems, fmt.Sprintf("the cluster is a %s/%s: only an AKS cluster (%s/%s) can be matched with the node "+
+			"the engine runs on", id.ClusterProvider, id.ClusterType, managedClusterProvider, managedClusterType))
+	}
 	if len(problems) > 0 {
 		return bad()
 	}
 	return id, nil
 }
 
+// The resource type of the cluster an extension may belong to: phase 2
+// reads the managed cluster to match its node resource group with the
+// node's (Prover.bindCluster), which only AKS has.
+const (
+	managedClusterProvider = "Microsoft.ContainerService"
+	managedClusterType     = "managedClusters"
+)
+
 // extensionIDShape is the grammar, for error messages.
-const extensionIDShape = "/subscriptions/<subscription GUID>/resourceGroups/<group>/providers/<namespace>/<cluster type>/<cluster>/providers/" + extensionType + "/<name>"
+const extensionIDShape = "/subscriptions/<subscription GUID>/resourceGroups/<group>/providers/" + managedClusterProvider + "/" +
+	managedClusterType + "/<cluster>/providers/" + extensionType + "/<name>"
 
 // Path is the ID as the path of an ARM request, built from the parsed
 // segments, each escaped.
 func (id ExtensionID) Path() string {
-	parts := []string{
-		"subscriptions", id.SubscriptionID, "resourceGroups", id.ResourceGroup,
-		"providers", id.ClusterProvider, id.ClusterType, id.ClusterName,
-		"providers", "Microsoft.KubernetesConfiguration", "extensions", id.Name,
-	}
+	return escapedPath(id.ClusterPath(), "providers", "Microsoft.KubernetesConfiguration", "extensions", id.Name)
+}
+
+// ClusterPath is the ARM request path of the managed cluster the extension
+// belongs to (its parent), built like Path from the same parsed segments:
+// the subscription phase 2 compared with the node's is the one it names.
+func (id ExtensionID) ClusterPath() string {
+	return escapedPath("", "subscriptions", id.SubscriptionID, "resourceGroups", id.ResourceGroup,
+		"providers", id.ClusterProvider, id.ClusterType, id.ClusterName)
+}
+
+// escapedPath appends the segments, each escaped, to prefix (a path built
+// by escapedPath, or "").
+func escapedPath(prefix string, parts ...string) string {
 	for i, p := range parts {
 		parts[i] = url.PathEscape(p)
 	}
-	return "/" + strings.Join(parts, "/")
+	return prefix + "/" + strings.Join(parts, "/")
 }

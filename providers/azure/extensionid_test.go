@@ -13,6 +13,7 @@ import (
 const (
 	aksExtension = "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg-rancher_1/providers/Microsoft.ContainerService/managedClusters/aks-1/providers/Microsoft.KubernetesConfiguration/extensions/rancher-payg"
 	arcExtension = "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/(edge).rg/providers/Microsoft.Kubernetes/connectedClusters/arc_1/providers/Microsoft.KubernetesConfiguration/extensions/suse.rancher"
+	aksParens    = "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/(edge).rg/providers/Microsoft.ContainerService/managedClusters/aks_1/providers/Microsoft.KubernetesConfiguration/extensions/suse.rancher"
 )
 
 // The ARM grammar is checked whole, so the subscription that phase 2
@@ -24,16 +25,19 @@ func TestParseExtensionID(t *testing.T) {
 		wantPath string // "" means refused
 		problems []string
 	}{
-		"AKS extension":                              {id: aksExtension, wantPath: aksExtension},
-		"Arc extension, parentheses escaped":         {id: arcExtension, wantPath: strings.Replace(arcExtension, "(edge)", "%28edge%29", 1)},
-		"keywords in any case":                       {id: "/SUBSCRIPTIONS/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourcegroups/rg/PROVIDERS/Microsoft.ContainerService/managedClusters/c/providers/microsoft.kubernetesconfiguration/Extensions/x", wantPath: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/x"},
-		"api-version override":                       {id: aksExtension + "?api-version=2099-01-01", problems: []string{`'?' is not allowed`}},
-		"fragment":                                   {id: aksExtension + "#x", problems: []string{`'#' is not allowed`}},
-		"percent-encoded dots":                       {id: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/%2e%2e", problems: []string{`'%' is not allowed`}},
-		"dot-dot, relative":                          {id: "x/../y", problems: []string{`".." segment`, "must start with /subscriptions/", "3 path segments"}},
-		"dot-dot in the path":                        {id: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/../providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/x", problems: []string{`".." segment`}},
-		"another subscription's extension behind ..": {id: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/../../subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/x", problems: []string{`".." segment`, "16 path segments"}},
-		"a virtual machine":                          {id: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm", problems: []string{"8 path segments"}},
+		"AKS extension":       {id: aksExtension, wantPath: aksExtension},
+		"parentheses escaped": {id: aksParens, wantPath: strings.Replace(aksParens, "(edge)", "%28edge%29", 1)},
+		// Phase 2 matches the extension's cluster with the node through
+		// AKS's node resource group; an Arc cluster has none.
+		"Arc extension: refused, names the type":                 {id: arcExtension, problems: []string{"Microsoft.Kubernetes/connectedClusters", "only an AKS cluster (Microsoft.ContainerService/managedClusters)"}},
+		"keywords in any case":                                   {id: "/SUBSCRIPTIONS/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourcegroups/rg/PROVIDERS/Microsoft.ContainerService/managedClusters/c/providers/microsoft.kubernetesconfiguration/Extensions/x", wantPath: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/x"},
+		"api-version override":                                   {id: aksExtension + "?api-version=2099-01-01", problems: []string{`'?' is not allowed`}},
+		"fragment":                                               {id: aksExtension + "#x", problems: []string{`'#' is not allowed`}},
+		"percent-encoded dots":                                   {id: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/%2e%2e", problems: []string{`'%' is not allowed`}},
+		"dot-dot, relative":                                      {id: "x/../y", problems: []string{`".." segment`, "must start with /subscriptions/", "3 path segments"}},
+		"dot-dot in the path":                                    {id: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/../providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/x", problems: []string{`".." segment`}},
+		"another subscription's extension behind ..":             {id: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/../../subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/x", problems: []string{`".." segment`, "16 path segments"}},
+		"a virtual machine":                                      {id: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm", problems: []string{"8 path segments"}},
 		"subscription not a GUID and a bad cluster name at once": {id: "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/-c/providers/Microsoft.KubernetesConfiguration/extensions/x", problems: []string{`subscription "sub"`, `cluster name "-c"`}},
 		"another resource type":                                  {id: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/fluxConfigurations/x", problems: []string{`segment 11 is "fluxConfigurations"`}},
 		"trailing slash":                                         {id: aksExtension + "/", problems: []string{"13 path segments"}},
@@ -52,6 +56,8 @@ func TestParseExtensionID(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantPath, id.Path())
+			assert.Equal(t, tc.wantPath[:strings.Index(tc.wantPath, "/providers/Microsoft.KubernetesConfiguration/")], id.ClusterPath(),
+				"the managed cluster is the extension's parent")
 			assert.Equal(t, "ce73a2b0-d2e7-4ff6-b987-b32d6908de4e", id.SubscriptionID)
 		})
 	}

@@ -191,9 +191,13 @@ func (t sleepTimer) After(d time.Duration) <-chan time.Time {
 // compute is the part of /metadata/instance/compute the engine uses.
 type compute struct {
 	SubscriptionID string `json:"subscriptionId"`
-	Location       string `json:"location"`
-	VMID           string `json:"vmId"`
-	AzEnvironment  string `json:"azEnvironment"`
+	// ResourceGroupName is the node VM's resource group: on AKS the
+	// cluster's node resource group (MC_…), which binds the extension's
+	// managed cluster to this node.
+	ResourceGroupName string `json:"resourceGroupName"`
+	Location          string `json:"location"`
+	VMID              string `json:"vmId"`
+	AzEnvironment     string `json:"azEnvironment"`
 }
 
 // parseCompute decodes compute JSON and insists on a subscription.

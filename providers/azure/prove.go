@@ -14,10 +14,17 @@ import (
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
-// Prove runs phase 2 on Azure: IMDS compute (subscription, region), the ARM
-// plan check of the extension, then the attested document for the plan's
-// nonce, verified locally. The error wraps one of the package's sentinels
-// and is failure.Permanent when another attempt cannot help.
+// Prove runs phase 2 on Azure: IMDS compute (subscription, region, node
+// resource group), the ARM plan check of the extension, the binding of the
+// extension's managed cluster to this node, then the attested document for
+// the plan's nonce, verified locally. The error wraps one of the package's
+// sentinels and is failure.Permanent when another attempt cannot help.
+//
+// All of it is a self-check of the engine's own configuration, made where
+// the operator can fix it: whoever controls the cluster controls this
+// binary too, so the update server must still verify the purchase itself
+// (the attested document, its subscription, and that subscription's
+// Marketplace purchase of the plan).
 func (p *Prover) Prove(ctx context.Context) (*providers.Evidence, error) {
 	start := p.cfg.Clock()
 	comp, err := p.imds.instanceCompute(ctx)
@@ -35,6 +42,11 @@ func (p *Prover) Prove(ctx context.Context) (*providers.Evidence, error) {
 	}
 	p.log.Info("marketplace plan verified", "phase", "prove", "publisher", p.cfg.Publisher, "offer", p.cfg.Offer,
 		"plan", p.cfg.Plan, "durationMs", p.cfg.Clock().Sub(start).Milliseconds())
+	if err := p.bindCluster(ctx, comp); err != nil {
+		return nil, err
+	}
+	p.log.Info("extension bound to this cluster", "phase", "prove", "cluster", p.resource.ClusterName,
+		"nodeResourceGroup", comp.ResourceGroupName, "durationMs", p.cfg.Clock().Sub(start).Milliseconds())
 
 	sig, err := p.attestedDocument(ctx, comp.SubscriptionID)
 	if err != nil {
@@ -76,6 +88,38 @@ func (p *Prover) checkPlan(ctx context.Context) error {
 	return nil
 }
 
+// bindCluster makes sure the extension belongs to the cluster the engine
+// runs in. The plan check alone would accept any PAYG extension of the
+// subscription, another cluster's included: pointed at it, every cluster
+// of the subscription would pass. So the managed cluster that is the
+// extension's parent (its ID taken from the same parsed
+// EXTENSION_RESOURCE_ID, whose subscription Prove already compared with
+// IMDS compute.subscriptionId) is read with the same token, and its
+// properties.nodeResourceGroup must be the resource group IMDS says this
+// node VM is in. Resource group names are case-insensitive in Azure, and
+// ARM and IMDS do not always agree on the case.
+func (p *Prover) bindCluster(ctx context.Context, comp *compute) error {
+	if strings.TrimSpace(comp.ResourceGroupName) == "" {
+		return fmt.Errorf("azure imds: instance compute: %w: compute metadata has no resourceGroupName", ErrIMDS)
+	}
+	mc, err := p.arm.getManagedCluster(ctx)
+	if err != nil {
+		return fmt.Errorf("azure arm: as the %s: %w", p.cfg.describeIdentity(), err)
+	}
+	nrg := mc.Properties.NodeResourceGroup
+	if strings.EqualFold(nrg, comp.ResourceGroupName) {
+		return nil
+	}
+	if nrg == "" {
+		nrg = "none"
+	}
+	return failure.Permanent(fmt.Errorf("azure arm: %w: EXTENSION_RESOURCE_ID names managed cluster %q (resource group %s) "+
+		"whose node resource group is %s, but this node is in resource group %s (IMDS compute.resourceGroupName): "+
+		"EXTENSION_RESOURCE_ID points at another cluster's extension; set it to the ID of this cluster's extension "+
+		"(the chart's global.azure.extension.resourceId)",
+		ErrClusterMismatch, p.resource.ClusterName, p.resource.ResourceGroup, nrg, comp.ResourceGroupName))
+}
+
 // attestedDocument fetches the document for our nonce and verifies it; it
 // returns the base64 signature exactly as IMDS sent it.
 //
@@ -88,7 +132,8 @@ func (p *Prover) checkPlan(ctx context.Context) error {
 // another caller on the node), it is retried within the IMDS retry budget
 // and is ErrNonceMismatch, transient, when the budget is spent. An
 // intermediate that cannot be fetched is ErrIntermediateUnavailable,
-// transient.
+// transient. Last come the checks of the signed times against the node
+// clock (checkClock), transient.
 func (p *Prover) attestedDocument(ctx context.Context, subscriptionID string) (string, error) {
 	var (
 		sig     string
@@ -131,7 +176,10 @@ func (p *Prover) attestedDocument(ctx context.Context, subscriptionID string) (s
 		if err := d.p7.VerifyWithChainAtTime(p.chain.trust.pool, now); err != nil {
 			return reject(err)
 		}
-		c, err := d.checkContent(now)
+		c, err := d.parseContent()
+		if err == nil {
+			err = c.check()
+		}
 		if err != nil {
 			return reject(err)
 		}
@@ -148,14 +196,8 @@ func (p *Prover) attestedDocument(ctx context.Context, subscriptionID string) (s
 		return "", fmt.Errorf("azure imds: attested document: %w: %w", ErrIMDS, err)
 	}
 
-	now := p.cfg.Clock()
-	exp, err := content.expiresOn()
-	if err != nil {
-		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: %w", ErrAttestation, err))
-	}
-	if !exp.After(now) {
-		return "", fmt.Errorf("azure imds: attested document: %w: expiresOn %s is not after %s (check the node clock)",
-			ErrDocumentExpired, exp.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	if err := checkClock(content, p.cfg.Clock()); err != nil {
+		return "", fmt.Errorf("azure imds: attested document: %w", err)
 	}
 	if !strings.EqualFold(content.SubscriptionID, subscriptionID) {
 		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: signed subscriptionId %s, compute metadata says %s",
@@ -163,4 +205,29 @@ func (p *Prover) attestedDocument(ctx context.Context, subscriptionID string) (s
 	}
 	p.log.Info("attested document chain verified", "phase", "prove", "chain", describeChain(chain))
 	return sig, nil
+}
+
+// checkClock compares the signed times of a document that passed every
+// other check with the node clock: createdOn at most 5 minutes ahead of it
+// (ErrDocumentNotYetValid), expiresOn after it (ErrDocumentExpired).
+//
+// Both failures are transient, whichever way the clock is wrong. By the
+// time they are checked the signature over the content, the signer and its
+// chain have passed, so the document is Azure's and the times are the ones
+// Azure signed: the only thing that can be wrong is the node clock (or, for
+// expiresOn, IMDS serving an old document), which the node's time service
+// corrects without anyone touching the engine's configuration. Failing the
+// Job for good (exit 2) would instead stop the retries that then succeed
+// and point the operator at a setting that is not wrong. Nothing is sent
+// either way, so no forgery gains from the retry: a forged document fails
+// the signature, signer or chain checks first, and those stay permanent.
+// The chain's own validity period stays a permanent check too: a genuine
+// signer certificate is valid for months, so a clock that makes it look
+// expired or not yet valid is off by far more than a drifting node clock,
+// and a signer that really expired is no longer Azure's.
+func checkClock(c *signedContent, now time.Time) error {
+	if err := c.checkCreated(now); err != nil {
+		return err
+	}
+	return c.checkExpiry(now)
 }

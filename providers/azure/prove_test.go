@@ -101,7 +101,7 @@ func TestProve(t *testing.T) {
 			setup: func(t *testing.T, e *env) { e.fake.ARM429.Store(1) },
 			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
 				times := e.armRequestTimes()
-				require.Len(t, times, 2)
+				require.Len(t, times, 3, "the extension twice, then its managed cluster")
 				// The base delay is 1 ms; only Retry-After: 1 explains a 1 s gap.
 				assert.GreaterOrEqual(t, times[1].Sub(times[0]), 900*time.Millisecond)
 			},
@@ -109,7 +109,8 @@ func TestProve(t *testing.T) {
 		"503 retried then success": {
 			setup: func(t *testing.T, e *env) { e.fake.ARM5xx.Store(2) },
 			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
-				assert.Equal(t, int32(3), e.fake.ARMRequests.Load())
+				assert.Equal(t, int32(4), e.fake.ARMRequests.Load(), "the extension three times, then its managed cluster")
+				assert.Equal(t, int32(1), e.fake.ManagedClusterRequests.Load())
 			},
 		},
 		"503 beyond VERIFY_RETRY_MAX is transient": {
@@ -135,6 +136,48 @@ func TestProve(t *testing.T) {
 				assert.Equal(t, int32(1), e.fake.ARMRequests.Load())
 				assert.Contains(t, err.Error(), "EXTENSION_RESOURCE_ID")
 			},
+		},
+		"extension of another cluster in the same subscription: permanent, names both resource groups": {
+			setup:   func(t *testing.T, e *env) { e.fake.OtherCluster.Store(true) },
+			wantErr: azure.ErrClusterMismatch, permanent: true,
+			mentions: "EXTENSION_RESOURCE_ID points at another cluster's extension",
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.Contains(t, err.Error(), `managed cluster "aks-fake" (resource group rg-fake) whose node resource group is MC_rg-fake_aks-other_westeurope`)
+				assert.Contains(t, err.Error(), "this node is in resource group MC_rg-fake_aks-fake_westeurope (IMDS compute.resourceGroupName)")
+				assert.Contains(t, err.Error(), "global.azure.extension.resourceId", "the fix")
+				assert.Equal(t, int32(1), e.fake.ManagedClusterRequests.Load())
+				assert.Zero(t, e.fake.AttestedRequests.Load(), "no document is requested for another cluster's extension")
+			},
+		},
+		"managed cluster read with the extension's token": {
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Equal(t, int32(1), e.fake.ManagedClusterRequests.Load(), "the binding reads the cluster once")
+				assert.Equal(t, int32(1), e.fake.TokenRequests.Load(), "with the token the extension was read with")
+			},
+		},
+		"node resource group in another case: bound": {
+			setup: func(t *testing.T, e *env) {
+				e.withIMDS(t, rewrite("/metadata/instance/compute", func(b []byte) []byte {
+					return []byte(strings.Replace(string(b), `"MC_rg-fake_aks-fake_westeurope"`, `"mc_RG-FAKE_aks-fake_westeurope"`, 1))
+				}))
+			},
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Contains(t, e.logged(), "nodeResourceGroup=mc_RG-FAKE_aks-fake_westeurope", "IMDS did say another case")
+			},
+		},
+		"identity may read the extension but not its cluster: permanent, names the role": {
+			setup:   func(t *testing.T, e *env) { e.fake.ManagedClusterStatus.Store(http.StatusForbidden) },
+			wantErr: azure.ErrARM, permanent: true,
+			mentions: "Microsoft.ContainerService/managedClusters/read on the cluster (Reader on the cluster grants both reads)",
+			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
+				assert.Equal(t, int32(1), e.fake.ManagedClusterRequests.Load(), "no retry")
+				assert.Zero(t, e.fake.AttestedRequests.Load())
+			},
+		},
+		"managed cluster not found: permanent, names EXTENSION_RESOURCE_ID": {
+			setup:   func(t *testing.T, e *env) { e.fake.ManagedClusterStatus.Store(http.StatusNotFound) },
+			wantErr: azure.ErrARM, permanent: true,
+			mentions: "the managed cluster EXTENSION_RESOURCE_ID names was not found",
 		},
 		"federated token refused by Entra": {
 			setup: func(t *testing.T, e *env) {
@@ -230,10 +273,45 @@ func TestProve(t *testing.T) {
 			wantErr: azure.ErrAttestation, permanent: true,
 			mentions: "signed with SHA-1",
 		},
-		"createdOn a year ahead": {
+		"createdOn a year ahead: a clock far behind, transient": {
 			setup:   forge(fakecloud.Forgery{CreatedAhead: 365 * 24 * time.Hour}),
+			wantErr: azure.ErrDocumentNotYetValid, permanent: false,
+			mentions: "check the node clock: it is behind",
+		},
+		// The two directions of a wrong node clock fail alike: transient
+		// (exit 1, the Job retries), never ErrAttestation, and the document
+		// is not asked for again within the run.
+		"node clock 10 minutes behind: transient, names the clock": {
+			setup: func(t *testing.T, e *env) {
+				e.cfg.Clock = func() time.Time { return time.Now().Add(-10 * time.Minute) }
+			},
+			wantErr: azure.ErrDocumentNotYetValid, permanent: false,
+			mentions: "is more than 5m0s after",
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.NotErrorIs(t, err, azure.ErrAttestation)
+				assert.Contains(t, err.Error(), "check the node clock: it is behind")
+				assert.Equal(t, int32(1), e.fake.AttestedRequests.Load())
+			},
+		},
+		"node clock 7 hours ahead: the document has expired, transient": {
+			setup:   func(t *testing.T, e *env) { e.cfg.Clock = func() time.Time { return time.Now().Add(7 * time.Hour) } },
+			wantErr: azure.ErrDocumentExpired, permanent: false,
+			mentions: "check the node clock: it is ahead",
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.NotErrorIs(t, err, azure.ErrAttestation)
+				assert.Equal(t, int32(1), e.fake.AttestedRequests.Load())
+			},
+		},
+		"node clock 4 minutes behind: within the tolerance, accepted": {
+			setup: func(t *testing.T, e *env) { e.cfg.Clock = func() time.Time { return time.Now().Add(-4 * time.Minute) } },
+		},
+		"a forgery on a node whose clock is behind is still a forgery": {
+			setup: func(t *testing.T, e *env) {
+				e.fake.TamperDocument.Store(true)
+				e.cfg.Clock = func() time.Time { return time.Now().Add(-10 * time.Minute) }
+			},
 			wantErr: azure.ErrAttestation, permanent: true,
-			mentions: "timeStamp.createdOn",
+			mentions: "signature over the content does not verify",
 		},
 		"createdOn a minute ahead: clocks drift, accepted": {
 			setup: forge(fakecloud.Forgery{CreatedAhead: time.Minute}),

@@ -43,9 +43,13 @@ func TestRealDocumentsMeetTheRules(t *testing.T) {
 			assert.Equal(t, tc.signer, name, "the first SAN under metadata.azure.com")
 			c, err := d.parseContent()
 			require.NoError(t, err)
-			assert.NoError(t, c.check(tc.created), "at its own time")
-			assert.NoError(t, c.check(tc.created.Add(-maxClockAhead)), "on a node whose clock is behind by the tolerance")
-			assert.Error(t, c.check(tc.created.Add(-maxClockAhead-time.Minute)), "beyond it")
+			assert.NoError(t, c.check(), "the fields and times a genuine document carries")
+			assert.NoError(t, checkClock(c, tc.created), "at its own time")
+			assert.NoError(t, checkClock(c, tc.created.Add(-maxClockAhead)), "on a node whose clock is behind by the tolerance")
+			assert.ErrorIs(t, checkClock(c, tc.created.Add(-maxClockAhead-time.Minute)), ErrDocumentNotYetValid, "beyond it")
+			exp, err := c.expiresOn()
+			require.NoError(t, err)
+			assert.ErrorIs(t, checkClock(c, exp), ErrDocumentExpired, "at its expiry")
 		})
 	}
 }

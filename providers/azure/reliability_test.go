@@ -2,6 +2,7 @@ package azure_test
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -160,6 +161,23 @@ func TestReliability(t *testing.T) {
 				e.withIMDS(t, rewrite("/metadata/instance/compute", func([]byte) []byte { return []byte(`{"vmId":"x","location":"westeurope"}`) }))
 			},
 			wantErr: azure.ErrIMDS,
+		},
+		"IMDS compute without resourceGroupName: the cluster cannot be bound, transient": {
+			setup: func(t *testing.T, e *env) {
+				e.withIMDS(t, rewrite("/metadata/instance/compute", func(b []byte) []byte {
+					var m map[string]any
+					require.NoError(t, json.Unmarshal(b, &m))
+					delete(m, "resourceGroupName")
+					out, err := json.Marshal(m)
+					require.NoError(t, err)
+					return out
+				}))
+			},
+			wantErr: azure.ErrIMDS,
+			check: func(t *testing.T, e *env, err error) {
+				assert.Contains(t, err.Error(), "compute metadata has no resourceGroupName")
+				assert.Zero(t, e.fake.AttestedRequests.Load(), "fail closed: no document without the binding")
+			},
 		},
 		"IMDS compute with non-UTF-8 bytes": {
 			setup: func(t *testing.T, e *env) {

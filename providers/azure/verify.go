@@ -203,15 +203,19 @@ func (d *document) checkSigner() (string, error) {
 	return name, nil
 }
 
-// checkContent parses the signed content and checks it at now (check): the
-// one content check, which Prove enforces and Inspect reports as its
-// claims verdict. The content is returned also when the check fails.
+// checkContent parses the signed content and checks it at now (check,
+// then checkCreated): the claims verdict Inspect reports. Prove makes the
+// same checks, the clock one after the nonce, as a transient failure. The
+// content is returned also when a check fails.
 func (d *document) checkContent(now time.Time) (*signedContent, error) {
 	c, err := d.parseContent()
 	if err != nil {
 		return nil, err
 	}
-	return c, c.check(now)
+	if err := c.check(); err != nil {
+		return c, err
+	}
+	return c, c.checkCreated(now)
 }
 
 func (d *document) parseContent() (*signedContent, error) {
@@ -228,23 +232,58 @@ const maxClockAhead = 5 * time.Minute
 
 // check rejects signed content that a genuine document of the pinned
 // api-version (IMDSAPIVersion) never has: no subscriptionId or vmId (the
-// fields the update server and the subscription cross-check rely on), or a
-// createdOn more than maxClockAhead after now.
-func (c *signedContent) check(now time.Time) error {
+// fields the update server and the subscription cross-check rely on), or
+// a createdOn or expiresOn that does not parse. It does not look at the
+// clock (checkCreated and checkExpiry do).
+func (c *signedContent) check() error {
 	for _, f := range []struct{ name, value string }{{"subscriptionId", c.SubscriptionID}, {"vmId", c.VMID}} {
 		if strings.TrimSpace(f.value) == "" {
 			return fmt.Errorf("signed content has no %s (api-version %s always signs it)", f.name, IMDSAPIVersion)
 		}
 	}
-	created, err := time.Parse(timeLayout, c.TimeStamp.CreatedOn)
+	if _, err := c.createdOn(); err != nil {
+		return err
+	}
+	_, err := c.expiresOn()
+	return err
+}
+
+// checkCreated rejects a createdOn more than maxClockAhead after now: the
+// clock now comes from is behind Azure's signer. The error wraps
+// ErrDocumentNotYetValid.
+func (c *signedContent) checkCreated(now time.Time) error {
+	created, err := c.createdOn()
 	if err != nil {
-		return fmt.Errorf("timeStamp.createdOn %q: %w", c.TimeStamp.CreatedOn, err)
+		return err
 	}
 	if created.After(now.Add(maxClockAhead)) {
-		return fmt.Errorf("timeStamp.createdOn %s is more than %s after %s (check the node clock)",
-			created.UTC().Format(time.RFC3339), maxClockAhead, now.UTC().Format(time.RFC3339))
+		return fmt.Errorf("%w: timeStamp.createdOn %s is more than %s after %s (check the node clock: it is behind)",
+			ErrDocumentNotYetValid, created.UTC().Format(time.RFC3339), maxClockAhead, now.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+// checkExpiry rejects an expiresOn that is not after now. The error wraps
+// ErrDocumentExpired.
+func (c *signedContent) checkExpiry(now time.Time) error {
+	exp, err := c.expiresOn()
+	if err != nil {
+		return err
+	}
+	if !exp.After(now) {
+		return fmt.Errorf("%w: timeStamp.expiresOn %s is not after %s (check the node clock: it is ahead, unless IMDS served an old document)",
+			ErrDocumentExpired, exp.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// createdOn parses the signed creation time.
+func (c *signedContent) createdOn() (time.Time, error) {
+	t, err := time.Parse(timeLayout, c.TimeStamp.CreatedOn)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("timeStamp.createdOn %q: %w", c.TimeStamp.CreatedOn, err)
+	}
+	return t, nil
 }
 
 // expiresOn parses the signed expiry.
