@@ -42,8 +42,6 @@ var fakecloudEnv = []string{
 // (extraVolumes), and its region server with its pinned certificate.
 func (c *kindCluster) installChart(t *testing.T, ctx context.Context) {
 	t.Helper()
-	helm := os.Getenv("HELM_BIN")
-	require.NotEmpty(t, helm, "HELM_BIN must name the helm binary (make e2e-kind sets it)")
 	// The overlay's settings are what the fake cloud in this cluster
 	// serves: its extension and plan, its endpoints and files.
 	cj, err := c.cs.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
@@ -96,16 +94,8 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context) {
 	// helmCmd runs helm verb on the chart with both values files and
 	// returns its stdout.
 	helmCmd := func(verb string) []byte {
-		cmd := exec.CommandContext(ctx, helm, verb, "registration-engine", filepath.Join(root, "chart", "registration-engine"),
-			"--namespace", kube.Namespace, "--kubeconfig", c.kubeconfig,
+		return c.helm(t, ctx, verb, "registration-engine", filepath.Join(root, "chart", "registration-engine"),
 			"--values", filepath.Join(root, "marketplace", "values.yaml"), "--values", file)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "HELM_CACHE_HOME=" + dir + "/cache",
-			"HELM_CONFIG_HOME=" + dir + "/config", "HELM_DATA_HOME=" + dir + "/data"}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		require.NoError(t, err, "helm %s of %s with %s:\n%s", verb, filepath.Join(root, "chart", "registration-engine"), file, stderr.String())
-		return out
 	}
 	// What the chart renders with these values goes first, as on a
 	// cluster that never had the overlay: helm install refuses to adopt
@@ -122,4 +112,29 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context) {
 
 	_, err = c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, "registration-code", metav1.GetOptions{})
 	require.NoError(t, err, "helm install did not create the chart's %s/registration-code Secret (registrationCode in the values)", kube.Namespace)
+}
+
+// helm runs the helm binary make e2e-kind built against this cluster, in
+// the engine's namespace, with a home of its own, and returns its stdout.
+func (c *kindCluster) helm(t *testing.T, ctx context.Context, args ...string) []byte {
+	t.Helper()
+	helm := os.Getenv("HELM_BIN")
+	require.NotEmpty(t, helm, "HELM_BIN must name the helm binary (make e2e-kind sets it)")
+	dir := t.TempDir()
+	cmd := exec.CommandContext(ctx, helm, append(args, "--namespace", kube.Namespace, "--kubeconfig", c.kubeconfig)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "HELM_CACHE_HOME=" + dir + "/cache",
+		"HELM_CONFIG_HOME=" + dir + "/config", "HELM_DATA_HOME=" + dir + "/data"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "helm %s:\n%s", strings.Join(args, " "), stderr.String())
+	return out
+}
+
+// uninstallChart removes the chart's release and waits for its objects to
+// go, as a Marketplace uninstall does.
+func (c *kindCluster) uninstallChart(t *testing.T, ctx context.Context) {
+	t.Helper()
+	out := c.helm(t, ctx, "uninstall", "registration-engine", "--wait")
+	t.Logf("helm uninstall: %s", strings.TrimSpace(string(out)))
 }

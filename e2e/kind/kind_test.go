@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -160,8 +161,9 @@ func TestKind(t *testing.T) {
 	})
 
 	// registered is the overlay's active Registration; failed the one the
-	// run without the handover wait left Failed.
-	var registered, failed string
+	// run without the handover wait left Failed; chartRegistered the
+	// chart's active one.
+	var registered, failed, chartRegistered string
 	t.Run("manual Job registers the cluster", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), jobBound+2*time.Minute)
 		defer cancel()
@@ -305,10 +307,58 @@ func TestKind(t *testing.T) {
 		assert.Equal(t, "managed-identity", token["credentialMode"], "the Marketplace default: the extension's managed identity")
 
 		name, final, states := c.activeRegistration(t, ctx, rec)
+		chartRegistered = name
 		announce := c.announce(t, ctx, chartRegCode)
 		assert.Equal(t, updateServer, announce.ServerName)
 		t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace bundle's values and Azure's injected ones → Job %s from its CronJob (%.0fs, credentialMode %v, summary operator=%v) → rancher/scc-operator %.7s registered with the chart's code %s: Registration %s Done, activated=%t, never Failure (%d states)",
 			job.Name, took.Seconds(), token["credentialMode"], sum["operator"], sccoperator.CommitRMT, announce.RegCode, name, final.Activated, states)
+	})
+
+	// The cluster's DNS as AKS has it: AKS's Corefile in coredns, which
+	// AKS's addon manager reconciles (a stand-in reverts any change within
+	// seconds), and coredns-custom mounted into the CoreDNS pods, with a
+	// customer's own keys. The chart, installed afresh as the Marketplace
+	// installs it, must register through coredns-custom alone.
+	t.Run("on AKS's CoreDNS layout the chart registers through coredns-custom", func(t *testing.T) {
+		require.NotEmpty(t, chartRegistered, "needs the chart's Registration of the previous subtest")
+		ctx, cancel := context.WithTimeout(context.Background(), jobBound+8*time.Minute)
+		defer cancel()
+		c.deregister(t, ctx, rec, chartRegistered)
+		c.uninstallChart(t, ctx)
+		coreRV := c.aksDNS(t, ctx)
+		am := startAddonManager(ctx, c, 10*time.Second)
+		if addr, ok := c.resolve(t, ctx, updateServer, 1); ok {
+			require.Failf(t, "AKS's layout still resolves the name", "%s → %s", updateServer, addr)
+		}
+
+		installed := time.Now()
+		c.installChart(t, ctx)
+		job := c.runJob(t, ctx, "chart-aks-1", nil)
+		cond := controlplane.FinishedCondition(job)
+		require.Equal(t, batchv1.JobComplete, cond.Type, "the chart's Job did not complete: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, job.Name), "\n"))
+		name, final, states := c.activeRegistration(t, ctx, rec)
+		toActive := time.Since(installed)
+		reverted := am.Stop()
+
+		sum := c.summary(t, ctx, job.Name)
+		assert.Equal(t, "active", sum["operator"], "the run's summary: %v", sum)
+		custom, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+		require.NoError(t, err)
+		podIP := c.fakecloudPodIP(t, ctx)
+		entry := custom.Data[inclusterdns.DefaultHostsKey]
+		assert.Contains(t, entry, podIP+" "+updateServer, "the engine's entry is in coredns-custom under its own key")
+		for k, v := range aksUserKeys {
+			assert.Equal(t, v, custom.Data[k], "the customer's key %s is untouched", k)
+		}
+		assert.Len(t, custom.Data, len(aksUserKeys)+1, "one key added, the engine's: %v", slices.Sorted(maps.Keys(custom.Data)))
+		core, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, coreRV, core.ResourceVersion, "nobody wrote the coredns ConfigMap")
+		assert.Empty(t, reverted, "the addon manager had nothing to revert")
+		announce := c.announce(t, ctx, chartRegCode)
+		assert.Equal(t, updateServer, announce.ServerName)
+		t.Logf("proved: on AKS's CoreDNS layout (AKS's Corefile importing custom/*.override and custom/*.server, coredns-custom mounted optional at /etc/coredns/custom, an addon-manager stand-in reconciling coredns) helm install of the chart with the Marketplace values → Job %s → rancher/scc-operator %.7s: Registration %s Done, activated=%t, never Failure (%d states), %.0fs from install to active; the engine's entry %q only in coredns-custom key %s, coredns at resourceVersion %s unchanged (%d reverts), the customer's keys %v untouched",
+			job.Name, sccoperator.CommitRMT, name, final.Activated, states, toActive.Seconds(), strings.TrimSpace(entry), inclusterdns.DefaultHostsKey, core.ResourceVersion, len(reverted), slices.Sorted(maps.Keys(aksUserKeys)))
 	})
 }
 
