@@ -134,6 +134,8 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Name:      cfg.LeaseName,
 		Holder:    holder,
 		Duration:  cfg.RunDeadline,
+		JobName:   cfg.JobName,
+		JobUID:    cfg.JobUID,
 		Clock:     clock.RealClock{},
 		Log:       log,
 	}

@@ -123,6 +123,8 @@ type Result struct {
 	Address netip.Addr
 	Changed bool
 	Failed  string // the phase that failed, if any
+	// Skipped says why a skipped run did nothing (who holds the Lease).
+	Skipped string
 	// Operator is what rancher/scc-operator made of the Secret; State is
 	// "" when it was not read.
 	Operator kube.OperatorReport
@@ -188,7 +190,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		release, err := j.Lock.Acquire(ctx)
 		if errors.Is(err, kube.ErrLeaseHeld) {
 			log.Info("another run holds the lease; skipping this run", slog.String("reason", err.Error()))
-			res.Outcome = OutcomeSkipped
+			res.Outcome, res.Skipped = OutcomeSkipped, err.Error()
 			return res, nil
 		}
 		if err != nil {
@@ -349,15 +351,16 @@ func operatorRemedy(secret, server string) string {
 // recordEvent records the run's outcome on its Job. An Event that cannot
 // be created is a warning, never a failed run.
 func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, runErr error) {
-	if res.Outcome == OutcomeSkipped {
-		return
-	}
 	if j.Events == nil {
 		log.Debug("no Event recorded: no Job known (JOB_NAME or JOB_UID unset)")
 		return
 	}
 	e := kube.JobEvent{Action: "Register", Server: res.Server, Address: addrString(res.Address)}
 	switch {
+	case res.Outcome == OutcomeSkipped:
+		// A Job that completes having done nothing must say so where
+		// `kubectl describe job` looks.
+		e.Reason, e.Note = kube.ReasonSkipped, "skipped, nothing done: "+res.Skipped
 	case res.Failed == PhaseOperator:
 		e.Warning, e.Reason, e.Action = true, kube.ReasonOperatorFailed, "Report"
 		e.Note = fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Remedy: %s", res.Operator.Registration, res.Operator.Message, operatorRemedy(j.secretRef(), res.Server))

@@ -313,6 +313,26 @@ func TestRunSkipsWhenTheLeaseIsHeld(t *testing.T) {
 	assert.Equal(t, ExitOK, ExitCode(err))
 }
 
+// TestRunRecordsASkip: a skipped run exits 0 and its Job is Complete; the
+// Job's Event must say that nothing was done, and why.
+func TestRunRecordsASkip(t *testing.T) {
+	r := &recorder{leaseErr: &kube.LeaseHeldError{Namespace: "cattle-scc-system", Name: "registration-engine", Holder: "registration-engine-manual-abcde", Until: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}}
+	op := &operatorFake{}
+	var logs bytes.Buffer
+	j := newJob(r, &logs)
+	j.Operator, j.Events = op, op
+	res, err := j.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeSkipped, res.Outcome)
+	require.Len(t, op.events, 1, "a skip records an Event")
+	ev := op.events[0]
+	assert.Equal(t, kube.ReasonSkipped, ev.Reason)
+	assert.False(t, ev.Warning)
+	assert.Contains(t, ev.Note, "skipped, nothing done")
+	assert.Contains(t, ev.Note, "registration-engine-manual-abcde")
+	assert.Empty(t, op.waits, "a skipped run does not ask the operator")
+}
+
 // TestSIGTERMInEveryPhase cancels the run the way main does on SIGTERM
 // while each phase is in flight: exit 143, the Lease released, nothing
 // written.

@@ -26,6 +26,9 @@ const (
 	// ReasonFailed: the engine's own run failed (Warning); the note names
 	// the phase.
 	ReasonFailed = "RegistrationFailed"
+	// ReasonSkipped: another run held the Lease, so this one did nothing
+	// (Normal); the note names the holder and until when.
+	ReasonSkipped = "Skipped"
 
 	// AnnotationAddress and AnnotationServer on a run's Event hold the
 	// update server's address the run reached and its name, so that status
