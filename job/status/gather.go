@@ -181,9 +181,14 @@ func describeJob(j batchv1.Job, pods []corev1.Pod, events []eventsv1.Event) Job 
 		}
 	}
 	var newest *corev1.Pod
+	jobPods := map[string]bool{}
 	for i := range pods {
 		p := &pods[i]
-		if p.Labels[JobNameLabel] == j.Name && (newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time)) {
+		if p.Labels[JobNameLabel] != j.Name {
+			continue
+		}
+		jobPods[p.Name] = true
+		if newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
 			newest = p
 		}
 	}
@@ -200,15 +205,30 @@ func describeJob(j batchv1.Job, pods []corev1.Pod, events []eventsv1.Event) Job 
 			continue
 		}
 		ev := Event{Type: e.Type, Reason: e.Reason, Note: e.Note, Reporter: e.ReportingController, Time: eventTime(e),
+			Instance: e.ReportingInstance, FromJobPod: jobPods[e.ReportingInstance],
 			Address: e.Annotations[kube.AnnotationAddress], Server: e.Annotations[kube.AnnotationServer]}
-		// The engine's own Event wins over the Job controller's.
-		mine := ev.Reporter == kube.ReportingController
-		if out.Event == nil || (mine && out.Event.Reporter != kube.ReportingController) ||
-			(mine == (out.Event.Reporter == kube.ReportingController) && ev.Time.After(out.Event.Time)) {
+		// The engine's own Event from a pod of this Job wins, then the
+		// engine's from elsewhere (anyone may create an Event naming the
+		// engine as its controller), then the Job controller's; the newest
+		// of a rank.
+		if out.Event == nil || eventRank(ev) > eventRank(*out.Event) ||
+			(eventRank(ev) == eventRank(*out.Event) && ev.Time.After(out.Event.Time)) {
 			out.Event = &ev
 		}
 	}
 	return out
+}
+
+// eventRank orders the Events about a Job for the one status shows.
+func eventRank(e Event) int {
+	switch {
+	case e.Reporter == kube.ReportingController && e.FromJobPod:
+		return 2
+	case e.Reporter == kube.ReportingController:
+		return 1
+	default:
+		return 0
+	}
 }
 
 // lease fills Lease; pods are the engine's pods, podsRead whether they

@@ -99,18 +99,24 @@ type Job struct {
 	// Pod is the newest pod; ExitCode its container's, when it ended.
 	Pod      string `json:"pod,omitempty"`
 	ExitCode *int32 `json:"exitCode,omitempty"`
-	// Event is the newest Event about the Job: the engine's own when it
-	// wrote one, otherwise the Job controller's.
+	// Event is the newest Event about the Job: the engine's own from a pod
+	// of the Job when there is one, then the engine's from elsewhere, then
+	// the Job controller's.
 	Event *Event `json:"event,omitempty"`
 }
 
 // Event is an Event about a Job.
 type Event struct {
-	Type     string    `json:"type"`
-	Reason   string    `json:"reason"`
-	Note     string    `json:"note,omitempty"`
-	Reporter string    `json:"reporter,omitempty"`
-	Time     time.Time `json:"time"`
+	Type     string `json:"type"`
+	Reason   string `json:"reason"`
+	Note     string `json:"note,omitempty"`
+	Reporter string `json:"reporter,omitempty"`
+	// Instance is the reporting instance; FromJobPod whether it is a pod
+	// of this Job (the engine names its pod), which a forged Event,
+	// created by anyone with create on events, is not.
+	Instance   string    `json:"instance,omitempty"`
+	FromJobPod bool      `json:"fromJobPod,omitempty"`
+	Time       time.Time `json:"time"`
 	// Address and Server are the update server the run reached, from the
 	// engine's annotations on its Event.
 	Address string `json:"address,omitempty"`

@@ -18,17 +18,18 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // WriteText writes the verdict line, then the evidence one link per
-// paragraph, for a person.
+// paragraph, for a person. Every line, the verdict's included, goes out
+// through Printable: most of what they quote is foreign text.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString(r.Verdict.Line + "\n\n")
+	b.WriteString(Printable(r.Verdict.Line) + "\n\n")
 	section := func(name string, lines ...string) {
 		for i, l := range lines {
 			label := ""
 			if i == 0 {
 				label = name
 			}
-			fmt.Fprintf(&b, "%-11s%s\n", label, l)
+			fmt.Fprintf(&b, "%-11s%s\n", label, Printable(l))
 		}
 	}
 	ns := r.Namespace
@@ -79,7 +80,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			lines = append(lines, l)
 			if e := j.Event; e != nil {
-				lines = append(lines, fmt.Sprintf("  event %s %s: %s", e.Type, e.Reason, e.Note))
+				l := fmt.Sprintf("  event %s %s: %s", e.Type, e.Reason, e.Note)
+				if e.Reporter == kube.ReportingController && !e.FromJobPod {
+					l += fmt.Sprintf(" (reported by %q, not a pod of this Job)", e.Instance)
+				}
+				lines = append(lines, l)
 			}
 		}
 		section("Jobs", lines...)
