@@ -262,6 +262,11 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		}},
 		{"write-secret", func(ctx context.Context) ([]any, error) {
 			reg := kube.Registration{
+				// The name as it is, not absolute ("name."): the trailing dot
+				// would reach the update server's Host header, and changing
+				// the URL makes the operator re-register every existing
+				// cluster. The handover's absolute lookup guards against a
+				// search-domain name shadowing it (handover.ErrShadowed).
 				URL:          "https://" + server.Name,
 				RegCode:      j.RegCode.Reveal(),
 				InstanceData: ev.InstanceData,

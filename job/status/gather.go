@@ -32,6 +32,7 @@ import (
 type Source interface {
 	Secret(ctx context.Context, ns, name string) (*corev1.Secret, error)
 	ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error)
+	Service(ctx context.Context, ns, name string) (*corev1.Service, error)
 	Lease(ctx context.Context, ns, name string) (*coordinationv1.Lease, error)
 	CronJob(ctx context.Context, ns, name string) (*batchv1.CronJob, error)
 	Jobs(ctx context.Context, ns, selector string) (*batchv1.JobList, error)
@@ -100,6 +101,7 @@ func Gather(ctx context.Context, src Source, opts Options) *Report {
 	g.lease(ctx, pods, podsRead)
 	secret := g.secret(ctx)
 	g.dns(ctx)
+	g.shadow(ctx)
 	g.operator(ctx, secret)
 	g.r.Verdict = Decide(g.r, now, g.opts.Exits)
 	return g.r
@@ -399,6 +401,56 @@ func (g *gatherer) dns(ctx context.Context) {
 			d.Object = ns + "/" + inclusterdns.CoreDNSConfigMap
 		}
 	}
+}
+
+// shadow fills DNS.Shadow: whether a Service answers Host's search-domain
+// form <Host>.svc.<cluster domain>, which rancher/scc-operator's resolver
+// asks before Host itself. Only the Service the name designates is read.
+func (g *gatherer) shadow(ctx context.Context) {
+	d := &g.r.DNS
+	host, service, ns, ok := shadowCandidate(d.Host)
+	if !ok {
+		return
+	}
+	svc, err := g.src.Service(ctx, ns, service)
+	access := g.access(ns+"/services/"+service, err)
+	name := d.Host + ".svc.<cluster domain>"
+	switch {
+	case access == Absent:
+		return
+	case access == Read && host != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone:
+		// A Service with a cluster IP answers only its own name, not
+		// <hostname>.<service>.
+		return
+	}
+	d.Shadow = &Shadow{Access: access, Service: ns + "/" + service, Name: name}
+}
+
+// shadowCandidate is the Service that could answer <host>.svc.<domain>:
+// [<hostname>.]<service>.<namespace>, with at most one hostname label.
+func shadowCandidate(name string) (host, service, ns string, ok bool) {
+	labels := strings.Split(strings.ToLower(strings.TrimSuffix(name, ".")), ".")
+	n := len(labels)
+	if n < 2 || n > 3 || !dnsLabel(labels[n-1]) || !dnsLabel(labels[n-2]) {
+		return "", "", "", false
+	}
+	if n == 3 {
+		host = labels[0]
+	}
+	return host, labels[n-2], labels[n-1], true
+}
+
+// dnsLabel: a valid Kubernetes namespace or Service name (RFC 1123 label).
+func dnsLabel(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // lastRunAddress is the newest successful run among jobs (newest first)

@@ -211,6 +211,23 @@ type DNS struct {
 	// (LastRun) reached, from its Event; the entry should map Host to it.
 	LastRunAddress string `json:"lastRunAddress,omitempty"`
 	LastRun        string `json:"lastRun,omitempty"`
+	// Shadow is the Service that would answer a search-domain form of Host
+	// before Host itself; nil when none can (see Shadow).
+	Shadow *Shadow `json:"shadow,omitempty"`
+}
+
+// Shadow is a Service that answers <Host>.svc.<cluster domain>, which a
+// pod's resolver (ndots:5) asks before Host: Service <second label> in
+// namespace <last label> of Host (susecloud in net for
+// smt-azure.susecloud.net), headless when Host has a third label (its
+// pods' hostnames answer).
+type Shadow struct {
+	// Access is how the read of the Service went; Read means it exists
+	// and shadows Host.
+	Access Access `json:"access"`
+	// Service is namespace/name; Name the search-domain name it answers.
+	Service string `json:"service"`
+	Name    string `json:"name"`
 }
 
 // Operator is what rancher/scc-operator made of the Secret.
