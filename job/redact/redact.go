@@ -27,7 +27,8 @@ const Redacted = "REDACTED"
 // other goroutines log.
 type Registry struct {
 	mu       sync.RWMutex
-	seen     map[string]bool
+	values   map[string]bool // registered values
+	known    map[string]bool // their forms
 	forms    []string
 	replacer *strings.Replacer
 	gen      uint64
@@ -54,16 +55,16 @@ func (r *Registry) Add(values ...string) {
 	defer r.mu.Unlock()
 	added := false
 	for _, v := range values {
-		if v == "" || r.seen[v] {
+		if v == "" || r.values[v] {
 			continue
 		}
-		if r.seen == nil {
-			r.seen = map[string]bool{}
+		if r.values == nil {
+			r.values, r.known = map[string]bool{}, map[string]bool{}
 		}
-		r.seen[v] = true
+		r.values[v] = true
 		for _, f := range Forms(v) {
-			if !r.seen["\x00"+f] {
-				r.seen["\x00"+f] = true
+			if !r.known[f] {
+				r.known[f] = true
 				r.forms = append(r.forms, f)
 			}
 		}
