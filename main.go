@@ -53,23 +53,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintln(stdout, "registration-engine", job.Version)
 		return nil
 	}
-	log := newLogger(stderr, cfg)
+	log, secrets := job.NewLogger(stderr, cfg)
 	klog.SetSlogLogger(log)
 	log.Info("registration-engine starting", slog.String("version", job.Version), slog.Any("config", cfg))
 
-	j, err := job.New(cfg, log, stdout)
+	j, err := job.New(cfg, log, secrets, stdout)
 	if err != nil {
 		log.Error("cannot start the run", slog.String("error", err.Error()), slog.Int("exitCode", job.ExitCode(err)))
 		return err
 	}
 	_, err = j.Run(ctx)
 	return err
-}
-
-func newLogger(w io.Writer, cfg *job.Config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
 }

@@ -597,11 +597,19 @@ func TestSecretsNeverLeakOnFailure(t *testing.T) {
 	require.NoError(t, os.MkdirAll(noCerts, 0o755))
 	cfg := c.file(t, "regionserverclnt.cfg")
 	apiServer := refusingAPIServer(t)
+	// The code an earlier run (or the operator's admin) left in the Secret,
+	// kept by a run with none configured.
+	const keptCode = "LEAKCHECK-KEPT-REGCODE-9c1d"
+	flaky := fakeAPIServer(t, apiServerScript{unavailable: 1})
+	kept := fakeAPIServer(t, apiServerScript{keptCode: keptCode})
+	job := []string{"JOB_NAME=registration-engine-manual", "JOB_UID=6a0e3c3e-0000-4000-8000-000000000001"}
 
 	tests := map[string]struct {
 		cloud      cloud
 		env        []string
 		args       []string
+		noCode     bool     // no REGISTRATION_CODE: the Secret's is kept
+		api        *fakeAPI // whose Events are checked too
 		wantCode   int
 		wantPhase  string
 		wantInLogs string // proves the failure path was the one taken
@@ -635,10 +643,22 @@ func TestSecretsNeverLeakOnFailure(t *testing.T) {
 			cloud: c, env: []string{"KUBECONFIG=" + apiServer, "IN_CLUSTER_DNS=false", "POD_NAME=leakcheck"},
 			wantCode: 2, wantPhase: "write-secret", wantInLogs: "denied the request",
 		},
+		"phase 6: a webhook unavailable (503, quoting the apply), then the apply succeeds": {
+			cloud: c, env: append([]string{"KUBECONFIG=" + flaky.kubeconfig, "IN_CLUSTER_DNS=false", "POD_NAME=leakcheck"}, job...),
+			api: &flaky, wantCode: 0, wantInLogs: "kubernetes request failed, retrying",
+		},
+		"phase 6: no code configured, the kept one quoted by a denied apply": {
+			cloud: c, env: append([]string{"KUBECONFIG=" + kept.kubeconfig, "IN_CLUSTER_DNS=false", "POD_NAME=leakcheck"}, job...),
+			noCode: true, api: &kept, wantCode: 2, wantPhase: "write-secret", wantInLogs: "denied the request",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			env := append(append(slices.Clone(tc.cloud.Env), "REGISTRATION_CODE="+regCode, "LOG_LEVEL=DEBUG"), tc.env...)
+			env := append(slices.Clone(tc.cloud.Env), "LOG_LEVEL=DEBUG")
+			if !tc.noCode {
+				env = append(env, "REGISTRATION_CODE="+regCode)
+			}
+			env = append(env, tc.env...)
 			args := tc.args
 			if args == nil && !slices.ContainsFunc(tc.env, func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") }) {
 				args = []string{"--dry-run"}
@@ -650,8 +670,15 @@ func TestSecretsNeverLeakOnFailure(t *testing.T) {
 				assert.Equal(t, tc.wantPhase, summary(t, res.stderr)["failedPhase"])
 				assert.Contains(t, res.stderr, `"level":"DEBUG"`, "DEBUG logging is on")
 			}
+			emitted := res.stderr + res.stdout
+			if tc.api != nil {
+				events := tc.api.eventBodies()
+				require.Contains(t, events, `"note"`, "the run recorded its Event")
+				emitted += events
+			}
 			secrets := map[string]string{
 				"registration code":         regCode,
+				"kept registration code":    keptCode,
 				"federated token":           tc.cloud.file(t, "token"),
 				"foreign federated token":   foreignToken,
 				"ARM access token":          tc.cloud.file(t, "access-token"),
@@ -659,8 +686,9 @@ func TestSecretsNeverLeakOnFailure(t *testing.T) {
 				"document signature (tail)": sig[len(sig)-64:],
 			}
 			for what, value := range secrets {
-				for form, v := range map[string]string{"as is": value, "base64": base64.StdEncoding.EncodeToString([]byte(value))} {
-					assert.NotContains(t, res.stderr+res.stdout, v, "%s (%s) leaked", what, form)
+				for form, v := range map[string]string{"as is": value, "base64": base64.StdEncoding.EncodeToString([]byte(value)),
+					"base64 unpadded": base64.RawStdEncoding.EncodeToString([]byte(value)), "URL base64": base64.URLEncoding.EncodeToString([]byte(value))} {
+					assert.NotContains(t, emitted, v, "%s (%s) leaked", what, form)
 				}
 			}
 		})
@@ -673,8 +701,49 @@ func TestSecretsNeverLeakOnFailure(t *testing.T) {
 // the path of a kubeconfig for it.
 func refusingAPIServer(t *testing.T) string {
 	t.Helper()
+	return fakeAPIServer(t, apiServerScript{}).kubeconfig
+}
+
+// apiServerScript is what fakeAPIServer answers about the Secret.
+type apiServerScript struct {
+	// keptCode, when set, is the regCode of an existing Secret; otherwise
+	// the Secret is absent.
+	keptCode string
+	// unavailable is how many applies of the Secret are answered 503 by an
+	// admission webhook "unavailable for object <the request>" before one
+	// succeeds; 0 refuses every apply with 400 "denied the request: <the
+	// request>".
+	unavailable int
+}
+
+// fakeAPI is a running fakeAPIServer.
+type fakeAPI struct {
+	kubeconfig string
+	mu         *sync.Mutex
+	events     *[]string // the bodies of the Events created
+}
+
+// eventBodies returns the Events the engine created, as sent.
+func (a fakeAPI) eventBodies() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return strings.Join(*a.events, "\n")
+}
+
+// fakeAPIServer is a Kubernetes API server that grants the Lease, records
+// Events, and answers the Secret as script says: every refusal quotes the
+// request body, as an admission webhook that echoes what it denied does.
+func fakeAPIServer(t *testing.T, script apiServerScript) fakeAPI {
+	t.Helper()
 	var mu sync.Mutex
-	var lease []byte
+	var lease, secret []byte
+	var events []string
+	applies := 0
+	if script.keptCode != "" {
+		secret, _ = json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+			"metadata": map[string]any{"name": "scc-registration", "namespace": "cattle-scc-system", "resourceVersion": "7"},
+			"data":     map[string][]byte{"regCode": []byte(script.keptCode), "registrationType": []byte("online")}})
+	}
 	status := func(w http.ResponseWriter, code int, reason, msg string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
@@ -702,9 +771,34 @@ func refusingAPIServer(t *testing.T) string {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(lease)
 		case strings.Contains(r.URL.Path, "/secrets/") && r.Method == http.MethodGet:
-			status(w, http.StatusNotFound, "NotFound", "secrets not found")
+			if secret == nil {
+				status(w, http.StatusNotFound, "NotFound", "secrets not found")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(secret)
 		case strings.Contains(r.URL.Path, "/secrets/"):
-			status(w, http.StatusBadRequest, "BadRequest", `admission webhook "policy.example.com" denied the request: `+string(body))
+			applies++
+			switch {
+			case script.unavailable == 0:
+				status(w, http.StatusBadRequest, "BadRequest", `admission webhook "policy.example.com" denied the request: `+string(body))
+			case applies <= script.unavailable:
+				status(w, http.StatusServiceUnavailable, "InternalError", `Internal error occurred: failed calling webhook "policy.example.com": admission webhook "policy.example.com" is unavailable for object `+string(body))
+			default:
+				var s map[string]any
+				_ = json.Unmarshal(body, &s)
+				if md, ok := s["metadata"].(map[string]any); ok {
+					md["resourceVersion"] = "8"
+				}
+				secret, _ = json.Marshal(s)
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(secret)
+			}
+		case strings.HasSuffix(r.URL.Path, "/events") && r.Method == http.MethodPost:
+			events = append(events, string(body))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write(body)
 		default:
 			status(w, http.StatusNotFound, "NotFound", r.URL.Path)
 		}
@@ -718,5 +812,5 @@ users: [{name: u, user: {token: not-a-secret}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `), 0o600))
-	return kubeconfig
+	return fakeAPI{kubeconfig: kubeconfig, mu: &mu, events: &events}
 }

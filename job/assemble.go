@@ -14,6 +14,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
@@ -22,8 +23,10 @@ import (
 )
 
 // New assembles the Job that cfg describes: production collaborators pointed
-// at the configured endpoints. stdout receives the dry run's Secret.
-func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
+// at the configured endpoints. stdout receives the dry run's Secret. secrets
+// is the registry log's handler redacts through (see NewLogger); the Job,
+// its Secret store and its Event recorder add to it and redact with it.
+func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writer) (*Job, error) {
 	httpClient, err := tlsClient(cfg.CAFile)
 	if err != nil {
 		return nil, err
@@ -82,6 +85,7 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 			AllowLoopback: cfg.UpdateServerAllowLoopback,
 		},
 		RegCode:   cfg.RegCode,
+		Secrets:   secrets,
 		Deadline:  cfg.RunDeadline,
 		SleepMax:  cfg.StartupSleepMax,
 		Scheduled: ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
@@ -122,6 +126,7 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 		RetryMax:     cfg.K8sRetryMax,
 		RetryBackoff: cfg.K8sRetryBackoff,
 		Log:          log,
+		Redact:       secrets,
 	}
 	j.Lock = &kube.Lease{
 		Leases:    clients.Leases,
@@ -129,6 +134,8 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 		Name:      cfg.LeaseName,
 		Holder:    holder,
 		Duration:  cfg.RunDeadline,
+		JobName:   cfg.JobName,
+		JobUID:    cfg.JobUID,
 		Clock:     clock.RealClock{},
 		Log:       log,
 	}
@@ -153,6 +160,7 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 			JobName:   cfg.JobName,
 			JobUID:    cfg.JobUID,
 			Instance:  holder,
+			Redact:    secrets,
 		}
 	}
 	return j, nil
@@ -203,3 +211,16 @@ func attestationRoots(path string) (*x509.CertPool, error) {
 
 // Version is set at build time with -ldflags "-X ...job.Version=v1.2.3".
 var Version = "dev"
+
+// NewLogger is the run's logger: JSON (or text) on w at cfg's level, every
+// line redacted through secrets, which starts with the configured code.
+// klog's lines (client-go's) go through it too once main hands it over.
+func NewLogger(w io.Writer, cfg *Config) (*slog.Logger, *redact.Registry) {
+	secrets := redact.New(cfg.RegCode.Reveal())
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewJSONHandler(w, opts)
+	if cfg.LogFormat == "text" {
+		h = slog.NewTextHandler(w, opts)
+	}
+	return slog.New(redact.NewHandler(h, secrets)), secrets
+}

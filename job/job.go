@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
@@ -86,6 +88,12 @@ type Job struct {
 	// SecretRef is namespace/name of the Secret, for the remedy in the
 	// OperatorRegistrationFailed Event.
 	SecretRef string
+	// Secrets knows every secret value of the run; Run adds the configured
+	// code and the attested document (and its signature) as it learns
+	// them, the Secret store the code it keeps. Log's handler, the Event
+	// recorder and the errors Run returns redact through it. Nil: Run
+	// makes one, and wraps Log so that its lines are redacted all the same.
+	Secrets *redact.Registry
 
 	// Deadline bounds the run after the startup sleep.
 	Deadline time.Duration
@@ -115,6 +123,8 @@ type Result struct {
 	Address netip.Addr
 	Changed bool
 	Failed  string // the phase that failed, if any
+	// Skipped says why a skipped run did nothing (who holds the Lease).
+	Skipped string
 	// Operator is what rancher/scc-operator made of the Secret; State is
 	// "" when it was not read.
 	Operator kube.OperatorReport
@@ -128,6 +138,10 @@ const PhaseOperator = "operator"
 // It returns nil when the cluster is registered, already current, or another
 // run holds the Lease; otherwise the error of the first phase that failed.
 func (j *Job) Run(ctx context.Context) (Result, error) {
+	if j.Secrets == nil {
+		j.Secrets = redact.New()
+	}
+	j.Secrets.Add(j.RegCode.Reveal())
 	log := j.logger()
 	start := time.Now()
 	res, err := j.run(ctx, log)
@@ -176,7 +190,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		release, err := j.Lock.Acquire(ctx)
 		if errors.Is(err, kube.ErrLeaseHeld) {
 			log.Info("another run holds the lease; skipping this run", slog.String("reason", err.Error()))
-			res.Outcome = OutcomeSkipped
+			res.Outcome, res.Skipped = OutcomeSkipped, err.Error()
 			return res, nil
 		}
 		if err != nil {
@@ -220,6 +234,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 			if err != nil {
 				return nil, err
 			}
+			j.Secrets.Add(documentSecrets(ev.InstanceData)...)
 			return []any{slog.String("cloud", string(ev.Cloud)), slog.String("regionHint", ev.RegionHint), slog.Int("instanceDataBytes", len(ev.InstanceData))}, nil
 		}},
 		{"load-config", func(context.Context) ([]any, error) {
@@ -247,6 +262,11 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		}},
 		{"write-secret", func(ctx context.Context) ([]any, error) {
 			reg := kube.Registration{
+				// The name as it is, not absolute ("name."): the trailing dot
+				// would reach the update server's Host header, and changing
+				// the URL makes the operator re-register every existing
+				// cluster. The handover's absolute lookup guards against a
+				// search-domain name shadowing it (handover.ErrShadowed).
 				URL:          "https://" + server.Name,
 				RegCode:      j.RegCode.Reveal(),
 				InstanceData: ev.InstanceData,
@@ -279,7 +299,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		attrs = append([]any{slog.String("phase", p.name), slog.Int("step", i+1), slog.Int64("durationMs", time.Since(t).Milliseconds())}, attrs...)
 		if err != nil {
 			err = withCause(ctx, fmt.Errorf("phase %d %s: %w", i+1, p.name, err))
-			err = redact(err, j.RegCode.Reveal(), instanceData(ev))
+			err = j.Secrets.Error(err)
 			log.Error("phase failed", append(attrs, slog.String("outcome", "failed"), slog.Bool("permanent", failure.IsPermanent(err)), slog.String("error", err.Error()))...)
 			res.Failed = p.name
 			return res, err
@@ -290,7 +310,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 	if res.Changed {
 		res.Outcome = OutcomeRegistered
 	}
-	return res, j.reportOperator(ctx, log, &res, server.Name)
+	return res, j.Secrets.Error(j.reportOperator(ctx, log, &res, server.Name))
 }
 
 // reportOperator reads what the operator made of the Secret: after a write
@@ -336,15 +356,16 @@ func operatorRemedy(secret, server string) string {
 // recordEvent records the run's outcome on its Job. An Event that cannot
 // be created is a warning, never a failed run.
 func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, runErr error) {
-	if res.Outcome == OutcomeSkipped {
-		return
-	}
 	if j.Events == nil {
 		log.Debug("no Event recorded: no Job known (JOB_NAME or JOB_UID unset)")
 		return
 	}
 	e := kube.JobEvent{Action: "Register", Server: res.Server, Address: addrString(res.Address)}
 	switch {
+	case res.Outcome == OutcomeSkipped:
+		// A Job that completes having done nothing must say so where
+		// `kubectl describe job` looks.
+		e.Reason, e.Note = kube.ReasonSkipped, "skipped, nothing done: "+res.Skipped
 	case res.Failed == PhaseOperator:
 		e.Warning, e.Reason, e.Action = true, kube.ReasonOperatorFailed, "Report"
 		e.Note = fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Remedy: %s", res.Operator.Registration, res.Operator.Message, operatorRemedy(j.secretRef(), res.Server))
@@ -359,6 +380,9 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		e.Warning = res.Operator.State == kube.OperatorPending
 		e.Note += fmt.Sprintf(" https://%s (address %s)%s", res.Server, addrString(res.Address), operatorNote(res.Operator))
 	}
+	// The note quotes peers (an error, the operator's message), which may
+	// quote a secret; the recorder redacts too, whoever calls it.
+	e.Note = j.Secrets.String(e.Note)
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := j.Events.Record(ectx, e); err != nil {
@@ -460,19 +484,31 @@ func (j *Job) deadline() time.Duration {
 	return j.Deadline
 }
 
+// logger is Log, redacting through Secrets unless its handler already
+// does (New's does).
 func (j *Job) logger() *slog.Logger {
 	if j.Log == nil {
 		return slog.New(slog.DiscardHandler)
 	}
-	return j.Log
+	if h, ok := j.Log.Handler().(*redact.Handler); ok && h.Redacts(j.Secrets) {
+		return j.Log
+	}
+	return slog.New(redact.NewHandler(j.Log.Handler(), j.Secrets))
 }
 
-// instanceData is the attested document phase 2 produced, "" before it.
-func instanceData(ev *providers.Evidence) string {
-	if ev == nil {
-		return ""
+// documentSecrets is what of the attested document phase 2 produced is
+// secret: the document itself, and its PKCS#7 signature alone, which a peer
+// that re-serializes the document still quotes verbatim.
+func documentSecrets(doc string) []string {
+	body := strings.TrimSuffix(strings.TrimPrefix(doc, "<document>"), "</document>")
+	var d struct {
+		Signature    string `json:"signature"`
+		AttestedData struct {
+			Signature string `json:"signature"`
+		} `json:"attestedData"`
 	}
-	return ev.InstanceData
+	_ = json.Unmarshal([]byte(body), &d)
+	return []string{doc, d.Signature, d.AttestedData.Signature}
 }
 
 func addrString(a netip.Addr) string {

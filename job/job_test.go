@@ -46,6 +46,8 @@ type recorder struct {
 	noReached bool
 	// checkErr is what the Store's Check says before anything is changed.
 	checkErr error
+	// doc is the attested document phase 2 proves; unset: an empty one.
+	doc string
 }
 
 func (r *recorder) step(ctx context.Context, name string) error {
@@ -70,7 +72,11 @@ func (r *recorder) Prove(ctx context.Context) (*providers.Evidence, error) {
 	if err := r.step(ctx, "prove"); err != nil {
 		return nil, err
 	}
-	return &providers.Evidence{Cloud: providers.Azure, InstanceData: "<document>{}</document>", RegionHint: "westeurope"}, nil
+	doc := r.doc
+	if doc == "" {
+		doc = "<document>{}</document>"
+	}
+	return &providers.Evidence{Cloud: providers.Azure, InstanceData: doc, RegionHint: "westeurope"}, nil
 }
 
 func (r *recorder) Find(ctx context.Context, _ regionconfig.Settings, hint string) (smt.UpdateServer, error) {
@@ -307,6 +313,26 @@ func TestRunSkipsWhenTheLeaseIsHeld(t *testing.T) {
 	assert.Equal(t, ExitOK, ExitCode(err))
 }
 
+// TestRunRecordsASkip: a skipped run exits 0 and its Job is Complete; the
+// Job's Event must say that nothing was done, and why.
+func TestRunRecordsASkip(t *testing.T) {
+	r := &recorder{leaseErr: &kube.LeaseHeldError{Namespace: "cattle-scc-system", Name: "registration-engine", Holder: "registration-engine-manual-abcde", Until: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}}
+	op := &operatorFake{}
+	var logs bytes.Buffer
+	j := newJob(r, &logs)
+	j.Operator, j.Events = op, op
+	res, err := j.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeSkipped, res.Outcome)
+	require.Len(t, op.events, 1, "a skip records an Event")
+	ev := op.events[0]
+	assert.Equal(t, kube.ReasonSkipped, ev.Reason)
+	assert.False(t, ev.Warning)
+	assert.Contains(t, ev.Note, "skipped, nothing done")
+	assert.Contains(t, ev.Note, "registration-engine-manual-abcde")
+	assert.Empty(t, op.waits, "a skipped run does not ask the operator")
+}
+
 // TestSIGTERMInEveryPhase cancels the run the way main does on SIGTERM
 // while each phase is in flight: exit 143, the Lease released, nothing
 // written.
@@ -529,4 +555,32 @@ func TestRunSurvivesAFailedEvent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, OutcomeRegistered, res.Outcome)
 	assert.Contains(t, logs.String(), "could not record the run's Event on its Job")
+}
+
+// TestRunRedactsTheOperatorsMessage: the operator's failure message (its
+// and SCC's words) may quote what it was given; the summary, every log
+// line, the Event and the returned error carry no secret of the run in
+// any form: the code, the attested document quoted as a JSON string, its
+// signature alone.
+func TestRunRedactsTheOperatorsMessage(t *testing.T) {
+	const sig = "MIIKZwYJKoZIhvcNAQcCoIIKWDCCClQ+/SIGNATURE-BYTES=="
+	doc := `<document>{"subscriptionId": "sub", "attestedData": {"signature": "` + sig + `"}, "offer": "urn"}</document>`
+	quotedDoc, _ := json.Marshal(doc)
+	msg := "SCC answered 422 for " + string(quotedDoc) + " with regCode REGCODE-SECRET; signature " + sig
+	r := &recorder{changed: true, doc: doc}
+	op := &operatorFake{report: kube.OperatorReport{State: kube.OperatorFailed, Registration: "scc-registration-abc", Message: msg}}
+	var logs bytes.Buffer
+	j := newJob(r, &logs)
+	j.Operator, j.Events = op, op
+	_, err := j.Run(context.Background())
+	require.ErrorIs(t, err, ErrOperatorFailed)
+	require.Len(t, op.events, 1)
+	emitted := map[string]string{"logs": logs.String(), "Event note": op.events[0].Note, "error": err.Error()}
+	for where, text := range emitted {
+		assert.Contains(t, text, "SCC answered 422", "%s: the operator's words are kept", where)
+		for what, secret := range map[string]string{"code": "REGCODE-SECRET", "signature": sig, "document as a JSON string": string(quotedDoc[1 : len(quotedDoc)-1])} {
+			assert.NotContains(t, text, secret, "%s: %s leaked", where, what)
+		}
+	}
+	assert.Contains(t, logs.String(), `"operatorMessage":"SCC answered 422 for \"REDACTED\" with regCode REDACTED; signature REDACTED"`)
 }

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -77,13 +78,28 @@ Flags:
 		return failure.Permanent(fmt.Errorf("status: %w", err))
 	}
 	cfg, err := kube.WorkstationConfig(*kubeconfig, *kubeContext)
-	if err != nil {
-		return err
+	var reader *kube.Reader
+	if err == nil {
+		cfg.UserAgent = "registration-engine-status/" + Version
+		reader, err = kube.NewReader(cfg)
 	}
-	cfg.UserAgent = "registration-engine-status/" + Version
-	reader, err := kube.NewReader(cfg)
 	if err != nil {
-		return err
+		// Still a verdict, last line and exit code as ever: a person (or a
+		// script) reads the verdict line, not client-go's advice.
+		v := status.NoCluster(err, *kubeconfig, getenv("KUBECONFIG"), status.ExitCodes{NotYet: ExitTransient, ActionNeeded: ExitPermanent})
+		if *output == "json" {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(struct {
+				Verdict status.Verdict `json:"verdict"`
+			}{v})
+		} else {
+			_, err = fmt.Fprintln(stdout, status.Printable(v.Line))
+		}
+		if err != nil {
+			return err
+		}
+		return ErrActionNeeded
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

@@ -15,6 +15,14 @@ import (
 // the entry on the next run. Returned as a *NotReadyError.
 var ErrNotReady = errors.New("update server not reachable through the cluster yet")
 
+// ErrShadowed means a search-domain name answers before the update
+// server's own name: a pod's resolver (ndots:5) tries
+// <name>.<search domain> first, so a Service a tenant creates (susecloud in
+// a namespace named net answers smt-azure.susecloud.net.svc.cluster.local)
+// takes the operator to the tenant's pod. Permanent: no wait helps until a
+// person removes that Service. Returned as a *ShadowedError.
+var ErrShadowed = errors.New("the update server's name is shadowed in the cluster")
+
 // Steps of the check, in the order the operator takes them.
 const (
 	// StepResolve: the name did not resolve to the mapped address.
@@ -85,6 +93,53 @@ func (e *NotReadyError) Error() string {
 
 // Is makes errors.Is(err, ErrNotReady) true.
 func (e *NotReadyError) Is(target error) bool { return target == ErrNotReady }
+
+// ShadowedError names the search-domain name that answered for the update
+// server's name, and the Service behind it when the name tells.
+type ShadowedError struct {
+	// Name is the update server's name, Address what it must resolve to.
+	Name    string
+	Address netip.Addr
+	// SearchName is the name with the search domain that answered
+	// (without the trailing dot); Answer its addresses.
+	SearchName string
+	Answer     []netip.Addr
+	// Absolute is the answer for the name itself (Name + "."); AbsoluteErr
+	// its error, if any.
+	Absolute    []netip.Addr
+	AbsoluteErr error
+	// Service and Namespace are the Service behind SearchName when it has
+	// the form [<host>.]<service>.<namespace>.svc.<cluster domain>; Host
+	// the pod's hostname of a headless Service; all "" otherwise.
+	Service, Namespace, Host string
+}
+
+func (e *ShadowedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: a pod's resolver tries its search domains before the name itself (ndots:5), and %s answers %s", ErrShadowed, e.SearchName, answerString(e.Answer))
+	if e.Service != "" {
+		if e.Host != "" {
+			fmt.Fprintf(&b, " (pod %s of the headless Service %s in namespace %s)", e.Host, e.Service, e.Namespace)
+		} else {
+			fmt.Fprintf(&b, " (Service %s in namespace %s)", e.Service, e.Namespace)
+		}
+	}
+	if e.AbsoluteErr != nil {
+		fmt.Fprintf(&b, ", while %s. does not resolve (%v)", e.Name, e.AbsoluteErr)
+	} else {
+		fmt.Fprintf(&b, ", while %s. resolves to %s", e.Name, answerString(e.Absolute))
+	}
+	fmt.Fprintf(&b, "; rancher/scc-operator would connect to the former instead of the update server at %s. ", e.Address)
+	if e.Service != "" {
+		fmt.Fprintf(&b, "Remove or rename that Service (kubectl -n %s delete service %s) or the namespace %s, then run the engine again", e.Namespace, e.Service, e.Namespace)
+	} else {
+		fmt.Fprintf(&b, "Remove the record behind %s, then run the engine again", e.SearchName)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrShadowed) true.
+func (e *ShadowedError) Is(target error) bool { return target == ErrShadowed }
 
 // Unwrap returns the last lookup or TLS error.
 func (e *NotReadyError) Unwrap() error { return e.Err }

@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rancher/registration-engine/providers/failure"
@@ -99,7 +101,13 @@ type Wait struct {
 	// nil, an error (logged once) or an empty list: the Service alone,
 	// and Settle must make up for it.
 	Replicas func(ctx context.Context) ([]netip.AddrPort, error)
-	Log      *slog.Logger
+	// Search returns the search domains Resolve applies to a relative
+	// name, in order; nil means those of /etc/resolv.conf (the pod's, as
+	// the kubelet writes them: <namespace>.svc.<domain>, svc.<domain>,
+	// <domain>). They name the search-domain name that shadows the update
+	// server's (see ErrShadowed).
+	Search func() []string
+	Log    *slog.Logger
 }
 
 // Until returns once name resolves to addr and addr answers TLS with
@@ -134,6 +142,11 @@ func (w *Wait) Until(ctx context.Context, name string, addr netip.Addr, certPEM 
 				slog.Any("error", err))
 		}
 		st := w.check(wctx, name, addr.Unmap(), port, roots, replicas)
+		if st.shadow != nil {
+			log.Error("the update server's name is shadowed in the cluster: not writing the Secret", slog.String("searchName", st.shadow.SearchName),
+				slog.String("answer", answerString(st.shadow.Answer)), slog.String("service", st.shadow.Namespace+"/"+st.shadow.Service))
+			return time.Since(start), failure.Permanent(fmt.Errorf("handover: %w", st.shadow))
+		}
 		if st.step == "" {
 			if passingSince.IsZero() {
 				passingSince = time.Now()
@@ -187,6 +200,9 @@ type state struct {
 	server string
 	answer []netip.Addr
 	err    error
+	// shadow, when set, ends the wait: a search-domain name answers for
+	// the update server's.
+	shadow *ShadowedError
 }
 
 // replicas is Replicas' answer; none when there is no Replicas.
@@ -208,9 +224,22 @@ func (w *Wait) check(ctx context.Context, name string, addr netip.Addr, port int
 	if resolve == nil {
 		resolve = SystemResolver
 	}
+	// The name as the operator's resolver takes it (relative: with a
+	// pod's ndots:5 the search domains come first) and as it is
+	// (absolute). Both must hold addr; when they differ, a search-domain
+	// name may be answering in the name's stead.
 	st := lookup(ctx, resolve, name, addr, "")
-	if st.step != "" {
-		return st
+	abs := lookup(ctx, resolve, name+".", addr, "")
+	if st.step != "" || abs.step != "" {
+		if !sameAnswer(st, abs) {
+			if sh := w.shadowed(ctx, resolve, name, addr, st, abs); sh != nil {
+				return state{shadow: sh}
+			}
+		}
+		if st.step != "" {
+			return st
+		}
+		return abs
 	}
 	answer := st.answer
 	for _, r := range replicas {
@@ -241,6 +270,107 @@ func lookup(ctx context.Context, resolve Resolver, name string, addr netip.Addr,
 		return state{step: StepResolve, server: server, answer: answer}
 	}
 	return state{answer: answer}
+}
+
+// shadowed finds the search-domain name whose answer is the relative
+// lookup's (rel) and not the absolute one's (abs); nil when none is, as
+// when the two differ only because they reached two CoreDNS replicas, one
+// not reloaded yet.
+func (w *Wait) shadowed(ctx context.Context, resolve Resolver, name string, addr netip.Addr, rel, abs state) *ShadowedError {
+	if rel.err != nil || len(rel.answer) == 0 {
+		return nil
+	}
+	search := w.Search
+	if search == nil {
+		search = resolvConfSearch
+	}
+	for _, domain := range search() {
+		domain = strings.Trim(domain, ".")
+		if domain == "" {
+			continue
+		}
+		fq := name + "." + domain
+		answer, err := resolve(ctx, fq+".")
+		if err != nil || !sameAddrs(unmapAll(answer), rel.answer) {
+			continue
+		}
+		e := &ShadowedError{Name: name, Address: addr, SearchName: fq, Answer: rel.answer, Absolute: abs.answer, AbsoluteErr: abs.err}
+		e.Host, e.Service, e.Namespace = serviceBehind(name, domain)
+		return e
+	}
+	return nil
+}
+
+// serviceBehind reads the Service from name.domain when domain is a
+// cluster search domain ([<namespace>.]svc.<cluster domain>): the labels
+// before "svc" are [<host>.]<service>.<namespace>; "" when it is not.
+func serviceBehind(name, domain string) (host, service, namespace string) {
+	labels := strings.Split(name+"."+domain, ".")
+	nameLabels := strings.Count(name, ".") + 1
+	for i := nameLabels; i < len(labels)-1; i++ {
+		if labels[i] != "svc" || i < 2 {
+			continue
+		}
+		namespace, service = labels[i-1], labels[i-2]
+		if i >= 3 {
+			host = strings.Join(labels[:i-2], ".")
+		}
+		return host, service, namespace
+	}
+	return "", "", ""
+}
+
+// resolvConfSearch is the search list of /etc/resolv.conf: its last
+// search line (or, without one, its domain line), as the resolver reads it.
+func resolvConfSearch() []string {
+	data, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		return nil
+	}
+	return parseSearch(string(data))
+}
+
+func parseSearch(conf string) []string {
+	var search, domain []string
+	for _, line := range strings.Split(conf, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "search":
+			search = f[1:]
+		case "domain":
+			domain = f[1:2]
+		}
+	}
+	if search != nil {
+		return search
+	}
+	return domain
+}
+
+// sameAnswer: both lookups failed, or both answered the same addresses.
+func sameAnswer(a, b state) bool {
+	if (a.err != nil) != (b.err != nil) {
+		return false
+	}
+	return a.err != nil || sameAddrs(a.answer, b.answer)
+}
+
+func sameAddrs(a, b []netip.Addr) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(x, func(p, q netip.Addr) int { return p.Compare(q) })
+	slices.SortFunc(y, func(p, q netip.Addr) int { return p.Compare(q) })
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+func unmapAll(addrs []netip.Addr) []netip.Addr {
+	out := make([]netip.Addr, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.Unmap()
+	}
+	return out
 }
 
 // pinnedRoots is what the operator trusts besides the system roots: the

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
@@ -46,7 +48,10 @@ func tlsServer(t *testing.T, cert tls.Certificate) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// lookups answers name from answers, one per call, repeating the last.
+// lookups answers name from answers, one per relative lookup, repeating
+// the last; the absolute name (with the trailing dot, which each check
+// asks after the relative one) gets the same answer, as a DNS server
+// without a shadowing search-domain name gives.
 type lookups struct {
 	mu      sync.Mutex
 	answers []func() ([]netip.Addr, error)
@@ -56,12 +61,15 @@ type lookups struct {
 func (l *lookups) resolve(_ context.Context, host string) ([]netip.Addr, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if host != updateServer {
-		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	switch host {
+	case updateServer:
+		i := min(l.calls, len(l.answers)-1)
+		l.calls++
+		return l.answers[i]()
+	case updateServer + ".":
+		return l.answers[max(0, min(l.calls, len(l.answers))-1)]()
 	}
-	i := min(l.calls, len(l.answers)-1)
-	l.calls++
-	return l.answers[i]()
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
 func nxdomain() ([]netip.Addr, error) {
@@ -222,7 +230,10 @@ func TestWaitUntilSettles(t *testing.T) {
 		firstRight time.Time
 		lastWrong  time.Time
 	)
-	resolve := func(context.Context, string) ([]netip.Addr, error) {
+	resolve := func(_ context.Context, host string) ([]netip.Addr, error) {
+		if strings.TrimSuffix(host, ".") != updateServer {
+			return nxdomain()
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
@@ -363,4 +374,154 @@ func TestWaitUntilAsksEveryReplica(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(logs.String(), "cannot list CoreDNS's replicas"), logs.String())
 		assert.Contains(t, logs.String(), "forbidden")
 	})
+}
+
+// podSearch is the search list the kubelet writes into a pod of
+// cattle-scc-system, with the cluster's options ndots:5.
+var podSearch = []string{"cattle-scc-system.svc.cluster.local", "svc.cluster.local", "cluster.local"}
+
+// podResolver resolves through the DNS server at server as a pod's stub
+// resolver does with podSearch and ndots:5: a name with fewer than five
+// dots is tried with each search domain first, then as it is; a name with
+// a trailing dot only as it is. (The process's own resolver would apply
+// this machine's /etc/resolv.conf instead.)
+func podResolver(server string) Resolver {
+	ask := ServerResolver(server)
+	return func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if strings.HasSuffix(host, ".") {
+			return ask(ctx, host)
+		}
+		if strings.Count(host, ".") < 5 {
+			for _, d := range podSearch {
+				if addrs, err := ask(ctx, host+"."+d+"."); err == nil {
+					return addrs, nil
+				}
+			}
+		}
+		return ask(ctx, host+".")
+	}
+}
+
+// TestWaitUntilSeesAShadowingService: a tenant's headless Service
+// susecloud in a namespace named net answers
+// smt-azure.susecloud.net.svc.cluster.local, which a pod's resolver tries
+// before the name itself. The handover fails at once, permanently, naming
+// that name and the Service, instead of waiting out HANDOVER_TIMEOUT with
+// "does not resolve … (entry in kube-system/coredns)". Without the
+// Service, the same DNS server hands over.
+func TestWaitUntilSeesAShadowingService(t *testing.T) {
+	good, goodPEM, err := fakecloud.SelfSigned(updateServer)
+	require.NoError(t, err)
+	port := tlsServer(t, good)
+	entry := netip.MustParseAddr("127.0.0.1")   // the engine's hosts entry
+	tenant := netip.MustParseAddr("127.0.0.66") // the tenant's pod
+	for name, tc := range map[string]struct {
+		records map[string]netip.Addr
+		shadow  bool
+	}{
+		"a Service susecloud in namespace net shadows the name": {
+			records: map[string]netip.Addr{updateServer: entry, updateServer + ".svc.cluster.local": tenant},
+			shadow:  true,
+		},
+		"no shadowing Service: handed over": {
+			records: map[string]netip.Addr{updateServer: entry, "susecloud.net.svc.cluster.local": tenant},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv, err := fakecloud.NewDNSServer(func(_ context.Context, name string) ([]netip.Addr, bool, error) {
+				a, ok := tc.records[name]
+				return []netip.Addr{a}, ok, nil
+			})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = srv.Close() })
+			w := &Wait{Resolve: podResolver(srv.Addr), Search: func() []string { return podSearch }, Port: port,
+				Timeout: time.Minute, Interval: 10 * time.Millisecond}
+
+			start := time.Now()
+			_, err = w.Until(context.Background(), updateServer, entry, goodPEM, "kube-system/coredns")
+			if !tc.shadow {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrShadowed)
+			assert.True(t, failure.IsPermanent(err), "no wait helps: a person must remove the Service")
+			assert.Less(t, time.Since(start), 10*time.Second, "failed at the first check, not after HANDOVER_TIMEOUT")
+			var sh *ShadowedError
+			require.ErrorAs(t, err, &sh)
+			assert.Equal(t, updateServer+".svc.cluster.local", sh.SearchName)
+			assert.Equal(t, []netip.Addr{tenant}, sh.Answer)
+			assert.Equal(t, []netip.Addr{entry}, sh.Absolute)
+			assert.Equal(t, "susecloud", sh.Service)
+			assert.Equal(t, "net", sh.Namespace)
+			assert.Equal(t, "smt-azure", sh.Host)
+			assert.Contains(t, err.Error(), "smt-azure.susecloud.net.svc.cluster.local answers [127.0.0.66] (pod smt-azure of the headless Service susecloud in namespace net), while smt-azure.susecloud.net. resolves to [127.0.0.1]")
+			assert.Contains(t, err.Error(), "kubectl -n net delete service susecloud")
+			var queried bool
+			for _, q := range srv.Queries() {
+				queried = queried || q.Name == updateServer
+			}
+			assert.True(t, queried, "the absolute name was asked")
+		})
+	}
+}
+
+func TestServiceBehind(t *testing.T) {
+	tests := map[string]struct{ name, domain, host, service, namespace string }{
+		"svc domain: a headless Service's pod": {updateServer, "svc.cluster.local", "smt-azure", "susecloud", "net"},
+		"the pod's namespace domain":           {updateServer, "cattle-scc-system.svc.cluster.local", "smt-azure.susecloud", "net", "cattle-scc-system"},
+		"the cluster domain alone: no Service": {updateServer, "cluster.local", "", "", ""},
+		"another cluster domain":               {"susecloud.net", "svc.k8s.internal", "", "susecloud", "net"},
+		"a corporate search domain":            {updateServer, "corp.example", "", "", ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			host, service, namespace := serviceBehind(tc.name, tc.domain)
+			assert.Equal(t, [3]string{tc.host, tc.service, tc.namespace}, [3]string{host, service, namespace})
+		})
+	}
+}
+
+func TestParseSearch(t *testing.T) {
+	assert.Equal(t, podSearch, parseSearch("nameserver 10.96.0.10\nsearch cattle-scc-system.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n"))
+	assert.Equal(t, []string{"corp.example"}, parseSearch("domain corp.example\nnameserver 10.0.0.2\n"))
+	assert.Empty(t, parseSearch("nameserver 10.0.0.2\n"))
+}
+
+// TestAbsoluteNameInTheURL pins what the choice to keep registrationUrl
+// relative (https://smt-azure.susecloud.net, no trailing dot) rests on, in
+// a Go client like rancher/scc-operator's: the absolute name would pass
+// TLS (the SNI drops the dot, and name verification ignores it), so TLS
+// does not forbid it; but the dot reaches the update server in the Host
+// header, whose virtual-host matching is SUSE's and untested here, and a
+// changed registrationUrl makes the operator deregister and register every
+// existing cluster afresh. The handover's absolute lookup (ErrShadowed)
+// guards the name instead.
+func TestAbsoluteNameInTheURL(t *testing.T) {
+	cert, certPEM, err := fakecloud.SelfSigned(updateServer)
+	require.NoError(t, err)
+	roots, err := pinnedRoots(certPEM)
+	require.NoError(t, err)
+	var host, sni string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, sni = r.Host, r.TLS.ServerName
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	require.NoError(t, err)
+	tr := &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, srv.Listener.Addr().String())
+		},
+	}
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+
+	resp, err := client.Get("https://" + updateServer + ".:" + port + "/connect/subscriptions/systems")
+	require.NoError(t, err, "Go's TLS accepts the absolute name against a certificate for the name")
+	_ = resp.Body.Close()
+	assert.Equal(t, updateServer, sni, "the SNI carries the name without the dot")
+	assert.Equal(t, updateServer+".:"+port, host, "the Host header carries the dot to the update server")
 }

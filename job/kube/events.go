@@ -10,6 +10,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/rancher/registration-engine/job/redact"
 )
 
 // Reasons of the Events a run records on its Job.
@@ -24,6 +26,9 @@ const (
 	// ReasonFailed: the engine's own run failed (Warning); the note names
 	// the phase.
 	ReasonFailed = "RegistrationFailed"
+	// ReasonSkipped: another run held the Lease, so this one did nothing
+	// (Normal); the note names the holder and until when.
+	ReasonSkipped = "Skipped"
 
 	// AnnotationAddress and AnnotationServer on a run's Event hold the
 	// update server's address the run reached and its name, so that status
@@ -72,6 +77,9 @@ type JobEvents struct {
 	// Instance is the reporting instance: the pod's name.
 	Instance string
 	Now      func() time.Time
+	// Redact redacts the note and the annotations: a note quotes a peer's
+	// error or the operator's message, either of which may quote a secret.
+	Redact *redact.Registry
 }
 
 // Record creates e on the Job. Its error is for a warning in the log only:
@@ -85,7 +93,7 @@ func (j *JobEvents) Record(ctx context.Context, e JobEvent) error {
 	if j.Now != nil {
 		now = j.Now
 	}
-	note := e.Note
+	note := j.Redact.String(e.Note)
 	if len(note) > maxNote {
 		// Cut on a rune boundary: a split rune would reach the API server
 		// as U+FFFD, three bytes each, and could push the note past 1 kB.
@@ -97,7 +105,7 @@ func (j *JobEvents) Record(ctx context.Context, e JobEvent) error {
 	}
 	var annotations map[string]string
 	for k, v := range map[string]string{AnnotationAddress: e.Address, AnnotationServer: e.Server} {
-		if v != "" {
+		if v = j.Redact.String(v); v != "" {
 			if annotations == nil {
 				annotations = map[string]string{}
 			}

@@ -25,6 +25,18 @@ import (
 // may have been cancelled, so it gets a context of its own.
 const ReleaseTimeout = 5 * time.Second
 
+// LeaseMargin is how much longer than the run deadline the Lease lasts: the
+// run records its Event (10 s) and releases the Lease (ReleaseTimeout) after
+// its deadline, and the next run judges expiry on its own node's clock,
+// which may run ahead of this one's.
+const LeaseMargin = 2 * time.Minute
+
+// Annotations on the Lease naming the Job whose pod holds it.
+const (
+	AnnotationLeaseJobUID  = "registration-engine.cattle.io/job-uid"
+	AnnotationLeaseJobName = "registration-engine.cattle.io/job-name"
+)
+
 // The names the manifests and the chart give the engine's own objects, and
 // the defaults of LEASE_NAME and CRONJOB_NAME. The status command looks for
 // them under these names too.
@@ -42,8 +54,15 @@ const (
 //
 // It is not leader election: a one-shot run takes the Lease once, never
 // renews it, and releases it at the end. A run that dies without releasing
-// blocks others only until the Lease expires, which is why Duration must be
-// the run deadline and not longer.
+// (OOM, node loss, SIGKILL) blocks other Jobs' runs until the Lease
+// expires, which is why Duration must be the run deadline and not longer;
+// the Lease lasts LeaseMargin more, since it is judged on another node's
+// clock and the run's release and Event come after its deadline. Its own
+// Job's retry pod is not blocked: the Lease records the Job (JobUID), and a
+// pod of the same Job takes it over at once. A Job runs one pod at a time
+// (parallelism 1, and with a podFailurePolicy the replacement is created
+// only once the failed pod is terminal), so a predecessor of the same Job
+// holding the Lease is a dead one.
 type Lease struct {
 	Leases    LeasesGetter
 	Namespace string // default Namespace
@@ -51,10 +70,16 @@ type Lease struct {
 	// Holder is this run's identity (the pod name); required. Two runs with
 	// the same holder are one run as far as the Lease knows.
 	Holder string
-	// Duration is how long the Lease protects a run (the run deadline).
+	// Duration is how long the Lease protects a run (the run deadline);
+	// the Lease lasts LeaseMargin more.
 	Duration time.Duration
-	Clock    clock.PassiveClock // nil means the real clock
-	Log      *slog.Logger
+	// JobName and JobUID name the Job that runs this pod (JOB_NAME,
+	// JOB_UID); recorded in the Lease, so that this Job's next pod takes
+	// the Lease over from this one if it dies holding it. Empty: a run
+	// outside a Job, which only expiry frees.
+	JobName, JobUID string
+	Clock           clock.PassiveClock // nil means the real clock
+	Log             *slog.Logger
 }
 
 // Acquire takes the Lease, or returns a *LeaseHeldError (errors.Is
@@ -82,10 +107,14 @@ func (l *Lease) Acquire(ctx context.Context) (release func(context.Context) erro
 	cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+		meta := map[string]any{"name": l.Name, "namespace": ns}
+		if a := l.jobAnnotations(); a != nil {
+			meta["annotations"] = a
+		}
 		body, err := json.Marshal(map[string]any{
 			"apiVersion": coordinationv1.SchemeGroupVersion.String(),
 			"kind":       "Lease",
-			"metadata":   map[string]string{"name": l.Name, "namespace": ns},
+			"metadata":   meta,
 			"spec": map[string]any{
 				"holderIdentity":       l.Holder,
 				"leaseDurationSeconds": l.durationSeconds(),
@@ -108,10 +137,21 @@ func (l *Lease) Acquire(ctx context.Context) (release func(context.Context) erro
 		return nil, wrap(APIError(err, need))
 	default:
 		holder, until := holderOf(cur)
-		if holder != "" && holder != l.Holder && now.Before(until) {
+		sameJob := l.JobUID != "" && cur.Annotations[AnnotationLeaseJobUID] == l.JobUID
+		if holder != "" && holder != l.Holder && now.Before(until) && !sameJob {
 			return nil, &LeaseHeldError{Namespace: ns, Name: l.Name, Holder: holder, Until: until}
 		}
 		next := cur.DeepCopy()
+		for k, v := range l.jobAnnotations() {
+			if next.Annotations == nil {
+				next.Annotations = map[string]string{}
+			}
+			next.Annotations[k] = v
+		}
+		if l.JobUID == "" {
+			delete(next.Annotations, AnnotationLeaseJobUID)
+			delete(next.Annotations, AnnotationLeaseJobName)
+		}
 		next.Spec.HolderIdentity = &l.Holder
 		d := l.durationSeconds()
 		next.Spec.LeaseDurationSeconds = &d
@@ -131,7 +171,11 @@ func (l *Lease) Acquire(ctx context.Context) (release func(context.Context) erro
 		if err != nil {
 			return nil, wrap(APIError(err, need))
 		}
-		if holder != "" && holder != l.Holder {
+		switch {
+		case holder != "" && holder != l.Holder && now.Before(until):
+			logger(l.Log).Info("took over the lease from an earlier pod of this Job, which died holding it", slog.String("lease", ns+"/"+l.Name),
+				slog.String("previousHolder", holder), slog.String("job", l.JobName), slog.Time("wouldExpire", until))
+		case holder != "" && holder != l.Holder:
 			logger(l.Log).Info("took over an expired lease", slog.String("lease", ns+"/"+l.Name), slog.String("previousHolder", holder), slog.Time("expired", until))
 		}
 	}
@@ -215,9 +259,18 @@ func (l *Lease) now() time.Time {
 	return l.Clock.Now()
 }
 
-// durationSeconds rounds Duration up to whole seconds, the Lease's unit.
+// jobAnnotations records the Job in the Lease; nil outside a Job.
+func (l *Lease) jobAnnotations() map[string]string {
+	if l.JobUID == "" {
+		return nil
+	}
+	return map[string]string{AnnotationLeaseJobUID: l.JobUID, AnnotationLeaseJobName: l.JobName}
+}
+
+// durationSeconds is Duration plus LeaseMargin, rounded up to whole
+// seconds, the Lease's unit.
 func (l *Lease) durationSeconds() int32 {
-	s := math.Ceil(l.Duration.Seconds())
+	s := math.Ceil((l.Duration + LeaseMargin).Seconds())
 	return int32(min(s, math.MaxInt32))
 }
 

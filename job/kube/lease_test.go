@@ -75,6 +75,8 @@ func TestLeaseAcquire(t *testing.T) {
 		// means the Lease is ours.
 		held        string
 		transitions int32
+		// jobUID is this run's Job (JOB_UID); empty: a run outside a Job.
+		jobUID string
 	}{
 		"absent: created by apply": {
 			now:     t0,
@@ -102,6 +104,28 @@ func TestLeaseAcquire(t *testing.T) {
 			actions:     []string{"get", "update"},
 			transitions: 4,
 		},
+		"held by a dead pod of this Job, not expired: this Job's retry takes it over": {
+			existing: func() *coordinationv1.Lease {
+				le := heldLease("job-1-aaaaa", t0.Add(-time.Minute))
+				le.Annotations = map[string]string{AnnotationLeaseJobUID: "uid-1", AnnotationLeaseJobName: "job-1"}
+				return le
+			}(),
+			now:         t0,
+			jobUID:      "uid-1",
+			actions:     []string{"get", "update"},
+			transitions: 4,
+		},
+		"held by a pod of another Job, not expired: skipped": {
+			existing: func() *coordinationv1.Lease {
+				le := heldLease("job-0-aaaaa", t0.Add(-time.Minute))
+				le.Annotations = map[string]string{AnnotationLeaseJobUID: "uid-0", AnnotationLeaseJobName: "job-0"}
+				return le
+			}(),
+			now:     t0,
+			jobUID:  "uid-1",
+			actions: []string{"get"},
+			held:    "job-0-aaaaa",
+		},
 		"held by us (same pod): renewed": {
 			existing:    heldLease("pod-b", t0.Add(-time.Minute)),
 			now:         t0,
@@ -116,6 +140,9 @@ func TestLeaseAcquire(t *testing.T) {
 				require.NoError(t, c.Tracker().Add(tc.existing))
 			}
 			l := newLease(c, "pod-b", tc.now)
+			if tc.jobUID != "" {
+				l.JobName, l.JobUID = "job-1", tc.jobUID
+			}
 
 			release, err := l.Acquire(context.Background())
 
@@ -135,7 +162,10 @@ func TestLeaseAcquire(t *testing.T) {
 			require.NotNil(t, release)
 			got := getLease(t, c)
 			assert.Equal(t, "pod-b", holderIdentity(got))
-			assert.Equal(t, int32(600), *got.Spec.LeaseDurationSeconds)
+			assert.Equal(t, int32(720), *got.Spec.LeaseDurationSeconds, "the run deadline and LeaseMargin, judged on another node's clock")
+			if tc.jobUID != "" {
+				assert.Equal(t, map[string]string{AnnotationLeaseJobUID: tc.jobUID, AnnotationLeaseJobName: "job-1"}, got.Annotations, "the Lease names the Job")
+			}
 			assert.True(t, got.Spec.RenewTime.Time.Equal(tc.now))
 			assert.True(t, got.Spec.AcquireTime.Time.Equal(tc.now))
 			if tc.transitions != 0 {
@@ -281,4 +311,29 @@ func TestLeaseFieldManagerFitsAndDiffers(t *testing.T) {
 	assert.LessOrEqual(t, len(a), 128)
 	assert.NotEqual(t, a, b)
 	assert.Equal(t, FieldManager+"/pod-x", (&Lease{Holder: "pod-x"}).fieldManager())
+}
+
+// TestLeaseRecordsTheJob: a run of a Job creates the Lease naming the Job,
+// so that the Job's retry pod can take it over when this pod dies holding
+// it (OOM, node loss, SIGKILL), without waiting out the run deadline.
+func TestLeaseRecordsTheJob(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	first := newLease(c, "job-1-aaaaa", t0)
+	first.JobName, first.JobUID = "job-1", "uid-1"
+	_, err := first.Acquire(ctx) // and dies without releasing
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{AnnotationLeaseJobUID: "uid-1", AnnotationLeaseJobName: "job-1"}, getLease(t, c).Annotations)
+
+	other := newLease(c, "job-2-ccccc", t0.Add(time.Minute))
+	other.JobName, other.JobUID = "job-2", "uid-2"
+	_, err = other.Acquire(ctx)
+	require.ErrorIs(t, err, ErrLeaseHeld, "another Job's run still waits")
+
+	retry := newLease(c, "job-1-bbbbb", t0.Add(time.Minute))
+	retry.JobName, retry.JobUID = "job-1", "uid-1"
+	release, err := retry.Acquire(ctx)
+	require.NoError(t, err, "the same Job's retry pod is not skipped by its dead predecessor")
+	assert.Equal(t, "job-1-bbbbb", holderIdentity(getLease(t, c)))
+	require.NoError(t, release(ctx))
 }

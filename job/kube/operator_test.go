@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"crypto/md5"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/rancher/registration-engine/job/redact"
 )
 
 // registrationsFake serves Registrations from memory; states are handed out
@@ -215,4 +218,17 @@ func TestJobEventsRecordAddress(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	assert.Equal(t, map[string]string{AnnotationAddress: "::1", AnnotationServer: "smt-azure.susecloud.net"}, list.Items[0].Annotations)
+}
+
+// TestJobEventsRecordRedacts: a note quoting a peer that quoted a secret
+// (a denied apply, the operator's message) reaches the Event redacted.
+func TestJobEventsRecordRedacts(t *testing.T) {
+	c := fake.NewClientset()
+	j := &JobEvents{Events: typed{c}, Namespace: Namespace, JobName: "manual-4", JobUID: "uid-4", Redact: redact.New("KEPT-CODE-0000")}
+	note := "phase write-secret failed: denied: {\"regCode\":\"" + base64.StdEncoding.EncodeToString([]byte("KEPT-CODE-0000")) + "\"} and KEPT-CODE-0000"
+	require.NoError(t, j.Record(context.Background(), JobEvent{Warning: true, Reason: ReasonFailed, Action: "Register", Note: note}))
+	list, err := c.EventsV1().Events(Namespace).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, `phase write-secret failed: denied: {"regCode":"REDACTED"} and REDACTED`, list.Items[0].Note)
 }

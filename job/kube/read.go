@@ -47,6 +47,13 @@ func (r *Reader) ConfigMap(ctx context.Context, ns, name string) (*corev1.Config
 	return r.api.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
+// Service reads one Service (status asks for the one that would shadow the
+// update server's name).
+func (r *Reader) Service(ctx context.Context, ns, name string) (*corev1.Service, error) {
+	services := resource[*corev1.Service]{r.api.core, ns, "services", func() *corev1.Service { return &corev1.Service{} }}
+	return services.Get(ctx, name, metav1.GetOptions{})
+}
+
 // Lease reads one Lease.
 func (r *Reader) Lease(ctx context.Context, ns, name string) (*coordinationv1.Lease, error) {
 	return r.api.Leases(ns).Get(ctx, name, metav1.GetOptions{})

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -37,6 +38,10 @@ type SecretStore struct {
 	// one that returns at once.
 	Sleep func(ctx context.Context, d time.Duration) error
 	Log   *slog.Logger
+	// Redact learns the code kept from the Secret when none is
+	// configured, so that a refusal quoting it is redacted like the
+	// configured one; nil learns nothing.
+	Redact *redact.Registry
 }
 
 // Write makes the Secret carry r, and reports whether it wrote anything.
@@ -91,6 +96,7 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 			kept := ""
 			if cur != nil {
 				kept = string(cur.Data[KeyRegCode])
+				s.Redact.Add(kept)
 			}
 			if kept == "" {
 				return errNoRegCode()
@@ -149,6 +155,7 @@ func (s *SecretStore) Check(ctx context.Context, r Registration) error {
 		case len(cur.Data[KeyRegCode]) == 0:
 			return errNoRegCode()
 		}
+		s.Redact.Add(string(cur.Data[KeyRegCode]))
 		return nil
 	})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/rancher/registration-engine/job/kube/kubetest"
+	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -417,6 +418,7 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 				require.NoError(t, err)
 			}
 			store := newStore(c, &sleeps{})
+			store.Redact = redact.New()
 			if tc.before != nil {
 				_, err := store.Write(ctx, *tc.before)
 				require.NoError(t, err)
@@ -451,6 +453,7 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 			assert.Equal(t, tc.changed, changed)
 			got := getSecret(t, c)
 			assert.Equal(t, configured.RegCode, string(got.Data[KeyRegCode]), "the registration code must survive a run that has none")
+			assert.Equal(t, "refused: "+redact.Redacted, store.Redact.String("refused: "+configured.RegCode), "the kept code is redacted like a configured one")
 			assert.Equal(t, string(tc.write.CertPEM), string(got.Data[KeyRegistrationURLCert]))
 			if tc.existing != nil {
 				assert.Equal(t, tc.existing.Labels, got.Labels)

@@ -32,6 +32,7 @@ import (
 type Source interface {
 	Secret(ctx context.Context, ns, name string) (*corev1.Secret, error)
 	ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error)
+	Service(ctx context.Context, ns, name string) (*corev1.Service, error)
 	Lease(ctx context.Context, ns, name string) (*coordinationv1.Lease, error)
 	CronJob(ctx context.Context, ns, name string) (*batchv1.CronJob, error)
 	Jobs(ctx context.Context, ns, selector string) (*batchv1.JobList, error)
@@ -100,6 +101,7 @@ func Gather(ctx context.Context, src Source, opts Options) *Report {
 	g.lease(ctx, pods, podsRead)
 	secret := g.secret(ctx)
 	g.dns(ctx)
+	g.shadow(ctx)
 	g.operator(ctx, secret)
 	g.r.Verdict = Decide(g.r, now, g.opts.Exits)
 	return g.r
@@ -181,9 +183,14 @@ func describeJob(j batchv1.Job, pods []corev1.Pod, events []eventsv1.Event) Job 
 		}
 	}
 	var newest *corev1.Pod
+	jobPods := map[string]bool{}
 	for i := range pods {
 		p := &pods[i]
-		if p.Labels[JobNameLabel] == j.Name && (newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time)) {
+		if p.Labels[JobNameLabel] != j.Name {
+			continue
+		}
+		jobPods[p.Name] = true
+		if newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
 			newest = p
 		}
 	}
@@ -200,15 +207,30 @@ func describeJob(j batchv1.Job, pods []corev1.Pod, events []eventsv1.Event) Job 
 			continue
 		}
 		ev := Event{Type: e.Type, Reason: e.Reason, Note: e.Note, Reporter: e.ReportingController, Time: eventTime(e),
+			Instance: e.ReportingInstance, FromJobPod: jobPods[e.ReportingInstance],
 			Address: e.Annotations[kube.AnnotationAddress], Server: e.Annotations[kube.AnnotationServer]}
-		// The engine's own Event wins over the Job controller's.
-		mine := ev.Reporter == kube.ReportingController
-		if out.Event == nil || (mine && out.Event.Reporter != kube.ReportingController) ||
-			(mine == (out.Event.Reporter == kube.ReportingController) && ev.Time.After(out.Event.Time)) {
+		// The engine's own Event from a pod of this Job wins, then the
+		// engine's from elsewhere (anyone may create an Event naming the
+		// engine as its controller), then the Job controller's; the newest
+		// of a rank.
+		if out.Event == nil || eventRank(ev) > eventRank(*out.Event) ||
+			(eventRank(ev) == eventRank(*out.Event) && ev.Time.After(out.Event.Time)) {
 			out.Event = &ev
 		}
 	}
 	return out
+}
+
+// eventRank orders the Events about a Job for the one status shows.
+func eventRank(e Event) int {
+	switch {
+	case e.Reporter == kube.ReportingController && e.FromJobPod:
+		return 2
+	case e.Reporter == kube.ReportingController:
+		return 1
+	default:
+		return 0
+	}
 }
 
 // lease fills Lease; pods are the engine's pods, podsRead whether they
@@ -379,6 +401,56 @@ func (g *gatherer) dns(ctx context.Context) {
 			d.Object = ns + "/" + inclusterdns.CoreDNSConfigMap
 		}
 	}
+}
+
+// shadow fills DNS.Shadow: whether a Service answers Host's search-domain
+// form <Host>.svc.<cluster domain>, which rancher/scc-operator's resolver
+// asks before Host itself. Only the Service the name designates is read.
+func (g *gatherer) shadow(ctx context.Context) {
+	d := &g.r.DNS
+	host, service, ns, ok := shadowCandidate(d.Host)
+	if !ok {
+		return
+	}
+	svc, err := g.src.Service(ctx, ns, service)
+	access := g.access(ns+"/services/"+service, err)
+	name := d.Host + ".svc.<cluster domain>"
+	switch {
+	case access == Absent:
+		return
+	case access == Read && host != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone:
+		// A Service with a cluster IP answers only its own name, not
+		// <hostname>.<service>.
+		return
+	}
+	d.Shadow = &Shadow{Access: access, Service: ns + "/" + service, Name: name}
+}
+
+// shadowCandidate is the Service that could answer <host>.svc.<domain>:
+// [<hostname>.]<service>.<namespace>, with at most one hostname label.
+func shadowCandidate(name string) (host, service, ns string, ok bool) {
+	labels := strings.Split(strings.ToLower(strings.TrimSuffix(name, ".")), ".")
+	n := len(labels)
+	if n < 2 || n > 3 || !dnsLabel(labels[n-1]) || !dnsLabel(labels[n-2]) {
+		return "", "", "", false
+	}
+	if n == 3 {
+		host = labels[0]
+	}
+	return host, labels[n-2], labels[n-1], true
+}
+
+// dnsLabel: a valid Kubernetes namespace or Service name (RFC 1123 label).
+func dnsLabel(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // lastRunAddress is the newest successful run among jobs (newest first)

@@ -29,6 +29,7 @@ type source struct {
 	leader       *coordinationv1.Lease
 	registration *kube.SCCRegistration
 	configMaps   map[string]*corev1.ConfigMap
+	services     map[string]*corev1.Service // by namespace/name
 	served       bool
 	forbidden    map[string]bool       // "registration", "leader", "pods", or a ConfigMap's name
 	lease        *coordinationv1.Lease // the engine's
@@ -60,6 +61,16 @@ func (s *source) ConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap
 		return cm, nil
 	}
 	return nil, notFound("configmaps", name)
+}
+
+func (s *source) Service(_ context.Context, ns, name string) (*corev1.Service, error) {
+	if s.forbidden["service"] {
+		return nil, forbidden("services", name)
+	}
+	if svc, ok := s.services[ns+"/"+name]; ok {
+		return svc, nil
+	}
+	return nil, notFound("services", name)
 }
 
 func (s *source) Lease(_ context.Context, ns, name string) (*coordinationv1.Lease, error) {
@@ -428,6 +439,84 @@ func TestGatherLeaseHolder(t *testing.T) {
 			assert.Equal(t, LeaseHeld, r.Lease.State)
 			assert.Equal(t, "manual-1-abcde", r.Lease.Holder)
 			assert.Equal(t, tc.gone, r.Lease.HolderGone)
+		})
+	}
+}
+
+// TestGatherShadowingService: a tenant's Service susecloud in a namespace
+// named net answers smt-azure.susecloud.net.svc.cluster.local, which a
+// pod's resolver (ndots:5) asks before the name; status names it as the
+// broken link. Only a headless Service answers a hostname under it; a
+// refused read is listed, never taken for a shadow.
+func TestGatherShadowingService(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
+		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}
+	service := func(clusterIP string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "susecloud", Namespace: "net"}, Spec: corev1.ServiceSpec{ClusterIP: clusterIP}}
+	}
+	tests := map[string]struct {
+		services   map[string]*corev1.Service
+		forbidden  map[string]bool
+		shadow     Access // "": none
+		wantStart  string
+		wantInText string
+	}{
+		"a headless Service susecloud in namespace net": {
+			services: map[string]*corev1.Service{"net/susecloud": service(corev1.ClusterIPNone)}, shadow: Read,
+			wantStart:  "Not registered: Service net/susecloud shadows smt-azure.susecloud.net: a pod's resolver (ndots:5) asks smt-azure.susecloud.net.svc.<cluster domain> first, which that Service answers, so rancher/scc-operator reaches it instead of the update server — remove or rename it (kubectl -n net delete service susecloud) or the namespace net, then run the engine: ",
+			wantInText: "shadowed: Service net/susecloud answers smt-azure.susecloud.net.svc.<cluster domain>",
+		},
+		"a Service with a cluster IP answers only its own name": {
+			services: map[string]*corev1.Service{"net/susecloud": service("10.96.0.7")},
+		},
+		"no such Service": {},
+		"the Service cannot be read: listed, not a shadow": {
+			forbidden: map[string]bool{"service": true}, shadow: Forbidden,
+			wantInText: "cannot read net/services/susecloud: forbidden",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			src := &source{secret: secret, services: tc.services, forbidden: tc.forbidden}
+			r := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
+			if tc.shadow == "" {
+				assert.Nil(t, r.DNS.Shadow)
+			} else {
+				require.NotNil(t, r.DNS.Shadow)
+				assert.Equal(t, tc.shadow, r.DNS.Shadow.Access)
+				assert.Equal(t, "net/susecloud", r.DNS.Shadow.Service)
+			}
+			if tc.wantStart != "" {
+				assert.Equal(t, StateActionNeeded, r.Verdict.State)
+				assert.True(t, strings.HasPrefix(r.Verdict.Line, tc.wantStart), r.Verdict.Line)
+			} else {
+				assert.NotContains(t, r.Verdict.Line, "shadows")
+			}
+			var out strings.Builder
+			require.NoError(t, r.WriteText(&out))
+			assert.Contains(t, out.String(), tc.wantInText)
+		})
+	}
+}
+
+func TestShadowCandidate(t *testing.T) {
+	tests := map[string]struct {
+		name              string
+		host, service, ns string
+		ok                bool
+	}{
+		"host under a Service":        {"smt-azure.susecloud.net", "smt-azure", "susecloud", "net", true},
+		"the Service's own name":      {"susecloud.net", "", "susecloud", "net", true},
+		"two hostname labels: none":   {"a.smt-azure.susecloud.net", "", "", "", false},
+		"a label no Service can have": {"smt.susecloud_x.net", "", "", "", false},
+		"one label":                   {"localhost", "", "", "", false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			host, service, ns, ok := shadowCandidate(tc.name)
+			assert.Equal(t, tc.ok, ok)
+			assert.Equal(t, [3]string{tc.host, tc.service, tc.ns}, [3]string{host, service, ns})
 		})
 	}
 }

@@ -99,18 +99,24 @@ type Job struct {
 	// Pod is the newest pod; ExitCode its container's, when it ended.
 	Pod      string `json:"pod,omitempty"`
 	ExitCode *int32 `json:"exitCode,omitempty"`
-	// Event is the newest Event about the Job: the engine's own when it
-	// wrote one, otherwise the Job controller's.
+	// Event is the newest Event about the Job: the engine's own from a pod
+	// of the Job when there is one, then the engine's from elsewhere, then
+	// the Job controller's.
 	Event *Event `json:"event,omitempty"`
 }
 
 // Event is an Event about a Job.
 type Event struct {
-	Type     string    `json:"type"`
-	Reason   string    `json:"reason"`
-	Note     string    `json:"note,omitempty"`
-	Reporter string    `json:"reporter,omitempty"`
-	Time     time.Time `json:"time"`
+	Type     string `json:"type"`
+	Reason   string `json:"reason"`
+	Note     string `json:"note,omitempty"`
+	Reporter string `json:"reporter,omitempty"`
+	// Instance is the reporting instance; FromJobPod whether it is a pod
+	// of this Job (the engine names its pod), which a forged Event,
+	// created by anyone with create on events, is not.
+	Instance   string    `json:"instance,omitempty"`
+	FromJobPod bool      `json:"fromJobPod,omitempty"`
+	Time       time.Time `json:"time"`
 	// Address and Server are the update server the run reached, from the
 	// engine's annotations on its Event.
 	Address string `json:"address,omitempty"`
@@ -205,6 +211,23 @@ type DNS struct {
 	// (LastRun) reached, from its Event; the entry should map Host to it.
 	LastRunAddress string `json:"lastRunAddress,omitempty"`
 	LastRun        string `json:"lastRun,omitempty"`
+	// Shadow is the Service that would answer a search-domain form of Host
+	// before Host itself; nil when none can (see Shadow).
+	Shadow *Shadow `json:"shadow,omitempty"`
+}
+
+// Shadow is a Service that answers <Host>.svc.<cluster domain>, which a
+// pod's resolver (ndots:5) asks before Host: Service <second label> in
+// namespace <last label> of Host (susecloud in net for
+// smt-azure.susecloud.net), headless when Host has a third label (its
+// pods' hostnames answer).
+type Shadow struct {
+	// Access is how the read of the Service went; Read means it exists
+	// and shadows Host.
+	Access Access `json:"access"`
+	// Service is namespace/name; Name the search-domain name it answers.
+	Service string `json:"service"`
+	Name    string `json:"name"`
 }
 
 // Operator is what rancher/scc-operator made of the Secret.

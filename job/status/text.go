@@ -18,17 +18,18 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // WriteText writes the verdict line, then the evidence one link per
-// paragraph, for a person.
+// paragraph, for a person. Every line, the verdict's included, goes out
+// through Printable: most of what they quote is foreign text.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString(r.Verdict.Line + "\n\n")
+	b.WriteString(Printable(r.Verdict.Line) + "\n\n")
 	section := func(name string, lines ...string) {
 		for i, l := range lines {
 			label := ""
 			if i == 0 {
 				label = name
 			}
-			fmt.Fprintf(&b, "%-11s%s\n", label, l)
+			fmt.Fprintf(&b, "%-11s%s\n", label, Printable(l))
 		}
 	}
 	ns := r.Namespace
@@ -79,7 +80,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			lines = append(lines, l)
 			if e := j.Event; e != nil {
-				lines = append(lines, fmt.Sprintf("  event %s %s: %s", e.Type, e.Reason, e.Note))
+				l := fmt.Sprintf("  event %s %s: %s", e.Type, e.Reason, e.Note)
+				if e.Reporter == kube.ReportingController && !e.FromJobPod {
+					l += fmt.Sprintf(" (reported by %q, not a pod of this Job)", e.Instance)
+				}
+				lines = append(lines, l)
 			}
 		}
 		section("Jobs", lines...)
@@ -149,21 +154,30 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 
 	n := r.DNS
+	var shadow []string
+	if sh := n.Shadow; sh != nil {
+		if sh.Access == Read {
+			shadow = append(shadow, fmt.Sprintf("shadowed: Service %s answers %s, which a pod's resolver asks first", sh.Service, sh.Name))
+		} else {
+			shadow = append(shadow, fmt.Sprintf("shadowing Service %s not checked: %s", sh.Service, sh.Access))
+		}
+	}
+	dnsSection := func(line string) { section("DNS", append([]string{line}, shadow...)...) }
 	switch {
 	case !r.CronJob.InClusterDNS:
-		section("DNS", "not checked: the engine leaves it alone (IN_CLUSTER_DNS=false)")
+		dnsSection("not checked: the engine leaves it alone (IN_CLUSTER_DNS=false)")
 	case !n.Checked:
-		section("DNS", "not checked: no update server named")
+		dnsSection("not checked: no update server named")
 	case n.Access == Read:
 		line := fmt.Sprintf("%s (%s): %s → %s", n.Object, n.Key, n.Host, strings.Join(n.Addresses, ", "))
 		if n.LastRunAddress != "" {
 			line += fmt.Sprintf("; last run %s reached %s", n.LastRun, n.LastRunAddress)
 		}
-		section("DNS", line)
+		dnsSection(line)
 	case n.Access == Absent:
-		section("DNS", fmt.Sprintf("%s: no hosts entry for %s", n.Object, n.Host))
+		dnsSection(fmt.Sprintf("%s: no hosts entry for %s", n.Object, n.Host))
 	default:
-		section("DNS", fmt.Sprintf("%s: %s", n.Host, n.Access))
+		dnsSection(fmt.Sprintf("%s: %s", n.Host, n.Access))
 	}
 
 	o := r.Operator

@@ -250,6 +250,11 @@ func (d decider) failedRunText(j Job) (what, next string) {
 // the last successful run reached.
 func (d decider) dnsBroken() (what, next string, broken bool) {
 	n := d.r.DNS
+	if sh := n.Shadow; sh != nil && sh.Access == Read {
+		ns, svc, _ := strings.Cut(sh.Service, "/")
+		return fmt.Sprintf("Service %s shadows %s: a pod's resolver (ndots:5) asks %s first, which that Service answers, so rancher/scc-operator reaches it instead of the update server", sh.Service, n.Host, sh.Name),
+			fmt.Sprintf("remove or rename it (kubectl -n %s delete service %s) or the namespace %s, then run the engine: %s", ns, svc, ns, d.runNow()), true
+	}
 	if !n.Checked {
 		return "", "", false
 	}
