@@ -8,8 +8,17 @@ BIN           := $(CURDIR)/bin
 LDFLAGS       := -s -w -X github.com/rancher/registration-engine/job.Version=$(VERSION)
 STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CACHE_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/registration-engine
-K8S_VERSION   ?= 1.34.4
+# The Kubernetes versions the tests run on: the newest AKS supports (every
+# tier) and the oldest it still supports, as LTS (the control-plane tier's
+# LTS_TESTS). README "Kubernetes versions" says why these two.
+K8S_VERSION   ?= 1.37.2
 K8S_TESTBIN   ?= $(CACHE_DIR)/k8s-testbin/v$(K8S_VERSION)
+K8S_LTS_VERSION ?= 1.34.4
+K8S_LTS_TESTBIN ?= $(CACHE_DIR)/k8s-testbin/v$(K8S_LTS_VERSION)
+# What the control-plane tier runs again on the LTS version: the engine's
+# Kubernetes surface (its Secret, Lease, CoreDNS edits, RBAC, Events, the
+# CronJob's Job) and the real operator registering from its Secret.
+LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|TestStatus)$$
 SCC_OPERATOR_DIR ?= $(CACHE_DIR)/scc-operator
 SCC_OPERATOR_COMMITS ?=
 HELM_VERSION  ?= 3.22.0
@@ -48,14 +57,20 @@ test: testbin scc-operator helm coredns ## the unit tests, the e2e helpers' own 
 	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -p 1 -v -timeout 25m ./e2e ./e2e/controlplane ./e2e/sccoperator 2>&1 \
 	  | tee _out/e2e-test.log | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|proved:|control plane (started|stopped)|^(ok|FAIL|panic)' \
 	  || { echo "e2e tests failed; the failing part of _out/e2e-test.log:"; grep -B2 -A40 -- '--- FAIL' _out/e2e-test.log | head -300; exit 1; }
+	@echo "--- the control-plane tier again on Kubernetes $(K8S_LTS_VERSION) (LTS): $(LTS_TESTS) (full log: _out/e2e-lts-test.log)"
+	@set -o pipefail; \
+	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_LTS_TESTBIN) HELM_BIN=$(HELM_DIR)/helm SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -p 1 -v -timeout 15m -run '$(LTS_TESTS)' ./e2e 2>&1 \
+	  | tee _out/e2e-lts-test.log | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|proved:|control plane (started|stopped)|^(ok|FAIL|panic)' \
+	  || { echo "e2e tests on $(K8S_LTS_VERSION) failed; the failing part of _out/e2e-lts-test.log:"; grep -B2 -A40 -- '--- FAIL' _out/e2e-lts-test.log | head -300; exit 1; }
 
 .PHONY: unit
 unit: ## only the unit tests: every package outside e2e/ (no built binaries, no control plane)
 	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e')
 
 .PHONY: testbin
-testbin: ## build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl for the tests
+testbin: ## build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl for the tests, at K8S_VERSION and K8S_LTS_VERSION
 	@K8S_VERSION=$(K8S_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_TESTBIN)
+	@K8S_VERSION=$(K8S_LTS_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_LTS_TESTBIN)
 
 .PHONY: scc-operator
 scc-operator: ## build (or reuse) rancher/scc-operator at its pinned commits (see e2e/scripts/scc-operator.sh)

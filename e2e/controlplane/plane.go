@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -72,6 +73,9 @@ type Plane struct {
 	// StartupTime is how long New took, PKI included, until the API server
 	// answered /readyz and the controller-manager /healthz.
 	StartupTime time.Duration
+	// Version is the Kubernetes version the API server reports (its
+	// /version gitVersion), for the tests' "proved:" context.
+	Version string
 
 	comps    []*component // start order: etcd, kube-apiserver, kube-controller-manager
 	spawn    *spawner
@@ -99,6 +103,10 @@ func newPlane(ctx context.Context, binDir string, ready time.Duration) (*Plane, 
 		p, err := start1(ctx, binDir, ready)
 		if err == nil {
 			p.StartupTime = time.Since(start)
+			if p.Version, err = serverVersion(p.Admin); err != nil {
+				_ = p.Stop()
+				return nil, fmt.Errorf("control plane: %w", err)
+			}
 			return p, nil
 		}
 		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
@@ -447,4 +455,17 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// serverVersion asks the API server which Kubernetes it is.
+func serverVersion(cfg *rest.Config) (string, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("kube-apiserver /version: %w", err)
+	}
+	return v.GitVersion, nil
 }

@@ -61,7 +61,7 @@ func Start(t testing.TB) *Plane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("control plane started in %.1fs (%s)", p.StartupTime.Seconds(), p.Dir)
+	t.Logf("control plane started in %.1fs (kube-apiserver %s, %s)", p.StartupTime.Seconds(), p.Version, p.Dir)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("control-plane logs:\n%s", p.LogTail(tailLines))
@@ -95,14 +95,14 @@ func Shared(t testing.TB) *Plane {
 		if shared.err == nil {
 			// Also on stdout, so a verbose run shows it once without -v
 			// on every test.
-			fmt.Printf("control plane started in %.1fs\n", shared.plane.StartupTime.Seconds())
+			fmt.Printf("control plane started in %.1fs (kube-apiserver %s)\n", shared.plane.StartupTime.Seconds(), shared.plane.Version)
 		}
 	})
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}
 	p := shared.plane
-	t.Logf("control plane started in %.1fs (shared, %s)", p.StartupTime.Seconds(), p.Dir)
+	t.Logf("control plane started in %.1fs (shared, kube-apiserver %s, %s)", p.StartupTime.Seconds(), p.Version, p.Dir)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("control-plane logs:\n%s", p.LogTail(tailLines))

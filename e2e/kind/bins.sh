@@ -57,7 +57,7 @@ if group k8s-node 'fresh k8s-node "$s_node" && [[ -x "$BINDIR/kubelet" && -x "$B
 fi
 
 # 3. crictl, which kind's node ships (the proxy serves only some versions;
-# v1.34.0 is one).
+# v1.37.0 is one; v1.35.0 is not).
 s_crictl="crictl=$CRICTL_VERSION go=$GO_VERSION"
 if group crictl 'fresh crictl "$s_crictl" && [[ -x "$BINDIR/crictl" ]]'; then
   log "building crictl v$CRICTL_VERSION"

@@ -86,7 +86,7 @@ func load(t *testing.T) settings {
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	s := settings{
-		nodeImage:      env("KIND_NODE_IMAGE", "local/kind-node:v1.34.4"),
+		nodeImage:      env("KIND_NODE_IMAGE", "local/kind-node:v1.37.2"),
 		image:          env("E2E_IMAGE", "registration-engine:latest"),
 		fakecloudImage: env("E2E_FAKECLOUD_IMAGE", "registration-engine-fakecloud:latest"),
 		operatorImage:  env("E2E_OPERATOR_IMAGE", "local/scc-operator:"+sccoperator.CommitRMT[:7]),

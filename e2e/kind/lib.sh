@@ -3,9 +3,9 @@
 # (each artifact records the versions it was built from in a stamp file).
 # shellcheck shell=bash disable=SC2034 # the scripts that source it use them
 
-K8S_VERSION=${K8S_VERSION:-1.34.4}
+K8S_VERSION=${K8S_VERSION:-1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-3.6.5}
-CRICTL_VERSION=${CRICTL_VERSION:-1.34.0}
+CRICTL_VERSION=${CRICTL_VERSION:-1.37.0}
 # kind's base files (entrypoint, containerd config, units) come from the
 # sigs.k8s.io/kind module go.mod requires, so the node matches the library
 # that creates the cluster.

@@ -20,7 +20,7 @@ set -euo pipefail
 plan=
 [[ "${1:-}" == plan ]] && { plan=1; shift; }
 
-K8S_VERSION=${K8S_VERSION:-1.34.4}
+K8S_VERSION=${K8S_VERSION:-1.37.2}
 GO_VERSION=$(go env GOVERSION)
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
 

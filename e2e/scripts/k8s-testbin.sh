@@ -11,7 +11,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-K8S_VERSION=${K8S_VERSION:-1.34.4}
+K8S_VERSION=${K8S_VERSION:-1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-3.6.5}
 GO_VERSION=$(go env GOVERSION)
 OUT=${1:-${K8S_TESTBIN:-${XDG_CACHE_HOME:-$HOME/.cache}/registration-engine/k8s-testbin/v$K8S_VERSION}}
