@@ -72,6 +72,8 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context) {
 		}},
 		"marketplace":      map[string]any{"publisherId": overlay["MARKETPLACE_PUBLISHER_ID"], "offerId": overlay["MARKETPLACE_OFFER_ID"]},
 		"registrationCode": chartRegCode,
+		// kind's CoreDNS is kubeadm's: no coredns-custom, the Corefile.
+		"coreDNSLayout": "corefile",
 		// The tests start runs themselves: a schedule that does not fire.
 		"schedule":          "0 0 1 1 *",
 		"regionServers":     []string{fakecloudHost},
