@@ -61,8 +61,6 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 		served = served || r.Name == "validatingadmissionpolicies"
 	}
 	require.True(t, served, "the API server serves admissionregistration.k8s.io/v1 validatingadmissionpolicies")
-	_, err = e.admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, corednsPolicy, metav1.GetOptions{})
-	require.NoError(t, err, "overlays/e2e installs the policy")
 
 	as := e.p.ClientAs(t, e.token(t))
 	clients, err := kube.NewClients(as)
@@ -164,6 +162,28 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 		{"coredns: a label", inclusterdns.CoreDNSConfigMap, `{"metadata":{"labels":{"owned":"yes"}}}`},
 		{"coredns: another data key", inclusterdns.CoreDNSConfigMap, mergeData("extra.server", "example.com:53 {\n    forward . 203.0.113.53\n}\n")},
 	})
+
+	// A hosts block of the cluster's own, limited to a zone: the engine adds
+	// its entry and the update server's name to the zones.
+	zoned := strings.Replace(e.corefile, ".:53 {\n", ".:53 {\n    hosts /etc/hosts corp.internal {\n        10.1.2.3 db.corp.internal\n        fallthrough\n    }\n", 1)
+	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data[inclusterdns.CorefileKey] = zoned
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	own(t, "Corefile: into a hosts block limited to a zone", true, "127.0.0.11")
+	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	corefile = cm.Data[inclusterdns.CorefileKey]
+	require.Contains(t, corefile, "    hosts /etc/hosts corp.internal "+updateServer+" {\n        127.0.0.11 "+updateServer+"\n        10.1.2.3 db.corp.internal\n")
+	refuse(t, []hostile{
+		{"Corefile: a cluster zone added to a hosts block", inclusterdns.CoreDNSConfigMap,
+			corefileWith("hosts /etc/hosts corp.internal ", "hosts /etc/hosts corp.internal cluster.local ")},
+		{"Corefile: the cluster's own entry removed", inclusterdns.CoreDNSConfigMap, corefileWith("        10.1.2.3 db.corp.internal\n", "")},
+		{"Corefile: the cluster's own entry readdressed", inclusterdns.CoreDNSConfigMap,
+			corefileWith("        10.1.2.3 db.corp.internal\n", "        203.0.113.9 db.corp.internal\n")},
+	})
+	e.resetCoreDNS(ctx, t)
 
 	// AKS's layout: coredns-custom, with a key of the cluster's own.
 	_, err = cms.Create(ctx, &corev1.ConfigMap{
