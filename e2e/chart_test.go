@@ -155,10 +155,16 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	defer cancel()
 
 	// What the cluster has before the install: Rancher's namespace and
-	// kube-system's CoreDNS.
+	// kube-system's CoreDNS, as on AKS (where the Marketplace installs):
+	// the Corefile and coredns-custom, where the chart's default lets the
+	// engine write.
 	_, err = e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	p.Apply(t, []byte(corednsFixture))
+	_, err = e.admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"log.override": "log\n"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 
 	c := startCloud(t)
 	cloudEnv := c.env()
@@ -236,6 +242,7 @@ func releaseObjects(t *testing.T, manifest string) []releaseObject {
 		"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings",
 		"ConfigMap": "configmaps", "Secret": "secrets", "CronJob": "cronjobs",
 		"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
+		"ValidatingAdmissionPolicy": "validatingadmissionpolicies", "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
 	}
 	var out []releaseObject
 	for _, doc := range strings.Split(manifest, "\n---") {

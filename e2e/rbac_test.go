@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -105,8 +106,10 @@ func leaseApply(ns, name string) string {
 // server-side apply creates the Secret and the Lease by name, a POST-create
 // is refused, no other Secret, Lease or namespace is reachable, no verb the
 // engine never calls is granted (update on the Secret and the ConfigMaps,
-// anything on CoreDNS's Deployment), and in kube-system only CoreDNS's two
-// ConfigMaps and a list of EndpointSlices are reachable.
+// anything on CoreDNS's Deployment), and in kube-system only a read of
+// CoreDNS's two ConfigMaps, a patch of AKS's coredns-custom (base is AKS's
+// layout: the Corefile of coredns is only read) and a list of
+// EndpointSlices are reachable.
 func TestEngineRBAC(t *testing.T) {
 	p := controlplane.Shared(t)
 	admin := p.AdminClient(t)
@@ -123,6 +126,19 @@ func TestEngineRBAC(t *testing.T) {
 	p.Apply(t, []byte(registrationCRD))
 	p.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/registrations.scc.cattle.io")
 	p.Apply(t, []byte(registrationObj))
+	// base alone is AKS's CoreDNS layout: the Corefile layout's grant, which
+	// overlays/e2e (applied by earlier tests) adds, must not be there.
+	err = admin.RbacV1().RoleBindings("kube-system").Delete(ctx, "registration-engine-corefile", metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Corefile layout's RoleBinding: %v", err)
+	// AKS's coredns-custom, for this test only: later tests expect the
+	// Corefile layout.
+	_, err = admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"log.override": "log\n"},
+	}, metav1.CreateOptions{})
+	require.True(t, err == nil || apierrors.IsAlreadyExists(err), "create coredns-custom: %v", err)
+	t.Cleanup(func() {
+		_ = admin.CoreV1().ConfigMaps("kube-system").Delete(context.Background(), "coredns-custom", metav1.DeleteOptions{})
+	})
 	p.Apply(t, p.Kustomize(t, manifestsBase))
 	as := p.ClientAs(t, p.ServiceAccountToken(t, kube.Namespace, engineSA))
 
@@ -233,9 +249,26 @@ func TestEngineRBAC(t *testing.T) {
 		"get the CoreDNS ConfigMap": {
 			method: http.MethodGet, path: configMapPath("kube-system", "coredns"), want: http.StatusOK,
 		},
-		"merge-patch the CoreDNS ConfigMap": {
+		"merge-patch the CoreDNS ConfigMap is refused": {
+			// AKS's layout (base): coredns is only read; its patch is
+			// base/corefile-layout's, and the admission policy limits it to
+			// the engine's hosts entries (TestCoreDNSAdmissionPolicy).
 			method: http.MethodPatch, path: configMapPath("kube-system", "coredns"), contentType: mergeType,
-			body: `{"data":{"Corefile":".:53 {\n    hosts {\n      fallthrough\n    }\n}\n"}}`, want: http.StatusOK,
+			body: `{"data":{"Corefile":".:53 {\n    forward . 203.0.113.53\n}\n"}}`, want: http.StatusForbidden,
+		},
+		"get coredns-custom": {
+			method: http.MethodGet, path: configMapPath("kube-system", "coredns-custom"), want: http.StatusOK,
+		},
+		"merge-patch coredns-custom with the engine's block": {
+			method: http.MethodPatch, path: configMapPath("kube-system", "coredns-custom"), contentType: mergeType,
+			body: `{"data":{"registration-engine.override":"hosts {\n    127.0.0.11 smt-azure.susecloud.net\n    fallthrough\n}\n"}}`, want: http.StatusOK,
+		},
+		"update coredns-custom is refused": {
+			method: http.MethodPut, path: configMapPath("kube-system", "coredns-custom"), contentType: jsonType,
+			bodyFrom: asRead(configMapPath("kube-system", "coredns-custom")), want: http.StatusForbidden,
+		},
+		"delete coredns-custom is refused": {
+			method: http.MethodDelete, path: configMapPath("kube-system", "coredns-custom"), want: http.StatusForbidden,
 		},
 		"update the CoreDNS ConfigMap is refused": {
 			// The engine merge-patches one key with a resourceVersion.

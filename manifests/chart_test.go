@@ -22,8 +22,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -256,7 +258,7 @@ func TestChartMatchesAzureOverlay(t *testing.T) {
 	}
 	assert.Empty(t, problems, "chart (helm template %s) and overlay (kubectl kustomize overlays/azure) differ; change both:\n%s",
 		chartDir, strings.Join(problems, "\n"))
-	assert.Len(t, chart, 9, "SA, two Roles, two RoleBindings, the ClusterRole and its binding, the ConfigMap, the CronJob")
+	assert.Len(t, chart, 11, "SA, two Roles, two RoleBindings, the ClusterRole and its binding, the ConfigMap, the CronJob, the CoreDNS admission policy and its binding")
 }
 
 // diffValues lists the differences between chart value a and overlay value
@@ -578,7 +580,59 @@ func TestChartValues(t *testing.T) {
 				assert.Equal(t, "false", env(c)["IN_CLUSTER_DNS"].Value)
 				for k := range objs {
 					assert.NotContains(t, k, "/kube-system/")
+					assert.NotContains(t, k, "ValidatingAdmissionPolicy")
 				}
+			},
+		},
+		"AKS's CoreDNS layout by default: coredns is only read": {
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				role := renderedAs[*rbacv1.Role](t, objs, "Role/kube-system/registration-engine-coredns")
+				for _, r := range role.Rules {
+					if slices.Contains(r.Verbs, "patch") {
+						assert.Equal(t, []string{"coredns-custom"}, r.ResourceNames, "only coredns-custom is patched on AKS")
+					}
+				}
+				assert.NotContains(t, objs, "Role/kube-system/registration-engine-corefile")
+				assert.Contains(t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns")
+			},
+		},
+		"coreDNSLayout=corefile: patch on the Corefile too": {
+			set: []string{"coreDNSLayout=corefile"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				role := renderedAs[*rbacv1.Role](t, objs, "Role/kube-system/registration-engine-corefile")
+				assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"coredns"}, Verbs: []string{"patch"}}}, role.Rules)
+				rb := renderedAs[*rbacv1.RoleBinding](t, objs, "RoleBinding/kube-system/registration-engine-corefile")
+				assert.Equal(t, role.Name, rb.RoleRef.Name)
+				assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "registration-engine", Namespace: chartNamespace}}, rb.Subjects)
+			},
+		},
+		"unknown CoreDNS layout": {
+			set:     []string{"coreDNSLayout=kubeadm"},
+			wantErr: `coreDNSLayout "kubeadm": use aks or corefile`,
+		},
+		"updateServerDomains reach the engine and the admission policy": {
+			set: []string{"updateServerDomains={susecloud.net,smt.example.org}"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.Equal(t, "susecloud.net,smt.example.org", env(c)["UPDATE_SERVER_DOMAINS"].Value)
+				vap := renderedAs[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns")
+				var domains string
+				for _, v := range vap.Spec.Variables {
+					if v.Name == "domains" {
+						domains = v.Expression
+					}
+				}
+				assert.Equal(t, "['susecloud.net', 'smt.example.org']", domains)
+			},
+		},
+		"an update server domain that is no DNS name": {
+			set:     []string{"updateServerDomains={susecloud.net']}"},
+			wantErr: `updateServerDomains: "susecloud.net']" is not a lower-case DNS name with a dot`,
+		},
+		"the admission policy binds the release's ServiceAccount": {
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				vap := renderedAs[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns")
+				require.Len(t, vap.Spec.MatchConditions, 1)
+				assert.Equal(t, "request.userInfo.username == 'system:serviceaccount:"+chartNamespace+":"+cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName+"'", vap.Spec.MatchConditions[0].Expression)
 			},
 		},
 		"region-server certificates from the values": {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -77,6 +78,10 @@ func typed(kind string) any {
 		return &corev1.Service{}
 	case "Deployment":
 		return &appsv1.Deployment{}
+	case "ValidatingAdmissionPolicy": // the CoreDNS policy
+		return &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	case "ValidatingAdmissionPolicyBinding":
+		return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 	}
 	return nil
 }
@@ -136,7 +141,7 @@ func TestKustomizationsReferToExistingFiles(t *testing.T) {
 	require.Contains(t, kustomizations, "overlays/azure")
 	require.Contains(t, kustomizations, "overlays/e2e")
 
-	wantNamespace := map[string]string{"base/cattle-scc-system": kube.Namespace, "base/kube-system": "kube-system"}
+	wantNamespace := map[string]string{"base/cattle-scc-system": kube.Namespace, "base/kube-system": "kube-system", "base/corefile-layout": "kube-system"}
 	baseObjects := map[string]bool{}
 	for _, o := range objects {
 		if strings.HasPrefix(o.file, "base/") {
@@ -323,26 +328,79 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 	assert.Equal(t, cr.Name, crb.RoleRef.Name)
 	assert.Equal(t, "ClusterRole", crb.RoleRef.Kind)
 
-	// In kube-system only the two CoreDNS ConfigMaps, read and merge-patched,
-	// and a list of EndpointSlices (the CoreDNS pods the handover asks); no
-	// rule on the coredns Deployment, which the engine never restarts.
+	// In kube-system: both CoreDNS ConfigMaps read (the layout is decided
+	// by whether coredns-custom exists, and the Corefile must reload), only
+	// coredns-custom merge-patched (AKS's layout: the chart's default and
+	// overlays/azure), and a list of EndpointSlices (the CoreDNS pods the
+	// handover asks); no rule on the coredns Deployment, which the engine
+	// never restarts.
 	coredns := find[*rbacv1.Role](t, objects, "base/kube-system/role.yaml")
-	require.Len(t, coredns.Rules, 2)
-	assert.Equal(t, []string{"configmaps"}, coredns.Rules[0].Resources)
-	assert.ElementsMatch(t, []string{inclusterdns.CoreDNSCustom, inclusterdns.CoreDNSConfigMap}, coredns.Rules[0].ResourceNames)
-	assert.ElementsMatch(t, []string{"get", "patch"}, coredns.Rules[0].Verbs, "coredns-custom is never created, nothing is updated")
-	assert.Equal(t, rbacv1.PolicyRule{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list"}}, coredns.Rules[1],
-		"only list, the one call inclusterdns.Replicas makes")
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{inclusterdns.CoreDNSCustom, inclusterdns.CoreDNSConfigMap}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{inclusterdns.CoreDNSCustom}, Verbs: []string{"patch"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list"}},
+	}, coredns.Rules, "AKS's layout: get both, patch only coredns-custom (never created, never updated), list EndpointSlices (the one call inclusterdns.Replicas makes)")
+	// The Corefile layout (kubeadm, kind) adds the patch of coredns alone.
+	corefile := find[*rbacv1.Role](t, objects, "base/corefile-layout/role.yaml")
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{inclusterdns.CoreDNSConfigMap}, Verbs: []string{"patch"}},
+	}, corefile.Rules)
 
 	for file, roleName := range map[string]string{
 		"base/cattle-scc-system/rolebinding.yaml": role.Name,
 		"base/kube-system/rolebinding.yaml":       coredns.Name,
+		"base/corefile-layout/rolebinding.yaml":   corefile.Name,
 	} {
 		rb := find[*rbacv1.RoleBinding](t, objects, file)
 		assert.Equal(t, roleName, rb.RoleRef.Name, file)
 		require.Len(t, rb.Subjects, 1, file)
 		assert.Equal(t, rbacv1.Subject{Kind: "ServiceAccount", Name: "registration-engine", Namespace: kube.Namespace}, rb.Subjects[0], file)
 	}
+}
+
+// The CoreDNS admission policy speaks of the engine the manifests install:
+// its ServiceAccount, its key in coredns-custom, the two ConfigMaps and the
+// CronJob's UPDATE_SERVER_DOMAINS. A drift in any of them would refuse the
+// engine's own write (or bind the policy to nobody). What the expressions
+// admit is proven on a real API server: e2e TestCoreDNSAdmissionPolicy.
+func TestCoreDNSPolicyMatchesTheEngine(t *testing.T) {
+	_, objects := load(t)
+	_, _, c := cronJob(t, objects)
+	sa := find[*corev1.ServiceAccount](t, objects, "base/cattle-scc-system/serviceaccount.yaml")
+	vap := find[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objects, "base/coredns-policy.yaml")
+
+	require.NotNil(t, vap.Spec.FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.Fail, *vap.Spec.FailurePolicy, "an expression that cannot be evaluated refuses")
+	require.Len(t, vap.Spec.MatchConditions, 1)
+	assert.Equal(t, "request.userInfo.username == 'system:serviceaccount:"+kube.Namespace+":"+sa.Name+"'", vap.Spec.MatchConditions[0].Expression,
+		"bound to the engine's ServiceAccount alone")
+	mc := vap.Spec.MatchConstraints
+	require.NotNil(t, mc)
+	require.NotNil(t, mc.NamespaceSelector)
+	assert.Equal(t, map[string]string{"kubernetes.io/metadata.name": "kube-system"}, mc.NamespaceSelector.MatchLabels)
+	require.Len(t, mc.ResourceRules, 1)
+	rule := mc.ResourceRules[0]
+	assert.ElementsMatch(t, []string{inclusterdns.CoreDNSCustom, inclusterdns.CoreDNSConfigMap}, rule.ResourceNames)
+	assert.Equal(t, []string{"configmaps"}, rule.Resources)
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, rule.Operations, "a patch is an UPDATE")
+
+	vars := map[string]string{}
+	for _, v := range vap.Spec.Variables {
+		vars[v.Name] = v.Expression
+	}
+	domains := strings.Split(env(c)["UPDATE_SERVER_DOMAINS"].Value, ",")
+	require.NotEmpty(t, domains[0], "the CronJob sets UPDATE_SERVER_DOMAINS")
+	var quoted []string
+	for _, d := range domains {
+		quoted = append(quoted, "'"+d+"'")
+	}
+	assert.Equal(t, "["+strings.Join(quoted, ", ")+"]", vars["domains"], "the policy's domains are the CronJob's UPDATE_SERVER_DOMAINS")
+	assert.Contains(t, vars["ownKey"], "'"+inclusterdns.DefaultHostsKey+"'")
+	assert.Contains(t, vars["ownKey"], "'"+inclusterdns.CorefileKey+"'")
+
+	b := find[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objects, "base/coredns-policy-binding.yaml")
+	assert.Equal(t, vap.Name, b.Spec.PolicyName)
+	assert.Equal(t, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, b.Spec.ValidationActions)
 }
 
 func TestRegionServerConfigs(t *testing.T) {
@@ -417,12 +475,19 @@ func TestKustomizeRenders(t *testing.T) {
 		t.Run(dir, func(t *testing.T) {
 			objs := splitObjects(t, run(t, kubectl, "kustomize", dir))
 			for k, o := range objs {
-				if o.kind != "Namespace" && o.kind != "ClusterRole" && o.kind != "ClusterRoleBinding" {
+				if !slices.Contains([]string{"Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, o.kind) {
 					assert.NotEmpty(t, o.namespace, "%s has a namespace", k)
 				}
 			}
 			assert.Contains(t, objs, "Role/kube-system/registration-engine-coredns")
 			assert.Contains(t, objs, "Role/cattle-scc-system/registration-engine")
+			assert.Contains(t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns")
+			assert.Contains(t, objs, "ValidatingAdmissionPolicyBinding//registration-engine-coredns")
+			if dir == "overlays/e2e" {
+				assert.Contains(t, objs, "Role/kube-system/registration-engine-corefile", "kind's CoreDNS is kubeadm's: the Corefile layout")
+			} else {
+				assert.NotContains(t, objs, "Role/kube-system/registration-engine-corefile", "AKS's layout: coredns is only read")
+			}
 			cj := renderedAs[*batchv1.CronJob](t, objs, "CronJob/cattle-scc-system/registration-engine")
 			c := cj.Spec.JobTemplate.Spec.Template.Spec.Containers
 			require.Len(t, c, 1, "the overlay's container merged into the base's")

@@ -39,8 +39,9 @@ var fakecloudEnv = []string{
 // here the one loaded into the node), the customer's registration code.
 // What only this test adds, in a values file of its own: the fake cloud's
 // endpoints (extraEnv), its CA, attestation root and DMI files
-// (extraVolumes), and its region server with its pinned certificate.
-func (c *kindCluster) installChart(t *testing.T, ctx context.Context) {
+// (extraVolumes), and its region server with its pinned certificate; and
+// layout, the chart's coreDNSLayout.
+func (c *kindCluster) installChart(t *testing.T, ctx context.Context, layout string) {
 	t.Helper()
 	// The overlay's settings are what the fake cloud in this cluster
 	// serves: its extension and plan, its endpoints and files.
@@ -70,6 +71,10 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context) {
 		}},
 		"marketplace":      map[string]any{"publisherId": overlay["MARKETPLACE_PUBLISHER_ID"], "offerId": overlay["MARKETPLACE_OFFER_ID"]},
 		"registrationCode": chartRegCode,
+		// Which CoreDNS layout's grants the chart renders (aks, its
+		// default, or corefile for kubeadm's, which kind has until the AKS
+		// case makes it AKS's).
+		"coreDNSLayout": layout,
 		// The tests start runs themselves: a schedule that does not fire.
 		"schedule":          "0 0 1 1 *",
 		"regionServers":     []string{fakecloudHost},

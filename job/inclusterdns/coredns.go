@@ -126,7 +126,7 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 		return edit, nil
 	}
 	if err := patchConfigMapKey(ctx, cms, CoreDNSConfigMap, core.ResourceVersion, CorefileKey, next); err != nil {
-		return Edit{}, kube.APIError(err, needConfigMaps(ns))
+		return Edit{}, kube.APIError(err, needCorefile(ns))
 	}
 	c.logger().Info("coredns corefile updated", slog.String("configMap", ns+"/"+CoreDNSConfigMap), slog.String("server", fqdn), slog.String("address", ip.String()))
 	edit.Changed = true
@@ -148,7 +148,7 @@ func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, 
 		return false, nil
 	}
 	if err := patchConfigMapKey(ctx, c.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, key, want); err != nil {
-		return false, kube.APIError(err, needConfigMaps(ns))
+		return false, kube.APIError(err, kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CoreDNSCustom, Namespace: ns})
 	}
 	c.logger().Info("coredns-custom updated", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key), slog.String("server", fqdn), slog.String("address", ip.String()))
 	return true, nil
@@ -177,6 +177,15 @@ func patchConfigMapKey(ctx context.Context, cms kube.ConfigMapInterface, name, r
 	return err
 }
 
+// needConfigMaps is the read every run makes, in both layouts.
 func needConfigMaps(ns string) kube.Access {
-	return kube.Access{Verbs: []string{"get", "patch"}, Resource: "configmaps/" + CoreDNSCustom + " and configmaps/" + CoreDNSConfigMap, Namespace: ns}
+	return kube.Access{Verbs: []string{"get"}, Resource: "configmaps/" + CoreDNSCustom + " and configmaps/" + CoreDNSConfigMap, Namespace: ns}
+}
+
+// needCorefile is the patch of the Corefile layout, which AKS's (the chart's
+// default) does not grant: on AKS coredns-custom exists and coredns is only
+// read, so this Role is missing only where coredns-custom is absent.
+func needCorefile(ns string) kube.Access {
+	return kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CoreDNSConfigMap +
+		" (a cluster without coredns-custom: install with the chart's coreDNSLayout=corefile, or add manifests/base/corefile-layout)", Namespace: ns}
 }

@@ -106,3 +106,28 @@ regionServerCerts (same file name wins). A YAML map of file name → PEM.
 {{- end -}}
 {{- toYaml $certs -}}
 {{- end }}
+
+{{/*
+updateServerDomains, checked: each a DNS name (it lands in the CronJob's
+UPDATE_SERVER_DOMAINS and in the CoreDNS admission policy's CEL).
+*/}}
+{{- define "registration-engine.updateServerDomains" -}}
+{{- $domains := required "updateServerDomains needs at least one domain" .Values.updateServerDomains -}}
+{{- range $domains -}}
+  {{- if not (regexMatch "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?([.][a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$" (toString .)) -}}
+    {{- fail (printf "updateServerDomains: %q is not a lower-case DNS name with a dot" (toString .)) -}}
+  {{- end -}}
+{{- end -}}
+{{- join "," $domains -}}
+{{- end }}
+
+{{/*
+updateServerDomains as the elements of a CEL list: 'a.example', 'b.example'.
+*/}}
+{{- define "registration-engine.updateServerDomainsCEL" -}}
+{{- $out := list -}}
+{{- range splitList "," (include "registration-engine.updateServerDomains" .) -}}
+  {{- $out = append $out (printf "'%s'" .) -}}
+{{- end -}}
+{{- join ", " $out -}}
+{{- end }}

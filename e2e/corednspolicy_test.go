@@ -1,0 +1,245 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/kube"
+)
+
+// corednsPolicy is the ValidatingAdmissionPolicy of manifests/base.
+const corednsPolicy = "registration-engine-coredns"
+
+// mergeData is a merge patch of one ConfigMap data key.
+func mergeData(key, value string) string {
+	b, _ := json.Marshal(map[string]any{"data": map[string]string{key: value}})
+	return string(b)
+}
+
+// TestCoreDNSAdmissionPolicy proves on the real API server, as the engine's
+// ServiceAccount (a TokenRequest token) with manifests/overlays/e2e applied
+// (both CoreDNS layouts granted, the ValidatingAdmissionPolicy of
+// manifests/base in force), that the policy admits the engine's own edits,
+// made by job/inclusterdns itself: the first write, a new address and a
+// no-op, in the Corefile layout and in AKS's coredns-custom, the hosts
+// block's ttl line included; and that the same token's other writes, which
+// RBAC alone lets through, are refused: a `forward .` rewrite of the
+// Corefile, a foreign coredns-custom key, a `rewrite` override, an entry
+// for a name outside UPDATE_SERVER_DOMAINS, an IMDS address, a hosts block
+// without fallthrough, a label.
+func TestCoreDNSAdmissionPolicy(t *testing.T) {
+	e := setupCluster(t)
+	ctx := testContext(t)
+	e.resetCoreDNS(ctx, t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		e.resetCoreDNS(ctx, t)
+	})
+	cms := e.admin.CoreV1().ConfigMaps("kube-system")
+
+	// The admission plugin is on (the API server's default since 1.30; the
+	// plane sets no --enable-admission-plugins): the API serves the
+	// resource. The refusals below prove it enforces the policy.
+	resources, err := e.admin.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	require.NoError(t, err)
+	served := false
+	for _, r := range resources.APIResources {
+		served = served || r.Name == "validatingadmissionpolicies"
+	}
+	require.True(t, served, "the API server serves admissionregistration.k8s.io/v1 validatingadmissionpolicies")
+
+	as := e.p.ClientAs(t, e.token(t))
+	clients, err := kube.NewClients(as)
+	require.NoError(t, err)
+	engine := &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps}
+	cmPath := func(name string) string { return configMapPath("kube-system", name) }
+	patch := func(t *testing.T, name, body string, dryRun bool) (int, string) {
+		path := cmPath(name)
+		if dryRun {
+			path += "?dryRun=All"
+		}
+		return request(t, as, http.MethodPatch, path, mergeType, body)
+	}
+	// A policy is enforced once the API server's informer has it: until a
+	// dry run of a hostile write is refused.
+	forward := mergeData(inclusterdns.CorefileKey, strings.Replace(e.corefile, "forward . /etc/resolv.conf", "forward . 203.0.113.53", 1))
+	var code int
+	var body string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		code, body = patch(t, inclusterdns.CoreDNSConfigMap, forward, true)
+		return code == http.StatusUnprocessableEntity, nil
+	})
+	require.NoError(t, err, "the API server still admits the engine's token rewriting `forward .` (dry run): HTTP %d %s", code, body)
+
+	var admitted []string
+	own := func(t *testing.T, what string, wantChanged bool, ip string) {
+		t.Helper()
+		changed, err := engine.Ensure(ctx, updateServer, netip.MustParseAddr(ip))
+		require.NoError(t, err, "%s: job/inclusterdns as the engine", what)
+		assert.Equal(t, wantChanged, changed, what)
+		admitted = append(admitted, what)
+	}
+	ownRaw := func(t *testing.T, what, name, body string) {
+		t.Helper()
+		code, resp := patch(t, name, body, false)
+		require.Equal(t, http.StatusOK, code, "%s: %s", what, resp)
+		admitted = append(admitted, what)
+	}
+	type hostile struct{ what, name, body string }
+	refusals := map[string]string{}
+	refuse := func(t *testing.T, cases []hostile) {
+		t.Helper()
+		for _, h := range cases {
+			before, err := cms.Get(ctx, h.name, metav1.GetOptions{})
+			require.NoError(t, err)
+			code, resp := patch(t, h.name, h.body, false)
+			if !assert.Equal(t, http.StatusUnprocessableEntity, code, "%s must be refused: %s", h.what, resp) {
+				continue
+			}
+			var status metav1.Status
+			require.NoError(t, json.Unmarshal([]byte(resp), &status), resp)
+			assert.Equal(t, metav1.StatusReasonInvalid, status.Reason, h.what)
+			assert.Contains(t, status.Message, fmt.Sprintf("ValidatingAdmissionPolicy '%s'", corednsPolicy), h.what)
+			refusals[h.what] = status.Message
+			after, err := cms.Get(ctx, h.name, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "%s: nothing written", h.what)
+		}
+	}
+
+	// The Corefile layout (kubeadm's, no coredns-custom).
+	own(t, "Corefile: first write", true, "127.0.0.11")
+	own(t, "Corefile: a new address", true, "2001:db8::53")
+	own(t, "Corefile: no-op", false, "2001:db8::53")
+	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	corefile := cm.Data[inclusterdns.CorefileKey]
+	entry := "        2001:db8::53 " + updateServer + "\n"
+	require.Contains(t, corefile, "    hosts {\n"+entry+"        fallthrough\n    }\n", "job/inclusterdns wrote its block")
+	ownRaw(t, "Corefile: the same text again", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, corefile))
+	withTTL := strings.Replace(corefile, entry, entry+"        ttl 15\n", 1)
+	ownRaw(t, "Corefile: the hosts block's ttl line", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, withTTL))
+	// The first write of a block that has the ttl line, into a Corefile
+	// without one.
+	e.resetCoreDNS(ctx, t)
+	ownRaw(t, "Corefile: first write with a ttl line", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey,
+		strings.Replace(e.corefile, ".:53 {\n", ".:53 {\n    hosts {\n        127.0.0.11 "+updateServer+"\n        ttl 15\n        fallthrough\n    }\n", 1)))
+	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	corefile = cm.Data[inclusterdns.CorefileKey]
+	entry = "        127.0.0.11 " + updateServer + "\n"
+	require.Contains(t, corefile, entry)
+	corefileWith := func(old, new string) string {
+		require.Contains(t, corefile, old)
+		return mergeData(inclusterdns.CorefileKey, strings.Replace(corefile, old, new, 1))
+	}
+	refuse(t, []hostile{
+		{"Corefile: forward . to an outside resolver", inclusterdns.CoreDNSConfigMap, corefileWith("forward . /etc/resolv.conf", "forward . 203.0.113.53")},
+		{"Corefile: an entry for a name outside UPDATE_SERVER_DOMAINS", inclusterdns.CoreDNSConfigMap,
+			corefileWith(entry, entry+"        10.0.0.66 kubernetes.default.svc.cluster.local\n")},
+		{"Corefile: the update server's name at the IMDS address", inclusterdns.CoreDNSConfigMap,
+			corefileWith(entry, "        169.254.169.254 "+updateServer+"\n")},
+		{"Corefile: the hosts block without fallthrough", inclusterdns.CoreDNSConfigMap,
+			corefileWith("        fallthrough\n    }\n", "    }\n")},
+		{"Corefile: a rewrite ahead of the kubernetes plugin", inclusterdns.CoreDNSConfigMap,
+			corefileWith("    ready\n", "    ready\n    rewrite name exact kubernetes.default.svc.cluster.local evil.example.com\n")},
+		{"Corefile: an entry outside the hosts block", inclusterdns.CoreDNSConfigMap,
+			corefileWith("       pods insecure\n", "       pods insecure\n       127.0.0.11 "+updateServer+"\n")},
+		{"coredns: a label", inclusterdns.CoreDNSConfigMap, `{"metadata":{"labels":{"owned":"yes"}}}`},
+		{"coredns: another data key", inclusterdns.CoreDNSConfigMap, mergeData("extra.server", "example.com:53 {\n    forward . 203.0.113.53\n}\n")},
+	})
+
+	// A hosts block of the cluster's own, limited to a zone: the engine adds
+	// its entry and the update server's name to the zones.
+	zoned := strings.Replace(e.corefile, ".:53 {\n", ".:53 {\n    hosts /etc/hosts corp.internal {\n        10.1.2.3 db.corp.internal\n        fallthrough\n    }\n", 1)
+	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data[inclusterdns.CorefileKey] = zoned
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	own(t, "Corefile: into a hosts block limited to a zone", true, "127.0.0.11")
+	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	corefile = cm.Data[inclusterdns.CorefileKey]
+	require.Contains(t, corefile, "    hosts /etc/hosts corp.internal "+updateServer+" {\n        127.0.0.11 "+updateServer+"\n        10.1.2.3 db.corp.internal\n")
+	refuse(t, []hostile{
+		{"Corefile: a cluster zone added to a hosts block", inclusterdns.CoreDNSConfigMap,
+			corefileWith("hosts /etc/hosts corp.internal ", "hosts /etc/hosts corp.internal cluster.local ")},
+		{"Corefile: the cluster's own entry removed", inclusterdns.CoreDNSConfigMap, corefileWith("        10.1.2.3 db.corp.internal\n", "")},
+		{"Corefile: the cluster's own entry readdressed", inclusterdns.CoreDNSConfigMap,
+			corefileWith("        10.1.2.3 db.corp.internal\n", "        203.0.113.9 db.corp.internal\n")},
+	})
+	e.resetCoreDNS(ctx, t)
+
+	// AKS's layout: coredns-custom, with a key of the cluster's own.
+	_, err = cms.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom},
+		Data:       map[string]string{"log.override": "log\n"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	corefileBefore, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	own(t, "coredns-custom: first write", true, "127.0.0.11")
+	own(t, "coredns-custom: a new address", true, "127.0.0.12")
+	own(t, "coredns-custom: no-op", false, "127.0.0.12")
+	custom, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+	require.NoError(t, err)
+	block := custom.Data[inclusterdns.DefaultHostsKey]
+	require.Equal(t, "hosts {\n    127.0.0.12 "+updateServer+"\n    fallthrough\n}\n", block)
+	assert.Equal(t, "log\n", custom.Data["log.override"])
+	ownRaw(t, "coredns-custom: the same block again", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey, block))
+	ownRaw(t, "coredns-custom: the block with a ttl line", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+		"hosts {\n    127.0.0.12 "+updateServer+"\n    ttl 15\n    fallthrough\n}\n"))
+	refuse(t, []hostile{
+		{"coredns-custom: a foreign key", inclusterdns.CoreDNSCustom, mergeData("evil.server", "susecloud.net:53 {\n    forward . 203.0.113.53\n}\n")},
+		{"coredns-custom: a rewrite override", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+			"rewrite name exact kubernetes.default.svc.cluster.local evil.example.com\nhosts {\n    127.0.0.12 "+updateServer+"\n    fallthrough\n}\n")},
+		{"coredns-custom: another key rewritten", inclusterdns.CoreDNSCustom, mergeData("log.override", "rewrite name regex (.*)\\.svc\\.cluster\\.local evil.example.com\n")},
+		{"coredns-custom: an entry for a name outside UPDATE_SERVER_DOMAINS", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+			"hosts {\n    10.0.0.66 kubernetes.default.svc.cluster.local\n    fallthrough\n}\n")},
+		{"coredns-custom: the block without fallthrough", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+			"hosts {\n    127.0.0.12 "+updateServer+"\n}\n")},
+		{"coredns-custom: a ttl out of range", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+			"hosts {\n    127.0.0.12 "+updateServer+"\n    ttl 86400\n    fallthrough\n}\n")},
+		{"coredns-custom: a forward after the block", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+			"hosts {\n    127.0.0.12 "+updateServer+"\n    fallthrough\n}\nforward . 203.0.113.53\n")},
+		{"coredns-custom: an owner reference for the garbage collector", inclusterdns.CoreDNSCustom,
+			`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"00000000-0000-0000-0000-000000000000"}]}}`},
+	})
+	corefileAfter, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, corefileBefore.ResourceVersion, corefileAfter.ResourceVersion, "with coredns-custom the engine never writes the Corefile")
+
+	// The administrator is not the engine: the policy leaves them alone.
+	_, err = cms.Patch(ctx, inclusterdns.CoreDNSCustom, "application/merge-patch+json", []byte(mergeData("admin.override", "log\n")), metav1.PatchOptions{})
+	require.NoError(t, err, "an administrator's edit of coredns-custom is not the policy's business")
+
+	if t.Failed() {
+		return
+	}
+	t.Logf("proved: as %s (a TokenRequest token), job/inclusterdns's own edits were admitted (%s); the same token was refused:", "system:serviceaccount:"+kube.Namespace+":"+engineSA, strings.Join(admitted, "; "))
+	for _, what := range []string{
+		"Corefile: forward . to an outside resolver",
+		"coredns-custom: a foreign key",
+		"coredns-custom: a rewrite override",
+		"coredns-custom: an entry for a name outside UPDATE_SERVER_DOMAINS",
+		"Corefile: an entry for a name outside UPDATE_SERVER_DOMAINS",
+	} {
+		t.Logf("proved: refused %s: HTTP 422 %q", what, refusals[what])
+	}
+	t.Logf("proved: also refused (HTTP 422): %d more hostile writes, among them an IMDS address, a hosts block without fallthrough, a label and an owner reference", len(refusals)-5)
+}
