@@ -464,7 +464,7 @@ func (e *clusterEnv) testCorefile(t *testing.T, c cloud) {
 	require.NotEmpty(t, addr, first.stderr)
 	cm1, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	block := "    hosts {\n        " + addr + " " + updateServer + "\n        fallthrough\n    }\n"
+	block := "    hosts {\n        " + addr + " " + updateServer + "\n        ttl 15\n        fallthrough\n    }\n"
 	assert.Equal(t, strings.Replace(e.corefile, ".:53 {\n", ".:53 {\n"+block, 1), cm1.Data[inclusterdns.CorefileKey],
 		"the hosts block goes first into the root server block; every other line stays")
 	dep1, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
@@ -517,7 +517,7 @@ func (e *clusterEnv) testCorednsCustom(t *testing.T, c cloud) {
 	require.NotEmpty(t, addr, first.stderr)
 	custom1, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "hosts {\n    "+addr+" "+updateServer+"\n    fallthrough\n}\n", custom1.Data[inclusterdns.DefaultHostsKey])
+	assert.Equal(t, "hosts {\n    "+addr+" "+updateServer+"\n    ttl 15\n    fallthrough\n}\n", custom1.Data[inclusterdns.DefaultHostsKey])
 	assert.Equal(t, "log\n", custom1.Data["log.override"], "other keys stay")
 	dep1, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,6 +112,13 @@ func TestCoreDNSCustom(t *testing.T) {
 			changed:   true,
 			cmActions: []string{"get", "get", "patch:application/merge-patch+json"},
 		},
+		// An older engine wrote the block without ttl, so CoreDNS answered
+		// with the plugin's 3600 s and LocalDNS kept a moved address an hour.
+		"key an older engine wrote, without ttl: rewritten": {
+			custom:    map[string]string{DefaultHostsKey: "hosts {\n    20.38.0.87 smt-azure.susecloud.net\n    fallthrough\n}\n"},
+			changed:   true,
+			cmActions: []string{"get", "get", "patch:application/merge-patch+json"},
+		},
 		"key current: nothing written": {
 			custom:    map[string]string{DefaultHostsKey: block},
 			changed:   false,
@@ -131,6 +139,8 @@ func TestCoreDNSCustom(t *testing.T) {
 			assert.Equal(t, tc.cmActions, kubetest.Verbs(c, "configmaps"))
 			got := getCM(t, c, CoreDNSCustom)
 			assert.Equal(t, block, got.Data[DefaultHostsKey])
+			assert.Equal(t, "hosts {\n    20.38.0.87 smt-azure.susecloud.net\n    ttl 15\n    fallthrough\n}\n", got.Data[DefaultHostsKey],
+				"the key as AKS imports it: the entry, answered with a 15 s TTL, then every other name to the next plugin")
 			for k, v := range tc.custom {
 				if k != DefaultHostsKey {
 					assert.Equal(t, v, got.Data[k], "other keys untouched")
@@ -185,6 +195,9 @@ func TestCoreDNSCorefile(t *testing.T) {
 		"entry with an older address: replaced": {
 			corefile: mustSet(t, kindCorefile, smtIP), ip: smtIPNew, changed: true,
 		},
+		"entry an older engine wrote, without ttl: ttl added": {
+			corefile: strings.Replace(mustSet(t, kindCorefile, smtIP), "        ttl 15\n", "", 1), ip: smtIP, changed: true,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -201,6 +214,7 @@ func TestCoreDNSCorefile(t *testing.T) {
 			}
 			got := getCM(t, c, CoreDNSConfigMap)
 			assert.Equal(t, mustSet(t, tc.corefile, tc.ip), got.Data[CorefileKey])
+			assert.Contains(t, got.Data[CorefileKey], "        "+tc.ip.String()+" "+smtName+"\n        ttl 15\n", "answered with a 15 s TTL, not the hosts plugin's 3600 s")
 			assert.Equal(t, "172.18.0.2 kind-control-plane", got.Data["NodeHosts"])
 		})
 	}

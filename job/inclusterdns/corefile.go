@@ -5,11 +5,36 @@ import (
 	"iter"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/providers/failure"
 )
+
+// hostsTTL is the TTL, in seconds, of the answers the engine's hosts block
+// gives (its "ttl" line). Without one the hosts plugin answers with 3600 s,
+// and every cache between a pod and CoreDNS may keep an address the engine
+// has since moved for that long: AKS's LocalDNS caches up to an hour
+// (cacheDurationInSeconds 3600) and serves expired answers too. Why 15:
+//
+//   - At most HANDOVER_SETTLE's default (20 s): the handover writes the
+//     Secret only after every CoreDNS replica has served the new address for
+//     the settle time, so by then any cache that took the old answer before
+//     the last replica reloaded has let it expire, and the operator, which
+//     resolves the name right after the write, gets the new address.
+//   - Within HANDOVER_TIMEOUT's default (3 m): the handover asks through the
+//     pod's own resolver, which on AKS is the node's LocalDNS; the kubelet's
+//     ConfigMap sync and the reload plugin (up to about 2 m), plus 15 s for
+//     that cache to expire, plus the settle time fit inside it.
+//   - Not lower: caches raise a TTL under 5 s anyway (CoreDNS cache's
+//     MINTTL), and the address moves at most once a run (every 18 h, or 6 h),
+//     so a shorter TTL buys nothing. The cost of 15 s is a cache miss for
+//     one name every 15 s on a node whose pods ask for it; only the operator
+//     and the engine do.
+//
+// Another project's admission policy admits ttl 1..3600 in coredns-custom.
+const hostsTTL = 15
 
 // SetCorefileHostsEntry returns corefile with "<ip> <fqdn>" in the hosts
 // block of its root server block (".:53 {" or ". {"), where queries for the
@@ -28,6 +53,12 @@ import (
 //     answers only inside them: when none of them covers fqdn, fqdn itself
 //     is added to its zones, so the block answers for exactly one more name
 //     (and the names under it) and for everything else as before.
+//   - The hosts block answers with at most hostsTTL seconds: a block
+//     without a ttl line (the plugin's default is 3600 s; so are blocks an
+//     older engine wrote) gets "ttl 15" after the entry, and a longer ttl is
+//     lowered to it. The ttl is the whole block's, so the block's other
+//     entries are then re-asked more often too; that costs cache hits, never
+//     a wrong answer. A ttl of hostsTTL or less is kept.
 //
 // A server block of its own for a zone that covers fqdn (susecloud.net:53 {)
 // would answer instead of the root block, so the entry would never be
@@ -110,7 +141,21 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 			break
 		}
 	}
-	placed := false
+	// A ttl line is one without braces: one with a brace cannot be
+	// rewritten without unbalancing the block, and CoreDNS refuses it
+	// anyway, so a valid one is added beside it.
+	hasTTL := false
+	for i := hosts + 1; i < hostsEnd; i++ {
+		l := lines[i]
+		if l.depth != lines[hosts].depth+1 || len(l.fields) == 0 || l.fields[0] != "ttl" || l.opens+l.closes > 0 {
+			continue
+		}
+		hasTTL = true
+		if len(l.fields) != 2 || !shortTTL(l.fields[1]) {
+			out[i] = l.indent + ttlLine
+		}
+	}
+	placed, at := false, hosts
 	var drop []int
 	for i, e := range hostsEntries(lines, hosts, hostsEnd) {
 		others := slices.DeleteFunc(slices.Clone(e.names), func(n string) bool { return sameHost(n, fqdn) })
@@ -122,19 +167,35 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 		case placed:
 			drop = append(drop, i)
 		default:
-			placed = true
+			placed, at = true, i
 			if e.addr != ip || len(e.names) != 1 {
 				out[i] = lines[i].indent + entry
 			}
 		}
 	}
+	// Every dropped line comes after the placed entry, so at stays put.
 	for _, i := range slices.Backward(drop) {
 		out = slices.Delete(out, i, i+1)
 	}
+	var add []string
 	if !placed {
-		out = slices.Insert(out, hosts+1, indent+entry)
+		add = append(add, indent+entry)
 	}
+	if !hasTTL {
+		add = append(add, indent+ttlLine)
+	}
+	out = slices.Insert(out, at+1, add...)
 	return strings.Join(out, "\n"), nil
+}
+
+// ttlLine is the hosts block's ttl option as the engine writes it.
+var ttlLine = "ttl " + strconv.Itoa(hostsTTL)
+
+// shortTTL reports whether a hosts block's ttl value is one CoreDNS takes
+// (1..65535) and at most hostsTTL.
+func shortTTL(v string) bool {
+	n, err := strconv.Atoi(v)
+	return err == nil && n >= 1 && n <= hostsTTL
 }
 
 // withHostsZone returns the text of a "hosts [FILE [ZONES...]] {" line that
@@ -220,11 +281,13 @@ func byHand(fqdn string, ip netip.Addr) string {
 	return fmt.Sprintf("add %q by hand and set IN_CLUSTER_DNS=false", ip.String()+" "+fqdn)
 }
 
-// hostsBlock is the block the engine writes: the entry, then fallthrough so
-// that every other name goes on to the next plugin.
+// hostsBlock is the block the engine writes: the entry, its TTL (hostsTTL,
+// instead of the plugin's 3600 s), then fallthrough so that every other name
+// goes on to the next plugin.
 func hostsBlock(indent, fqdn string, ip netip.Addr) string {
 	return indent + "hosts {\n" +
 		indent + "    " + ip.String() + " " + fqdn + "\n" +
+		indent + "    " + ttlLine + "\n" +
 		indent + "    fallthrough\n" +
 		indent + "}"
 }

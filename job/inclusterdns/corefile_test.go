@@ -22,51 +22,68 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 			in: ".:53 {\n\terrors\n\tforward . /etc/resolv.conf\n\treload\n}\n",
 			ip: smtIP,
 			want: ".:53 {\n" +
-				"\thosts {\n\t    20.38.0.87 smt-azure.susecloud.net\n\t    fallthrough\n\t}\n" +
+				"\thosts {\n\t    20.38.0.87 smt-azure.susecloud.net\n\t    ttl 15\n\t    fallthrough\n\t}\n" +
 				"\terrors\n\tforward . /etc/resolv.conf\n\treload\n}\n",
 		},
-		"existing hosts block (k3s): entry added first, block kept": {
+		"existing hosts block (k3s): entry added first, its ttl lowered, block kept": {
 			in:   ".:53 {\n    errors\n    hosts /etc/coredns/NodeHosts {\n      ttl 60\n      reload 15s\n      fallthrough\n    }\n    reload\n}\n",
 			ip:   smtIP,
-			want: ".:53 {\n    errors\n    hosts /etc/coredns/NodeHosts {\n      20.38.0.87 smt-azure.susecloud.net\n      ttl 60\n      reload 15s\n      fallthrough\n    }\n    reload\n}\n",
+			want: ".:53 {\n    errors\n    hosts /etc/coredns/NodeHosts {\n      20.38.0.87 smt-azure.susecloud.net\n      ttl 15\n      reload 15s\n      fallthrough\n    }\n    reload\n}\n",
+		},
+		// An older engine wrote its block without ttl, so CoreDNS answered
+		// with 3600 s: the ttl goes in, though the entry is current.
+		"block an older engine wrote, without ttl: ttl added after the entry": {
+			in:   ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n    reload\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n    reload\n}\n",
+		},
+		"ttl shorter than the engine's: kept": {
+			in:   ".:53 {\n    hosts {\n        fallthrough\n        ttl 5 # mine\n    }\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n        ttl 5 # mine\n    }\n}\n",
+		},
+		"ttl of the plugin's default or not a number: replaced": {
+			in:   ".:53 {\n    hosts {\n        ttl 3600\n        ttl 0\n        ttl\n        fallthrough\n    }\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        ttl 15\n        ttl 15\n        fallthrough\n    }\n}\n",
 		},
 		"older entry for the name: address replaced in place": {
 			in:   ".:53 {\n    hosts {\n        10.0.0.9 other.example.com\n        20.38.0.1 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
 			ip:   smtIP,
-			want: ".:53 {\n    hosts {\n        10.0.0.9 other.example.com\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+			want: ".:53 {\n    hosts {\n        10.0.0.9 other.example.com\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n}\n",
 		},
 		"entry already current: unchanged byte for byte": {
-			in:   ".:53 {\n    hosts {\n        20.38.0.87\tSMT-Azure.susecloud.net.  # ours\n        fallthrough\n    }\n}\n",
+			in:   ".:53 {\n    hosts {\n        20.38.0.87\tSMT-Azure.susecloud.net.  # ours\n        ttl 15\n        fallthrough\n    }\n}\n",
 			ip:   smtIP,
-			want: ".:53 {\n    hosts {\n        20.38.0.87\tSMT-Azure.susecloud.net.  # ours\n        fallthrough\n    }\n}\n",
+			want: ".:53 {\n    hosts {\n        20.38.0.87\tSMT-Azure.susecloud.net.  # ours\n        ttl 15\n        fallthrough\n    }\n}\n",
 		},
 		"duplicates dropped, shared line split": {
 			in:   ".:53 {\n    hosts {\n        20.38.0.1 a.example.com smt-azure.susecloud.net\n        20.38.0.2 smt-azure.susecloud.net\n        20.38.0.3 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
 			ip:   smtIP,
-			want: ".:53 {\n    hosts {\n        20.38.0.1 a.example.com\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+			want: ".:53 {\n    hosts {\n        20.38.0.1 a.example.com\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n}\n",
 		},
 		"IPv6 address": {
 			in:   ".:53 {\n    hosts {\n        fallthrough\n    }\n}\n",
 			ip:   smtIPNew,
-			want: ".:53 {\n    hosts {\n        2603:1030:501::dd smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+			want: ".:53 {\n    hosts {\n        2603:1030:501::dd smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n}\n",
 		},
 		"IPv4-mapped address written as IPv4": {
 			in:   ".:53 {\n    hosts {\n        fallthrough\n    }\n}\n",
 			ip:   netip.MustParseAddr("::ffff:20.38.0.87"),
-			want: ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+			want: ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n}\n",
 		},
 		"only the root block is edited, not a zone block before it": {
 			in: "example.org:53 {\n    hosts {\n        10.0.0.1 www.example.org\n    }\n}\n. {\n    forward . 8.8.8.8\n}\n",
 			ip: smtIP,
 			want: "example.org:53 {\n    hosts {\n        10.0.0.1 www.example.org\n    }\n}\n. {\n" +
-				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n" +
+				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n" +
 				"    forward . 8.8.8.8\n}\n",
 		},
 		"braces in comments are ignored": {
 			in: "# {{ generated }}\n.:53 { # main {\n    errors\n}\n",
 			ip: smtIP,
 			want: "# {{ generated }}\n.:53 { # main {\n" +
-				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n" +
+				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n" +
 				"    errors\n}\n",
 		},
 		// A zoned hosts block answers only inside its zones: the name is
@@ -74,17 +91,17 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 		"hosts block with zones: the name joins its zones": {
 			in:   ".:53 {\n    hosts /etc/hosts corp.internal {\n        10.1.0.5 db.corp.internal\n        fallthrough\n    }\n    reload\n}\n",
 			ip:   smtIP,
-			want: ".:53 {\n    hosts /etc/hosts corp.internal smt-azure.susecloud.net {\n        20.38.0.87 smt-azure.susecloud.net\n        10.1.0.5 db.corp.internal\n        fallthrough\n    }\n    reload\n}\n",
+			want: ".:53 {\n    hosts /etc/hosts corp.internal smt-azure.susecloud.net {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        10.1.0.5 db.corp.internal\n        fallthrough\n    }\n    reload\n}\n",
 		},
 		"hosts block with a zone that covers the name: zones kept": {
 			in:   ".:53 {\n    hosts /etc/hosts SUSEcloud.net. {\n        fallthrough\n    }\n}\n",
 			ip:   smtIP,
-			want: ".:53 {\n    hosts /etc/hosts SUSEcloud.net. {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+			want: ".:53 {\n    hosts /etc/hosts SUSEcloud.net. {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n}\n",
 		},
 		"hosts block with a file and no zones: kept": {
 			in:   ".:53 {\n    hosts /etc/hosts {\n        fallthrough\n    }\n}\n",
 			ip:   smtIP,
-			want: ".:53 {\n    hosts /etc/hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n}\n",
+			want: ".:53 {\n    hosts /etc/hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n}\n",
 		},
 		"a server block for a zone above the name: refused": {
 			in:  "susecloud.net:53 {\n    forward . 10.0.0.53\n}\n.:53 {\n    reload\n}\n",
@@ -94,7 +111,7 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 		"a server block for the zone on another port: root block used": {
 			in:   "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n.:53 {\n    reload\n}\n",
 			ip:   smtIP,
-			want: "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n.:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n    reload\n}\n",
+			want: "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n.:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n    reload\n}\n",
 		},
 		"empty Corefile":            {in: "  \n", ip: smtIP, err: ErrCorefile},
 		"no root server block":      {in: "example.org {\n    whoami\n}\n", ip: smtIP, err: ErrCorefile},
@@ -173,6 +190,7 @@ func FuzzSetCorefileHostsEntry(f *testing.F) {
 	f.Add(".:53 {\n    hosts /etc/coredns/NodeHosts {\n      ttl 60\n      fallthrough\n    }\n}\n")
 	f.Add(".:53 {\n    hosts {\n        20.38.0.1 a.example.com smt-azure.susecloud.net\n    }\n}\n")
 	f.Add("}}}{{{ .:53 {")
+	f.Add(".:53 {\n    hosts {\n        ttl 3600\n        ttl {\n        }\n        ttl 9\n    }\n}\n")
 	f.Fuzz(func(t *testing.T, corefile string) {
 		out, err := SetCorefileHostsEntry(corefile, smtName, smtIP)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/dns/dnsmessage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -274,4 +275,123 @@ func (d *realCoreDNS) waitFor(ctx context.Context, t *testing.T, port int, host 
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// TestRealCoreDNSCacheInFront proves, with real CoreDNS processes, that a
+// cache between the pods and CoreDNS lets go of an address the engine moved
+// within the hosts block's TTL (hostsTTL), in both layouts. The cache is a
+// second CoreDNS configured as AKS's LocalDNS is (cache up to 3600 s, stale
+// answers served immediately), forwarding to the cluster's CoreDNS, which
+// runs the configuration the engine wrote, its own cache 30 included. With
+// the hosts plugin's default TTL (3600 s) the node's cache would keep the
+// old address for an hour.
+func TestRealCoreDNSCacheInFront(t *testing.T) {
+	bin := corednsBin(t)
+	newIP := netip.MustParseAddr("20.38.0.99")
+	ttl := time.Duration(hostsTTL) * time.Second
+
+	tests := map[string]struct {
+		corefile string
+		custom   map[string]string // kube-system/coredns-custom; nil: absent
+	}{
+		"kubeadm: the Corefile": {corefile: kindCorefile},
+		"AKS: coredns-custom":   {corefile: aksCorefile, custom: map[string]string{"log.override": "log\n"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, tc.corefile)}))
+			if tc.custom != nil {
+				_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm(CoreDNSCustom, tc.custom), metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			engine := newCoreDNS(c)
+			_, err := engine.Ensure(ctx, smtName, smtIP)
+			require.NoError(t, err)
+
+			dir := t.TempDir()
+			port := freeUDPPort(t)
+			writeConfig(t, c, dir, port)
+			cluster := startCoreDNS(t, bin, dir)
+			require.Equal(t, smtIP, cluster.waitFor(ctx, t, port, smtName, smtIP))
+			addr, got := answerTTL(t, port, smtName)
+			require.Equal(t, smtIP, addr)
+			assert.LessOrEqual(t, got, uint32(hostsTTL), "CoreDNS answers the engine's entry with the block's ttl, not the hosts plugin's 3600 s")
+
+			nodeDir := t.TempDir()
+			nodePort := freeUDPPort(t)
+			writeFile(t, filepath.Join(nodeDir, "Corefile"), ".:"+strconv.Itoa(nodePort)+" {\n"+
+				"    bind 127.0.0.1\n"+
+				"    cache 3600 {\n        serve_stale 3600s immediate\n    }\n"+
+				"    forward . 127.0.0.1:"+strconv.Itoa(port)+"\n"+
+				"}\n")
+			node := startCoreDNS(t, bin, nodeDir)
+			// A pod on the node asks: the node's cache now holds smtIP.
+			require.Equal(t, smtIP, node.waitFor(ctx, t, nodePort, smtName, smtIP))
+			cached := time.Now()
+
+			// Phase 5 chose another address; the cluster's CoreDNS reloads.
+			edit, err := engine.Ensure(ctx, smtName, newIP)
+			require.NoError(t, err)
+			require.True(t, edit.Changed)
+			writeConfig(t, c, dir, port)
+			require.Equal(t, newIP, cluster.waitFor(ctx, t, port, smtName, newIP))
+			served := time.Now()
+			if served.Sub(cached) < ttl-time.Second {
+				addr, _ := answerTTL(t, nodePort, smtName)
+				assert.Equal(t, smtIP, addr, "the node's cache still holds the old address: it is in front of CoreDNS")
+			}
+
+			// Within the TTL of caching the old answer the node's cache
+			// asks again (serving the stale answer once while it does).
+			deadline := cached.Add(ttl + 2*time.Second)
+			var last netip.Addr
+			for time.Now().Before(deadline) {
+				if last, _ = answerTTL(t, nodePort, smtName); last == newIP {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			require.Equal(t, newIP, last, "the node's cache served %s for longer than the %s TTL after CoreDNS moved %s to %s", smtIP, ttl, smtName, newIP)
+			now := time.Now()
+			t.Logf("proved: %s: a LocalDNS-like cache (cache 3600, serve_stale immediate) in front of CoreDNS served %s's new address %s %s after CoreDNS did and %s after it had cached the old one; the hosts block's TTL is %s",
+				name, smtName, newIP, now.Sub(served).Round(100*time.Millisecond), now.Sub(cached).Round(100*time.Millisecond), ttl)
+		})
+	}
+}
+
+// answerTTL asks the DNS server on the loopback port for host's A record
+// once and returns the first address with its TTL; the zero address when
+// there is none.
+func answerTTL(t *testing.T, port int, host string) (netip.Addr, uint32) {
+	t.Helper()
+	name, err := dnsmessage.NewName(host + ".")
+	require.NoError(t, err)
+	q := dnsmessage.Message{
+		Header:    dnsmessage.Header{ID: uint16(time.Now().UnixNano()), RecursionDesired: true},
+		Questions: []dnsmessage.Question{{Name: name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET}},
+	}
+	packet, err := q.Pack()
+	require.NoError(t, err)
+	conn, err := net.Dial("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(2*time.Second)))
+	_, err = conn.Write(packet)
+	require.NoError(t, err)
+	buf := make([]byte, 1500)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return netip.Addr{}, 0 // no answer in time: the caller asks again
+	}
+	var m dnsmessage.Message
+	require.NoError(t, m.Unpack(buf[:n]))
+	for _, a := range m.Answers {
+		if r, ok := a.Body.(*dnsmessage.AResource); ok {
+			return netip.AddrFrom4(r.A), a.Header.TTL
+		}
+	}
+	return netip.Addr{}, 0
 }
