@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -695,4 +696,118 @@ func TestChartShipsCertificateFiles(t *testing.T) {
 	assert.Equal(t, cm.Name, source, "the volume mounted at certLocation")
 	cfg := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/regionserverclnt-config")
 	assert.Contains(t, cfg.Data["regionserverclnt.cfg"], "certLocation = /usr/lib/regionService/certs")
+}
+
+// archLabel is the node label the scheduler matches the image's
+// architectures against.
+const archLabel = "kubernetes.io/arch"
+
+// schedulableArchitectures returns the kubernetes.io/arch values a pod may
+// be scheduled on, from its nodeSelector and its required node affinity;
+// nil when nothing restricts them, so the pod may land on any node. Only
+// what the scheduler enforces counts: preferred affinity does not.
+func schedulableArchitectures(t *testing.T, pod corev1.PodSpec) []string {
+	t.Helper()
+	var allowed []string
+	restrict := func(values []string) {
+		if allowed == nil {
+			allowed = slices.Clone(values)
+			return
+		}
+		allowed = slices.DeleteFunc(allowed, func(a string) bool { return !slices.Contains(values, a) })
+	}
+	if a, ok := pod.NodeSelector[archLabel]; ok {
+		restrict([]string{a})
+	}
+	if pod.Affinity != nil && pod.Affinity.NodeAffinity != nil && pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		// Terms are ORed: each must restrict the architecture, or one of
+		// them lets the pod onto any node. Expressions within one are ANDed.
+		terms := pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		restricts := len(terms) > 0
+		union := []string{}
+		for _, term := range terms {
+			var inTerm []string
+			found := false
+			for _, e := range term.MatchExpressions {
+				if e.Key != archLabel {
+					continue
+				}
+				require.Equal(t, corev1.NodeSelectorOpIn, e.Operator, "kubernetes.io/arch is matched with In")
+				if found {
+					inTerm = slices.DeleteFunc(inTerm, func(a string) bool { return !slices.Contains(e.Values, a) })
+				} else {
+					inTerm, found = slices.Clone(e.Values), true
+				}
+			}
+			restricts = restricts && found
+			for _, a := range inTerm {
+				if !slices.Contains(union, a) {
+					union = append(union, a)
+				}
+			}
+		}
+		if restricts {
+			restrict(union)
+		}
+	}
+	if allowed != nil {
+		slices.Sort(allowed)
+	}
+	return allowed
+}
+
+// The engine's pod is scheduled only on nodes whose architecture its image
+// carries: on any other it dies with "exec format error", and AKS clusters
+// commonly add arm64 node pools. The chart's default and the overlays allow
+// both architectures `make image` builds; the Marketplace bundle, whose image
+// is linux/amd64 only, allows amd64 alone, and so does the kind overlay,
+// whose image is built for the kind node only.
+func TestChartSchedulesOnlyWhereTheImageRuns(t *testing.T) {
+	both, amd64 := []string{"amd64", "arm64"}, []string{"amd64"}
+	chart := map[string]struct {
+		files []string
+		set   []string
+		want  []string
+	}{
+		"chart defaults":                       {want: both},
+		"Marketplace bundle, as Azure runs it": {files: goldenValueSets["marketplace"], want: amd64},
+		"Rancher install":                      {files: goldenValueSets["rancher"], want: both},
+		"an arm64-only image":                  {set: []string{"architectures={arm64}"}, want: []string{"arm64"}},
+	}
+	helm := helmBin(t)
+	for name, tc := range chart {
+		t.Run(name, func(t *testing.T) {
+			out, err := helmTemplateErr(helm, chartDir, tc.files, tc.set...)
+			require.NoError(t, err)
+			cj, _ := chartCronJob(t, splitObjects(t, out))
+			pod := cj.Spec.JobTemplate.Spec.Template.Spec
+			assert.Equal(t, tc.want, schedulableArchitectures(t, pod), "the architectures the engine's pod may be scheduled on")
+			assert.Equal(t, "linux", pod.NodeSelector["kubernetes.io/os"])
+		})
+	}
+	t.Run("an empty list is refused", func(t *testing.T) {
+		_, err := helmTemplateErr(helm, chartDir, nil, "architectures=null")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "architectures is empty: list the kubernetes.io/arch values the engine's image carries")
+	})
+}
+
+// The overlays, as kubectl kustomize renders them, schedule the engine's pod
+// (and the kind tier's fake cloud) only where its image runs, like the
+// chart (TestChartSchedulesOnlyWhereTheImageRuns).
+func TestKustomizeSchedulesOnlyWhereTheImageRuns(t *testing.T) {
+	both, amd64 := []string{"amd64", "arm64"}, []string{"amd64"}
+	kubectl := kubectlBin(t)
+	for dir, want := range map[string][]string{"base": both, "overlays/azure": both, "overlays/e2e": amd64} {
+		t.Run("kustomize "+dir, func(t *testing.T) {
+			objs := splitObjects(t, run(t, kubectl, "kustomize", dir))
+			cj := renderedAs[*batchv1.CronJob](t, objs, "CronJob/cattle-scc-system/registration-engine")
+			assert.Equal(t, want, schedulableArchitectures(t, cj.Spec.JobTemplate.Spec.Template.Spec), "the architectures the engine's pod may be scheduled on")
+			for k, o := range objs {
+				if d, ok := o.typed.(*appsv1.Deployment); ok {
+					assert.Equal(t, amd64, schedulableArchitectures(t, d.Spec.Template.Spec), "%s: its image is built for amd64 only", k)
+				}
+			}
+		})
+	}
 }

@@ -234,7 +234,11 @@ func TestMarketplaceValuesAreTheChartsPlusAzure(t *testing.T) {
 	differ := map[string]bool{
 		"azure.workloadIdentity.clientId": true, "azure.workloadIdentity.tenantId": true, "azure.extensionResourceId": true,
 		"marketplace.publisherId": true, "marketplace.offerId": true, "marketplace.planId": true,
+		// The Marketplace takes linux/amd64 images only.
+		"architectures": true,
 	}
+	assert.Equal(t, []any{"amd64"}, bundle["architectures"], "the bundle's image is linux/amd64 only: its pod must not land on an arm64 node")
+	assert.Equal(t, []any{"amd64", "arm64"}, chart["architectures"], "the chart's default: both architectures make image builds")
 	for _, k := range slices.Sorted(maps.Keys(chart)) {
 		if differ[k] {
 			continue
