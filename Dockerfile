@@ -4,26 +4,38 @@
 # locally (see README.md, "Building the image offline").
 ARG BUILD_IMAGE=golang:1.26
 ARG BASE_IMAGE=gcr.io/distroless/static-debian13:nonroot
+# The architecture the image is for (amd64 or arm64). Go cross-compiles,
+# so the build stage always runs on the machine that builds (BUILDPLATFORM)
+# and nothing runs under emulation. BuildKit sets both from --platform;
+# the classic builder (DOCKER_BUILDKIT=0, as e2e/kind/images.sh uses) sets
+# neither, so they are build arguments with defaults where they are used:
+# linux/amd64 for the build stage and amd64 for the image, unless given as
+# --build-arg BUILDPLATFORM=linux/<arch> --build-arg TARGETARCH=<arch>
+# (make image passes both). No default here: one would replace BuildKit's.
+ARG BUILDPLATFORM
+ARG TARGETARCH
 
-FROM ${BUILD_IMAGE} AS build
+FROM --platform=${BUILDPLATFORM:-linux/amd64} ${BUILD_IMAGE} AS build
 WORKDIR /src
 ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN go build -ldflags "-s -w -X github.com/rancher/registration-engine/job.Version=${VERSION}" -o /out/registration-engine . \
+ARG TARGETARCH
+RUN export GOOS=linux GOARCH=${TARGETARCH:-amd64} \
+ && go build -ldflags "-s -w -X github.com/rancher/registration-engine/job.Version=${VERSION}" -o /out/registration-engine . \
  && go build -ldflags "-s -w" -o /out/fakecloud ./e2e/cmd/fakecloud
 
 # The fake cloud for the e2e pod: same base, same non-root user.
-FROM ${BASE_IMAGE} AS fakecloud
+FROM --platform=linux/${TARGETARCH:-amd64} ${BASE_IMAGE} AS fakecloud
 COPY --from=build /out/fakecloud /fakecloud
 USER 65532:65532
 ENTRYPOINT ["/fakecloud"]
 
 # The engine. The base must carry a CA bundle (distroless/static does) for
 # Entra and ARM; it needs no shell.
-FROM ${BASE_IMAGE}
+FROM --platform=linux/${TARGETARCH:-amd64} ${BASE_IMAGE}
 COPY --from=build /out/registration-engine /registration-engine
 USER 65532:65532
 ENTRYPOINT ["/registration-engine"]

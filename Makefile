@@ -33,6 +33,13 @@ IMAGE         ?= registration-engine:latest
 FAKECLOUD_IMAGE ?= registration-engine-fakecloud:latest
 BUILD_IMAGE   ?= golang:1.26
 BASE_IMAGE    ?= gcr.io/distroless/static-debian13:nonroot
+# The architectures `make image` builds, each as $(IMAGE)-<arch>; the chart's
+# `architectures` value lists what the installed image carries. Offline bases
+# built on this machine exist for its architecture only: IMAGE_ARCHS=amd64.
+IMAGE_ARCHS   ?= amd64 arm64
+# Where the build stage runs: this machine. Go cross-compiles for each
+# architecture (GOARCH), so nothing runs under emulation.
+BUILD_PLATFORM ?= linux/$(shell $(GO) env GOARCH)
 
 export CGO_ENABLED := 0
 
@@ -109,9 +116,24 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s), minimizing each new i
 	@e2e/scripts/fuzz.sh $(FUZZTIME)
 
 .PHONY: image
-image: ## build the engine and fakecloud images (BUILD_IMAGE/BASE_IMAGE override the bases)
-	docker build --build-arg BUILD_IMAGE=$(BUILD_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg VERSION=$(VERSION) -t $(IMAGE) .
-	docker build --build-arg BUILD_IMAGE=$(BUILD_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --target fakecloud -t $(FAKECLOUD_IMAGE) .
+image: ## build the engine and fakecloud images for each of IMAGE_ARCHS, as IMAGE-<arch> (BUILD_IMAGE/BASE_IMAGE override the bases)
+	@set -e; for arch in $(IMAGE_ARCHS); do \
+	  args="--platform linux/$$arch --build-arg TARGETARCH=$$arch --build-arg BUILDPLATFORM=$(BUILD_PLATFORM) --build-arg BUILD_IMAGE=$(BUILD_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE)"; \
+	  echo "image: $(IMAGE)-$$arch and $(FAKECLOUD_IMAGE)-$$arch (linux/$$arch, built on $(BUILD_PLATFORM))"; \
+	  docker build $$args --build-arg VERSION=$(VERSION) -t $(IMAGE)-$$arch .; \
+	  docker build $$args --target fakecloud -t $(FAKECLOUD_IMAGE)-$$arch .; \
+	  docker image inspect -f '{{.Os}}/{{.Architecture}}' $(IMAGE)-$$arch | grep -qx "linux/$$arch" \
+	    || { echo "image: $(IMAGE)-$$arch is not linux/$$arch" >&2; exit 1; }; \
+	done
+	docker tag $(IMAGE)-$(firstword $(IMAGE_ARCHS)) $(IMAGE)
+	docker tag $(FAKECLOUD_IMAGE)-$(firstword $(IMAGE_ARCHS)) $(FAKECLOUD_IMAGE)
+
+.PHONY: image-push
+image-push: ## push each IMAGE-<arch> and one multi-architecture IMAGE listing them (IMAGE names a registry)
+	@set -e; for arch in $(IMAGE_ARCHS); do docker push $(IMAGE)-$$arch; done
+	docker manifest rm $(IMAGE) >/dev/null 2>&1 || true
+	docker manifest create $(IMAGE) $(foreach a,$(IMAGE_ARCHS),$(IMAGE)-$(a))
+	docker manifest push $(IMAGE)
 
 .PHONY: manifests
 manifests: testbin ## render every kustomize overlay
