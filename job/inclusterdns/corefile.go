@@ -13,9 +13,10 @@ import (
 )
 
 // hostsTTL is the TTL, in seconds, of the answers the engine's hosts block
-// gives (its "ttl" line). Without one the hosts plugin answers with 3600 s,
-// and every cache between a pod and CoreDNS may keep an address the engine
-// has since moved for that long: AKS's LocalDNS caches up to an hour
+// gives (its "ttl" line). Without one the hosts plugin answers with 3600 s
+// (cut to 30 s where the root block has "cache 30", as AKS's and kubeadm's
+// do), and every cache between a pod and CoreDNS may keep an address the
+// engine has since moved for that long: AKS's LocalDNS caches up to an hour
 // (cacheDurationInSeconds 3600) and serves expired answers too. Why 15:
 //
 //   - At most HANDOVER_SETTLE's default (20 s): the handover writes the
