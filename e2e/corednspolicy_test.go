@@ -88,9 +88,9 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	var admitted []string
 	own := func(t *testing.T, what string, wantChanged bool, ip string) {
 		t.Helper()
-		changed, err := engine.Ensure(ctx, updateServer, netip.MustParseAddr(ip))
+		edit, err := engine.Ensure(ctx, updateServer, netip.MustParseAddr(ip))
 		require.NoError(t, err, "%s: job/inclusterdns as the engine", what)
-		assert.Equal(t, wantChanged, changed, what)
+		assert.Equal(t, wantChanged, edit.Changed, what)
 		admitted = append(admitted, what)
 	}
 	ownRaw := func(t *testing.T, what, name, body string) {
@@ -129,10 +129,10 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	require.NoError(t, err)
 	corefile := cm.Data[inclusterdns.CorefileKey]
 	entry := "        2001:db8::53 " + updateServer + "\n"
-	require.Contains(t, corefile, "    hosts {\n"+entry+"        fallthrough\n    }\n", "job/inclusterdns wrote its block")
+	require.Contains(t, corefile, "    hosts {\n"+entry+"        ttl 15\n        fallthrough\n    }\n", "job/inclusterdns wrote its block, its ttl line included")
 	ownRaw(t, "Corefile: the same text again", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, corefile))
-	withTTL := strings.Replace(corefile, entry, entry+"        ttl 15\n", 1)
-	ownRaw(t, "Corefile: the hosts block's ttl line", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, withTTL))
+	withTTL := strings.Replace(corefile, entry+"        ttl 15\n", entry+"        ttl 30\n", 1)
+	ownRaw(t, "Corefile: the hosts block's ttl changed", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, withTTL))
 	// The first write of a block that has the ttl line, into a Corefile
 	// without one.
 	e.resetCoreDNS(ctx, t)
@@ -175,7 +175,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	corefile = cm.Data[inclusterdns.CorefileKey]
-	require.Contains(t, corefile, "    hosts /etc/hosts corp.internal "+updateServer+" {\n        127.0.0.11 "+updateServer+"\n        10.1.2.3 db.corp.internal\n")
+	require.Contains(t, corefile, "    hosts /etc/hosts corp.internal "+updateServer+" {\n        127.0.0.11 "+updateServer+"\n        ttl 15\n        10.1.2.3 db.corp.internal\n")
 	refuse(t, []hostile{
 		{"Corefile: a cluster zone added to a hosts block", inclusterdns.CoreDNSConfigMap,
 			corefileWith("hosts /etc/hosts corp.internal ", "hosts /etc/hosts corp.internal cluster.local ")},
@@ -199,11 +199,11 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	custom, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
 	require.NoError(t, err)
 	block := custom.Data[inclusterdns.DefaultHostsKey]
-	require.Equal(t, "hosts {\n    127.0.0.12 "+updateServer+"\n    fallthrough\n}\n", block)
+	require.Equal(t, "hosts {\n    127.0.0.12 "+updateServer+"\n    ttl 15\n    fallthrough\n}\n", block)
 	assert.Equal(t, "log\n", custom.Data["log.override"])
 	ownRaw(t, "coredns-custom: the same block again", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey, block))
-	ownRaw(t, "coredns-custom: the block with a ttl line", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
-		"hosts {\n    127.0.0.12 "+updateServer+"\n    ttl 15\n    fallthrough\n}\n"))
+	ownRaw(t, "coredns-custom: the block with another ttl", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+		"hosts {\n    127.0.0.12 "+updateServer+"\n    ttl 30\n    fallthrough\n}\n"))
 	refuse(t, []hostile{
 		{"coredns-custom: a foreign key", inclusterdns.CoreDNSCustom, mergeData("evil.server", "susecloud.net:53 {\n    forward . 203.0.113.53\n}\n")},
 		{"coredns-custom: a rewrite override", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
