@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -115,7 +116,7 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 	if holder == "" {
 		holder, _ = os.Hostname()
 	}
-	j.Store = &kube.SecretStore{
+	store := &kube.SecretStore{
 		Secrets:      clients.Secrets,
 		Namespace:    cfg.SecretNamespace,
 		Name:         cfg.SecretName,
@@ -123,7 +124,8 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 		RetryBackoff: cfg.K8sRetryBackoff,
 		Log:          log,
 	}
-	j.Lock = &kube.Lease{
+	j.Store = store
+	lease := &kube.Lease{
 		Leases:    clients.Leases,
 		Namespace: cfg.SecretNamespace,
 		Name:      cfg.LeaseName,
@@ -132,6 +134,7 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 		Clock:     clock.RealClock{},
 		Log:       log,
 	}
+	j.Lock = lease
 	in := cfg.InCluster
 	in.OutsidePod, in.Port = cfg.Kubeconfig != "", cfg.UpdateHTTPSPort
 	j.InCluster = incluster.New(in, clients, log)
@@ -144,6 +147,15 @@ func New(cfg *Config, log *slog.Logger, stdout io.Writer) (*Job, error) {
 		Log:           log,
 	}
 	j.OperatorWait = cfg.OperatorWait
+	if cfg.OperatorRecovery {
+		opNS, opName, _ := strings.Cut(cfg.OperatorLease, "/")
+		j.Recovery = &Recovery{
+			Secrets:  store,
+			Operator: &kube.OperatorLease{Leases: clients.Leases, Namespace: opNS, Name: opName, Clock: clock.RealClock{}},
+			Record:   lease,
+			LeaseRef: cfg.SecretNamespace + "/" + cfg.LeaseName,
+		}
+	}
 	// The Job runs in the Secret's namespace (the manifests set
 	// REGISTRATION_SECRET_NAMESPACE from the pod's).
 	if cfg.JobName != "" && cfg.JobUID != "" {
