@@ -143,7 +143,7 @@ func (j *Job) recover(ctx context.Context, log *slog.Logger, res *Result, server
 		return failure.Permanent(fmt.Errorf("%w: %s; not recovered automatically: %s; %s", ErrOperatorFailed, failed, why, remedy))
 	}
 
-	prev, _, err := j.Recovery.Record.LoadRecovery(ctx)
+	prev, hadRecord, err := j.Recovery.Record.LoadRecovery(ctx)
 	if err != nil {
 		rr.Outcome = RecoveryIncomplete
 		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Not recovered: %v", rep.Registration, rep.Message, err))
@@ -189,7 +189,11 @@ func (j *Job) recover(ctx context.Context, log *slog.Logger, res *Result, server
 		switch {
 		case errors.Is(err, kube.ErrSecretChanged):
 			// Nothing deleted: the attempt did not happen.
-			j.saveRecord(ctx, log, &prev)
+			if hadRecord {
+				j.saveRecord(ctx, log, &prev)
+			} else {
+				j.saveRecord(ctx, log, nil)
+			}
 		case errors.Is(err, kube.ErrSecretTerminating):
 			rr.Outcome = RecoveryTerminating
 			rec.Outcome = kube.RecoveryTerminating
@@ -199,7 +203,7 @@ func (j *Job) recover(ctx context.Context, log *slog.Logger, res *Result, server
 		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s (%s). Recovery %s did not finish: %v", rep.Registration, rep.Message, verdict.Cause, of, err))
 		return fmt.Errorf("%w: %s; recovery %s: %w", ErrOperatorFailed, failed, of, err)
 	}
-	res.Changed = true
+	res.Changed, res.Outcome = true, OutcomeRegistered
 
 	next := j.Operator.Report(ctx, j.OperatorWait)
 	res.Operator = next

@@ -136,6 +136,7 @@ func TestRunRecoversAFailedRegistration(t *testing.T) {
 		note      []string
 		errText   []string
 		saved     *kube.RecoveryRecord // the last record saved (Time ignored)
+		summary   string               // the summary's outcome, when set
 	}{
 		"503 then active: recovered, exit 0, the Event quotes the failure it replaced": {
 			reports:   []kube.OperatorReport{failedReport("scc-registration-old", msg503), activeReport("scc-registration-new")},
@@ -149,6 +150,7 @@ func TestRunRecoversAFailedRegistration(t *testing.T) {
 			unchanged: true,
 			reports:   []kube.OperatorReport{failedReport("scc-registration-old", msg503), activeReport("scc-registration-new")},
 			exit:      ExitOK, recreated: true, checked: true, outcome: RecoveryRecovered, reason: kube.ReasonOperatorRecovered,
+			summary: OutcomeRegistered,
 		},
 		"failed again: exit 2 with both messages, the attempt counted, no second recovery": {
 			reports:   []kube.OperatorReport{failedReport("scc-registration-old", msg503), failedReport("scc-registration-new", msg503)},
@@ -284,6 +286,9 @@ func TestRunRecoversAFailedRegistration(t *testing.T) {
 			last := lines[len(lines)-1]
 			if tc.outcome != "" {
 				assert.Equal(t, tc.outcome, last["recovery"], "the summary names the recovery")
+			}
+			if tc.summary != "" {
+				assert.Equal(t, tc.summary, last["outcome"], "a recovered run wrote the Secret")
 			}
 		})
 	}
