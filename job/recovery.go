@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -295,7 +294,7 @@ func (j *Job) withOperatorState(ctx context.Context, err error) error {
 // the same values can fix.
 func (j *Job) needsPersonRemedy(v kube.FailureVerdict, server string) string {
 	switch {
-	case v.HTTPStatus == http.StatusUnauthorized || v.HTTPStatus == http.StatusForbidden || v.HTTPStatus == http.StatusUnprocessableEntity:
+	case v.CodeRefused():
 		return "the update server refused the registration code: put a valid one in the Secret registration-code (key regCode) or REGISTRATION_CODE; the next run writes it and the operator registers afresh under a new name, with no delete"
 	case strings.Contains(v.Cause, "certificate"):
 		return "the operator does not trust the update server's certificate: run rancher/scc-operator add-rmt-support (dad26bb) or later, which trusts registrationUrlCert (README \"Which rancher/scc-operator works\"); then " + operatorRemedy(j.secretRef(), server)

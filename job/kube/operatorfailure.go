@@ -24,6 +24,13 @@ type FailureVerdict struct {
 	HTTPStatus int
 }
 
+// CodeRefused says the update server refused the registration code (401,
+// 403, 422): a new code is the remedy, and the operator registers it
+// afresh with no delete.
+func (v FailureVerdict) CodeRefused() bool {
+	return v.HTTPStatus == http.StatusUnauthorized || v.HTTPStatus == http.StatusForbidden || v.HTTPStatus == http.StatusUnprocessableEntity
+}
+
 // The shapes of the operator's Failure message, as rancher/scc-operator
 // (pkg/controllers/online.go, lifecycle.PrepareFailed) and SUSE/connect-ng
 // write them. The Registration carries the cause only as this text, so the

@@ -489,7 +489,7 @@ func (o *Operator) describe(reg *kube.SCCRegistration) {
 	if msg, failed := reg.Failed(); failed {
 		o.Message = msg
 		v := kube.ClassifyOperatorFailure(msg)
-		o.Cause, o.Recoverable = v.Cause, v.Recoverable
+		o.Cause, o.Recoverable, o.CodeRefused = v.Cause, v.Recoverable, v.CodeRefused()
 	}
 }
 

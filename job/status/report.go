@@ -249,6 +249,8 @@ type Operator struct {
 	// (kube.ClassifyOperatorFailure): whether a run can recover it.
 	Cause       string `json:"cause,omitempty"`
 	Recoverable bool   `json:"recoverable,omitempty"`
+	// CodeRefused: the update server refused the registration code.
+	CodeRefused bool `json:"codeRefused,omitempty"`
 	// APIInstalled: registrations.scc.cattle.io is served. Nil: unknown.
 	APIInstalled *bool `json:"apiInstalled,omitempty"`
 	// Leader is the operator's leader Lease (kube-system/scc-controllers).

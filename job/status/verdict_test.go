@@ -109,7 +109,7 @@ func TestDecideFailedRegistration(t *testing.T) {
 			r.CronJob.OperatorRecovery = true
 			r.Secret.Target = target
 			r.Operator = Operator{State: kube.OperatorFailed, Adopted: true, Access: Read, Registration: "scc-registration-abc",
-				Message: msg, Cause: v.Cause, Recoverable: v.Recoverable,
+				Message: msg, Cause: v.Cause, Recoverable: v.Recoverable, CodeRefused: v.CodeRefused(),
 				Leader: LeaderLease{Name: "kube-system/scc-controllers", Access: Read, Holder: "op-1", Alive: true}}
 		}
 	}
@@ -131,8 +131,10 @@ func TestDecideFailedRegistration(t *testing.T) {
 		"three for another code do not count": {change: []func(*Report){failed(msg503), func(r *Report) {
 			r.Lease.Recovery = &kube.RecoveryRecord{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryFailed, Target: "another", Time: now}
 		}}, wantState: StateNotYet, want: "attempt 1 of 3"},
-		"401: needs you": {change: []func(*Report){failed(msg401)}, wantState: StateActionNeeded,
-			want: "needs you (HTTP 401 Unauthorized: another attempt with the same values fails the same way"},
+		"401: needs you, a new code": {change: []func(*Report){failed(msg401)}, wantState: StateActionNeeded,
+			want: "needs you (HTTP 401 Unauthorized: the update server refused the registration code, so the engine does not delete anything): put a valid code in the Secret registration-code"},
+		"x509: needs you": {change: []func(*Report){failed(`Cannot register system to SCC: Post "https://smt-azure.susecloud.net/connect/subscriptions/systems": tls: failed to verify certificate: x509: certificate signed by unknown authority`)},
+			wantState: StateActionNeeded, want: "needs you (certificate signed by unknown authority: another attempt with the same values fails the same way"},
 		"recovery off: needs you": {change: []func(*Report){failed(msg503), func(r *Report) { r.CronJob.OperatorRecovery = false }},
 			wantState: StateActionNeeded, want: "OPERATOR_RECOVERY=false"},
 		"operator stopped: needs you to start it": {change: []func(*Report){failed(msg503), func(r *Report) { r.Operator.Leader.Alive = false }},
