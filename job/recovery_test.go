@@ -307,3 +307,27 @@ func TestRecoveryIsRecordedBeforeTheDelete(t *testing.T) {
 	assert.Equal(t, kube.RecoveryIncomplete, f.saved[0].Outcome)
 	assert.Equal(t, 1, f.saved[0].Attempts)
 }
+
+// TestRunSaysTheSecretIsStillTerminating: a later run that finds the
+// Secret still held by the finalizer writes nothing over it and says
+// whether the operator, whose finalizer it is, runs.
+func TestRunSaysTheSecretIsStillTerminating(t *testing.T) {
+	for name, tc := range map[string]struct {
+		operator error
+		want     string
+	}{
+		"operator running":     {want: "rancher/scc-operator is running (Lease kube-system/scc-controllers renewed 2s ago by scc-operator-7d9) and has not let it go yet"},
+		"operator not running": {operator: fmt.Errorf("%w: its Lease kube-system/scc-controllers is held by nobody", kube.ErrOperatorNotRunning), want: "is held by nobody: start it, and it lets the Secret go"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &recorder{failAt: "write", failWith: failure.Permanent(fmt.Errorf("kube: secret cattle-scc-system/scc-registration: %w: waits for its finalizers", kube.ErrSecretTerminating))}
+			f := &recoveryFake{reports: []kube.OperatorReport{activeReport("x")}, operator: tc.operator}
+			var logs bytes.Buffer
+			res, err := recoveryJob(r, f, &logs).Run(context.Background())
+			require.ErrorIs(t, err, kube.ErrSecretTerminating)
+			assert.Equal(t, ExitPermanent, ExitCode(err))
+			assert.Equal(t, "write-secret", res.Failed)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
