@@ -90,9 +90,9 @@ func (f *recoveryFake) SaveRecovery(_ context.Context, rec *kube.RecoveryRecord)
 }
 
 const (
-	msg503 = "Cannot register system to SCC: API error: Service Unavailable (code: 503)"
-	msg500 = "Cannot register system to SCC: API error: Internal Server Error (code: 500)"
-	msg401 = "non-recoverable HTTP error encountered; to reregister Rancher, resolve connection issues then try again. Original error: Cannot register system to SCC: API error: Unknown Registration Code. (code: 401)"
+	msg503 = "Cannot register system to SCC: Error: Registration server returned 'Service Unavailable' (503)"
+	msg500 = "Cannot register system to SCC: Error: Registration server returned 'Internal Server Error' (500)"
+	msg401 = "non-recoverable HTTP error encountered; to reregister Rancher, resolve connection issues then try again. Original error: Cannot register system to SCC: Error: Registration server returned 'Unknown Registration Code.' (401)"
 	target = "0123456789ab"
 )
 

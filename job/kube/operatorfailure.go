@@ -36,8 +36,10 @@ func (v FailureVerdict) CodeRefused() bool {
 // write them. The Registration carries the cause only as this text, so the
 // text is the contract here; nothing of ours is classified this way.
 var (
-	// connect-ng's ApiError: "API error: <message> (code: <status>)".
-	apiErrorCode = regexp.MustCompile(`API error: .*\(code: (\d{3})\)`)
+	// connect-ng's ApiError: "Error: Registration server returned
+	// '<message>' (<status>)" (v1.22, which both operator revisions use),
+	// or "API error: <message> (code: <status>)" (later releases).
+	apiErrorCode = regexp.MustCompile(`Registration server returned '.*' \((\d{3})\)|API error: .*\(code: (\d{3})\)`)
 	// The operator's own prefix of a non-recoverable HTTP error
 	// (isNonRecoverableHTTPError: 4xx except 429, and 501, 505, 510).
 	nonRecoverablePrefix = "non-recoverable HTTP error encountered"
@@ -85,7 +87,8 @@ var trustFailures = []string{"x509:", "tls: failed to verify certificate"}
 // could make things worse, so a person decides.
 func ClassifyOperatorFailure(msg string) FailureVerdict {
 	if m := apiErrorCode.FindAllStringSubmatch(msg, -1); len(m) > 0 {
-		code, _ := strconv.Atoi(m[len(m)-1][1])
+		last := m[len(m)-1]
+		code, _ := strconv.Atoi(last[1] + last[2])
 		v := FailureVerdict{HTTPStatus: code, Cause: httpCause(code)}
 		v.Recoverable = !nonRecoverableStatus(code) && !strings.Contains(msg, nonRecoverablePrefix)
 		return v

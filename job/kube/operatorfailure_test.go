@@ -23,6 +23,21 @@ func TestClassifyOperatorFailure(t *testing.T) {
 		cause       string
 		status      int
 	}{
+		// connect-ng v1.22.1, which both operator revisions build with,
+		// as the real operator wrote them against the fake update server.
+		"503 at announce (connect-ng v1.22)": {
+			msg: "Cannot register system to SCC: Error: Registration server returned 'Service Unavailable' (503)", recoverable: true, cause: "HTTP 503 Service Unavailable", status: 503,
+		},
+		"401 unknown registration code (connect-ng v1.22)": {
+			msg: nonRecoverable + "Cannot register system to SCC: Error: Registration server returned 'Unknown Registration Code.' (401)", cause: "HTTP 401 Unauthorized", status: 401,
+		},
+		"429 (connect-ng v1.22)": {
+			msg: "Cannot register system to SCC: Error: Registration server returned 'Too Many Requests' (429)", recoverable: true, cause: "HTTP 429 Too Many Requests", status: 429,
+		},
+		"422 at activation (connect-ng v1.22)": {
+			msg: nonRecoverable + "Error: Registration server returned 'No valid subscription' (422)", cause: "HTTP 422 Unprocessable Entity", status: 422,
+		},
+		// Later connect-ng releases.
 		"503 at announce": {
 			msg: "Cannot register system to SCC: API error: Service Unavailable (code: 503)", recoverable: true, cause: "HTTP 503 Service Unavailable", status: 503,
 		},

@@ -437,7 +437,7 @@ func TestGatherLeaseHolder(t *testing.T) {
 // the engine makes of the operator's failure.
 func TestGatherRecoveryRecord(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	const msg = "Cannot register system to SCC: API error: Service Unavailable (code: 503)"
+	const msg = "Cannot register system to SCC: Error: Registration server returned 'Service Unavailable' (503)"
 	rec := `{"attempts":1,"time":"2026-11-30T06:00:00Z","cause":"HTTP 503 Service Unavailable","message":"` + msg + `","outcome":"failed","registration":"scc-registration-abc","target":"0123456789ab"}`
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{kube.AnnotationRecovery: rec}}}
 	src := &source{lease: lease, registration: &kube.SCCRegistration{Name: "scc-registration-abc", Conditions: []kube.RegistrationCondition{{Type: "Failure", Status: "True", Message: msg}}},

@@ -113,8 +113,8 @@ func TestDecideFailedRegistration(t *testing.T) {
 				Leader: LeaderLease{Name: "kube-system/scc-controllers", Access: Read, Holder: "op-1", Alive: true}}
 		}
 	}
-	const msg503 = "Cannot register system to SCC: API error: Service Unavailable (code: 503)"
-	const msg401 = "non-recoverable HTTP error encountered; to reregister Rancher, resolve connection issues then try again. Original error: Cannot register system to SCC: API error: Unknown Registration Code. (code: 401)"
+	const msg503 = "Cannot register system to SCC: Error: Registration server returned 'Service Unavailable' (503)"
+	const msg401 = "non-recoverable HTTP error encountered; to reregister Rancher, resolve connection issues then try again. Original error: Cannot register system to SCC: Error: Registration server returned 'Unknown Registration Code.' (401)"
 	tests := map[string]struct {
 		change    []func(r *Report)
 		wantState string
