@@ -177,7 +177,7 @@ func (o *operatorEnv) testActivate500(t *testing.T) {
 // CronJob's code is right the next run writes it and the operator
 // registers afresh, still without a delete.
 func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
-	ctx := testContext(t)
+	ctx := recoveryContext(t)
 	_, _ = o.freshRecovery(ctx, t)
 	const wrong = "E2E-WRONG-CODE"
 	o.setCronJobRegCode(ctx, t, wrong)
@@ -227,7 +227,7 @@ func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
 // Secret would wait for the operator's finalizer. It fails with exit 1 and
 // says so.
 func (o *operatorEnv) testOperatorStopped(t *testing.T) {
-	ctx := testContext(t)
+	ctx := recoveryContext(t)
 	op, _ := o.freshRecovery(ctx, t)
 	o.setUpdateFaults(fakecloud.UpdateFaults{SCCAnnounceFailures: 1})
 	o.setCronJobEnv(ctx, t, map[string]string{"OPERATOR_RECOVERY": "false"})
@@ -241,7 +241,9 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 	o.setCronJobEnv(ctx, t, map[string]string{"OPERATOR_RECOVERY": "true"})
 	o.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, "stopped")
 	t.Cleanup(func() { o.deleteJob(t, kube.Namespace, "stopped") })
-	done := controlplane.WaitJobFinished(ctx, t, o.admin, kube.Namespace, "stopped")
+	// Exit 1: the Job retries (backoffLimit 2), each pod watching the
+	// operator's Lease for a renewal before it gives up.
+	done := controlplane.WaitJobFinishedWithin(ctx, t, o.admin, kube.Namespace, "stopped", 5*time.Minute)
 	assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type)
 	prs := runs.forJob(t, "stopped")
 	require.NotEmpty(t, prs)
@@ -252,6 +254,7 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 		msg, _ := sum["error"].(string)
 		assert.Contains(t, msg, "rancher/scc-operator is not running")
 		assert.Contains(t, msg, "nothing deleted")
+		assert.NotContains(t, pr.res.stderr, "recovering the registration: deleting", "no recovery started")
 	}
 	after := o.secret(ctx, t)
 	assert.Equal(t, before.UID, after.UID, "nothing deleted")
@@ -269,7 +272,7 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 // with the README's command, once the server answers, lets the next run
 // recover.
 func (o *operatorEnv) testThreeFailedRecoveries(t *testing.T) {
-	ctx := testContext(t)
+	ctx := recoveryContext(t)
 	_, _ = o.freshRecovery(ctx, t)
 	o.setUpdateFaults(fakecloud.UpdateFaults{SCCAnnounce5xx: true})
 	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
@@ -310,6 +313,14 @@ func (o *operatorEnv) testThreeFailedRecoveries(t *testing.T) {
 	assert.Equal(t, job.RecoveryRecovered, summary(t, pr.res.stderr)["recovery"], pr.res.stderr)
 	t.Logf("proved: with every announce answered 500, three runs each recovered once and failed again (exit 2, Secret uids %v); the fourth deleted nothing and said %q; after `kubectl annotate lease %s %s-` and a healed server the next run recovered",
 		uids, msg, kube.LeaseName, kube.AnnotationRecovery)
+}
+
+// recoveryContext bounds a case of several Jobs, each a whole run with its
+// handover wait.
+func recoveryContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // clearRecoveryRecord removes the engine's recovery record, if any.

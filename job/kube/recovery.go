@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
+
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // The memory of the engine's recoveries of Failed Registrations. It must
@@ -175,6 +178,13 @@ const (
 	// that means no operator is leading, whatever leaseDurationSeconds says
 	// (45 s by default, 45 h with CATTLE_DEV_MODE).
 	OperatorRenewWindow = 30 * time.Second
+	// OperatorObserveWindow bounds how long Check watches the Lease for a
+	// renewal: five of wrangler's 2 s renew periods. A renewTime within
+	// OperatorRenewWindow is not proof enough: an operator stopped a few
+	// seconds ago (SIGKILL, an evicted pod, a SIGTERM that did not release
+	// the Lease) looks just as fresh, and a Secret deleted then would wait
+	// for its finalizer for good.
+	OperatorObserveWindow = 10 * time.Second
 )
 
 // OperatorLease tells whether rancher/scc-operator is running, from its
@@ -184,6 +194,9 @@ type OperatorLease struct {
 	Leases          LeasesGetter
 	Namespace, Name string // default OperatorLeaseNamespace, OperatorLeaseName
 	Clock           clock.PassiveClock
+	// Observe bounds the watch for a renewal (0: OperatorObserveWindow);
+	// Interval is the pause between two reads (0: 500 ms).
+	Observe, Interval time.Duration
 }
 
 // OperatorLiveness is what the operator's Lease says.
@@ -202,9 +215,10 @@ func (o *OperatorLease) Ref() string {
 	return orDefault(o.Namespace, OperatorLeaseNamespace) + "/" + orDefault(o.Name, OperatorLeaseName)
 }
 
-// Check returns nil when the Lease is held and was renewed within the
-// window, else an error matching ErrOperatorNotRunning that says what the
-// Lease shows (or a permanent *ForbiddenError naming the missing get).
+// Check returns nil when the Lease is held, was renewed within the window,
+// and is seen renewed again (by its holder or a new one) within Observe;
+// else an error matching ErrOperatorNotRunning that says what the Lease
+// shows (or a permanent *ForbiddenError naming the missing get).
 func (o *OperatorLease) Check(ctx context.Context) (OperatorLiveness, error) {
 	ns, name := orDefault(o.Namespace, OperatorLeaseNamespace), orDefault(o.Name, OperatorLeaseName)
 	var live OperatorLiveness
@@ -224,7 +238,32 @@ func (o *OperatorLease) Check(ctx context.Context) (OperatorLiveness, error) {
 	case live.Age > live.Window:
 		return live, fmt.Errorf("%w: its Lease %s/%s was last renewed by %s %s ago, more than %s (a running operator renews it every few seconds)", ErrOperatorNotRunning, ns, name, live.Holder, live.Age.Round(time.Second), live.Window)
 	}
-	return live, nil
+	return o.observe(ctx, ns, name, live)
+}
+
+// observe reads the Lease until its renewTime moves past first's, up to
+// Observe.
+func (o *OperatorLease) observe(ctx context.Context, ns, name string, first OperatorLiveness) (OperatorLiveness, error) {
+	window := orDuration(o.Observe, OperatorObserveWindow)
+	ctx, cancel := context.WithTimeout(ctx, window)
+	defer cancel()
+	for {
+		if pause.For(ctx, orDuration(o.Interval, 500*time.Millisecond)) != nil {
+			if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
+				return first, cause // the run's own end (a signal, its deadline)
+			}
+			return first, fmt.Errorf("%w: its Lease %s/%s, held by %s and last renewed %s ago, was not renewed again within %s (a running operator renews it every 2 s; it stopped without releasing the Lease, or is stuck)",
+				ErrOperatorNotRunning, ns, name, first.Holder, (first.Age + window).Round(time.Second), window)
+		}
+		cur, err := o.Leases.Leases(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		live := o.liveness(cur)
+		if live.Holder != "" && live.Renewed.After(first.Renewed) {
+			return live, nil
+		}
+	}
 }
 
 func (o *OperatorLease) liveness(le *coordinationv1.Lease) OperatorLiveness {

@@ -125,7 +125,9 @@ func TestSecretRecreate(t *testing.T) {
 }
 
 // TestOperatorLeaseCheck: "running" is a held Lease renewed within the
-// smaller of its duration and 30 s.
+// smaller of its duration and 30 s, and seen renewed again: an operator
+// stopped a moment ago without releasing its Lease looks fresh, but its
+// renewTime no longer moves.
 func TestOperatorLeaseCheck(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	lease := func(holder string, renewed time.Time, secs int32) *coordinationv1.Lease {
@@ -139,13 +141,16 @@ func TestOperatorLeaseCheck(t *testing.T) {
 	}
 	tests := map[string]struct {
 		lease   *coordinationv1.Lease
+		renews  bool // the holder renews it while Check watches
 		running bool
 		says    string
 	}{
-		"renewed 2 s ago":                                      {lease: lease("scc-operator-7d9", now.Add(-2*time.Second), 45), running: true},
-		"renewed 40 s ago, within its 45 s":                    {lease: lease("scc-operator-7d9", now.Add(-40*time.Second), 45), says: "last renewed by scc-operator-7d9 40s ago, more than 30s"},
-		"CATTLE_DEV_MODE's 45 h does not hide a dead operator": {lease: lease("scc-operator-7d9", now.Add(-time.Hour), 45*3600), says: "1h0m0s ago"},
-		"a short lease duration is the window":                 {lease: lease("scc-operator-7d9", now.Add(-12*time.Second), 10), says: "more than 10s"},
+		"renewed 2 s ago, and again": {lease: lease("scc-operator-7d9", now.Add(-2*time.Second), 45), renews: true, running: true},
+		"renewed 2 s ago, then never again (stopped without releasing)": {lease: lease("scc-operator-7d9", now.Add(-2*time.Second), 45),
+			says: "held by scc-operator-7d9 and last renewed 2s ago, was not renewed again within 200ms"},
+		"renewed 40 s ago, within its 45 s":                    {lease: lease("scc-operator-7d9", now.Add(-40*time.Second), 45), renews: true, says: "last renewed by scc-operator-7d9 40s ago, more than 30s"},
+		"CATTLE_DEV_MODE's 45 h does not hide a dead operator": {lease: lease("scc-operator-7d9", now.Add(-time.Hour), 45*3600), renews: true, says: "1h0m0s ago"},
+		"a short lease duration is the window":                 {lease: lease("scc-operator-7d9", now.Add(-12*time.Second), 10), renews: true, says: "more than 10s"},
 		"released by a graceful stop":                          {lease: lease("", now.Add(-5*time.Minute), 1), says: "held by nobody"},
 		"absent":                                               {says: "does not exist"},
 	}
@@ -155,7 +160,16 @@ func TestOperatorLeaseCheck(t *testing.T) {
 			if tc.lease != nil {
 				c = fake.NewClientset(tc.lease)
 			}
-			o := &OperatorLease{Leases: typed{c}, Clock: clocktesting.NewFakePassiveClock(now)}
+			if tc.renews {
+				gets := 0
+				c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+					gets++
+					le := tc.lease.DeepCopy()
+					le.Spec.RenewTime = ptr.To(metav1.NewMicroTime(le.Spec.RenewTime.Add(time.Duration(gets-1) * 2 * time.Second)))
+					return true, le, nil
+				})
+			}
+			o := &OperatorLease{Leases: typed{c}, Clock: clocktesting.NewFakePassiveClock(now), Observe: 200 * time.Millisecond, Interval: 10 * time.Millisecond}
 			_, err := o.Check(context.Background())
 			if tc.running {
 				assert.NoError(t, err)
