@@ -259,9 +259,21 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 	after := o.secret(ctx, t)
 	assert.Equal(t, before.UID, after.UID, "nothing deleted")
 	assert.Nil(t, after.DeletionTimestamp, "not left Terminating")
-	ev := o.jobEvent(ctx, t, "stopped")
-	assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason)
-	assert.Contains(t, ev.Note, "not running")
+	// One Event per pod: each retry says so again.
+	list, err := o.admin.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var events int
+	for _, ev := range list.Items {
+		if ev.ReportingController != kube.ReportingController || ev.Regarding.Name != "stopped" {
+			continue
+		}
+		events++
+		assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason)
+		assert.Equal(t, "Warning", ev.Type)
+		assert.Contains(t, ev.Note, "not recovered, nothing deleted: rancher/scc-operator is not running")
+	}
+	assert.Equal(t, len(prs), events, "an Event per pod")
+	t.Logf("kubectl describe job stopped:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "describe", "job", "stopped"))
 	t.Logf("proved: with Registration Failed and rancher/scc-operator stopped, %d pod(s) of Job stopped exited %d, deleted nothing (Secret uid %s, not Terminating) and said: %v",
 		len(prs), prs[0].res.code, after.UID, summary(t, prs[0].res.stderr)["error"])
 }
