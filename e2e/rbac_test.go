@@ -50,7 +50,12 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: kube-proxy, namespace: kube-system}
 data: {config.conf: "mode: iptables"}
----` + corednsFixture
+---` + corednsFixture + `---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: scc-controllers, namespace: kube-system}
+spec: {holderIdentity: rancher-scc-operator-0, leaseDurationSeconds: 45}
+`
 
 // registrationCRD stands in for the CRD rancher/scc-operator installs, with
 // one Registration, so the read-only ClusterRole can be tried for real.
@@ -106,10 +111,11 @@ func leaseApply(ns, name string) string {
 // server-side apply creates the Secret and the Lease by name, a POST-create
 // is refused, no other Secret, Lease or namespace is reachable, no verb the
 // engine never calls is granted (update on the Secret and the ConfigMaps,
-// anything on CoreDNS's Deployment), and in kube-system only a read of
-// CoreDNS's two ConfigMaps, a patch of AKS's coredns-custom (base is AKS's
-// layout: the Corefile of coredns is only read) and a list of
-// EndpointSlices are reachable.
+// anything on CoreDNS's Deployment), the Secret's delete is guarded by its
+// preconditions, and in kube-system only a read of CoreDNS's two
+// ConfigMaps, a patch of AKS's coredns-custom (base is AKS's layout: the
+// Corefile of coredns is only read), a list of EndpointSlices and a read
+// of the operator's Lease are reachable.
 func TestEngineRBAC(t *testing.T) {
 	p := controlplane.Shared(t)
 	admin := p.AdminClient(t)
@@ -192,8 +198,26 @@ func TestEngineRBAC(t *testing.T) {
 			method: http.MethodPost, path: "/api/v1/namespaces/" + kube.Namespace + "/secrets", contentType: jsonType,
 			body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"scc-registration"}}`, want: http.StatusForbidden,
 		},
-		"delete the Secret is refused": {
-			method: http.MethodDelete, path: secretPath(kube.Namespace, kube.SecretName), want: http.StatusForbidden,
+		"delete the Secret, always with preconditions": {
+			// Allowed (the recovery of a Failed Registration); the engine
+			// sends the UID it read, so a stale one is a conflict, not a
+			// deleted Secret.
+			method: http.MethodDelete, path: secretPath(kube.Namespace, kube.SecretName), contentType: jsonType,
+			body: `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"00000000-0000-0000-0000-000000000000"}}`, want: http.StatusConflict,
+		},
+		"delete another Secret is refused": {
+			method: http.MethodDelete, path: secretPath(kube.Namespace, "someone-elses"), want: http.StatusForbidden,
+		},
+		"get the operator's Lease": {
+			// Is rancher/scc-operator running? Asked before a recovery deletes.
+			method: http.MethodGet, path: leasePath(kube.OperatorLeaseNamespace, kube.OperatorLeaseName), want: http.StatusOK,
+		},
+		"update the operator's Lease is refused": {
+			method: http.MethodPut, path: leasePath(kube.OperatorLeaseNamespace, kube.OperatorLeaseName), contentType: jsonType,
+			bodyFrom: asRead(leasePath(kube.OperatorLeaseNamespace, kube.OperatorLeaseName)), want: http.StatusForbidden,
+		},
+		"get another kube-system Lease is refused": {
+			method: http.MethodGet, path: leasePath("kube-system", "kube-controller-manager"), want: http.StatusForbidden,
 		},
 		"get another Secret is refused": {
 			method: http.MethodGet, path: secretPath(kube.Namespace, "someone-elses"), want: http.StatusForbidden,

@@ -227,7 +227,7 @@ func TestStatus(t *testing.T) {
 		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-wrong-code", "IN_CLUSTER_DNS=true", "REGISTRATION_CODE=E2E-WRONG-CODE")
 		require.Equal(t, job.ExitPermanent, run.code, "the run waits for the operator's answer and fails with it\n%s", run)
 		res := e.waitStatus(t, e.adminKubeconfig, job.ExitPermanent)
-		e.expect(t, res, job.ExitPermanent, `Not registered: rancher/scc-operator's Registration scc-registration-[0-9a-f]{32} failed: ".*Unknown Registration Code.*" — the operator does not retry; fix the cause, then delete and recreate scc-registration: kubectl -n cattle-scc-system delete secret scc-registration && kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
+		e.expect(t, res, job.ExitPermanent, `Not registered: rancher/scc-operator's Registration scc-registration-[0-9a-f]{32} failed: ".*Unknown Registration Code.*" — needs you \(HTTP 401 Unauthorized: the update server refused the registration code, so the engine does not delete anything\): put a valid code in the Secret registration-code \(key regCode\) or REGISTRATION_CODE, then run the engine: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+; the operator registers the new code afresh, with no delete$`)
 		t.Logf("status output, operator failed:\n%s", res.stdout)
 	})
 }

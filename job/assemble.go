@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -119,7 +120,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 	if holder == "" {
 		holder, _ = os.Hostname()
 	}
-	j.Store = &kube.SecretStore{
+	store := &kube.SecretStore{
 		Secrets:      clients.Secrets,
 		Namespace:    cfg.SecretNamespace,
 		Name:         cfg.SecretName,
@@ -128,7 +129,8 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Log:          log,
 		Redact:       secrets,
 	}
-	j.Lock = &kube.Lease{
+	j.Store = store
+	lease := &kube.Lease{
 		Leases:    clients.Leases,
 		Namespace: cfg.SecretNamespace,
 		Name:      cfg.LeaseName,
@@ -139,6 +141,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Clock:     clock.RealClock{},
 		Log:       log,
 	}
+	j.Lock = lease
 	in := cfg.InCluster
 	in.OutsidePod, in.Port = cfg.Kubeconfig != "", cfg.UpdateHTTPSPort
 	j.InCluster = incluster.New(in, clients, log)
@@ -151,6 +154,15 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Log:           log,
 	}
 	j.OperatorWait = cfg.OperatorWait
+	if cfg.OperatorRecovery {
+		opNS, opName, _ := strings.Cut(cfg.OperatorLease, "/")
+		j.Recovery = &Recovery{
+			Secrets:  store,
+			Operator: &kube.OperatorLease{Leases: clients.Leases, Namespace: opNS, Name: opName, Clock: clock.RealClock{}},
+			Record:   lease,
+			LeaseRef: cfg.SecretNamespace + "/" + cfg.LeaseName,
+		}
+	}
 	// The Job runs in the Secret's namespace (the manifests set
 	// REGISTRATION_SECRET_NAMESPACE from the pod's).
 	if cfg.JobName != "" && cfg.JobUID != "" {

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rancher/registration-engine/job/incluster"
+	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/failure"
@@ -82,6 +84,12 @@ type Config struct {
 	InCluster incluster.Config
 	// Handover to rancher/scc-operator.
 	OperatorWait time.Duration
+	// OperatorRecovery lets a run recover a Registration the operator
+	// failed for a passing cause (OPERATOR_RECOVERY, default true).
+	OperatorRecovery bool
+	// OperatorLease is namespace/name of the operator's leader-election
+	// Lease, which tells whether it runs (OPERATOR_LEASE).
+	OperatorLease string
 
 	// The run.
 	RunDeadline     time.Duration
@@ -238,6 +246,9 @@ func (c *Config) Validate() error {
 	if err := c.InCluster.Validate(); err != nil {
 		problems = append(problems, err)
 	}
+	if ns, name, ok := strings.Cut(c.OperatorLease, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		problems = append(problems, fmt.Errorf("OPERATOR_LEASE=%q: want namespace/name of rancher/scc-operator's Lease (default %s/%s)", c.OperatorLease, kube.OperatorLeaseNamespace, kube.OperatorLeaseName))
+	}
 	if c.DryRun && c.Output != "" {
 		problems = append(problems, errors.New("--dry-run and --output exclude each other: a dry run writes nothing"))
 	}
@@ -278,6 +289,8 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("handoverSettle", c.InCluster.Settle.String()),
 		slog.String("handoverDnsServer", c.InCluster.DNSServer),
 		slog.String("operatorWait", c.OperatorWait.String()),
+		slog.Bool("operatorRecovery", c.OperatorRecovery),
+		slog.String("operatorLease", c.OperatorLease),
 		slog.String("jobUid", c.JobUID),
 	)
 }

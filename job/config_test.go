@@ -63,6 +63,22 @@ func TestLoadConfigDefaults(t *testing.T) {
 	assert.Equal(t, "registration-engine", c.LeaseName)
 	assert.Equal(t, "registration-engine", c.CronJobName)
 	assert.Empty(t, c.InCluster.DNSServer, "the pod's own resolver")
+	assert.True(t, c.OperatorRecovery, "a Failed Registration is recovered unless OPERATOR_RECOVERY=false")
+	assert.Equal(t, "kube-system/scc-controllers", c.OperatorLease)
+}
+
+// TestLoadConfigOperatorRecovery: OPERATOR_RECOVERY turns the recovery
+// off, and an OPERATOR_LEASE that is not namespace/name stops the run at
+// load.
+func TestLoadConfigOperatorRecovery(t *testing.T) {
+	c, err := LoadConfig(nil, env(map[string]string{"OPERATOR_RECOVERY": "false", "OPERATOR_LEASE": "ops/scc-leader"}))
+	require.NoError(t, err)
+	assert.False(t, c.OperatorRecovery)
+	assert.Equal(t, "ops/scc-leader", c.OperatorLease)
+	_, err = LoadConfig(nil, env(map[string]string{"OPERATOR_LEASE": "scc-controllers"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `OPERATOR_LEASE="scc-controllers": want namespace/name`)
+	assert.True(t, failure.IsPermanent(err))
 }
 
 func TestLoadConfigPrecedence(t *testing.T) {

@@ -82,6 +82,10 @@ type Job struct {
 	// look). Nil: no cluster (dry run, --output).
 	Operator     OperatorWatcher
 	OperatorWait time.Duration
+	// Recovery, when set (OPERATOR_RECOVERY, in a cluster), lets a run
+	// recover a Registration the operator failed for a passing cause: see
+	// recover. Nil: a Failed Registration is only reported.
+	Recovery *Recovery
 	// Events, when set, gets one Event per run on the Job that runs it;
 	// nil when no Job is known (JOB_NAME, JOB_UID unset).
 	Events EventRecorder
@@ -126,8 +130,12 @@ type Result struct {
 	// Skipped says why a skipped run did nothing (who holds the Lease).
 	Skipped string
 	// Operator is what rancher/scc-operator made of the Secret; State is
-	// "" when it was not read.
+	// "" when it was not read. After a recovery it is the new
+	// Registration's report.
 	Operator kube.OperatorReport
+	// Recovery is what the run did about a Failed Registration; nil when
+	// it found none.
+	Recovery *RecoveryReport
 }
 
 // PhaseOperator is the failedPhase of a run whose write succeeded but whose
@@ -167,6 +175,15 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 		attrs = append(attrs, slog.String("operator", res.Operator.State), slog.String("registration", res.Operator.Registration))
 		if res.Operator.Message != "" {
 			attrs = append(attrs, slog.String("operatorMessage", res.Operator.Message))
+		}
+	}
+	if rr := res.Recovery; rr != nil {
+		attrs = append(attrs, slog.String("recovery", rr.Outcome), slog.String("cause", rr.Cause), slog.Bool("recoverable", rr.Recoverable))
+		if rr.Attempt > 0 {
+			attrs = append(attrs, slog.Int("recoveryAttempt", rr.Attempt))
+		}
+		if rr.Outcome == RecoveryRecovered || rr.Outcome == RecoveryFailedAgain || rr.Outcome == RecoveryPending {
+			attrs = append(attrs, slog.String("replacedRegistration", rr.Replaced.Registration), slog.String("replacedMessage", rr.Replaced.Message), slog.Int64("recoveryMs", rr.Took.Milliseconds()))
 		}
 	}
 	if err != nil {
@@ -214,6 +231,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		settings regionconfig.Settings
 		server   smt.UpdateServer
 		addr     netip.Addr
+		written  writeFacts
 	)
 	phases := []struct {
 		name string
@@ -276,6 +294,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 				return nil, withRegCodeSources(err)
 			}
 			var attrs []any
+			written.reg, written.noHandover = reg, "no cluster (dry run or --output)"
 			if j.InCluster == nil {
 				log.Info("no cluster (dry run or --output): the name is neither mapped nor handed over", slog.String("server", server.Name), slog.String("address", addrString(addr)))
 			} else {
@@ -283,6 +302,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 				if err != nil {
 					return nil, err
 				}
+				written.noHandover = pub.Skipped
 				attrs = append(attrs, pub.Attrs()...)
 			}
 			if j.RegCode == "" {
@@ -290,7 +310,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 			}
 			changed, err := j.Store.Write(ctx, reg)
 			res.Changed = changed
-			return append(attrs, slog.Bool("changed", changed)), withRegCodeSources(err)
+			return append(attrs, slog.Bool("changed", changed)), j.withOperatorState(ctx, withRegCodeSources(err))
 		}},
 	}
 	for i, p := range phases {
@@ -310,7 +330,15 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 	if res.Changed {
 		res.Outcome = OutcomeRegistered
 	}
-	return res, j.Secrets.Error(j.reportOperator(ctx, log, &res, server.Name))
+	return res, j.Secrets.Error(j.reportOperator(ctx, log, &res, server.Name, written))
+}
+
+// writeFacts is what the write-secret phase leaves for the operator
+// report: the values written and, when the handover check did not run,
+// why ("" when it passed).
+type writeFacts struct {
+	reg        kube.Registration
+	noHandover string
 }
 
 // reportOperator reads what the operator made of the Secret: after a write
@@ -319,7 +347,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 // operator ignores the Secret until a person deletes it, so no retry and no
 // later run can help, and the Job must show it. Pending and absent leave
 // the run successful, pending with a warning.
-func (j *Job) reportOperator(ctx context.Context, log *slog.Logger, res *Result, server string) error {
+func (j *Job) reportOperator(ctx context.Context, log *slog.Logger, res *Result, server string, written writeFacts) error {
 	if j.Operator == nil {
 		return nil
 	}
@@ -333,12 +361,15 @@ func (j *Job) reportOperator(ctx context.Context, log *slog.Logger, res *Result,
 	attrs := []any{slog.String("operator", rep.State), slog.String("registration", rep.Registration), slog.String("operatorMessage", rep.Message), slog.Int64("durationMs", time.Since(t).Milliseconds())}
 	switch rep.State {
 	case kube.OperatorFailed:
-		res.Failed = PhaseOperator
-		err := failure.Permanent(fmt.Errorf("%w: registration %s: %s; %s", ErrOperatorFailed, rep.Registration, rep.Message, operatorRemedy(j.secretRef(), server)))
-		log.Error("rancher/scc-operator failed the registration", append(attrs, slog.String("error", err.Error()))...)
-		return err
+		verdict := kube.ClassifyOperatorFailure(rep.Message)
+		attrs = append(attrs, slog.Bool("recoverable", verdict.Recoverable), slog.String("cause", verdict.Cause))
+		log.Error("rancher/scc-operator failed the registration", attrs...)
+		return j.recover(ctx, log, res, server, written, verdict)
 	case kube.OperatorPending:
 		log.Warn("rancher/scc-operator has not finished the registration", append(attrs, slog.String("operatorWait", wait.String()))...)
+	case kube.OperatorActive:
+		log.Info("rancher/scc-operator's registration", attrs...)
+		j.forgetRecoveries(ctx, log, rep)
 	default:
 		log.Info("rancher/scc-operator's registration", attrs...)
 	}
@@ -366,6 +397,8 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		// A Job that completes having done nothing must say so where
 		// `kubectl describe job` looks.
 		e.Reason, e.Note = kube.ReasonSkipped, "skipped, nothing done: "+res.Skipped
+	case res.Recovery != nil && res.Recovery.Event.Reason != "":
+		e.Warning, e.Reason, e.Action, e.Note = res.Recovery.Event.Warning, res.Recovery.Event.Reason, res.Recovery.Event.Action, res.Recovery.Event.Note
 	case res.Failed == PhaseOperator:
 		e.Warning, e.Reason, e.Action = true, kube.ReasonOperatorFailed, "Report"
 		e.Note = fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Remedy: %s", res.Operator.Registration, res.Operator.Message, operatorRemedy(j.secretRef(), res.Server))

@@ -259,7 +259,7 @@ func TestChartMatchesAzureOverlay(t *testing.T) {
 	}
 	assert.Empty(t, problems, "chart (helm template %s) and overlay (kubectl kustomize overlays/azure) differ; change both:\n%s",
 		chartDir, strings.Join(problems, "\n"))
-	assert.Len(t, chart, 11, "SA, two Roles, two RoleBindings, the ClusterRole and its binding, the ConfigMap, the CronJob, the CoreDNS admission policy and its binding")
+	assert.Len(t, chart, 13, "SA, three Roles, three RoleBindings (the engine's, CoreDNS's, the operator's Lease), the ClusterRole and its binding, the ConfigMap, the CronJob, the CoreDNS admission policy and its binding")
 }
 
 // diffValues lists the differences between chart value a and overlay value
@@ -575,8 +575,8 @@ func TestChartValues(t *testing.T) {
 				assert.NotContains(t, objs, "Secret/"+chartNamespace+"/registration-code")
 			},
 		},
-		"inClusterDNS=false drops kube-system": {
-			set: []string{"inClusterDNS=false"},
+		"inClusterDNS=false and operatorRecovery=false drop kube-system": {
+			set: []string{"inClusterDNS=false", "operatorRecovery=false"},
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
 				assert.Equal(t, "false", env(c)["IN_CLUSTER_DNS"].Value)
 				for k := range objs {

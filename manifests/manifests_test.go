@@ -141,7 +141,7 @@ func TestKustomizationsReferToExistingFiles(t *testing.T) {
 	require.Contains(t, kustomizations, "overlays/azure")
 	require.Contains(t, kustomizations, "overlays/e2e")
 
-	wantNamespace := map[string]string{"base/cattle-scc-system": kube.Namespace, "base/kube-system": "kube-system", "base/corefile-layout": "kube-system"}
+	wantNamespace := map[string]string{"base/cattle-scc-system": kube.Namespace, "base/kube-system": "kube-system", "base/corefile-layout": "kube-system", "base/operator-lease": kube.OperatorLeaseNamespace}
 	baseObjects := map[string]bool{}
 	for _, o := range objects {
 		if strings.HasPrefix(o.file, "base/") {
@@ -316,8 +316,9 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 	assert.Equal(t, []string{leaseName}, rules["leases"].ResourceNames)
 	// Exactly the verbs the engine calls, nothing more: server-side apply
 	// (get, then a patch that creates by name, so create too); the Lease is
-	// also taken over and released with update. The Secret is never updated.
-	assert.ElementsMatch(t, []string{"get", "create", "patch"}, rules["secrets"].Verbs, "secrets")
+	// also taken over and released with update. The Secret is never updated;
+	// it is deleted only to recover a Failed Registration.
+	assert.ElementsMatch(t, []string{"get", "create", "patch", "delete"}, rules["secrets"].Verbs, "secrets")
 	assert.ElementsMatch(t, []string{"get", "create", "update", "patch"}, rules["leases"].Verbs, "leases")
 	assert.Len(t, rules, 3)
 
@@ -346,10 +347,17 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{inclusterdns.CoreDNSConfigMap}, Verbs: []string{"patch"}},
 	}, corefile.Rules)
 
+	// In kube-system also a get of the operator's Lease, by name, and
+	// nothing else: the recovery's check that the operator runs.
+	opLease := find[*rbacv1.Role](t, objects, "base/operator-lease/role.yaml")
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{kube.OperatorLeaseName}, Verbs: []string{"get"}}}, opLease.Rules)
+	assert.NotContains(t, env(c), "OPERATOR_LEASE", "the default, kube-system/scc-controllers, is the Lease the Role names")
+
 	for file, roleName := range map[string]string{
 		"base/cattle-scc-system/rolebinding.yaml": role.Name,
 		"base/kube-system/rolebinding.yaml":       coredns.Name,
 		"base/corefile-layout/rolebinding.yaml":   corefile.Name,
+		"base/operator-lease/rolebinding.yaml":    opLease.Name,
 	} {
 		rb := find[*rbacv1.RoleBinding](t, objects, file)
 		assert.Equal(t, roleName, rb.RoleRef.Name, file)

@@ -1,6 +1,7 @@
 package fakecloud
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -111,6 +112,19 @@ func (u *UpdateServer) serveSCC(w http.ResponseWriter, req *http.Request, f Upda
 	login, password, basic := req.BasicAuth()
 	rec.Login = login
 
+	if reset, status := u.passingFault(req.Method + " " + req.URL.Path); reset || status != 0 {
+		rec.Status = status
+		u.mu.Lock()
+		u.sccLog = append(u.sccLog, rec)
+		u.mu.Unlock()
+		if reset {
+			resetConnection(w)
+			return
+		}
+		writeJSON(w, status, sccError(http.StatusText(status)))
+		return
+	}
+
 	status, answer := u.sccAnswer(req, f, rec.RegCode, login, password, basic, body.Hostname, sccProduct{
 		Identifier: body.Identifier, Version: body.Version, Arch: body.Arch,
 	})
@@ -195,4 +209,54 @@ func sccServiceOf(p sccProduct) sccService {
 // Registration server returned '<localized_error>' (<status>)".
 func sccError(msg string) map[string]string {
 	return map[string]string{"type": "error", "error": msg, "localized_error": msg}
+}
+
+// passingFault counts down the passing faults that apply to route: reset
+// the connection, or answer status; neither when none is left.
+func (u *UpdateServer) passingFault(route string) (reset bool, status int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	f := &u.faults
+	switch route {
+	case "POST /connect/subscriptions/systems":
+		switch {
+		case f.SCCAnnounceResets > 0:
+			f.SCCAnnounceResets--
+			return true, 0
+		case f.SCCAnnounceFailures > 0:
+			f.SCCAnnounceFailures--
+			if f.SCCAnnounceStatus != 0 {
+				return false, f.SCCAnnounceStatus
+			}
+			return false, http.StatusServiceUnavailable
+		}
+	case "POST /connect/systems/products":
+		if f.SCCActivateFailures > 0 {
+			f.SCCActivateFailures--
+			return false, http.StatusInternalServerError
+		}
+	}
+	return false, 0
+}
+
+// resetConnection ends the request's connection with a TCP RST: the
+// client reads "connection reset by peer", as from a load balancer that
+// drops a backend mid-request.
+func resetConnection(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	raw := conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		raw = tc.NetConn()
+	}
+	if tcp, ok := raw.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = raw.Close()
 }

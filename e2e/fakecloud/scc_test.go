@@ -222,3 +222,67 @@ func TestCloudSCCFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateServerPassingFaults: the passing faults fail as many calls as
+// they say, the way a real outage ends, and then the SCC API answers again.
+func TestUpdateServerPassingFaults(t *testing.T) {
+	const code = "SCC-TEST-CODE"
+	u, _, err := NewUpdateServer("smt.example.test")
+	require.NoError(t, err)
+	httpsPort, _, stop, err := ServeUpdateServers(map[string]*UpdateServer{"127.0.0.11": u})
+	require.NoError(t, err)
+	defer stop()
+	c := newSCCClient(t, u, net.JoinHostPort("127.0.0.11", strconv.Itoa(httpsPort)))
+	announce := map[string]any{"hostname": "https://rancher.example.test"}
+	product := map[string]any{"identifier": "rancher", "version": "2.12.3", "arch": "unknown", "token": code}
+
+	t.Run("503 on the first announce, then 201", func(t *testing.T) {
+		u.Reset()
+		u.SetFaults(UpdateFaults{SCCAnnounceFailures: 1})
+		c.t = t
+		status, body := c.call("POST", "/connect/subscriptions/systems", code, "", "", announce)
+		assert.Equal(t, 503, status)
+		assert.Equal(t, "Service Unavailable", body.(map[string]any)["localized_error"], "connect-ng reads an API error only from SCC's JSON")
+		status, _ = c.call("POST", "/connect/subscriptions/systems", code, "", "", announce)
+		assert.Equal(t, 201, status)
+	})
+	t.Run("429 when asked", func(t *testing.T) {
+		u.Reset()
+		u.SetFaults(UpdateFaults{SCCAnnounceFailures: 1, SCCAnnounceStatus: 429})
+		c.t = t
+		status, _ := c.call("POST", "/connect/subscriptions/systems", code, "", "", announce)
+		assert.Equal(t, 429, status)
+	})
+	t.Run("a reset connection, then 201", func(t *testing.T) {
+		u.Reset()
+		u.SetFaults(UpdateFaults{SCCAnnounceResets: 1})
+		c.t = t
+		b, err := json.Marshal(announce)
+		require.NoError(t, err)
+		req, err := http.NewRequest("POST", c.base+"/connect/subscriptions/systems", bytes.NewReader(b))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Token token="+code)
+		_, err = c.http.Do(req)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "connection reset by peer")
+		status, _ := c.call("POST", "/connect/subscriptions/systems", code, "", "", announce)
+		assert.Equal(t, 201, status)
+	})
+	t.Run("500 at the second call, then 201", func(t *testing.T) {
+		u.Reset()
+		u.SetFaults(UpdateFaults{SCCActivateFailures: 1})
+		c.t = t
+		status, sys := c.call("POST", "/connect/subscriptions/systems", code, "", "", announce)
+		require.Equal(t, 201, status)
+		login := sys.(map[string]any)["login"].(string)
+		status, _ = c.call("POST", "/connect/systems/products", "", login, SCCPassword, product)
+		assert.Equal(t, 500, status)
+		status, _ = c.call("POST", "/connect/systems/products", "", login, SCCPassword, product)
+		assert.Equal(t, 201, status)
+		var got []int
+		for _, r := range u.SCCRequests() {
+			got = append(got, r.Status)
+		}
+		assert.Equal(t, []int{201, 500, 201}, got, "each recorded with its answer")
+	})
+}

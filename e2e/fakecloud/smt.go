@@ -223,6 +223,20 @@ type UpdateFaults struct {
 	// SCCNoActivations answers GET /connect/systems/activations with an
 	// empty list, as for a system whose product activation did not stick.
 	SCCNoActivations bool
+
+	// Passing faults, counted down across listeners: an update server that
+	// fails a few requests and then answers again.
+	//
+	// SCCAnnounceFailures answers that many announces with
+	// SCCAnnounceStatus (0: 503 Service Unavailable) and SCC's JSON error.
+	SCCAnnounceFailures int
+	SCCAnnounceStatus   int
+	// SCCAnnounceResets resets the connection (TCP RST, no answer) of that
+	// many announces.
+	SCCAnnounceResets int
+	// SCCActivateFailures answers that many product activations (POST
+	// /connect/systems/products, the second call) 500.
+	SCCActivateFailures int
 }
 
 // UpdateServer is a fake SMT/RMT update server: GET /api/health/status

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -198,12 +199,26 @@ func splice(client net.Conn, buffered *bufio.Reader, upstream net.Conn) {
 		done <- struct{}{}
 	}()
 	go func() {
-		_, _ = io.Copy(client, upstream)
-		closeWrite(client)
+		_, err := io.Copy(client, upstream)
+		if errors.Is(err, syscall.ECONNRESET) {
+			// Pass a reset on as a reset, as a pod's own connection would
+			// see it, rather than as an orderly end of the stream.
+			resetConn(client)
+		} else {
+			closeWrite(client)
+		}
 		done <- struct{}{}
 	}()
 	<-done
 	<-done
+}
+
+// resetConn closes c with a TCP RST.
+func resetConn(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
 }
 
 func closeWrite(c net.Conn) {

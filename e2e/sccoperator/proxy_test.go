@@ -166,3 +166,32 @@ func TestCoreDNSRoute(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyPassesAResetOn: an upstream that resets the connection reaches
+// the client as a reset, not as an orderly EOF, so the operator behind the
+// proxy fails as it would in a pod ("connection reset by peer").
+func TestProxyPassesAResetOn(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 1)
+			_, _ = c.Read(buf)
+			_ = c.(*net.TCPConn).SetLinger(0)
+			_ = c.Close()
+		}
+	}()
+	p, err := NewProxy(StaticRoute(map[string]string{name + ":443": l.Addr().String()}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+
+	_, pool := nameServer(t)
+	_, err = viaProxy(p, pool).Get("https://" + name + "/")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "connection reset by peer")
+}

@@ -71,6 +71,8 @@ type Registration struct {
 	RegisteredProduct string
 	// Deleted marks the last state a Recorder saw before the object went.
 	Deleted bool
+	// Seen is when a Recorder saw this state (zero from Get).
+	Seen time.Time
 }
 
 // Condition returns the condition of type typ, if the operator set it.
@@ -220,6 +222,7 @@ func Record(ctx context.Context, cfg *rest.Config) (*Recorder, error) {
 		}
 		reg := Parse(u)
 		reg.Deleted = deleted
+		reg.Seen = time.Now()
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.states[reg.Name] = append(r.states[reg.Name], reg)

@@ -29,10 +29,13 @@ import (
 // group, and that alone made the binary 38 MB. The REST client with a
 // scheme of only the groups we use is 24 MB smaller.
 type (
-	// SecretInterface reads and applies one namespace's Secrets.
+	// SecretInterface reads, applies and deletes one namespace's Secrets
+	// (delete only to recover a Registration the operator failed for a
+	// passing cause, with preconditions on what was read).
 	SecretInterface interface {
 		Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
 		Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Secret, error)
+		Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	}
 	// ConfigMapInterface reads and patches one namespace's ConfigMaps.
 	ConfigMapInterface interface {
@@ -196,6 +199,10 @@ func (r resource[T]) Patch(ctx context.Context, name string, pt types.PatchType,
 	err := r.client.Patch(pt).Namespace(r.namespace).Resource(r.plural).Name(name).SubResource(subresources...).
 		VersionedParams(&opts, parameterCodec).Body(data).Do(ctx).Into(out)
 	return out, err
+}
+
+func (r resource[T]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return r.client.Delete().Namespace(r.namespace).Resource(r.plural).Name(name).Body(&opts).Do(ctx).Error()
 }
 
 func (r resource[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {

@@ -42,6 +42,22 @@ var (
 	// since rancher/scc-operator refuses online registration without a
 	// code. Permanent: only the configuration can supply it.
 	ErrNoRegCode = errors.New("no registration code")
+
+	// ErrSecretTerminating means the Secret was deleted but its finalizers
+	// (rancher/scc-operator's) still hold it. Permanent: nothing is written
+	// over it, since an apply to a Secret being deleted is lost with it.
+	ErrSecretTerminating = errors.New("the registration secret is being deleted")
+
+	// ErrSecretChanged means the Secret changed between the read a
+	// recovery was decided on and its delete: nothing was deleted. Not
+	// permanent: the next run reads afresh.
+	ErrSecretChanged = errors.New("the registration secret changed since it was read")
+
+	// ErrOperatorNotRunning means rancher/scc-operator's Lease is not held,
+	// or was not renewed recently: a deleted Secret would wait for its
+	// finalizer indefinitely, so nothing is deleted. Not permanent: the
+	// operator may be restarting.
+	ErrOperatorNotRunning = errors.New("rancher/scc-operator is not running")
 )
 
 // LeaseHeldError says who holds the Lease and until when. It matches

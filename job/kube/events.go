@@ -23,6 +23,10 @@ const (
 	// ReasonOperatorFailed: the operator's Registration has Failure=True
 	// (Warning); the note carries its message and the remedy.
 	ReasonOperatorFailed = "OperatorRegistrationFailed"
+	// ReasonOperatorRecovered: the operator had failed the Registration for
+	// a passing cause and the run recovered it (Normal); the note quotes
+	// the failure it replaced.
+	ReasonOperatorRecovered = "OperatorRegistrationRecovered"
 	// ReasonFailed: the engine's own run failed (Warning); the note names
 	// the phase.
 	ReasonFailed = "RegistrationFailed"

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/rancher/registration-engine/providers/pause"
@@ -112,6 +113,14 @@ type OperatorReport struct {
 	// Message is the operator's failure message (failed), or what has not
 	// happened yet (pending, absent).
 	Message string
+	// SecretUID and SecretResourceVersion identify the Secret this report
+	// was read from: a recovery deletes exactly that one (preconditions),
+	// so a change made since is never lost.
+	SecretUID             types.UID
+	SecretResourceVersion string
+	// Target is TargetHash of the Secret's regCode and registrationUrl:
+	// what a recovery record is kept for.
+	Target string
 }
 
 // OperatorWatch reads the operator's answer to the Secret: the Secret's
@@ -161,6 +170,17 @@ func (o *OperatorWatch) look(ctx context.Context) OperatorReport {
 	s, err := o.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return OperatorReport{State: OperatorPending, Message: fmt.Sprintf("secret %s/%s: %v", ns, name, APIError(err, Access{Verbs: []string{"get"}, Resource: "secrets/" + name, Namespace: ns}))}
+	}
+	rep := o.lookAt(ctx, ns, name, s)
+	rep.SecretUID, rep.SecretResourceVersion = s.UID, s.ResourceVersion
+	rep.Target = TargetHash(string(s.Data[KeyRegCode]), string(s.Data[KeyRegistrationURL]))
+	return rep
+}
+
+// lookAt reads the Registration made from s.
+func (o *OperatorWatch) lookAt(ctx context.Context, ns, name string, s *corev1.Secret) OperatorReport {
+	if s.DeletionTimestamp != nil {
+		return OperatorReport{State: OperatorPending, Message: terminatingMessage(s)}
 	}
 	want, ok := RegistrationName(s)
 	if !ok {

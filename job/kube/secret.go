@@ -14,6 +14,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // SecretStore writes the Registration into the operator's Secret (phase 6).
@@ -37,7 +38,10 @@ type SecretStore struct {
 	// Sleep waits between attempts; nil means a real timer. Tests inject
 	// one that returns at once.
 	Sleep func(ctx context.Context, d time.Duration) error
-	Log   *slog.Logger
+	// PollInterval is the pause between two reads while Recreate waits
+	// for a deleted Secret to go; 0 means 500 ms.
+	PollInterval time.Duration
+	Log          *slog.Logger
 	// Redact learns the code kept from the Secret when none is
 	// configured, so that a refusal quoting it is redacted like the
 	// configured one; nil learns nothing.
@@ -88,6 +92,9 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 		case err != nil:
 			return APIError(err, need)
 		}
+		if cur != nil && cur.DeletionTimestamp != nil {
+			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, terminatingMessage(cur)))
+		}
 		if cur != nil && cur.Type != "" && cur.Type != corev1.SecretTypeOpaque {
 			return failure.Permanent(fmt.Errorf("%w: %s is %q, the operator reads an Opaque Secret and a type cannot change; delete it (which deregisters the cluster) and the next run recreates it", ErrSecretType, name, cur.Type))
 		}
@@ -132,6 +139,130 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 		log.Debug("registration secret unchanged")
 	}
 	return changed, nil
+}
+
+// DefaultGoneWait bounds how long Recreate waits for the operator's
+// finalizer to let the deleted Secret go. The operator's cleanup is a few
+// API calls (measured well under a second); a minute covers a busy
+// operator without holding a run that will not succeed.
+const DefaultGoneWait = time.Minute
+
+// RecreateResult is what Recreate did.
+type RecreateResult struct {
+	// Deleted: the Secret read for the report was deleted (and is gone).
+	Deleted bool
+	// Gone is how long the operator took to let it go after the delete.
+	Gone time.Duration
+}
+
+// Recreate deletes the Secret the operator failed and writes it afresh
+// with r's values, which is what rancher/scc-operator asks for before it
+// registers again: "delete the entrypoint secret, give it time to clean up,
+// and then create a new one". The new Secret gets a new salt from the
+// operator, and with it a new Registration.
+//
+// It deletes only the Secret read for the report: uid and resourceVersion
+// are preconditions of the delete, so a change made since (a person setting
+// a new code) is a conflict, ErrSecretChanged, and nothing is deleted. An
+// empty r.RegCode keeps the code of that Secret, as Write does.
+//
+// After the delete it waits up to goneWait (0: DefaultGoneWait) until the
+// operator's finalizer has let the Secret go. One still there then is
+// ErrSecretTerminating, permanent: it is never written over (an apply to a
+// Terminating Secret would be lost with it), and later runs say so until
+// the operator has let it go.
+func (s *SecretStore) Recreate(ctx context.Context, r Registration, uid types.UID, resourceVersion string, goneWait time.Duration) (RecreateResult, error) {
+	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
+	wrap := func(err error) error { return fmt.Errorf("kube: secret %s/%s: %w", ns, name, err) }
+	need := Access{Verbs: []string{"get", "delete"}, Resource: "secrets/" + name, Namespace: ns}
+	secrets := s.Secrets.Secrets(ns)
+	var res RecreateResult
+
+	cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cur = nil
+	case err != nil:
+		return res, wrap(APIError(err, need))
+	}
+	if cur != nil {
+		if cur.UID != uid || cur.ResourceVersion != resourceVersion {
+			return res, wrap(fmt.Errorf("%w: read at uid %s resourceVersion %s, now uid %s resourceVersion %s; nothing deleted", ErrSecretChanged, uid, resourceVersion, cur.UID, cur.ResourceVersion))
+		}
+		if cur.DeletionTimestamp != nil {
+			return res, wrap(failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, terminatingMessage(cur))))
+		}
+		if r.RegCode == "" {
+			r.RegCode = string(cur.Data[KeyRegCode])
+		}
+		err := secrets.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &resourceVersion}})
+		switch {
+		case apierrors.IsConflict(err):
+			return res, wrap(fmt.Errorf("%w: the delete's precondition (uid %s, resourceVersion %s) failed; nothing deleted: %v", ErrSecretChanged, uid, resourceVersion, err))
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return res, wrap(APIError(err, need))
+		default:
+			res.Deleted = true
+		}
+		t := time.Now()
+		if err := s.waitGone(ctx, uid, orDuration(goneWait, DefaultGoneWait)); err != nil {
+			return res, wrap(err)
+		}
+		res.Gone = time.Since(t)
+		logger(s.Log).Info("registration secret deleted; the operator let it go", slog.String("secret", ns+"/"+name), slog.Int64("goneMs", res.Gone.Milliseconds()))
+	}
+	if _, err := s.Write(ctx, r); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// waitGone polls until the Secret of uid is gone (or replaced by another
+// one), up to wait.
+func (s *SecretStore) waitGone(ctx context.Context, uid types.UID, wait time.Duration) error {
+	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	interval := orDuration(s.PollInterval, 500*time.Millisecond)
+	var last *corev1.Secret
+	for {
+		cur, err := s.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err == nil && cur.UID != uid:
+			return nil
+		case err == nil:
+			last = cur
+		}
+		if pause.For(ctx, interval) != nil {
+			msg := fmt.Sprintf("still there %s after the delete", wait)
+			if last != nil {
+				msg = terminatingMessage(last)
+			}
+			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, msg))
+		}
+	}
+}
+
+// terminatingMessage says what holds a deleted Secret: the finalizers left
+// and since when. The operator's finalizer runs only while the operator
+// does.
+func terminatingMessage(s *corev1.Secret) string {
+	since := ""
+	if s.DeletionTimestamp != nil {
+		since = fmt.Sprintf(" since %s (%s ago)", s.DeletionTimestamp.UTC().Format(time.RFC3339), time.Since(s.DeletionTimestamp.Time).Round(time.Second))
+	}
+	return fmt.Sprintf("%s/%s is being deleted%s and waits for its finalizers %v; rancher/scc-operator removes its finalizer once it has cleaned up, which needs it running; the engine never writes over a Secret being deleted, and writes it afresh once it is gone",
+		s.Namespace, s.Name, since, s.Finalizers)
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 // Check fails, before the run changes anything in the cluster, when Write

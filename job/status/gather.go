@@ -128,7 +128,7 @@ func (g *gatherer) access(object string, err error) Access {
 func (g *gatherer) cronJobAndJobs(ctx context.Context) (pods []corev1.Pod, podsRead bool) {
 	ns := g.opts.Namespace
 	cj := &g.r.CronJob
-	cj.Name, cj.InClusterDNS = kube.CronJobName, true
+	cj.Name, cj.InClusterDNS, cj.OperatorRecovery = kube.CronJobName, true, true
 	c, err := g.src.CronJob(ctx, ns, kube.CronJobName)
 	if cj.Access = g.access(ns+"/cronjobs/"+kube.CronJobName, err); cj.Access == Read {
 		cj.Schedule = c.Spec.Schedule
@@ -140,6 +140,9 @@ func (g *gatherer) cronJobAndJobs(ctx context.Context) (pods []corev1.Pod, podsR
 			for _, e := range ctr.Env {
 				if e.Name == "IN_CLUSTER_DNS" && e.ValueFrom == nil && strings.EqualFold(strings.TrimSpace(e.Value), "false") {
 					cj.InClusterDNS = false
+				}
+				if e.Name == "OPERATOR_RECOVERY" && e.ValueFrom == nil && strings.EqualFold(strings.TrimSpace(e.Value), "false") {
+					cj.OperatorRecovery = false
 				}
 			}
 		}
@@ -245,6 +248,11 @@ func (g *gatherer) lease(ctx context.Context, pods []corev1.Pod, podsRead bool) 
 	}
 	l.Holder = ptrValue(le.Spec.HolderIdentity)
 	l.Since = microTime(le.Spec.AcquireTime)
+	if rec, ok, err := kube.ParseRecoveryRecord(le.Annotations); err != nil {
+		l.RecoveryError = err.Error()
+	} else if ok {
+		l.Recovery = &rec
+	}
 	until := leaseUntil(le)
 	if !until.IsZero() {
 		l.Until = &until
@@ -296,6 +304,7 @@ func (g *gatherer) secret(ctx context.Context) *corev1.Secret {
 	}
 	s.RegistrationType = string(sec.Data[kube.KeyRegistrationType])
 	s.RegistrationURL = string(sec.Data[kube.KeyRegistrationURL])
+	s.Target = kube.TargetHash(string(sec.Data[kube.KeyRegCode]), s.RegistrationURL)
 	if u, err := url.Parse(s.RegistrationURL); err == nil {
 		s.Host = u.Hostname()
 	}
@@ -551,6 +560,8 @@ func (o *Operator) describe(reg *kube.SCCRegistration) {
 	}
 	if msg, failed := reg.Failed(); failed {
 		o.Message = msg
+		v := kube.ClassifyOperatorFailure(msg)
+		o.Cause, o.Recoverable, o.CodeRefused = v.Cause, v.Recoverable, v.CodeRefused()
 	}
 }
 

@@ -520,3 +520,32 @@ func TestShadowCandidate(t *testing.T) {
 		})
 	}
 }
+
+// TestGatherRecoveryRecord: status reads the engine's recovery record from
+// its Lease and shows it, with the command that clears it, next to what
+// the engine makes of the operator's failure.
+func TestGatherRecoveryRecord(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const msg = "Cannot register system to SCC: Error: Registration server returned 'Service Unavailable' (503)"
+	rec := `{"attempts":1,"time":"2026-11-30T06:00:00Z","cause":"HTTP 503 Service Unavailable","message":"` + msg + `","outcome":"failed","registration":"scc-registration-abc","target":"0123456789ab"}`
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{kube.AnnotationRecovery: rec}}}
+	src := &source{lease: lease, registration: &kube.SCCRegistration{Name: "scc-registration-abc", Conditions: []kube.RegistrationCondition{{Type: "Failure", Status: "True", Message: msg}}},
+		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Labels: map[string]string{kube.LabelSalt: "s", kube.LabelNameSuffix: "abc"}}}}
+
+	r := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
+	require.NotNil(t, r.Lease.Recovery)
+	assert.Equal(t, 1, r.Lease.Recovery.Attempts)
+	assert.True(t, r.Operator.Recoverable)
+	var text strings.Builder
+	require.NoError(t, r.WriteText(&text))
+	out := text.String()
+	assert.Contains(t, out, "last recovery 2026-11-30T06:00:00Z: failed (Registration scc-registration-abc)")
+	assert.Contains(t, out, "1 of 3 in a row for cause HTTP 503 Service Unavailable")
+	assert.Contains(t, out, "annotate lease registration-engine registration-engine.cattle.io/operator-recovery-")
+	assert.Contains(t, out, "(cause HTTP 503 Service Unavailable: a retry can fix it)")
+
+	lease.Annotations[kube.AnnotationRecovery] = "{not json"
+	r = Gather(context.Background(), src, Options{Exits: testExits, Now: now})
+	assert.Nil(t, r.Lease.Recovery)
+	assert.NotEmpty(t, r.Lease.RecoveryError)
+}

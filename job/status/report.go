@@ -1,6 +1,10 @@
 package status
 
-import "time"
+import (
+	"time"
+
+	"github.com/rancher/registration-engine/job/kube"
+)
 
 // Report is everything status found, verdict first. It is also the -o json
 // document, so its field names are an interface for scripts: add fields,
@@ -70,6 +74,9 @@ type CronJob struct {
 	// InClusterDNS is the CronJob's IN_CLUSTER_DNS (default true): whether
 	// the engine keeps the CoreDNS entry, and so whether status checks it.
 	InClusterDNS bool `json:"inClusterDns"`
+	// OperatorRecovery is the CronJob's OPERATOR_RECOVERY (default true):
+	// whether its runs recover a Registration failed for a passing cause.
+	OperatorRecovery bool `json:"operatorRecovery"`
 }
 
 // Jobs are the engine's most recent Jobs, newest first.
@@ -143,6 +150,11 @@ type Lease struct {
 	// HolderGone is true when the holder's pod no longer runs (or was
 	// never seen): a run that died holding the Lease.
 	HolderGone bool `json:"holderGone,omitempty"`
+	// Recovery is the engine's record of its recoveries of Failed
+	// Registrations (the Lease's annotation); nil when there is none.
+	Recovery *kube.RecoveryRecord `json:"recovery,omitempty"`
+	// RecoveryError says why the record could not be read.
+	RecoveryError string `json:"recoveryError,omitempty"`
 }
 
 // Secret is the operator's Secret, as far as it may be shown: never the
@@ -159,7 +171,10 @@ type Secret struct {
 	RegistrationType string         `json:"registrationType,omitempty"`
 	RegistrationURL  string         `json:"registrationUrl,omitempty"`
 	// Host is the registrationUrl's host name.
-	Host         string    `json:"host,omitempty"`
+	Host string `json:"host,omitempty"`
+	// Target is kube.TargetHash of the code and URL, which the recovery
+	// record is kept for (never the code itself).
+	Target       string    `json:"target,omitempty"`
 	Certificate  *Cert     `json:"certificate,omitempty"`
 	InstanceData *Document `json:"instanceData,omitempty"`
 }
@@ -253,6 +268,12 @@ type Operator struct {
 	ActiveSince  *time.Time  `json:"activeSince,omitempty"`
 	// Message is the Failure condition's message, the operator's words.
 	Message string `json:"message,omitempty"`
+	// Cause and Recoverable are what the engine makes of Message
+	// (kube.ClassifyOperatorFailure): whether a run can recover it.
+	Cause       string `json:"cause,omitempty"`
+	Recoverable bool   `json:"recoverable,omitempty"`
+	// CodeRefused: the update server refused the registration code.
+	CodeRefused bool `json:"codeRefused,omitempty"`
 	// APIInstalled: registrations.scc.cattle.io is served. Nil: unknown.
 	APIInstalled *bool `json:"apiInstalled,omitempty"`
 	// Leader is the operator's leader Lease (kube-system/scc-controllers).

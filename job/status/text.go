@@ -103,6 +103,21 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		section("Lease", line)
 	}
+	switch rec := l.Recovery; {
+	case l.RecoveryError != "":
+		section("Recovery", "record unreadable: "+l.RecoveryError)
+	case rec != nil:
+		line := fmt.Sprintf("last recovery %s: %s", stamp(rec.Time), rec.Outcome)
+		if rec.Registration != "" {
+			line += " (Registration " + rec.Registration + ")"
+		}
+		lines := []string{line, fmt.Sprintf("%d of %d in a row for cause %s", rec.Attempts, kube.MaxRecoveries, rec.Cause)}
+		if rec.Message != "" {
+			lines = append(lines, fmt.Sprintf("operator said: %q", rec.Message))
+		}
+		lines = append(lines, fmt.Sprintf("clear it: kubectl -n %s annotate lease %s %s-", ns, l.Name, kube.AnnotationRecovery))
+		section("Recovery", lines...)
+	}
 
 	s := r.Secret
 	if s.Access != Read {
@@ -209,7 +224,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		lines = append(lines, "current condition "+o.Current+", activated "+fmt.Sprint(o.Activated), "conditions: "+strings.Join(conds, " "))
 		if o.Message != "" {
-			lines = append(lines, fmt.Sprintf("failure: %q", o.Message))
+			kind := "needs a person"
+			if o.Recoverable {
+				kind = "a retry can fix it"
+			}
+			lines = append(lines, fmt.Sprintf("failure: %q (cause %s: %s)", o.Message, o.Cause, kind))
 		}
 	}
 	if o.APIInstalled != nil && !*o.APIInstalled {

@@ -288,12 +288,7 @@ func (d decider) operator() Verdict {
 	s := r.Secret
 	switch o.State {
 	case kube.OperatorFailed:
-		msg := o.Message
-		if msg == "" {
-			msg = "no message"
-		}
-		return action(fmt.Sprintf("rancher/scc-operator's Registration %s failed: %q", o.Registration, msg),
-			fmt.Sprintf("the operator does not retry; fix the cause, then delete and recreate %s: kubectl -n %s delete secret %s && %s", s.Name, r.Namespace, s.Name, d.runNow()))
+		return d.operatorFailed()
 	case kube.OperatorAbsent:
 		why := "no operator holds its leader Lease " + o.Leader.Name
 		if o.APIInstalled != nil && !*o.APIInstalled {
@@ -325,6 +320,42 @@ func (d decider) operator() Verdict {
 		return unknown(fmt.Sprintf("cannot tell whether rancher/scc-operator runs: its leader Lease %s is %s", o.Leader.Name, o.Leader.Access),
 			remedy(o.Leader.Access, "run status with credentials that may read it"))
 	}
+}
+
+// operatorFailed says who fixes a Failed Registration: the engine's next
+// run, for a passing cause it may still recover, or a person.
+func (d decider) operatorFailed() Verdict {
+	r := d.r
+	o := r.Operator
+	s := r.Secret
+	msg := o.Message
+	if msg == "" {
+		msg = "no message"
+	}
+	what := fmt.Sprintf("rancher/scc-operator's Registration %s failed: %q", o.Registration, msg)
+	manual := fmt.Sprintf("fix the cause, then delete and recreate %s: kubectl -n %s delete secret %s && %s", s.Name, r.Namespace, s.Name, d.runNow())
+	clear := fmt.Sprintf("kubectl -n %s annotate lease %s %s-", r.Namespace, r.Lease.Name, kube.AnnotationRecovery)
+	if o.CodeRefused {
+		return action(what, fmt.Sprintf("needs you (%s: the update server refused the registration code, so the engine does not delete anything): put a valid code in the Secret registration-code (key regCode) or REGISTRATION_CODE, then run the engine: %s; the operator registers the new code afresh, with no delete", o.Cause, d.runNow()))
+	}
+	if !o.Recoverable {
+		return action(what, fmt.Sprintf("needs you (%s: another attempt with the same values fails the same way, so the engine does not delete anything): %s", o.Cause, manual))
+	}
+	if !r.CronJob.OperatorRecovery {
+		return action(what, fmt.Sprintf("needs you: the cause (%s) is one a retry can fix, but the CronJob sets OPERATOR_RECOVERY=false: %s", o.Cause, manual))
+	}
+	rec := r.Lease.Recovery
+	if rec != nil && rec.Exhausted(s.Target, o.Cause) {
+		return action(what, fmt.Sprintf("needs you: %d recoveries in a row, the last at %s, ended with the same cause (%s), so the engine stopped; fix what fails, then clear the record so the next run recovers: %s", rec.Attempts, stamp(rec.Time), o.Cause, clear))
+	}
+	if o.Leader.Access == Read && !o.Leader.Alive {
+		return action(what, fmt.Sprintf("needs you: rancher/scc-operator is not running (no live holder of %s), and the engine deletes nothing until it runs; start it, and the next run recovers (cause %s)", o.Leader.Name, o.Cause))
+	}
+	attempt := 1
+	if rec != nil {
+		attempt = rec.Next(s.Target, o.Cause)
+	}
+	return notYet(what, fmt.Sprintf("recovering automatically at the next run (attempt %d of %d, cause %s); to recover now: %s", attempt, kube.MaxRecoveries, o.Cause, d.runNow()))
 }
 
 func action(what, next string) Verdict {

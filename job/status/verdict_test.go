@@ -94,3 +94,62 @@ func TestDecide(t *testing.T) {
 // verdicts, so a code hard-wired here fails the tests; the engine's
 // permanent exit code is the real one (2) that the test pods carry.
 var testExits = ExitCodes{NotYet: 11, ActionNeeded: 12, EnginePermanent: 2}
+
+// TestDecideFailedRegistration: a Failed Registration is "recovering
+// automatically at the next run" only when the next run will: the cause
+// is one a retry can fix, OPERATOR_RECOVERY is on, the operator runs, and
+// the recoveries in a row have not run out. Otherwise it needs a person,
+// and status says why.
+func TestDecideFailedRegistration(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const target = "0123456789ab"
+	failed := func(msg string) func(r *Report) {
+		return func(r *Report) {
+			v := kube.ClassifyOperatorFailure(msg)
+			r.CronJob.OperatorRecovery = true
+			r.Secret.Target = target
+			r.Operator = Operator{State: kube.OperatorFailed, Adopted: true, Access: Read, Registration: "scc-registration-abc",
+				Message: msg, Cause: v.Cause, Recoverable: v.Recoverable, CodeRefused: v.CodeRefused(),
+				Leader: LeaderLease{Name: "kube-system/scc-controllers", Access: Read, Holder: "op-1", Alive: true}}
+		}
+	}
+	const msg503 = "Cannot register system to SCC: Error: Registration server returned 'Service Unavailable' (503)"
+	const msg401 = "non-recoverable HTTP error encountered; to reregister Rancher, resolve connection issues then try again. Original error: Cannot register system to SCC: Error: Registration server returned 'Unknown Registration Code.' (401)"
+	tests := map[string]struct {
+		change    []func(r *Report)
+		wantState string
+		want      string
+	}{
+		"503: the next run recovers it": {change: []func(*Report){failed(msg503)}, wantState: StateNotYet,
+			want: "recovering automatically at the next run (attempt 1 of 3, cause HTTP 503 Service Unavailable)"},
+		"503 after one failed recovery: attempt 2": {change: []func(*Report){failed(msg503), func(r *Report) {
+			r.Lease.Recovery = &kube.RecoveryRecord{Attempts: 1, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryFailed, Target: target, Time: now.Add(-6 * time.Hour)}
+		}}, wantState: StateNotYet, want: "(attempt 2 of 3, cause HTTP 503 Service Unavailable)"},
+		"503 after three: needs you, with the command that clears the record": {change: []func(*Report){failed(msg503), func(r *Report) {
+			r.Lease.Recovery = &kube.RecoveryRecord{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryFailed, Target: target, Time: now.Add(-6 * time.Hour)}
+		}}, wantState: StateActionNeeded, want: "needs you: 3 recoveries in a row, the last at 2026-11-30T06:00:00Z, ended with the same cause (HTTP 503 Service Unavailable), so the engine stopped; fix what fails, then clear the record so the next run recovers: kubectl -n cattle-scc-system annotate lease registration-engine registration-engine.cattle.io/operator-recovery-"},
+		"three for another code do not count": {change: []func(*Report){failed(msg503), func(r *Report) {
+			r.Lease.Recovery = &kube.RecoveryRecord{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryFailed, Target: "another", Time: now}
+		}}, wantState: StateNotYet, want: "attempt 1 of 3"},
+		"401: needs you, a new code": {change: []func(*Report){failed(msg401)}, wantState: StateActionNeeded,
+			want: "needs you (HTTP 401 Unauthorized: the update server refused the registration code, so the engine does not delete anything): put a valid code in the Secret registration-code"},
+		"x509: needs you": {change: []func(*Report){failed(`Cannot register system to SCC: Post "https://smt-azure.susecloud.net/connect/subscriptions/systems": tls: failed to verify certificate: x509: certificate signed by unknown authority`)},
+			wantState: StateActionNeeded, want: "needs you (certificate signed by unknown authority: another attempt with the same values fails the same way"},
+		"recovery off: needs you": {change: []func(*Report){failed(msg503), func(r *Report) { r.CronJob.OperatorRecovery = false }},
+			wantState: StateActionNeeded, want: "OPERATOR_RECOVERY=false"},
+		"operator stopped: needs you to start it": {change: []func(*Report){failed(msg503), func(r *Report) { r.Operator.Leader.Alive = false }},
+			wantState: StateActionNeeded, want: "rancher/scc-operator is not running"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := registered(now)
+			for _, c := range tc.change {
+				c(r)
+			}
+			v := Decide(r, now, testExits)
+			assert.Equal(t, tc.wantState, v.State, v.Line)
+			assert.Contains(t, v.Line, tc.want)
+			assert.Contains(t, v.Line, "Registration scc-registration-abc failed")
+		})
+	}
+}
