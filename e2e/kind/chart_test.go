@@ -44,13 +44,18 @@ var fakecloudEnv = []string{
 func (c *kindCluster) installChart(t *testing.T, ctx context.Context, layout string) {
 	t.Helper()
 	// The overlay's settings are what the fake cloud in this cluster
-	// serves: its extension and plan, its endpoints and files.
-	cj, err := c.cs.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
-	require.NoError(t, err)
-	overlay := map[string]string{}
-	for _, e := range engineContainer(t, &cj.Spec.JobTemplate.Spec.Template.Spec).Env {
-		overlay[e.Name] = e.Value
+	// serves: its extension and plan, its endpoints and files. A later
+	// install finds the chart's CronJob gone and the overlay's replaced,
+	// so they are read once.
+	if c.overlayEnv == nil {
+		cj, err := c.cs.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
+		require.NoError(t, err)
+		c.overlayEnv = map[string]string{}
+		for _, e := range engineContainer(t, &cj.Spec.JobTemplate.Spec.Template.Spec).Env {
+			c.overlayEnv[e.Name] = e.Value
+		}
 	}
+	overlay := c.overlayEnv
 	regionCert, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/certs/"+fakecloudHost+".pem", nil).DoRaw(ctx)
 	require.NoError(t, err, "the fake region server's certificate")
 	repo, image, ok := strings.Cut(c.s.image, ":")

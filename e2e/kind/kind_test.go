@@ -470,6 +470,10 @@ type kindCluster struct {
 	cfg        *rest.Config
 	cs         kubernetes.Interface
 	dyn        dynamic.Interface
+	// overlayEnv is the overlay's engine settings (what the fake cloud
+	// serves), read by the first chart install, before that install
+	// replaces the overlay's CronJob.
+	overlayEnv map[string]string
 }
 
 func createCluster(t *testing.T, s settings) *kindCluster {
