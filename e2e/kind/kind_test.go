@@ -356,8 +356,17 @@ func TestKind(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, coreRV, core.ResourceVersion, "nobody wrote the coredns ConfigMap")
 		assert.Empty(t, reverted, "the addon manager had nothing to revert")
-		announce := c.announce(t, ctx, chartRegCode)
-		assert.Equal(t, updateServer, announce.ServerName)
+		// The chart's code registered once before, in the previous case;
+		// this install's announce is the second.
+		var announces []fakecloud.SCCRequest
+		for _, r := range c.sccRequests(t, ctx) {
+			if r.Path == "/connect/subscriptions/systems" && r.RegCode == chartRegCode {
+				announces = append(announces, r)
+			}
+		}
+		require.Len(t, announces, 2, "the previous chart install's announce and this one's")
+		assert.Equal(t, updateServer, announces[1].ServerName, "the operator dialled the update server by its name (SNI)")
+		assert.Equal(t, http.StatusCreated, announces[1].Status)
 		t.Logf("proved: on AKS's CoreDNS layout (AKS's Corefile importing custom/*.override and custom/*.server, coredns-custom mounted optional at /etc/coredns/custom, an addon-manager stand-in reconciling coredns) helm install of the chart with the Marketplace values → Job %s → rancher/scc-operator %.7s: Registration %s Done, activated=%t, never Failure (%d states), %.0fs from install to active; the engine's entry %q only in coredns-custom key %s, coredns at resourceVersion %s unchanged (%d reverts), the customer's keys %v untouched",
 			job.Name, sccoperator.CommitRMT, name, final.Activated, states, toActive.Seconds(), strings.TrimSpace(entry), inclusterdns.DefaultHostsKey, core.ResourceVersion, len(reverted), slices.Sorted(maps.Keys(aksUserKeys)))
 	})
