@@ -19,26 +19,31 @@ mode=${1:-build}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# group NAME CURRENT: in plan mode, say whether NAME is current and return 1
-# (skip the build); in build mode, return 0 when NAME must be built.
+# group NAME: NAME_current says whether group NAME is up to date. In plan
+# mode, say so and return 1 (skip the build); in build mode, return 0 when
+# NAME must be built.
 group() {
+  local check=${1//-/_}_current
   if [[ $mode == plan ]]; then
-    if eval "$2"; then echo "current $1"; else echo "stale $1"; fi
+    if "$check"; then echo "current $1"; else echo "stale $1"; fi
     return 1
   fi
-  ! eval "$2"
+  ! "$check"
 }
 # same A B: the two files exist and are byte for byte the same.
 same() { [[ -f "$1" && -f "$2" ]] && cmp -s "$1" "$2"; }
 
 # 1. What the real-control-plane tests already build; copied, never rebuilt
-# here, so the two tiers share one build.
+# here, so the two tiers share one build. Current when the testbin script
+# finds its own build current and the copies are that build.
 testbin=(etcd kube-apiserver kube-controller-manager kubectl)
 testbin_current() {
-  local b
+  local b built
+  built=$(K8S_VERSION=$K8S_VERSION ETCD_VERSION=$ETCD_VERSION "$REPO/e2e/scripts/k8s-testbin.sh" plan "$K8S_TESTBIN" 2>/dev/null) || return 1
+  [[ $built == current* ]] || return 1
   for b in "${testbin[@]}"; do same "$K8S_TESTBIN/$b" "$BINDIR/$b" || return 1; done
 }
-if group testbin testbin_current; then
+if group testbin; then
   K8S_VERSION=$K8S_VERSION ETCD_VERSION=$ETCD_VERSION "$REPO/e2e/scripts/k8s-testbin.sh" "$K8S_TESTBIN" >&2
   for b in "${testbin[@]}"; do
     cmp -s "$K8S_TESTBIN/$b" "$BINDIR/$b" || cp "$K8S_TESTBIN/$b" "$BINDIR/$b"
@@ -48,7 +53,8 @@ fi
 # 2. The node's own Kubernetes programs, by the same scratch-module recipe
 # as the testbin (e2e/scripts/k8s-build.sh).
 s_node="k8s=$K8S_VERSION go=$GO_VERSION"
-if group k8s-node 'fresh k8s-node "$s_node" && [[ -x "$BINDIR/kubelet" && -x "$BINDIR/kubeadm" && -x "$BINDIR/kube-scheduler" && -x "$BINDIR/kube-proxy" ]]'; then
+k8s_node_current() { fresh k8s-node "$s_node" && [[ -x "$BINDIR/kubelet" && -x "$BINDIR/kubeadm" && -x "$BINDIR/kube-scheduler" && -x "$BINDIR/kube-proxy" ]]; }
+if group k8s-node; then
   log "building kubelet, kubeadm, kube-scheduler, kube-proxy v$K8S_VERSION (cold: ~10 min on 2 cores)"
   start=$(date +%s)
   "$REPO/e2e/scripts/k8s-build.sh" "$K8S_VERSION" "$BINDIR" kubelet kubeadm kube-scheduler kube-proxy
@@ -59,7 +65,8 @@ fi
 # 3. crictl, which kind's node ships (the proxy serves only some versions;
 # v1.37.0 is one; v1.35.0 is not).
 s_crictl="crictl=$CRICTL_VERSION go=$GO_VERSION"
-if group crictl 'fresh crictl "$s_crictl" && [[ -x "$BINDIR/crictl" ]]'; then
+crictl_current() { fresh crictl "$s_crictl" && [[ -x "$BINDIR/crictl" ]]; }
+if group crictl; then
   log "building crictl v$CRICTL_VERSION"
   GOBIN=$work/gobin go install -trimpath -ldflags '-s -w' "sigs.k8s.io/cri-tools/cmd/crictl@v$CRICTL_VERSION"
   mv "$work/gobin/crictl" "$BINDIR/"
@@ -79,7 +86,7 @@ coredns_current() {
   built=$(CACHE_DIR=$CACHE_DIR COREDNS_VERSION=$v "$REPO/e2e/scripts/coredns-bin.sh" plan) || return 1
   [[ $built == current* ]] && same "${built#current }" "$BINDIR/coredns"
 }
-if group coredns coredns_current; then
+if group coredns; then
   COREDNS_VERSION=$(coredns_version) || true
   [[ -n "$COREDNS_VERSION" ]] || die "kubeadm names no coredns image"
   coredns=$(CACHE_DIR=$CACHE_DIR COREDNS_VERSION=$COREDNS_VERSION "$REPO/e2e/scripts/coredns-bin.sh")
@@ -88,7 +95,8 @@ fi
 
 # 5. The sandbox ("pause") program: ours, from this repository.
 s_pause="pause=$(sha256sum "$REPO/e2e/kind/cmd/pause/main.go" | cut -c1-16) go=$GO_VERSION"
-if group pause 'fresh pause "$s_pause" && [[ -x "$BINDIR/pause" ]]'; then
+pause_current() { fresh pause "$s_pause" && [[ -x "$BINDIR/pause" ]]; }
+if group pause; then
   (cd "$REPO" && go build -trimpath -ldflags '-s -w' -o "$BINDIR/pause" ./e2e/kind/cmd/pause)
   stamp pause "$s_pause"
 fi

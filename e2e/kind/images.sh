@@ -35,6 +35,14 @@ image_id() {
 # stamp hashes these files themselves, so it follows whatever built them
 # and reads no other script's stamps.
 NODE_PROGRAMS=(etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl crictl coredns pause)
+# up_to_date NAME STAMP IMAGE…: $STAMPS/NAME records STAMP and the daemon
+# has every IMAGE.
+up_to_date() {
+  local name=$1 s=$2 i
+  shift 2
+  fresh "$name" "$s" || return 1
+  for i; do image_exists "$i" || return 1; done
+}
 # packed: one line per program, its hash or "missing".
 packed() {
   local p
@@ -65,11 +73,10 @@ debootstrap_to() {
 
 # ------------------------------------------------------------ base images
 base_images_stamp() { echo "suite=$DEBIAN_SUITE recipe=$(recipe base_images)$(recipe debootstrap_to)"; }
-base_images_current() { fresh base-images "$(base_images_stamp)" && image_exists "$DEBIAN_IMAGE" && image_exists "$STATIC_IMAGE"; }
 base_images() {
-  base_images_current && return
   local s
   s=$(base_images_stamp)
+  up_to_date base-images "$s" "$DEBIAN_IMAGE" "$STATIC_IMAGE" && return
   local root=$work/debian
   debootstrap_to "$root" ca-certificates,iptables,conntrack
   tar -C "$root" -c . | "$DOCKER" import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$DEBIAN_IMAGE" >/dev/null
@@ -98,11 +105,10 @@ base_images() {
 # (only the build stage sees it; no image we ship carries it).
 GO_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 go_image_stamp() { echo "go=$GO_VERSION base=$(image_id "$DEBIAN_IMAGE") ca=$(sha256sum < "$GO_CA_BUNDLE" | cut -c1-16) recipe=$(recipe go_image)"; }
-go_image_current() { fresh go-image "$(go_image_stamp)" && image_exists "$GO_IMAGE"; }
 go_image() {
-  go_image_current && return
   local bundle=$GO_CA_BUNDLE s
   s=$(go_image_stamp)
+  up_to_date go-image "$s" "$GO_IMAGE" && return
   log "building $GO_IMAGE from $(go env GOROOT)"
   local ctx=$work/goctx
   mkdir -p "$ctx"
@@ -147,12 +153,11 @@ operator_image_stamp() {
   [[ -f "$OPERATOR_BIN" ]] && h=$(sha256sum < "$OPERATOR_BIN" | cut -c1-16)
   echo "bin=$h base=$(image_id "$STATIC_IMAGE") recipe=$(recipe operator_image)"
 }
-operator_image_current() { [[ -x "$OPERATOR_BIN" ]] && fresh operator-image "$(operator_image_stamp)" && image_exists "$OPERATOR_IMAGE"; }
 operator_image() {
-  operator_image_current && return
   local bin=$OPERATOR_BIN s
   [[ -x "$bin" ]] || die "no rancher/scc-operator at $bin (e2e/scripts/scc-operator.sh $SCC_OPERATOR_COMMIT builds it)"
   s=$(operator_image_stamp)
+  up_to_date operator-image "$s" "$OPERATOR_IMAGE" && return
   local ctx=$work/opctx
   mkdir -p "$ctx"
   cp "$bin" "$ctx/scc-operator"
@@ -175,23 +180,27 @@ operator_image() {
 #     programs of bins.sh and preloaded in containerd's k8s.io namespace;
 #   - a static ptp/host-local CNI config instead of kindnetd (one node needs
 #     no overlay); /kind/manifests/default-cni.yaml only records it.
-# The node's stamp: the versions, the hash of every program it packs, its
+# node_image_stamp [PACKED]: the node's stamp: the versions, the hash of
+# every program it packs (PACKED, packed's output, when already read), its
 # recipe, and the bases its control-plane images are built on.
 node_image_stamp() {
+  local p=${1:-$(packed)}
   echo "k8s=$K8S_VERSION etcd=$ETCD_VERSION kind=$KIND_VERSION suite=$DEBIAN_SUITE" \
-    "programs=$(packed | sha256sum | cut -c1-16) recipe=$(recipe node_image)$(recipe debootstrap_to)" \
+    "programs=$(sha256sum <<< "$p" | cut -c1-16) recipe=$(recipe node_image)$(recipe debootstrap_to)" \
     "bases=$(image_id "$DEBIAN_IMAGE" "$STATIC_IMAGE" | sha256sum | cut -c1-16)"
 }
-node_image_current() { fresh node-image "$(node_image_stamp)" && image_exists "$NODE_IMAGE"; }
 node_image() {
-  if node_image_current; then
+  # The programs are hashed once (about 700 MB): for the stamp and for
+  # the list of those missing.
+  local kind_dir s p missing
+  p=$(packed)
+  s=$(node_image_stamp "$p")
+  if up_to_date node-image "$s" "$NODE_IMAGE"; then
     log "node image $NODE_IMAGE is up to date"
     return
   fi
-  local kind_dir s missing
-  missing=$(packed | sed -n 's/ missing$//p' | tr '\n' ' ')
+  missing=$(sed -n 's/ missing$//p' <<< "$p" | tr '\n' ' ')
   [[ -z "$missing" ]] || die "the node packs programs bins.sh has not built into $BINDIR: $missing(run e2e/kind/bins.sh)"
-  s=$(node_image_stamp)
   kind_dir=$(cd "$REPO" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | jq -r .Dir)
 
   # 1. Control-plane images, named exactly as kubeadm will ask for them.
@@ -312,16 +321,26 @@ node_image() {
   log "built $NODE_IMAGE ($("$DOCKER" image inspect -f '{{.Size}}' "$NODE_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
+# stamps: each image's name in $STAMPS, the stamp it must record to be
+# current, and the images that must exist; one line each, tab-separated.
+# The builds above and plan below decide by the same lines.
+stamps() {
+  printf 'base-images\t%s\t%s\n' "$(base_images_stamp)" "$DEBIAN_IMAGE $STATIC_IMAGE"
+  printf 'go-image\t%s\t%s\n' "$(go_image_stamp)" "$GO_IMAGE"
+  printf 'operator-image\t%s\t%s\n' "$(operator_image_stamp)" "$OPERATOR_IMAGE"
+  printf 'node-image\t%s\t%s\n' "$(node_image_stamp)" "$NODE_IMAGE"
+}
 # plan: whether each image is current or would be built, without building
 # or pulling anything; works from an empty cache and with no daemon.
 plan() {
-  local a
-  for a in base_images go_image operator_image node_image; do
-    if "${a}_current"; then echo "current ${a//_/-}"; else echo "stale ${a//_/-}"; fi
-  done
+  local name s images
+  while IFS=$'\t' read -r name s images; do
+    # shellcheck disable=SC2086 # images is a space-separated list
+    if up_to_date "$name" "$s" $images; then echo "current $name"; else echo "stale $name"; fi
+  done < <(stamps)
 }
 
-# images.sh [base|engine|operator|node|plan]…: only those steps (default: all of them).
+# images.sh [base|engine|operator|node|plan|stamps]…: only those steps (default: all of them).
 for step in "${@:-all}"; do
   case "$step" in
     base) base_images ;;
@@ -330,7 +349,8 @@ for step in "${@:-all}"; do
     node) base_images; node_image ;;
     all) base_images; go_image; node_image; operator_image; engine_images ;;
     plan) plan; exit 0 ;;
-    *) die "unknown step $step (base, engine, operator, node, plan, all)" ;;
+    stamps) stamps; exit 0 ;;
+    *) die "unknown step $step (base, engine, operator, node, plan, stamps, all)" ;;
   esac
 done
 log "images ready"

@@ -21,7 +21,7 @@ import (
 // Both tests run in `make test`, with no Docker and no build.
 
 var (
-	stampRead  = regexp.MustCompile(`\bfresh\s+([A-Za-z0-9_-]+)|\$\{?STAMPS\}?"?/([A-Za-z0-9_-]+)`)
+	stampRead  = regexp.MustCompile(`\b(?:fresh|up_to_date)\s+([A-Za-z0-9_-]+)|\$\{?STAMPS\}?"?/([A-Za-z0-9_-]+)`)
 	stampWrite = regexp.MustCompile(`\bstamp\s+([A-Za-z0-9_-]+)\s`)
 )
 
@@ -53,7 +53,7 @@ func TestEveryStampReadHasAWriter(t *testing.T) {
 			if strings.HasPrefix(strings.TrimSpace(line), "#") {
 				continue
 			}
-			if strings.Contains(line, "stamp()") || strings.Contains(line, "fresh()") {
+			if strings.Contains(line, "stamp()") || strings.Contains(line, "fresh()") || strings.Contains(line, "up_to_date()") {
 				continue // the helpers' own definitions in lib.sh
 			}
 			for _, m := range stampRead.FindAllStringSubmatch(line, -1) {
@@ -80,8 +80,10 @@ func TestEveryStampReadHasAWriter(t *testing.T) {
 }
 
 // From an empty cache every artifact is decided, each "stale", without an
-// error; with the programs present but never stamped, still decided. DOCKER
-// is a stand-in that has no images, as a machine without a daemon.
+// error; with the programs present but never stamped, still decided (DOCKER
+// a stand-in with no images, as a machine without a daemon). With the
+// stamps a build records and every image present, the images are current,
+// until a program the node packs changes.
 func TestBuildScriptsDecideFreshnessFromAnEmptyCache(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -122,4 +124,28 @@ func TestBuildScriptsDecideFreshnessFromAnEmptyCache(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(bindir, "kubeadm"), []byte("#!/bin/sh\necho registry.k8s.io/coredns/coredns:v0.0.0-none\n"), 0o755))
 	assert.Equal(t, wantBins, plan("bins.sh"))
 	assert.Equal(t, wantImages, plan("images.sh"))
+
+	// The other way round: a daemon that has every image, and the stamps
+	// a build records (images.sh stamps), make every image current; a
+	// rebuilt program then makes the node image, and only it, stale.
+	docker := filepath.Join(cache, "docker")
+	require.NoError(t, os.WriteFile(docker, []byte("#!/bin/sh\n[ \"$1 $2\" = \"image inspect\" ] && echo sha256:0123\n"), 0o755))
+	run := func(step string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "images.sh", step)
+		cmd.Env = append(os.Environ(), "CACHE_DIR="+cache, "DOCKER="+docker, "DOCKER_HOST=")
+		out, err := cmd.Output()
+		require.NoError(t, err, "images.sh %s", step)
+		return string(out)
+	}
+	stamps := filepath.Join(cache, "kind", "stamps")
+	for _, l := range strings.Split(strings.TrimSpace(run("stamps")), "\n") {
+		f := strings.Split(l, "\t")
+		require.Len(t, f, 3, "images.sh stamps printed %q", l)
+		require.NoError(t, os.WriteFile(filepath.Join(stamps, f[0]), []byte(f[1]+"\n"), 0o644))
+	}
+	assert.Equal(t, "current base-images\ncurrent go-image\ncurrent operator-image\ncurrent node-image\n", run("plan"))
+	require.NoError(t, os.WriteFile(filepath.Join(bindir, "kubelet"), []byte("#!/bin/sh\nexit 1\n"), 0o755))
+	assert.Equal(t, "current base-images\ncurrent go-image\ncurrent operator-image\nstale node-image\n", run("plan"),
+		"the node image's stamp follows the programs it packs")
 }

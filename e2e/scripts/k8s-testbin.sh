@@ -5,10 +5,15 @@
 # stamp in the output directory names the same versions, it exits at once.
 #
 #   e2e/scripts/k8s-testbin.sh [OUTDIR]
+#   e2e/scripts/k8s-testbin.sh plan [OUTDIR]
+#                            builds nothing: prints "current OUTDIR" when the
+#                            cached binaries are up to date, else "stale OUTDIR"
 #
 # OUTDIR defaults to $K8S_TESTBIN or
 # ${XDG_CACHE_HOME:-$HOME/.cache}/registration-engine/k8s-testbin/v$K8S_VERSION.
 set -euo pipefail
+plan=
+[[ "${1:-}" == plan ]] && { plan=1; shift; }
 here=$(cd "$(dirname "$0")" && pwd)
 
 K8S_VERSION=${K8S_VERSION:-1.37.2}
@@ -17,12 +22,20 @@ GO_VERSION=$(go env GOVERSION)
 OUT=${1:-${K8S_TESTBIN:-${XDG_CACHE_HOME:-$HOME/.cache}/registration-engine/k8s-testbin/v$K8S_VERSION}}
 STAMP="k8s=$K8S_VERSION etcd=$ETCD_VERSION go=$GO_VERSION"
 
-if [[ -f "$OUT/.stamp" && "$(cat "$OUT/.stamp")" == "$STAMP" ]]; then
+current() {
+  [[ -f "$OUT/.stamp" && "$(cat "$OUT/.stamp")" == "$STAMP" ]] || return 1
+  local b
   for b in etcd kube-apiserver kube-controller-manager kubectl; do
-    [[ -x "$OUT/$b" ]] || { echo "k8s-testbin: $OUT/$b missing, rebuilding" >&2; rm -f "$OUT/.stamp"; break; }
+    [[ -x "$OUT/$b" ]] || { echo "k8s-testbin: $OUT/$b missing" >&2; return 1; }
   done
-  [[ -f "$OUT/.stamp" ]] && { echo "k8s-testbin: cached in $OUT ($STAMP)"; exit 0; }
+}
+if current; then
+  [[ -n $plan ]] && { echo "current $OUT"; exit 0; }
+  echo "k8s-testbin: cached in $OUT ($STAMP)"
+  exit 0
 fi
+[[ -n $plan ]] && { echo "stale $OUT"; exit 0; }
+rm -f "$OUT/.stamp"
 
 mkdir -p "$OUT"
 work=$(mktemp -d)
