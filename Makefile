@@ -60,15 +60,17 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 test: testbin scc-operator helm coredns ## the unit tests, the e2e helpers' own tests, then the built binaries against the fake cloud, a real control plane and rancher/scc-operator (go test -race)
 	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '/e2e(/controlplane|/sccoperator)?$$')
 	@echo "--- end-to-end: the built binaries, then a real kube-apiserver and rancher/scc-operator (full log: _out/e2e-test.log)"
-	@mkdir -p _out; set -o pipefail; \
-	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -p 1 -v -timeout 25m ./e2e ./e2e/controlplane ./e2e/sccoperator 2>&1 \
-	  | tee _out/e2e-test.log | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|proved:|control plane (started|stopped)|^(ok|FAIL|panic)' \
-	  || { echo "e2e tests failed; the failing part of _out/e2e-test.log:"; grep -B2 -A40 -- '--- FAIL' _out/e2e-test.log | head -300; exit 1; }
+	@$(call e2e,$(K8S_TESTBIN),25m,e2e-test,./e2e ./e2e/controlplane ./e2e/sccoperator)
 	@echo "--- the control-plane tier again on Kubernetes $(K8S_LTS_VERSION) (LTS): $(LTS_TESTS) (full log: _out/e2e-lts-test.log)"
-	@set -o pipefail; \
-	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_LTS_TESTBIN) HELM_BIN=$(HELM_DIR)/helm SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -p 1 -v -timeout 15m -run '$(LTS_TESTS)' ./e2e 2>&1 \
-	  | tee _out/e2e-lts-test.log | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|proved:|control plane (started|stopped)|^(ok|FAIL|panic)' \
-	  || { echo "e2e tests on $(K8S_LTS_VERSION) failed; the failing part of _out/e2e-lts-test.log:"; grep -B2 -A40 -- '--- FAIL' _out/e2e-lts-test.log | head -300; exit 1; }
+	@$(call e2e,$(K8S_LTS_TESTBIN),15m,e2e-lts-test,-run '$(LTS_TESTS)' ./e2e)
+
+# e2e TESTBIN,TIMEOUT,LOG,ARGS: go test -v ARGS against the control plane in
+# TESTBIN, its whole output in _out/LOG.log and the PASS/FAIL and proved:
+# lines on the terminal; on a failure, the failing part of the log.
+e2e = mkdir -p _out; set -o pipefail; \
+	CGO_ENABLED=1 K8S_TESTBIN=$(1) HELM_BIN=$(HELM_DIR)/helm SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -p 1 -v -timeout $(2) $(4) 2>&1 \
+	  | tee _out/$(3).log | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|proved:|control plane (started|stopped)|^(ok|FAIL|panic)' \
+	  || { echo "e2e tests failed; the failing part of _out/$(3).log:"; grep -B2 -A40 -- '--- FAIL' _out/$(3).log | head -300; exit 1; }
 
 .PHONY: unit
 unit: ## only the unit tests: every package outside e2e/ (no built binaries, no control plane)
