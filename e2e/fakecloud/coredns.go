@@ -25,3 +25,29 @@ const KubeadmCorefile = `.:53 {
     loadbalance
 }
 `
+
+// AKSCorefile is the Corefile of AKS's kube-system/coredns ConfigMap (AKS's
+// coredns-custom documentation): it imports every coredns-custom key ending
+// in .override into the root block and every one ending in .server beside
+// it, and reloads. AKS's addon manager reverts any edit to it.
+const AKSCorefile = `.:53 {
+    errors
+    ready
+    health {
+      lameduck 5s
+    }
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+      pods insecure
+      fallthrough in-addr.arpa ip6.arpa
+      ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf
+    cache 30
+    loop
+    reload
+    loadbalance
+    import custom/*.override
+}
+import custom/*.server
+`

@@ -18,33 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 )
 
-// aksCorefile is AKS's Corefile (reference: AKS's coredns-custom docs):
-// every coredns-custom key ending in .override is imported into the root
-// block, every one ending in .server beside it.
-const aksCorefile = `.:53 {
-    errors
-    ready
-    health {
-      lameduck 5s
-    }
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-      pods insecure
-      fallthrough in-addr.arpa ip6.arpa
-      ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf
-    cache 30
-    loop
-    reload
-    loadbalance
-    import custom/*.override
-}
-import custom/*.server
-`
+// aksCorefile is AKS's Corefile, as the engine's unit tests have it.
+const aksCorefile = fakecloud.AKSCorefile
 
 // aksUserKeys are a customer's own coredns-custom keys, which the engine
 // must leave alone: an .override imported into the root block (no hosts:

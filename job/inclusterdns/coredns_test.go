@@ -29,30 +29,8 @@ const (
 	smtName = "smt-azure.susecloud.net"
 	// kindCorefile is the Corefile kind and kubeadm ship.
 	kindCorefile = fakecloud.KubeadmCorefile
-	// aksCorefile is the Corefile of AKS's coredns ConfigMap: it imports
-	// every coredns-custom key ending in .override into the root block and
-	// every one ending in .server beside it, and reloads.
-	aksCorefile = `.:53 {
-    errors
-    ready
-    health {
-      lameduck 5s
-    }
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-      pods insecure
-      fallthrough in-addr.arpa ip6.arpa
-      ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf
-    cache 30
-    loop
-    reload
-    loadbalance
-    import custom/*.override
-}
-import custom/*.server
-`
+	// aksCorefile is the Corefile of AKS's coredns ConfigMap.
+	aksCorefile = fakecloud.AKSCorefile
 )
 
 var (
