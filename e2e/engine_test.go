@@ -211,9 +211,11 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 		"extension of another cluster": {fault: "other-cluster", wantCode: 2, wantOutcome: "failed",
 			wantInLog: []string{"extension belongs to another cluster", "EXTENSION_RESOURCE_ID points at another cluster's extension"}},
 		"identity may not read the cluster": {fault: "cluster-403", wantCode: 2, wantOutcome: "failed",
-			wantInLog: []string{"Microsoft.ContainerService/managedClusters/read"}},
-		// A wrong node clock is transient in both directions: the Job
-		// retries, and succeeds once the node's time service corrects it.
+			// The engine's own hint, not the fake's 403 body it quotes.
+			wantInLog: []string{"may read the extension but not its managed cluster", "Reader on the cluster grants both reads"}},
+		// A wrong node clock is transient in both directions: exit 1, which
+		// the Job retries (TestProve shows the retry succeeding once the
+		// clock is right).
 		"node clock behind": {fault: "node-clock-behind", wantCode: 1, wantOutcome: "failed",
 			wantInLog: []string{"attested document dated ahead of the node clock", "check the node clock: it is behind"}},
 		"node clock ahead": {fault: "node-clock-ahead", wantCode: 1, wantOutcome: "failed",

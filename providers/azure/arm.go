@@ -137,7 +137,7 @@ var (
 	extensionRead = armResource{
 		what: "extension",
 		forbidden: "the identity may not read the extension: give it a role assignment with " +
-			"Microsoft.KubernetesConfiguration/extensions/read on the extension or the cluster (e.g. Reader)",
+			"Microsoft.KubernetesConfiguration/extensions/read and Microsoft.ContainerService/managedClusters/read on the cluster (Reader on the cluster grants both)",
 		notFound: "extension not found: EXTENSION_RESOURCE_ID is wrong or the extension was removed",
 	}
 	clusterRead = armResource{
@@ -170,6 +170,11 @@ func (c *armClient) getManagedCluster(ctx context.Context) (*managedCluster, err
 	var mc managedCluster
 	if err := json.Unmarshal(body, &mc); err != nil {
 		return nil, failure.Permanent(fmt.Errorf("%w: managed cluster resource is not JSON: %w", ErrARM, err))
+	}
+	// Without it there is nothing to bind: a body the engine does not
+	// understand, not another cluster's extension.
+	if strings.TrimSpace(mc.Properties.NodeResourceGroup) == "" {
+		return nil, failure.Permanent(fmt.Errorf("%w: managed cluster resource %s has no properties.nodeResourceGroup: nothing to bind this node to", ErrARM, c.clusterURL))
 	}
 	return &mc, nil
 }

@@ -56,10 +56,10 @@ var (
 	// that is ahead.
 	ErrDocumentExpired = errors.New("attested document expired")
 	// ErrDocumentNotYetValid: the signed createdOn of a document that
-	// passed every other check lies more than 5 minutes after the node
+	// passed every other check lies more than maxClockAhead after the node
 	// clock: the clock is behind. Transient, like ErrDocumentExpired: the
 	// node's time service corrects it, and the same configuration then
-	// succeeds (see Prover.checkClock).
+	// succeeds (see checkClock).
 	ErrDocumentNotYetValid = errors.New("attested document dated ahead of the node clock")
 	// ErrIntermediateUnavailable: the signer's issuing CA could not be
 	// fetched from its AIA URLs (at most two per certificate, within one

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/avast/retry-go/v4"
@@ -200,7 +201,9 @@ type compute struct {
 	AzEnvironment     string `json:"azEnvironment"`
 }
 
-// parseCompute decodes compute JSON and insists on a subscription.
+// parseCompute decodes compute JSON and insists on a subscription and a
+// resource group (which binds the extension's cluster to this node), so
+// that a compute without them stops phase 2 before any ARM request.
 func parseCompute(b []byte) (*compute, error) {
 	var c compute
 	if err := json.Unmarshal(b, &c); err != nil {
@@ -208,6 +211,9 @@ func parseCompute(b []byte) (*compute, error) {
 	}
 	if c.SubscriptionID == "" {
 		return nil, errors.New("compute metadata has no subscriptionId")
+	}
+	if strings.TrimSpace(c.ResourceGroupName) == "" {
+		return nil, errors.New("compute metadata has no resourceGroupName")
 	}
 	return &c, nil
 }

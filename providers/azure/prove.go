@@ -99,9 +99,6 @@ func (p *Prover) checkPlan(ctx context.Context) error {
 // node VM is in. Resource group names are case-insensitive in Azure, and
 // ARM and IMDS do not always agree on the case.
 func (p *Prover) bindCluster(ctx context.Context, comp *compute) error {
-	if strings.TrimSpace(comp.ResourceGroupName) == "" {
-		return fmt.Errorf("azure imds: instance compute: %w: compute metadata has no resourceGroupName", ErrIMDS)
-	}
 	mc, err := p.arm.getManagedCluster(ctx)
 	if err != nil {
 		return fmt.Errorf("azure arm: as the %s: %w", p.cfg.describeIdentity(), err)
@@ -109,9 +106,6 @@ func (p *Prover) bindCluster(ctx context.Context, comp *compute) error {
 	nrg := mc.Properties.NodeResourceGroup
 	if strings.EqualFold(nrg, comp.ResourceGroupName) {
 		return nil
-	}
-	if nrg == "" {
-		nrg = "none"
 	}
 	return failure.Permanent(fmt.Errorf("azure arm: %w: EXTENSION_RESOURCE_ID names managed cluster %q (resource group %s) "+
 		"whose node resource group is %s, but this node is in resource group %s (IMDS compute.resourceGroupName): "+
@@ -196,12 +190,13 @@ func (p *Prover) attestedDocument(ctx context.Context, subscriptionID string) (s
 		return "", fmt.Errorf("azure imds: attested document: %w: %w", ErrIMDS, err)
 	}
 
-	if err := checkClock(content, p.cfg.Clock()); err != nil {
-		return "", fmt.Errorf("azure imds: attested document: %w", err)
-	}
 	if !strings.EqualFold(content.SubscriptionID, subscriptionID) {
 		return "", failure.Permanent(fmt.Errorf("azure imds: attested document: %w: signed subscriptionId %s, compute metadata says %s",
 			ErrAttestation, content.SubscriptionID, subscriptionID))
+	}
+	// Last: only the node clock can be wrong once everything else held.
+	if err := checkClock(content, p.cfg.Clock()); err != nil {
+		return "", fmt.Errorf("azure imds: attested document: %w", err)
 	}
 	p.log.Info("attested document chain verified", "phase", "prove", "chain", describeChain(chain))
 	return sig, nil

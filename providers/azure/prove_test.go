@@ -291,6 +291,11 @@ func TestProve(t *testing.T) {
 				assert.NotErrorIs(t, err, azure.ErrAttestation)
 				assert.Contains(t, err.Error(), "check the node clock: it is behind")
 				assert.Equal(t, int32(1), e.fake.AttestedRequests.Load())
+				// What transient is for: the retry, once the clock is
+				// right, proves the same deployment.
+				e.cfg.Clock = time.Now
+				ev, _ := e.prove(t, nil, false)
+				assert.Equal(t, "westeurope", ev.RegionHint)
 			},
 		},
 		"node clock 7 hours ahead: the document has expired, transient": {

@@ -177,11 +177,12 @@ func TestReliability(t *testing.T) {
 			check: func(t *testing.T, e *env, err error) {
 				assert.Contains(t, err.Error(), "compute metadata has no resourceGroupName")
 				assert.Zero(t, e.fake.AttestedRequests.Load(), "fail closed: no document without the binding")
+				assert.Zero(t, e.fake.ARMRequests.Load(), "stopped at the compute read, before ARM")
 			},
 		},
 		"IMDS compute with non-UTF-8 bytes": {
 			setup: func(t *testing.T, e *env) {
-				e.withIMDS(t, rewrite("/metadata/instance/compute", func([]byte) []byte { return []byte("{\"subscriptionId\":\"\xff\xfe\xfd\"}") }))
+				e.withIMDS(t, rewrite("/metadata/instance/compute", func([]byte) []byte { return []byte("{\"subscriptionId\":\"\xff\xfe\xfd\",\"resourceGroupName\":\"MC_rg-fake_aks-fake_westeurope\"}") }))
 			},
 			// Garbage is not this machine's subscription: fail closed.
 			wantErr: azure.ErrSubscriptionMismatch, permanent: true,
