@@ -182,7 +182,9 @@ func TestReliability(t *testing.T) {
 		},
 		"IMDS compute with non-UTF-8 bytes": {
 			setup: func(t *testing.T, e *env) {
-				e.withIMDS(t, rewrite("/metadata/instance/compute", func([]byte) []byte { return []byte("{\"subscriptionId\":\"\xff\xfe\xfd\",\"resourceGroupName\":\"MC_rg-fake_aks-fake_westeurope\"}") }))
+				e.withIMDS(t, rewrite("/metadata/instance/compute", func([]byte) []byte {
+					return []byte("{\"subscriptionId\":\"\xff\xfe\xfd\",\"resourceGroupName\":\"MC_rg-fake_aks-fake_westeurope\"}")
+				}))
 			},
 			// Garbage is not this machine's subscription: fail closed.
 			wantErr: azure.ErrSubscriptionMismatch, permanent: true,
