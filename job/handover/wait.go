@@ -230,15 +230,18 @@ func (w *Wait) check(ctx context.Context, name string, addr netip.Addr, port int
 	// name may be answering in the name's stead.
 	st := lookup(ctx, resolve, name, addr, "")
 	abs := lookup(ctx, resolve, name+".", addr, "")
-	if st.step != "" || abs.step != "" {
-		if !sameAnswer(st, abs) {
-			if sh := w.shadowed(ctx, resolve, name, addr, st, abs); sh != nil {
-				return state{shadow: sh}
-			}
+	// A shadow may also answer beside addr (a tenant's Service with an
+	// endpoint of its own next to ours), so any difference is looked at,
+	// not only a failed lookup.
+	if !sameAnswer(st, abs) {
+		if sh := w.shadowed(ctx, resolve, name, addr, st, abs); sh != nil {
+			return state{shadow: sh}
 		}
-		if st.step != "" {
-			return st
-		}
+	}
+	if st.step != "" {
+		return st
+	}
+	if abs.step != "" {
 		return abs
 	}
 	answer := st.answer
