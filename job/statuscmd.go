@@ -24,6 +24,11 @@ var (
 	ErrActionNeeded = failure.Permanent(errors.New("status: action needed"))
 )
 
+// statusExits are the exit codes status hands job/status: its own for
+// "not yet" and "action needed", and the engine's permanent one, which it
+// reads in the Job's pods.
+var statusExits = status.ExitCodes{NotYet: ExitTransient, ActionNeeded: ExitPermanent, EnginePermanent: ExitPermanent}
+
 // RunStatus is `registration-engine status`: it reads, with the caller's
 // own credentials and without writing anything, every object the
 // registration depends on, and prints the verdict first, then the
@@ -86,7 +91,7 @@ Flags:
 	if err != nil {
 		// Still a verdict, last line and exit code as ever: a person (or a
 		// script) reads the verdict line, not client-go's advice.
-		v := status.NoCluster(err, *kubeconfig, getenv("KUBECONFIG"), status.ExitCodes{NotYet: ExitTransient, ActionNeeded: ExitPermanent})
+		v := status.NoCluster(err, *kubeconfig, getenv("KUBECONFIG"), statusExits)
 		if *output == "json" {
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
@@ -105,7 +110,7 @@ Flags:
 	defer cancel()
 	report := status.Gather(ctx, reader, status.Options{
 		Namespace: *namespace,
-		Exits:     status.ExitCodes{NotYet: ExitTransient, ActionNeeded: ExitPermanent, EnginePermanent: ExitPermanent},
+		Exits:     statusExits,
 		Inspect: func(ctx context.Context, doc []byte) (*azure.InspectReport, error) {
 			opts := inspect
 			opts.At = time.Now()

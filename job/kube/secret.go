@@ -102,8 +102,7 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 		if r.RegCode == "" {
 			kept := ""
 			if cur != nil {
-				kept = string(cur.Data[KeyRegCode])
-				s.Redact.Add(kept)
+				kept = s.keptCode(cur)
 			}
 			if kept == "" {
 				return errNoRegCode()
@@ -193,7 +192,7 @@ func (s *SecretStore) Recreate(ctx context.Context, r Registration, uid types.UI
 			return res, wrap(failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, terminatingMessage(cur))))
 		}
 		if r.RegCode == "" {
-			r.RegCode = string(cur.Data[KeyRegCode])
+			r.RegCode = s.keptCode(cur)
 		}
 		err := secrets.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &resourceVersion}})
 		switch {
@@ -283,10 +282,9 @@ func (s *SecretStore) Check(ctx context.Context, r Registration) error {
 			return errNoRegCode()
 		case err != nil:
 			return APIError(err, need)
-		case len(cur.Data[KeyRegCode]) == 0:
+		case s.keptCode(cur) == "":
 			return errNoRegCode()
 		}
-		s.Redact.Add(string(cur.Data[KeyRegCode]))
 		return nil
 	})
 	if err != nil {
@@ -350,4 +348,13 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// keptCode is the registration code in the existing Secret, which a run
+// with none configured keeps; every read of it registers it with Redact,
+// so a peer quoting it is redacted like the configured one.
+func (s *SecretStore) keptCode(cur *corev1.Secret) string {
+	code := string(cur.Data[KeyRegCode])
+	s.Redact.Add(code)
+	return code
 }

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -120,13 +121,20 @@ func (h *Handler) attr(a slog.Attr) slog.Attr {
 		switch x := v.Any().(type) {
 		case error:
 			a.Value = slog.StringValue(h.secrets.String(x.Error()))
+		case []byte:
+			// %+v of bytes is a list of numbers, which no form matches.
+			a.Value = slog.StringValue(h.secrets.String(string(x)))
 		default:
 			// A value the wrapped handler formats itself (a slice, a
 			// struct, a Stringer): if its text holds a secret, only the
 			// redacted text goes on.
+			// The JSON form is the one a JSON handler writes ([]byte
+			// inside a map or struct as base64).
 			s := fmt.Sprintf("%+v", x)
 			if red := h.secrets.String(s); red != s {
 				a.Value = slog.StringValue(red)
+			} else if j, err := json.Marshal(x); err == nil && h.secrets.String(string(j)) != string(j) {
+				a.Value = slog.StringValue(h.secrets.String(string(j)))
 			} else {
 				a.Value = v
 			}

@@ -96,6 +96,8 @@ func TestHandlerRedactsEveryAttribute(t *testing.T) {
 		slog.Group("nested", slog.Group("deeper", slog.String("x", code))),
 		slog.Any("slice", []string{"a", code}),
 		slog.Any("stringer", stringer{code}),
+		slog.Any("bytes", []byte(code)),
+		slog.Any("data", map[string][]byte{"regCode": []byte(code)}),
 		slog.Int("attempt", 1),
 	)
 	derived.Info("m", slog.String("y", code))

@@ -17,7 +17,7 @@ func NoCluster(err error, flag, env string, exits ExitCodes) Verdict {
 	switch {
 	case flag != "":
 		next = fmt.Sprintf("--kubeconfig %s cannot be used (%v); pass the kubeconfig of the cluster to check", flag, err)
-	case emptyConfig(err):
+	case errors.Is(err, clientcmd.ErrEmptyConfig):
 		where := "KUBECONFIG is unset and ~/.kube/config holds no cluster"
 		if env != "" {
 			where = fmt.Sprintf("KUBECONFIG=%s names no usable kubeconfig", env)
@@ -29,24 +29,4 @@ func NoCluster(err error, flag, env string, exits ExitCodes) Verdict {
 	v := unknown("no cluster to ask", next)
 	v.ExitCode = exits.of(v.State)
 	return v
-}
-
-// emptyConfig reports whether err, however wrapped, is client-go's "no
-// configuration has been provided" (clientcmd.IsEmptyConfig does not look
-// through wrapping).
-func emptyConfig(err error) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		if clientcmd.IsEmptyConfig(err) {
-			return true
-		}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				if emptyConfig(e) {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	return false
 }
