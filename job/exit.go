@@ -18,10 +18,11 @@ const (
 	ExitTransient = 1
 	// ExitPermanent: bad configuration, no supported cloud, a Marketplace plan
 	// mismatch, a forged document, RBAC refusing us; a retry cannot succeed.
-	// Also a run whose write succeeded but whose Registration
-	// rancher/scc-operator marked Failed (failedPhase "operator"): the
-	// operator ignores the Secret until a person deletes it, so the Job must
-	// fail where `kubectl get jobs` shows it.
+	// Also a run whose Registration rancher/scc-operator marked Failed
+	// (failedPhase "operator") for a cause a retry with the same values
+	// cannot fix, or whose one recovery failed again: the Job fails where
+	// `kubectl get jobs` shows it, and the next attempt is the next
+	// schedule's, not a Job retry seconds later.
 	ExitPermanent = 2
 	// ExitDeadline: the run deadline passed before the run finished.
 	ExitDeadline = 124
@@ -36,7 +37,10 @@ var ErrTerminated = errors.New("terminated by signal")
 var ErrDeadline = errors.New("run deadline exceeded")
 
 // ErrOperatorFailed means rancher/scc-operator marked the Registration made
-// from our Secret Failed. Always wrapped as permanent.
+// from our Secret Failed. Permanent when nothing this run can do helps (a
+// cause that needs a person, a recovery that failed again, three in a
+// row); transient when the recovery could not start (the operator not
+// running, the record not written, the Secret changed meanwhile).
 var ErrOperatorFailed = errors.New("rancher/scc-operator failed the registration")
 
 // ExitCode maps the error a run returned to the process exit code. It is the

@@ -399,9 +399,6 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		e.Reason, e.Note = kube.ReasonSkipped, "skipped, nothing done: "+res.Skipped
 	case res.Recovery != nil && res.Recovery.Event.Reason != "":
 		e.Warning, e.Reason, e.Action, e.Note = res.Recovery.Event.Warning, res.Recovery.Event.Reason, res.Recovery.Event.Action, res.Recovery.Event.Note
-	case res.Failed == PhaseOperator:
-		e.Warning, e.Reason, e.Action = true, kube.ReasonOperatorFailed, "Report"
-		e.Note = fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Remedy: %s", res.Operator.Registration, res.Operator.Message, operatorRemedy(j.secretRef(), res.Server))
 	case runErr != nil:
 		e.Warning, e.Reason = true, kube.ReasonFailed
 		e.Note = fmt.Sprintf("phase %s failed (exit code %d): %v", res.Failed, ExitCode(runErr), runErr)

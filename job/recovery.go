@@ -49,9 +49,6 @@ type Recovery struct {
 	Secrets  Recreator
 	Operator OperatorChecker
 	Record   RecoveryLog
-	// GoneWait bounds the wait for the deleted Secret to go; 0 means
-	// kube.DefaultGoneWait.
-	GoneWait time.Duration
 	// LeaseRef is namespace/name of the Lease holding the record, for the
 	// command that clears it.
 	LeaseRef string
@@ -100,9 +97,6 @@ type RecoveryReport struct {
 	Attempt int
 	// Replaced is the report of the Failed Registration.
 	Replaced kube.OperatorReport
-	// Deleted and Gone: the Secret was deleted, and let go after Gone.
-	Deleted bool
-	Gone    time.Duration
 	// Took is the time from the delete to the new Registration's answer.
 	Took time.Duration
 	// Event is the run's Event (Reason "" leaves it to recordEvent).
@@ -181,8 +175,8 @@ func (j *Job) recover(ctx context.Context, log *slog.Logger, res *Result, server
 		slog.Int("attempt", attempt), slog.Int("maxAttempts", kube.MaxRecoveries), slog.String("cause", verdict.Cause), slog.String("registration", rep.Registration))
 
 	t := time.Now()
-	rres, err := j.Recovery.Secrets.Recreate(ctx, written.reg, rep.SecretUID, rep.SecretResourceVersion, j.Recovery.GoneWait)
-	rr.Deleted, rr.Gone = rres.Deleted, rres.Gone
+	// 0: kube.DefaultGoneWait for the finalizer to let the Secret go.
+	rres, err := j.Recovery.Secrets.Recreate(ctx, written.reg, rep.SecretUID, rep.SecretResourceVersion, 0)
 	if err != nil {
 		rr.Outcome = RecoveryIncomplete
 		switch {

@@ -31,12 +31,15 @@ type recoveryFake struct {
 	saved      []kube.RecoveryRecord
 	checked    int
 	recordLoad error
+	recordSave error // SaveRecovery's answer
 }
 
 type recreateCall struct {
 	reg kube.Registration
 	uid types.UID
 	rv  string
+	// savedBefore is how many records had been saved when the delete ran.
+	savedBefore int
 }
 
 func (f *recoveryFake) Report(_ context.Context, wait time.Duration) kube.OperatorReport {
@@ -54,7 +57,7 @@ func (f *recoveryFake) Record(_ context.Context, e kube.JobEvent) error {
 }
 
 func (f *recoveryFake) Recreate(_ context.Context, r kube.Registration, uid types.UID, rv string, _ time.Duration) (kube.RecreateResult, error) {
-	f.recreated = append(f.recreated, recreateCall{r, uid, rv})
+	f.recreated = append(f.recreated, recreateCall{r, uid, rv, len(f.saved)})
 	if f.recreate != nil {
 		return kube.RecreateResult{Deleted: true}, f.recreate
 	}
@@ -82,6 +85,9 @@ func (f *recoveryFake) SaveRecovery(_ context.Context, rec *kube.RecoveryRecord)
 	if rec == nil {
 		f.record = nil
 		return nil
+	}
+	if f.recordSave != nil {
+		return f.recordSave
 	}
 	cp := *rec
 	f.record = &cp
@@ -306,6 +312,20 @@ func TestRecoveryIsRecordedBeforeTheDelete(t *testing.T) {
 	require.NotEmpty(t, f.saved)
 	assert.Equal(t, kube.RecoveryIncomplete, f.saved[0].Outcome)
 	assert.Equal(t, 1, f.saved[0].Attempts)
+	require.Len(t, f.recreated, 1)
+	assert.Equal(t, 1, f.recreated[0].savedBefore, "the attempt was on the Lease when the delete ran")
+}
+
+// TestRecoveryNotRecordedNothingDeleted: an attempt that cannot be
+// recorded is not made: the record is what stops a loop of recoveries.
+func TestRecoveryNotRecordedNothingDeleted(t *testing.T) {
+	r := &recorder{changed: true}
+	f := &recoveryFake{reports: []kube.OperatorReport{failedReport("scc-registration-old", msg503)}, recordSave: errors.New("leases \"registration-engine\" is forbidden")}
+	var logs bytes.Buffer
+	_, err := recoveryJob(r, f, &logs).Run(context.Background())
+	require.Error(t, err)
+	assert.Empty(t, f.recreated, "nothing deleted without the record")
+	assert.Equal(t, ExitTransient, ExitCode(err), "a retry may record it")
 }
 
 // TestRunSaysTheSecretIsStillTerminating: a later run that finds the
