@@ -198,7 +198,7 @@ func TestEngineRBAC(t *testing.T) {
 			method: http.MethodPost, path: "/api/v1/namespaces/" + kube.Namespace + "/secrets", contentType: jsonType,
 			body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"scc-registration"}}`, want: http.StatusForbidden,
 		},
-		"delete the Secret, always with preconditions": {
+		"delete the Secret is allowed (the engine guards it with preconditions)": {
 			// Allowed (the recovery of a Failed Registration); the engine
 			// sends the UID it read, so a stale one is a conflict, not a
 			// deleted Secret.

@@ -575,14 +575,31 @@ func TestChartValues(t *testing.T) {
 				assert.NotContains(t, objs, "Secret/"+chartNamespace+"/registration-code")
 			},
 		},
-		"inClusterDNS=false and operatorRecovery=false drop kube-system": {
-			set: []string{"inClusterDNS=false", "operatorRecovery=false"},
+		"inClusterDNS=false drops CoreDNS's Roles and the policy, not the operator's Lease": {
+			set: []string{"inClusterDNS=false"},
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
 				assert.Equal(t, "false", env(c)["IN_CLUSTER_DNS"].Value)
 				for k := range objs {
-					assert.NotContains(t, k, "/kube-system/")
+					assert.NotContains(t, k, "coredns")
+					assert.NotContains(t, k, "corefile")
 					assert.NotContains(t, k, "ValidatingAdmissionPolicy")
 				}
+				assert.Contains(t, objs, "Role/kube-system/registration-engine-operator-lease", "recovery still reads the operator's Lease")
+			},
+		},
+		"operatorRecovery=false drops the Secret's delete and the operator's Lease": {
+			set: []string{"operatorRecovery=false"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.Equal(t, "false", env(c)["OPERATOR_RECOVERY"].Value)
+				assert.NotContains(t, objs, "Role/kube-system/registration-engine-operator-lease")
+				assert.NotContains(t, objs, "RoleBinding/kube-system/registration-engine-operator-lease")
+				role := renderedAs[*rbacv1.Role](t, objs, "Role/"+chartNamespace+"/registration-engine")
+				for _, r := range role.Rules {
+					if slices.Contains(r.Resources, "secrets") {
+						assert.Equal(t, []string{"get", "create", "patch"}, r.Verbs, "no delete without recovery")
+					}
+				}
+				assert.Contains(t, objs, "Role/kube-system/registration-engine-coredns", "the CoreDNS grants stay")
 			},
 		},
 		"AKS's CoreDNS layout by default: coredns is only read": {

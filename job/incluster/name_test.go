@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 )
 
@@ -118,4 +119,11 @@ func TestConfigValidate(t *testing.T) {
 	err := Config{Map: true, Timeout: time.Minute, Settle: time.Minute}.Validate()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "HANDOVER_SETTLE=1m0s is not shorter than HANDOVER_TIMEOUT=1m0s")
+}
+
+// The hosts block's TTL is chosen to expire within the handover's settle
+// time (inclusterdns.HostsTTL's comment): a cache that took the old
+// address before the last replica reloaded has let it go by the handover.
+func TestHostsTTLExpiresWithinTheSettle(t *testing.T) {
+	assert.LessOrEqual(t, time.Duration(inclusterdns.HostsTTL)*time.Second, handover.DefaultSettle)
 }

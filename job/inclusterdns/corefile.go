@@ -12,7 +12,7 @@ import (
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
-// hostsTTL is the TTL, in seconds, of the answers the engine's hosts block
+// HostsTTL is the TTL, in seconds, of the answers the engine's hosts block
 // gives (its "ttl" line). Without one the hosts plugin answers with 3600 s
 // (cut to 30 s where the root block has "cache 30", as AKS's and kubeadm's
 // do), and every cache between a pod and CoreDNS may keep an address the
@@ -34,8 +34,9 @@ import (
 //     one name every 15 s on a node whose pods ask for it; only the operator
 //     and the engine do.
 //
-// Another project's admission policy admits ttl 1..3600 in coredns-custom.
-const hostsTTL = 15
+// The CoreDNS admission policy (manifests/base/coredns-policy.yaml) admits
+// a ttl line of 1..3600 in the engine's block.
+const HostsTTL = 15
 
 // SetCorefileHostsEntry returns corefile with "<ip> <fqdn>" in the hosts
 // block of its root server block (".:53 {" or ". {"), where queries for the
@@ -54,12 +55,12 @@ const hostsTTL = 15
 //     answers only inside them: when none of them covers fqdn, fqdn itself
 //     is added to its zones, so the block answers for exactly one more name
 //     (and the names under it) and for everything else as before.
-//   - The hosts block answers with at most hostsTTL seconds: a block
+//   - The hosts block answers with at most HostsTTL seconds: a block
 //     without a ttl line (the plugin's default is 3600 s; so are blocks an
 //     older engine wrote) gets "ttl 15" after the entry, and a longer ttl is
 //     lowered to it. The ttl is the whole block's, so the block's other
 //     entries are then re-asked more often too; that costs cache hits, never
-//     a wrong answer. A ttl of hostsTTL or less is kept.
+//     a wrong answer. A ttl of HostsTTL or less is kept.
 //
 // A server block of its own for a zone that covers fqdn (susecloud.net:53 {)
 // would answer instead of the root block, so the entry would never be
@@ -190,13 +191,13 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 }
 
 // ttlLine is the hosts block's ttl option as the engine writes it.
-var ttlLine = "ttl " + strconv.Itoa(hostsTTL)
+var ttlLine = "ttl " + strconv.Itoa(HostsTTL)
 
 // shortTTL reports whether a hosts block's ttl value is one CoreDNS takes
-// (1..65535) and at most hostsTTL.
+// (1..65535) and at most HostsTTL.
 func shortTTL(v string) bool {
 	n, err := strconv.Atoi(v)
-	return err == nil && n >= 1 && n <= hostsTTL
+	return err == nil && n >= 1 && n <= HostsTTL
 }
 
 // withHostsZone returns the text of a "hosts [FILE [ZONES...]] {" line that
@@ -282,7 +283,7 @@ func byHand(fqdn string, ip netip.Addr) string {
 	return fmt.Sprintf("add %q by hand and set IN_CLUSTER_DNS=false", ip.String()+" "+fqdn)
 }
 
-// hostsBlock is the block the engine writes: the entry, its TTL (hostsTTL,
+// hostsBlock is the block the engine writes: the entry, its TTL (HostsTTL,
 // instead of the plugin's 3600 s), then fallthrough so that every other name
 // goes on to the next plugin.
 func hostsBlock(indent, fqdn string, ip netip.Addr) string {

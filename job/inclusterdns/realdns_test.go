@@ -279,7 +279,7 @@ func (d *realCoreDNS) waitFor(ctx context.Context, t *testing.T, port int, host 
 
 // TestRealCoreDNSCacheInFront proves, with real CoreDNS processes, that a
 // cache between the pods and CoreDNS lets go of an address the engine moved
-// within the hosts block's TTL (hostsTTL), in both layouts. The cache is a
+// within the hosts block's TTL (HostsTTL), in both layouts. The cache is a
 // second CoreDNS configured as AKS's LocalDNS is (cache up to 3600 s, stale
 // answers served immediately), forwarding to the cluster's CoreDNS, which
 // runs the configuration the engine wrote. Without the block's ttl, CoreDNS
@@ -289,7 +289,7 @@ func (d *realCoreDNS) waitFor(ctx context.Context, t *testing.T, port int, host 
 func TestRealCoreDNSCacheInFront(t *testing.T) {
 	bin := corednsBin(t)
 	newIP := netip.MustParseAddr("20.38.0.99")
-	ttl := time.Duration(hostsTTL) * time.Second
+	ttl := time.Duration(HostsTTL) * time.Second
 
 	tests := map[string]struct {
 		corefile string
@@ -321,7 +321,7 @@ func TestRealCoreDNSCacheInFront(t *testing.T) {
 			require.Equal(t, smtIP, cluster.waitFor(ctx, t, port, smtName, smtIP))
 			addr, answered := answerTTL(t, port, smtName)
 			require.Equal(t, smtIP, addr)
-			assert.LessOrEqual(t, answered, uint32(hostsTTL), "CoreDNS answers the engine's entry with the block's ttl, not the hosts plugin's 3600 s")
+			assert.LessOrEqual(t, answered, uint32(HostsTTL), "CoreDNS answers the engine's entry with the block's ttl, not the hosts plugin's 3600 s")
 
 			nodeDir := t.TempDir()
 			nodePort := freeUDPPort(t)
