@@ -290,7 +290,7 @@ func (j *Job) needsPersonRemedy(v kube.FailureVerdict, server string) string {
 	switch {
 	case v.CodeRefused():
 		return "the update server refused the registration code: put a valid one in the Secret registration-code (key regCode) or REGISTRATION_CODE; the next run writes it and the operator registers afresh under a new name, with no delete"
-	case strings.Contains(v.Cause, "certificate"):
+	case v.Untrusted:
 		return "the operator does not trust the update server's certificate: run rancher/scc-operator add-rmt-support (dad26bb) or later, which trusts registrationUrlCert (README \"Which rancher/scc-operator works\"); then " + operatorRemedy(j.secretRef(), server)
 	default:
 		return operatorRemedy(j.secretRef(), server)
@@ -304,5 +304,5 @@ func (j *Job) clearRecordCommand() string {
 		ref = j.Recovery.LeaseRef
 	}
 	ns, name, _ := strings.Cut(ref, "/")
-	return fmt.Sprintf("`kubectl -n %s annotate lease %s %s-`", ns, name, kube.AnnotationRecovery)
+	return "`" + kube.ClearRecoveryCommand(ns, name) + "`"
 }

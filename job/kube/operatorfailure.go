@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -22,6 +23,9 @@ type FailureVerdict struct {
 	// HTTPStatus is the update server's status code, 0 when the failure
 	// was not an HTTP answer.
 	HTTPStatus int
+	// Untrusted: the operator did not trust the update server's
+	// certificate (an operator revision that ignores registrationUrlCert).
+	Untrusted bool
 }
 
 // CodeRefused says the update server refused the registration code (401,
@@ -102,7 +106,7 @@ func ClassifyOperatorFailure(msg string) FailureVerdict {
 			if strings.Contains(msg, "unknown authority") {
 				cause = "certificate signed by unknown authority"
 			}
-			return FailureVerdict{Cause: cause}
+			return FailureVerdict{Cause: cause, Untrusted: true}
 		}
 	}
 	for _, p := range passingCauses {
@@ -136,4 +140,11 @@ func httpCause(code int) string {
 		c += " " + t
 	}
 	return c
+}
+
+// ClearRecoveryCommand is the kubectl command that clears the recovery
+// record on the engine's Lease ns/name, which lets a run that stopped
+// recovering try again.
+func ClearRecoveryCommand(ns, name string) string {
+	return fmt.Sprintf("kubectl -n %s annotate lease %s %s-", ns, name, AnnotationRecovery)
 }

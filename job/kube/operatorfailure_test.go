@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,6 +121,7 @@ func TestClassifyOperatorFailure(t *testing.T) {
 			assert.Equal(t, tc.recoverable, v.Recoverable, "recoverable")
 			assert.Equal(t, tc.cause, v.Cause)
 			assert.Equal(t, tc.status, v.HTTPStatus)
+			assert.Equal(t, strings.HasPrefix(tc.cause, "certificate"), v.Untrusted, "untrusted certificate")
 		})
 	}
 }

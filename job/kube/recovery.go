@@ -121,7 +121,7 @@ func (l *Lease) LoadRecovery(ctx context.Context) (RecoveryRecord, bool, error) 
 	}
 	rec, ok, err := ParseRecoveryRecord(cur.Annotations)
 	if err != nil {
-		return RecoveryRecord{}, false, fmt.Errorf("kube: lease %s/%s: %w; clear it with kubectl -n %s annotate lease %s %s-", ns, l.Name, err, ns, l.Name, AnnotationRecovery)
+		return RecoveryRecord{}, false, fmt.Errorf("kube: lease %s/%s: %w; clear it with %s", ns, l.Name, err, ClearRecoveryCommand(ns, l.Name))
 	}
 	return rec, ok, nil
 }

@@ -115,7 +115,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if rec.Message != "" {
 			lines = append(lines, fmt.Sprintf("operator said: %q", rec.Message))
 		}
-		lines = append(lines, fmt.Sprintf("clear it: kubectl -n %s annotate lease %s %s-", ns, l.Name, kube.AnnotationRecovery))
+		lines = append(lines, "clear it: "+kube.ClearRecoveryCommand(ns, l.Name))
 		section("Recovery", lines...)
 	}
 

@@ -334,7 +334,7 @@ func (d decider) operatorFailed() Verdict {
 	}
 	what := fmt.Sprintf("rancher/scc-operator's Registration %s failed: %q", o.Registration, msg)
 	manual := fmt.Sprintf("fix the cause, then delete and recreate %s: kubectl -n %s delete secret %s && %s", s.Name, r.Namespace, s.Name, d.runNow())
-	clear := fmt.Sprintf("kubectl -n %s annotate lease %s %s-", r.Namespace, r.Lease.Name, kube.AnnotationRecovery)
+	clear := kube.ClearRecoveryCommand(r.Namespace, r.Lease.Name)
 	if o.CodeRefused {
 		return action(what, fmt.Sprintf("needs you (%s: the update server refused the registration code, so the engine does not delete anything): put a valid code in the Secret registration-code (key regCode) or REGISTRATION_CODE, then run the engine: %s; the operator registers the new code afresh, with no delete", o.Cause, d.runNow()))
 	}
