@@ -40,6 +40,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
+	engine "github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 )
@@ -117,9 +118,9 @@ func load(t *testing.T) settings {
 // plan must fail the Job at once; the right one must end with the
 // operator's Registration active, never Failed; the same run with the
 // engine's handover wait turned off must end Failed, which is what the wait
-// is for; and, after the recovery the README gives for that, the Helm chart
-// installed as the Azure Marketplace installs it (the bundle's values, the
-// extension's managed identity) must register again.
+// is for; the next run must then recover that Registration by itself; and
+// the Helm chart installed as the Azure Marketplace installs it (the
+// bundle's values, the extension's managed identity) must register again.
 func TestKind(t *testing.T) {
 	s := load(t)
 	c := createCluster(t, s)
@@ -282,15 +283,67 @@ func TestKind(t *testing.T) {
 			handoverEnv, job.Name, jobCond.Type, jobCond.Reason, sum["operator"], sum["exitCode"], ev.Reason, finished.Seconds(), name, final.FailureMessage(), updateServer, resolvedAt.Seconds())
 	})
 
+	// Zero touch after the operator gave up: the next run, with its
+	// handover wait, finds the Registration Failed for a cause a retry can
+	// fix (the name did not resolve), deletes the Secret as the operator
+	// asks, writes it afresh and sees the new Registration active. Before
+	// it, status says the engine will recover; after it, registered.
+	var recovered string
+	t.Run("the next run recovers the Failed Registration by itself", func(t *testing.T) {
+		require.NotEmpty(t, failed, "needs the Failed Registration of the previous subtest")
+		ctx, cancel := context.WithTimeout(context.Background(), jobBound+4*time.Minute)
+		defer cancel()
+		states := rec.States(failed)
+		gaveUp := states[len(states)-1]
+		require.True(t, gaveUp.Failed(), "Registration %s: %s", failed, gaveUp)
+		before := c.status(t, ctx)
+		assert.Regexp(t, `^Not registered yet: rancher/scc-operator's Registration `+failed+` failed: ".*no such host.*" — recovering automatically at the next run \(attempt 1 of 3, cause [^)]+\)`, before.verdict, before.out)
+		assert.Equal(t, 1, before.code, before.out)
+		secretUID := c.secretUID(t, ctx)
+
+		start := time.Now()
+		job := c.runJob(t, ctx, "manual-2", nil)
+		cond := controlplane.FinishedCondition(job)
+		require.Equal(t, batchv1.JobComplete, cond.Type, "the recovering Job did not complete: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, job.Name), "\n"))
+		took := time.Since(start)
+		sum := c.summary(t, ctx, job.Name)
+		assert.Equal(t, engine.RecoveryRecovered, sum["recovery"], "the run's summary: %v", sum)
+		assert.Equal(t, "active", sum["operator"], "the run's summary: %v", sum)
+		assert.Equal(t, failed, sum["replacedRegistration"], "the run replaced the Failed Registration: %v", sum)
+		newName, _ := sum["registration"].(string)
+		require.NotEmpty(t, newName, "the run's summary names the new Registration: %v", sum)
+		active, err := rec.Wait(ctx, newName, sccoperator.Registration.Done)
+		require.NoError(t, err)
+		assert.True(t, active.Activated, "Registration %s: %s", newName, active)
+		_, err = sccoperator.Get(ctx, c.dyn, failed)
+		assert.True(t, apierrors.IsNotFound(err), "the Failed Registration is gone: %v", err)
+		assert.NotEqual(t, secretUID, c.secretUID(t, ctx), "the Secret was deleted and written afresh")
+		ev := c.jobEvent(t, ctx, job.Name)
+		assert.Equal(t, kube.ReasonOperatorRecovered, ev.Reason, "%s", ev.Note)
+		assert.Equal(t, corev1.EventTypeNormal, ev.Type)
+		assert.Contains(t, ev.Note, "had failed registration "+failed)
+		describe := c.kubectl(t, ctx, nil, "-n", kube.Namespace, "describe", "job", job.Name)
+		assert.Contains(t, string(describe), kube.ReasonOperatorRecovered, "kubectl describe job shows the Event")
+		after := c.status(t, ctx)
+		assert.Regexp(t, `^Registered: active`, after.verdict, after.out)
+		assert.Equal(t, 0, after.code, after.out)
+		recovered = newName
+		t.Logf("status before the run (exit %d):\n%s", before.code, before.out)
+		t.Logf("kubectl describe job %s:\n%s", job.Name, describe)
+		t.Logf("status after the run (exit %d): %s", after.code, after.verdict)
+		t.Logf("proved: Registration %s Failed (%q); status said %q; Job %s from the CronJob deleted %s, wrote it afresh and ended Complete in %.0fs with Event %s; rancher/scc-operator %.7s activated Registration %s %.0fs after the failure (activated=%t), the Failed one is gone, status exits %d",
+			failed, gaveUp.FailureMessage(), before.verdict, job.Name, kube.SecretName, took.Seconds(), ev.Reason, sccoperator.CommitRMT, newName, active.Seen.Sub(gaveUp.Seen).Seconds(), active.Activated, after.code)
+	})
+
 	// The way the Azure Marketplace installs the engine: the Helm chart
 	// with the bundle's values and what Azure injects, the extension's
-	// managed identity for the ARM token. The Failed Registration is
-	// recovered as the README says (delete the Secret, run again).
+	// managed identity for the ARM token, on a cluster whose last
+	// registration is deregistered first.
 	t.Run("the Helm chart installed as the Marketplace does registers", func(t *testing.T) {
-		require.NotEmpty(t, failed, "needs the Failed Registration of the previous subtest")
+		require.NotEmpty(t, recovered, "needs the recovered Registration of the previous subtest")
 		ctx, cancel := context.WithTimeout(context.Background(), jobBound+5*time.Minute)
 		defer cancel()
-		c.deregister(t, ctx, rec, failed)
+		c.deregister(t, ctx, rec, recovered)
 		c.resetCoreDNS(t, ctx, pristine)
 		// kind's CoreDNS is kubeadm's: the Corefile layout's grants.
 		c.installChart(t, ctx, "corefile")

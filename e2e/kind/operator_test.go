@@ -3,9 +3,13 @@
 package kind
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +25,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
+	engine "github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 )
@@ -198,4 +203,43 @@ func (c *kindCluster) deregister(t *testing.T, ctx context.Context, rec *sccoper
 	require.NoError(t, err, "the operator did not release %s:\n%s", kube.SecretName, c.operatorLog(t, ctx))
 	_, err = rec.Wait(ctx, registration, func(r sccoperator.Registration) bool { return r.Deleted })
 	require.NoError(t, err, "the operator did not delete its Registration")
+}
+
+// secretUID is scc-registration's UID: a new one means it was deleted and
+// written afresh.
+func (c *kindCluster) secretUID(t *testing.T, ctx context.Context) types.UID {
+	t.Helper()
+	sec, err := c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+	require.NoError(t, err)
+	return sec.UID
+}
+
+// statusRun is one `registration-engine status`: its exit code, its whole
+// output and the verdict line it opens with.
+type statusRun struct {
+	code         int
+	out, verdict string
+}
+
+// status runs `registration-engine status` as a cluster admin on a
+// workstation does, in this process: with the kind cluster's kubeconfig
+// (--kubeconfig, which the process's own KUBECONFIG cannot override), and the fake
+// cloud's attestation trust (fetched through the API server's Service
+// proxy) in place of Azure's.
+func (c *kindCluster) status(t *testing.T, ctx context.Context) statusRun {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"attestation-roots.pem", "attestation-intermediate.pem"} {
+		b, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/"+name, nil).DoRaw(ctx)
+		require.NoError(t, err, "fetch %s from the fake cloud", name)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
+	}
+	var stdout, stderr bytes.Buffer
+	err := engine.RunStatus(ctx, []string{"--kubeconfig", c.kubeconfig,
+		"--attestation-roots", filepath.Join(dir, "attestation-roots.pem"),
+		"--intermediates", filepath.Join(dir, "attestation-intermediate.pem")},
+		func(string) string { return "" }, &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	verdict, _, _ := strings.Cut(stdout.String(), "\n")
+	return statusRun{code: engine.ExitCode(err), out: out, verdict: verdict}
 }
