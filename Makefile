@@ -68,7 +68,7 @@ test: testbin scc-operator helm coredns ## the unit tests, the e2e helpers' own 
 # TESTBIN, its whole output in _out/LOG.log and the PASS/FAIL and proved:
 # lines on the terminal; on a failure, the failing part of the log.
 e2e = mkdir -p _out; set -o pipefail; \
-	CGO_ENABLED=1 K8S_TESTBIN=$(1) HELM_BIN=$(HELM_DIR)/helm SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -p 1 -v -timeout $(2) $(4) 2>&1 \
+	CGO_ENABLED=1 K8S_TESTBIN=$(1) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -p 1 -v -timeout $(2) $(4) 2>&1 \
 	  | tee _out/$(3).log | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|proved:|control plane (started|stopped)|^(ok|FAIL|panic)' \
 	  || { echo "e2e tests failed; the failing part of _out/$(3).log:"; grep -B2 -A40 -- '--- FAIL' _out/$(3).log | head -300; exit 1; }
 

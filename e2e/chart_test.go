@@ -146,11 +146,6 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	if tc.workloadIdentity {
 		e.admission = workloadIdentityWebhook(e)
 	}
-	// The run's handover wait asks this stand-in for the cluster's DNS.
-	dns, err := (&sccoperator.ClusterDNS{Client: e.admin}).Server()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = dns.Close() })
-	e.dns = dns
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -158,13 +153,16 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	// kube-system's CoreDNS, as on AKS (where the Marketplace installs):
 	// the Corefile and coredns-custom, where the chart's default lets the
 	// engine write.
-	_, err = e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
+	_, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	p.Apply(t, []byte(corednsFixture))
+	p.Apply(t, []byte(aksCorednsFixture))
 	_, err = e.admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"log.override": "log\n"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	// The run's handover wait asks the cluster's DNS, a real CoreDNS
+	// serving these ConfigMaps.
+	e.dns = sccoperator.StartClusterDNS(t, e.admin, 0)
 
 	c := startCloud(t)
 	cloudEnv := c.env()

@@ -58,13 +58,23 @@ const (
 // corednsFixture is what kubeadm and kind put into kube-system: the coredns
 // ConfigMap with a Corefile that reloads itself, and the coredns Deployment
 // (no controller runs it; the tests read its generation and template).
-var corednsFixture = `
+var corednsFixture = corednsObjects(fakecloud.KubeadmCorefile)
+
+// aksCorednsFixture is AKS's kube-system: its Corefile, which imports
+// coredns-custom's keys (create coredns-custom beside it), and the same
+// Deployment.
+var aksCorednsFixture = corednsObjects(fakecloud.AKSCorefile)
+
+// corednsObjects are the coredns ConfigMap with corefile and CoreDNS's
+// Deployment.
+func corednsObjects(corefile string) string {
+	return `
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: coredns, namespace: kube-system}
 data:
   Corefile: |
-` + indent(fakecloud.KubeadmCorefile, "    ") + `---
+` + indent(corefile, "    ") + `---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: coredns, namespace: kube-system}
@@ -75,6 +85,7 @@ spec:
     spec:
       containers: [{name: coredns, image: registry.k8s.io/coredns/coredns:v1.12.1}]
 `
+}
 
 // indent prefixes every line of s with prefix, for a YAML block scalar.
 func indent(s, prefix string) string {
@@ -91,9 +102,10 @@ type clusterEnv struct {
 	// admission, when set, changes a pod's environment before the process
 	// kubelet runs it, as a mutating webhook would have.
 	admission func(ctx context.Context, pod *corev1.Pod, env []string) ([]string, error)
-	// dns answers the engine's handover wait as CoreDNS would in a pod
-	// (HANDOVER_DNS_SERVER), from kube-system's CoreDNS ConfigMaps.
-	dns *fakecloud.DNSServer
+	// dns is the cluster's DNS, a real CoreDNS serving kube-system's
+	// CoreDNS ConfigMaps: the engine's handover wait asks it as it would
+	// in a pod (HANDOVER_DNS_SERVER).
+	dns *sccoperator.ClusterDNS
 }
 
 func setupCluster(t *testing.T) *clusterEnv {
@@ -103,10 +115,7 @@ func setupCluster(t *testing.T) *clusterEnv {
 	p.Apply(t, overlay)
 	p.Apply(t, []byte(corednsFixture))
 	e := &clusterEnv{p: p, admin: p.AdminClient(t), overlay: overlay}
-	dns, err := (&sccoperator.ClusterDNS{Client: e.admin}).Server()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = dns.Close() })
-	e.dns = dns
+	e.dns = sccoperator.StartClusterDNS(t, e.admin, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cm, err := e.admin.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
@@ -489,23 +498,26 @@ func (e *clusterEnv) testCorefile(t *testing.T, c cloud) {
 		addr, updateServer, dep2.Generation)
 }
 
-// testCorednsCustom: with coredns-custom (AKS) the hosts block goes under
-// our key there, and CoreDNS's Deployment is left alone: its reload plugin
-// loads the key (job/inclusterdns TestRealCoreDNS proves it with a real
-// CoreDNS), and the Role grants nothing on the Deployment.
+// testCorednsCustom: with coredns-custom (AKS: its Corefile imports the
+// keys) the hosts block goes under our key there, and CoreDNS's Deployment
+// is left alone: the real CoreDNS behind e.dns loads the key, so the run's
+// handover wait passes, and the Role grants nothing on the Deployment.
 func (e *clusterEnv) testCorednsCustom(t *testing.T, c cloud) {
 	ctx := testContext(t)
 	e.resetCoreDNS(ctx, t)
 	cms := e.admin.CoreV1().ConfigMaps("kube-system")
 	deps := e.admin.AppsV1().Deployments("kube-system")
-	_, err := cms.Create(ctx, &corev1.ConfigMap{
+	core, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	core.Data[inclusterdns.CorefileKey] = fakecloud.AKSCorefile
+	_, err = cms.Update(ctx, core, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = cms.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom},
 		Data:       map[string]string{"log.override": "log\n"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = cms.Delete(context.Background(), inclusterdns.CoreDNSCustom, metav1.DeleteOptions{})
-	})
+	t.Cleanup(func() { e.resetCoreDNS(context.Background(), t) })
 	core0, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	dep0, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})

@@ -18,7 +18,14 @@
 //     Job controllers, the engine as its ServiceAccount): cluster_test.go.
 //     What RBAC allows and refuses the engine's ServiceAccount:
 //     rbac_test.go. Both run on the shared control plane of e2e/controlplane,
-//     which is the harness only and holds no test of the engine.
+//     which is the harness only and holds no test of the engine. The
+//     cluster's DNS there is a real CoreDNS serving kube-system's CoreDNS
+//     ConfigMaps as the kubelet would mount them
+//     (sccoperator.StartClusterDNS): the engine's handover wait asks it
+//     over DNS and rancher/scc-operator reaches the update server through a
+//     CONNECT proxy that asks it, so a name resolves only where CoreDNS
+//     itself reads the engine's entry. Real pods, the kubelet's volume sync
+//     and CoreDNS's reload plugin are the kind tier's.
 //   - The image, the manifests as a user applies them, the fake cloud as a
 //     pod: e2e/kind/kind_test.go (build tag e2e, make e2e-kind).
 //   - The documentation's promises (every test docs/RELIABILITY.md cites

@@ -23,16 +23,17 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 )
 
-// dnsDelay is how long the process tier's stand-in for CoreDNS keeps a new
-// hosts entry unanswered, for the engine and the operator alike. The kind
-// tier measures 30-110 s; a few seconds show the wait without the cost.
+// dnsDelay is how long the process tier's cluster DNS keeps a new hosts
+// entry from CoreDNS (the kubelet's ConfigMap sync and the reload plugin in
+// a pod), for the engine and the operator alike. The kind tier measures
+// 30-110 s; a few seconds show the wait without the cost.
 const dnsDelay = 4 * time.Second
 
 // operatorEnv is the shared plane with the overlay applied, the fake cloud
-// in this process (so its SCC API's request log can be read), and a
-// stand-in for the cluster's DNS that answers a new entry only dnsDelay
-// after it appeared: served over DNS to the engine's handover wait
-// (HANDOVER_DNS_SERVER) and as the operator's HTTPS_PROXY route.
+// in this process (so its SCC API's request log can be read), and the
+// cluster's DNS, a real CoreDNS that serves a new entry only dnsDelay after
+// it appeared: asked over DNS by the engine's handover wait
+// (HANDOVER_DNS_SERVER) and by the operator's HTTPS_PROXY route.
 type operatorEnv struct {
 	*clusterEnv
 	fc    *fakecloud.Cloud
@@ -48,15 +49,12 @@ func setupOperator(t *testing.T) *operatorEnv {
 	t.Cleanup(fc.Stop)
 	port, err := strconv.Atoi(fc.Env()["UPDATE_SERVER_HTTPS_PORT"])
 	require.NoError(t, err)
-	clusterDNS := &sccoperator.ClusterDNS{Client: e.admin, Delay: dnsDelay}
-	dns, err := clusterDNS.Server()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = dns.Close() })
+	clusterDNS := sccoperator.StartClusterDNS(t, e.admin, dnsDelay)
 	proxy, err := sccoperator.NewProxy(clusterDNS.Route(port))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = proxy.Close() })
 	own := *e
-	own.dns = dns
+	own.dns = clusterDNS
 	return &operatorEnv{clusterEnv: &own, fc: fc, c: cloud{Dir: t.TempDir(), Env: fc.Environ()}, proxy: proxy, dns: clusterDNS}
 }
 
@@ -65,10 +63,10 @@ func setupOperator(t *testing.T) *operatorEnv {
 // kube-system/coredns, waits until the name resolves and answers, writes
 // scc-registration, and the real rancher/scc-operator (add-rmt-support,
 // dad26bb) registers with the fake update server under its real name. The
-// process tier has no CoreDNS: the operator reaches the update server
-// through an HTTP CONNECT proxy (HTTPS_PROXY) that resolves names from the
-// same CoreDNS ConfigMaps the engine edits, with the same delay the
-// engine's handover wait sees over DNS; TLS runs end to end.
+// process tier has no pod network: the operator reaches the update server
+// through an HTTP CONNECT proxy (HTTPS_PROXY) that resolves names with a
+// real CoreDNS serving the ConfigMaps the engine edits, the one the
+// engine's handover wait asks over DNS; TLS runs end to end.
 func TestOperator(t *testing.T) {
 	o := setupOperator(t)
 	t.Run("no operator installed", o.testAbsent)

@@ -132,12 +132,12 @@ func TestStatus(t *testing.T) {
 	})
 
 	// The real operator from here on: it reaches the fake update server
-	// through the CONNECT proxy, which resolves the name from the hosts
-	// entry the engine wrote, as CoreDNS would in a pod.
+	// through the CONNECT proxy, which resolves the name with the cluster's
+	// DNS, the real CoreDNS serving the entry the engine wrote.
 	bin := sccoperator.Binary(t, sccoperator.CommitRMT)
 	httpsPort, err := strconv.Atoi(e.cloud.value(t, "UPDATE_SERVER_HTTPS_PORT"))
 	require.NoError(t, err)
-	proxy, err := sccoperator.NewProxy(sccoperator.CoreDNSRoute(e.admin, httpsPort))
+	proxy, err := sccoperator.NewProxy(e.dns.Route(httpsPort))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = proxy.Close() })
 	sccoperator.Run(t, e.p, sccoperator.Options{Binary: bin, ProxyURL: proxy.URL})

@@ -14,12 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/rancher/registration-engine/job/inclusterdns"
 )
 
 // ErrNoRoute means the proxy refused a CONNECT: the name has no address
@@ -247,74 +241,4 @@ func StaticRoute(routes map[string]string) Route {
 		}
 		return "", fmt.Errorf("proxy: %s: %w", hostport, ErrNoRoute)
 	}
-}
-
-// CoreDNSRoute resolves a CONNECT to <name>:443 the way CoreDNS's hosts
-// plugin would answer a pod: from the inline entries ("<ip> <name>…") of
-// the hosts blocks in kube-system/coredns's Corefile and in every key of
-// kube-system/coredns-custom, read at the time of the CONNECT. The tunnel
-// goes to the first address found, on port (the fake update server's HTTPS
-// port: on loopback it cannot listen on 443). A name without an entry is
-// refused (ErrNoRoute), as a pod would get NXDOMAIN; so is every port but
-// 443.
-func CoreDNSRoute(cs kubernetes.Interface, port int) Route {
-	return hostsRoute(func(ctx context.Context, host string) ([]netip.Addr, error) { return coreDNSHosts(ctx, cs, host) }, port)
-}
-
-// hostsRoute routes CONNECT <name>:443 to the first address lookup gives
-// for name, on port.
-func hostsRoute(lookup func(ctx context.Context, host string) ([]netip.Addr, error), port int) Route {
-	return func(ctx context.Context, hostport string) (string, error) {
-		host, p, err := net.SplitHostPort(hostport)
-		if err != nil {
-			return "", fmt.Errorf("proxy: %q: %w", hostport, err)
-		}
-		if p != "443" {
-			return "", fmt.Errorf("proxy: %s: only port 443 is forwarded: %w", hostport, ErrNoRoute)
-		}
-		addrs, err := lookup(ctx, host)
-		if err != nil {
-			return "", fmt.Errorf("proxy: %w", err)
-		}
-		if len(addrs) == 0 {
-			return "", fmt.Errorf("proxy: %s has no hosts entry in %s/%s or %s: %w", host, corednsNamespace, inclusterdns.CoreDNSConfigMap, inclusterdns.CoreDNSCustom, ErrNoRoute)
-		}
-		return netip.AddrPortFrom(addrs[0], uint16(port)).String(), nil
-	}
-}
-
-// corednsNamespace holds the ConfigMaps coreDNSHosts reads, as on kubeadm,
-// kind and AKS.
-const corednsNamespace = "kube-system"
-
-// coreDNSHosts is what CoreDNS's hosts plugin answers for host: the
-// addresses of its inline entries in kube-system/coredns's Corefile, else in
-// a key of kube-system/coredns-custom, read now and parsed by
-// inclusterdns.HostsAddresses, the reading the engine's own status command
-// uses. None: NXDOMAIN.
-func coreDNSHosts(ctx context.Context, cs kubernetes.Interface, host string) ([]netip.Addr, error) {
-	var texts []string
-	cms := cs.CoreV1().ConfigMaps(corednsNamespace)
-	for _, name := range []string{inclusterdns.CoreDNSConfigMap, inclusterdns.CoreDNSCustom} {
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("read %s/%s: %w", corednsNamespace, name, err)
-		}
-		if name == inclusterdns.CoreDNSConfigMap {
-			texts = append(texts, cm.Data[inclusterdns.CorefileKey])
-			continue
-		}
-		for _, v := range cm.Data {
-			texts = append(texts, v)
-		}
-	}
-	for _, text := range texts {
-		if addrs := inclusterdns.HostsAddresses(text, host); len(addrs) > 0 {
-			return addrs, nil
-		}
-	}
-	return nil, nil
 }

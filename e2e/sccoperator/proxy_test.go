@@ -1,10 +1,8 @@
 package sccoperator
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -16,9 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 )
@@ -99,72 +94,6 @@ func TestProxyTunnelsByNameWithTLSEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "only CONNECT")
-}
-
-func TestCoreDNSRoute(t *testing.T) {
-	corefile := fakecloud.KubeadmCorefile[:len(".:53 {\n")] + "    hosts {\n        ::1 " + name + "\n        fallthrough\n    }\n" + fakecloud.KubeadmCorefile[len(".:53 {\n"):]
-	tests := map[string]struct {
-		objects     []corev1.ConfigMap
-		target      string
-		want        string
-		wantNoRoute bool
-	}{
-		"Corefile hosts block": {
-			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": corefile}}},
-			target:  name + ":443", want: "[::1]:8446",
-		},
-		"coredns-custom key": {
-			objects: []corev1.ConfigMap{
-				{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": fakecloud.KubeadmCorefile}},
-				{ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"x.override": "hosts {\n    127.0.0.4 SMT.example.test.\n    fallthrough\n}\n"}},
-			},
-			target: name + ":443", want: "127.0.0.4:8446",
-		},
-		"hosts block with a file, options, a comment and a template block": {
-			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": `.:53 {
-    errors
-    template IN A ` + name + ` {
-        answer "{{ .Name }} 60 IN A 127.9.9.9"
-    }
-    hosts /etc/coredns/extra {   # a file, and inline entries
-        127.0.0.1 other.example.test
-        127.0.0.5 other.example.test SMT.Example.Test.
-        ::1 ` + name + `
-        ttl 30
-        fallthrough
-    }
-    forward . /etc/resolv.conf
-}
-`}}},
-			target: name + ":443", want: "127.0.0.5:8446",
-		},
-		"no entry": {
-			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": fakecloud.KubeadmCorefile}}},
-			target:  name + ":443", wantNoRoute: true,
-		},
-		"no CoreDNS at all": {target: name + ":443", wantNoRoute: true},
-		"other port": {
-			objects: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}, Data: map[string]string{"Corefile": corefile}}},
-			target:  name + ":80", wantNoRoute: true,
-		},
-	}
-	for n, tc := range tests {
-		t.Run(n, func(t *testing.T) {
-			cs := fake.NewSimpleClientset()
-			for _, cm := range tc.objects {
-				cm.Namespace = "kube-system"
-				_, err := cs.CoreV1().ConfigMaps("kube-system").Create(context.Background(), &cm, metav1.CreateOptions{})
-				require.NoError(t, err)
-			}
-			got, err := CoreDNSRoute(cs, 8446)(context.Background(), tc.target)
-			if tc.wantNoRoute {
-				assert.True(t, errors.Is(err, ErrNoRoute), "%v", err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
-		})
-	}
 }
 
 // TestProxyPassesAResetOn: an upstream that resets the connection reaches
