@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,7 +53,10 @@ const (
 // restarted, so the engine needs no write access to its Deployment, which
 // would let a stolen token run another image in kube-system. A Corefile
 // without reload is refused (ErrNoReload) before anything is written.
-// A run that finds the entry in place writes nothing.
+// A run that finds the entry in place writes nothing. A server block of
+// its own for a zone that covers the name (a coredns-custom .server key
+// such as "susecloud.net:53 {") would answer instead of the entry: refused
+// with ErrCorefile before anything is written.
 type CoreDNS struct {
 	ConfigMaps kube.ConfigMapsGetter
 	Namespace  string // default kube-system
@@ -137,6 +142,25 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, data map[string]string, fqdn string, ip netip.Addr) (bool, error) {
 	key := cmp.Or(c.Key, DefaultHostsKey)
 	want := hostsBlock("", fqdn, ip) + "\n"
+	// AKS imports every .server key at the top level of the Corefile, as
+	// server blocks of their own, and the .override keys (ours) into the
+	// root block. A server block whose zone covers fqdn answers for it
+	// instead, so the entry would never be served: refused now, not after
+	// HANDOVER_TIMEOUT's wait for an answer that cannot come.
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		if !strings.HasSuffix(k, ".server") {
+			continue
+		}
+		for i, l := range parseCorefile(data[k]) {
+			if l.depth != 0 || l.opens == 0 {
+				continue
+			}
+			if zone := coveringServerZone(l, fqdn); zone != "" {
+				return false, failure.Permanent(fmt.Errorf("%w: %s/%s key %q has the server block %q (line %d), which answers for %s instead of the root server block where AKS imports %q; remove that zone from %q or narrow it so that it no longer covers %s, or add %q to that server block by hand and set IN_CLUSTER_DNS=false",
+					ErrCorefile, ns, CoreDNSCustom, k, zone, i+1, fqdn, key, k, fqdn, ip.String()+" "+fqdn))
+			}
+		}
+	}
 	// CoreDNS refuses to start with two hosts directives in one server
 	// block, and AKS imports every .override key into the root block.
 	for k, v := range data {

@@ -259,3 +259,58 @@ func mustSet(t *testing.T, corefile string, ip netip.Addr) string {
 func forbiddenErr(resource string) error {
 	return apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "coredns", errors.New("denied"))
 }
+
+// AKS imports each coredns-custom .server key as a server block of its own,
+// and the engine's .override key into the root block. A .server zone that
+// covers the update server's name answers for it, so the engine's entry is
+// never served: refused at once, naming the key, the zone and the fix,
+// instead of writing it and waiting out HANDOVER_TIMEOUT for an answer that
+// cannot come. A zone that does not cover the name is the cluster's
+// business.
+func TestCoreDNSCustomServerZones(t *testing.T) {
+	tests := map[string]struct {
+		server string // the value of the key "corp.server"
+		zone   string // the zone the refusal names; "": written
+	}{
+		"the update servers' domain on port 53": {server: "susecloud.net:53 {\n    forward . 10.0.0.53\n}\n", zone: "susecloud.net:53"},
+		"the domain without a port":             {server: "susecloud.net {\n    forward . 10.0.0.53\n}\n", zone: "susecloud.net"},
+		"the update server's own name":          {server: "smt-azure.susecloud.net:53 {\n    forward . 10.0.0.53\n}\n", zone: "smt-azure.susecloud.net:53"},
+		"in another case, with a trailing dot":  {server: "SUSEcloud.NET.:53 {\n    forward . 10.0.0.53\n}\n", zone: "SUSEcloud.NET.:53"},
+		"with a dns:// scheme":                  {server: "dns://susecloud.net {\n    forward . 10.0.0.53\n}\n", zone: "dns://susecloud.net"},
+		"one of a block's zones":                {server: "example.com susecloud.net:53 {\n    forward . 10.0.0.53\n}\n", zone: "susecloud.net:53"},
+		"the second of two server blocks": {
+			server: "example.com:53 {\n    forward . 10.0.0.53\n}\n# ours\nnet:53 {\n    forward . 10.0.0.54\n}\n",
+			zone:   "net:53",
+		},
+		"another domain":                         {server: "example.com:53 {\n    forward . 10.0.0.53\n}\n"},
+		"a domain that only ends like it":        {server: "notsusecloud.net:53 {\n    forward . 10.0.0.53\n}\n"},
+		"a name under the update server's":       {server: "x.smt-azure.susecloud.net:53 {\n    forward . 10.0.0.53\n}\n"},
+		"the domain on another port":             {server: "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n"},
+		"the domain only in a nested line":       {server: "example.com {\n    rewrite name exact a.susecloud.net b.example.com\n}\n"},
+		"the domain as a .override (root block)": {server: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			custom := map[string]string{"log.override": "log\n"}
+			if tc.server != "" {
+				custom["corp.server"] = tc.server
+			}
+			c := fake.NewClientset(cm(CoreDNSCustom, custom), cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile}))
+
+			edit, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
+
+			if tc.zone == "" {
+				require.NoError(t, err)
+				assert.True(t, edit.Changed)
+				assert.Equal(t, hostsBlock("", smtName, smtIP)+"\n", getCM(t, c, CoreDNSCustom).Data[DefaultHostsKey])
+				return
+			}
+			require.ErrorIs(t, err, ErrCorefile)
+			assert.True(t, failure.IsPermanent(err), "no retry fixes it")
+			assert.Contains(t, err.Error(), `kube-system/coredns-custom key "corp.server" has the server block "`+tc.zone+`"`)
+			assert.Contains(t, err.Error(), "answers for smt-azure.susecloud.net instead of the root server block")
+			assert.Contains(t, err.Error(), `remove that zone from "corp.server" or narrow it so that it no longer covers smt-azure.susecloud.net, or add "20.38.0.87 smt-azure.susecloud.net" to that server block by hand and set IN_CLUSTER_DNS=false`)
+			assert.Equal(t, []string{"get", "get"}, kubetest.Verbs(c, "configmaps"), "nothing written")
+		})
+	}
+}
