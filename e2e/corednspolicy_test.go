@@ -35,7 +35,8 @@ func mergeData(key, value string) string {
 // manifests/base in force), that the policy admits the engine's own edits,
 // made by job/inclusterdns itself: the first write, a new address and a
 // no-op, in the Corefile layout and in AKS's coredns-custom, the hosts
-// block's ttl line included; and that the same token's other writes, which
+// block's ttl line included, and a new update server's entry replacing the
+// earlier one's; and that the same token's other writes, which
 // RBAC alone lets through, are refused: a `forward .` rewrite of the
 // Corefile, a foreign coredns-custom key, a `rewrite` override, an entry
 // for a name outside UPDATE_SERVER_DOMAINS, an IMDS address, a hosts block
@@ -125,6 +126,17 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	own(t, "Corefile: first write", true, "127.0.0.11")
 	own(t, "Corefile: a new address", true, "2001:db8::53")
 	own(t, "Corefile: no-op", false, "2001:db8::53")
+	// Phase 4 chose another update server: the engine's entry for the one
+	// no longer chosen goes as the new one is written (and back again, so
+	// the Corefile below is as before).
+	moving := &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps, Domains: []string{"susecloud.net"}}
+	for _, step := range []struct{ from, to string }{{updateServer, "smt-azure-2.susecloud.net"}, {"smt-azure-2.susecloud.net", updateServer}} {
+		what := "Corefile: a new update server, the earlier one's entry removed (" + step.to + ")"
+		edit, err := moving.Ensure(ctx, step.to, netip.MustParseAddr("2001:db8::53"))
+		require.NoError(t, err, "%s: job/inclusterdns as the engine", what)
+		assert.Equal(t, []string{"2001:db8::53 " + step.from}, edit.Removed, what)
+		admitted = append(admitted, what)
+	}
 	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	corefile := cm.Data[inclusterdns.CorefileKey]

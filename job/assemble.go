@@ -143,7 +143,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 	}
 	j.Lock = lease
 	in := cfg.InCluster
-	in.OutsidePod, in.Port = cfg.Kubeconfig != "", cfg.UpdateHTTPSPort
+	in.OutsidePod, in.Port, in.Domains = cfg.Kubeconfig != "", cfg.UpdateHTTPSPort, cfg.UpdateServerDomains
 	j.InCluster = incluster.New(in, clients, log)
 	j.SecretRef = cfg.SecretNamespace + "/" + cfg.SecretName
 	j.Operator = &kube.OperatorWatch{

@@ -26,9 +26,9 @@ import (
 )
 
 // Config is what decides phase 6's in-cluster half; its settings are
-// IN_CLUSTER_DNS, HANDOVER_TIMEOUT, HANDOVER_SETTLE, HANDOVER_DNS_SERVER
-// and UPDATE_HTTPS_PORT (the settings table in job owns their names and
-// help; Validate owns the rule that binds them).
+// IN_CLUSTER_DNS, HANDOVER_TIMEOUT, HANDOVER_SETTLE, HANDOVER_DNS_SERVER,
+// UPDATE_HTTPS_PORT and UPDATE_SERVER_DOMAINS (the settings table in job
+// owns their names and help; Validate owns the rule that binds them).
 type Config struct {
 	// Map is IN_CLUSTER_DNS: map the name in CoreDNS (default true).
 	Map bool
@@ -45,6 +45,10 @@ type Config struct {
 	Settle time.Duration
 	// Port is the update server's TLS port.
 	Port int
+	// Domains is UPDATE_SERVER_DOMAINS: the engine's entries for other
+	// names under them are its earlier runs', for update servers no longer
+	// chosen, and go when the new one is written (inclusterdns.CoreDNS).
+	Domains []string
 }
 
 // Validate is the one place the wait's bounds are checked against each
@@ -83,7 +87,7 @@ type Name struct {
 func New(cfg Config, clients *kube.Clients, log *slog.Logger) *Name {
 	n := &Name{Config: cfg, Log: log}
 	if cfg.Map {
-		n.Map = &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps, Log: log}
+		n.Map = &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps, Domains: cfg.Domains, Log: log}
 	}
 	w := &handover.Wait{
 		Port:     cfg.Port,
@@ -106,6 +110,9 @@ type Result struct {
 	Object string
 	// Changed says this call wrote the entry.
 	Changed bool
+	// Removed are the engine's earlier entries ("<ip> <name>") this call
+	// removed, for update servers no longer chosen.
+	Removed []string
 	// Waited is how long the handover wait took; 0 when there was none.
 	Waited time.Duration
 	// Skipped says why the name was not mapped or not waited for; "" when
@@ -118,6 +125,9 @@ func (r Result) Attrs() []any {
 	var a []any
 	if r.Object != "" {
 		a = append(a, slog.String("coredns", r.Object), slog.Bool("dnsChanged", r.Changed))
+	}
+	if len(r.Removed) > 0 {
+		a = append(a, slog.Any("dnsRemoved", r.Removed))
 	}
 	if r.Skipped == "" {
 		a = append(a, slog.Int64("handoverMs", r.Waited.Milliseconds()))
@@ -153,7 +163,7 @@ func (n *Name) Publish(ctx context.Context, name string, addr netip.Addr, certPE
 	if err != nil {
 		return res, fmt.Errorf("in-cluster DNS: %w", err)
 	}
-	res.Object, res.Changed = edit.Object, edit.Changed
+	res.Object, res.Changed, res.Removed = edit.Object, edit.Changed, edit.Removed
 	switch {
 	case n.Config.OutsidePod && n.Config.DNSServer == "":
 		res.Skipped = skipOutsidePod

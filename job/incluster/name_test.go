@@ -3,6 +3,7 @@ package incluster
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/netip"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/kube"
 )
 
 type mapper struct {
@@ -126,4 +128,26 @@ func TestConfigValidate(t *testing.T) {
 // address before the last replica reloaded has let it go by the handover.
 func TestHostsTTLExpiresWithinTheSettle(t *testing.T) {
 	assert.LessOrEqual(t, time.Duration(inclusterdns.HostsTTL)*time.Second, handover.DefaultSettle)
+}
+
+// The engine's earlier entries the mapping removed (update servers no
+// longer chosen) reach phase 6's log line and the Result; and the
+// production Name hands UPDATE_SERVER_DOMAINS to CoreDNS, which tells them
+// from a person's entries by it.
+func TestPublishReportsRemovedEntries(t *testing.T) {
+	m := &mapper{edit: inclusterdns.Edit{Object: "kube-system/coredns", Changed: true, Removed: []string{"20.38.0.1 smt-azure-old.susecloud.net"}}}
+
+	got, err := (&Name{Config: Config{Map: true, Timeout: time.Minute}, Map: m, Wait: &waiter{}}).Publish(context.Background(), "smt-azure.susecloud.net", addr, []byte("PEM"))
+
+	require.NoError(t, err)
+	assert.Equal(t, []string{"20.38.0.1 smt-azure-old.susecloud.net"}, got.Removed)
+	assert.Contains(t, got.Attrs(), slog.Any("dnsRemoved", []string{"20.38.0.1 smt-azure-old.susecloud.net"}))
+	for _, a := range (Result{Object: "kube-system/coredns"}).Attrs() {
+		assert.NotEqual(t, "dnsRemoved", a.(slog.Attr).Key, "no attribute when nothing was removed")
+	}
+
+	domains := []string{"susecloud.net", "example.com"}
+	n := New(Config{Map: true, Domains: domains}, &kube.Clients{}, nil)
+	require.IsType(t, &inclusterdns.CoreDNS{}, n.Map)
+	assert.Equal(t, domains, n.Map.(*inclusterdns.CoreDNS).Domains)
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,19 +53,30 @@ const (
 // restarted, so the engine needs no write access to its Deployment, which
 // would let a stolen token run another image in kube-system. A Corefile
 // without reload is refused (ErrNoReload) before anything is written.
-// A run that finds the entry in place writes nothing.
+// A run that finds the entry in place writes nothing. A server block of
+// its own for a zone that covers the name (a coredns-custom .server key
+// such as "susecloud.net:53 {") would answer instead of the entry: refused
+// with ErrCorefile before anything is written.
 type CoreDNS struct {
 	ConfigMaps kube.ConfigMapsGetter
 	Namespace  string // default kube-system
 	Key        string // key in coredns-custom; default DefaultHostsKey
-	Log        *slog.Logger
+	// Domains is UPDATE_SERVER_DOMAINS. In the Corefile layout an entry
+	// the engine wrote for another name under them, an update server no
+	// longer chosen, is removed when the entry is placed
+	// (SetCorefileHostsEntry); nil removes none. In coredns-custom the
+	// engine's key is replaced whole, so its earlier entry goes anyway.
+	Domains []string
+	Log     *slog.Logger
 }
 
 // Edit is what Ensure did: the ConfigMap (namespace/name) that holds the
-// entry, and whether this call changed it.
+// entry, whether this call changed it, and the engine's earlier entries it
+// removed ("<ip> <name>", for update servers no longer chosen).
 type Edit struct {
 	Object  string
 	Changed bool
+	Removed []string
 }
 
 // Ensure makes fqdn resolve to ip in the cluster and reports which
@@ -112,13 +125,13 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 		return Edit{}, failure.Permanent(fmt.Errorf("%w: the Corefile in %s/%s has no reload directive, so CoreDNS would serve %s only after a restart; add reload to it, or %s", ErrNoReload, ns, CoreDNSConfigMap, fqdn, byHand(fqdn, ip)))
 	}
 	if hasCustom {
-		changed, err := c.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
-		return Edit{Object: ns + "/" + CoreDNSCustom, Changed: changed}, err
+		changed, removed, err := c.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
+		return Edit{Object: ns + "/" + CoreDNSCustom, Changed: changed, Removed: removed}, err
 	}
 
 	edit := Edit{Object: ns + "/" + CoreDNSConfigMap}
 	old := core.Data[CorefileKey]
-	next, err := SetCorefileHostsEntry(old, fqdn, ip)
+	next, removed, err := SetCorefileHostsEntry(old, fqdn, ip, c.Domains)
 	if err != nil {
 		return Edit{}, failure.Permanent(fmt.Errorf("%s/%s: %w", ns, CoreDNSConfigMap, err))
 	}
@@ -128,30 +141,75 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 	if err := patchConfigMapKey(ctx, cms, CoreDNSConfigMap, core.ResourceVersion, CorefileKey, next); err != nil {
 		return Edit{}, kube.APIError(err, needCorefile(ns))
 	}
-	c.logger().Info("coredns corefile updated", slog.String("configMap", ns+"/"+CoreDNSConfigMap), slog.String("server", fqdn), slog.String("address", ip.String()))
-	edit.Changed = true
+	c.logger().Info("coredns corefile updated", slog.String("configMap", ns+"/"+CoreDNSConfigMap), slog.String("server", fqdn), slog.String("address", ip.String()), removedAttr(removed))
+	edit.Changed, edit.Removed = true, removed
 	return edit, nil
 }
 
-// ensureCustom writes our key in coredns-custom when it differs.
-func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, data map[string]string, fqdn string, ip netip.Addr) (bool, error) {
+// ensureCustom writes our key in coredns-custom when it differs, and
+// reports the entries for other names the key held before (the whole value
+// is replaced).
+func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, data map[string]string, fqdn string, ip netip.Addr) (bool, []string, error) {
 	key := cmp.Or(c.Key, DefaultHostsKey)
 	want := hostsBlock("", fqdn, ip) + "\n"
+	// AKS imports every .server key at the top level of the Corefile, as
+	// server blocks of their own, and the .override keys (ours) into the
+	// root block. A server block whose zone covers fqdn answers for it
+	// instead, so the entry would never be served: refused now, not after
+	// HANDOVER_TIMEOUT's wait for an answer that cannot come.
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		if !strings.HasSuffix(k, ".server") {
+			continue
+		}
+		for i, l := range parseCorefile(data[k]) {
+			if l.depth != 0 || l.opens == 0 {
+				continue
+			}
+			if zone := coveringServerZone(l, fqdn); zone != "" {
+				return false, nil, failure.Permanent(fmt.Errorf("%w: %s/%s key %q has the server block %q (line %d), which answers for %s instead of the root server block where AKS imports %q; remove that zone from %q or narrow it so that it no longer covers %s, or add %q to that server block by hand and set IN_CLUSTER_DNS=false",
+					ErrCorefile, ns, CoreDNSCustom, k, zone, i+1, fqdn, key, k, fqdn, ip.String()+" "+fqdn))
+			}
+		}
+	}
 	// CoreDNS refuses to start with two hosts directives in one server
 	// block, and AKS imports every .override key into the root block.
 	for k, v := range data {
 		if k != key && strings.HasSuffix(k, ".override") && hasDirective(v, "hosts") {
-			return false, failure.Permanent(fmt.Errorf("%w: %s/%s key %q already has a hosts block and CoreDNS allows one per server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, ns, CoreDNSCustom, k, ip.String()+" "+fqdn))
+			return false, nil, failure.Permanent(fmt.Errorf("%w: %s/%s key %q already has a hosts block and CoreDNS allows one per server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, ns, CoreDNSCustom, k, ip.String()+" "+fqdn))
 		}
 	}
 	if data[key] == want {
-		return false, nil
+		return false, nil, nil
 	}
 	if err := patchConfigMapKey(ctx, c.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, key, want); err != nil {
-		return false, kube.APIError(err, kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CoreDNSCustom, Namespace: ns})
+		return false, nil, kube.APIError(err, kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CoreDNSCustom, Namespace: ns})
 	}
-	c.logger().Info("coredns-custom updated", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key), slog.String("server", fqdn), slog.String("address", ip.String()))
-	return true, nil
+	var removed []string
+	lines := parseCorefile(data[key])
+	for i, l := range lines {
+		if len(l.fields) > 0 && l.fields[0] == "hosts" {
+			end := blockEnd(lines, i)
+			if end < 0 {
+				end = len(lines)
+			}
+			for _, e := range hostsEntries(lines, i, end) {
+				if !slices.ContainsFunc(e.names, func(n string) bool { return sameHost(n, fqdn) }) {
+					removed = append(removed, e.addr.String()+" "+strings.Join(e.names, " "))
+				}
+			}
+		}
+	}
+	c.logger().Info("coredns-custom updated", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key), slog.String("server", fqdn), slog.String("address", ip.String()), removedAttr(removed))
+	return true, removed, nil
+}
+
+// removedAttr is the log attribute of the earlier entries an edit removed;
+// none when it removed none (slog drops the zero Attr).
+func removedAttr(removed []string) slog.Attr {
+	if len(removed) == 0 {
+		return slog.Attr{}
+	}
+	return slog.Any("removed", removed)
 }
 
 func (c *CoreDNS) logger() *slog.Logger {

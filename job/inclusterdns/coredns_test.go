@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -34,6 +35,9 @@ const (
 )
 
 var (
+	// testDomains is UPDATE_SERVER_DOMAINS's default.
+	testDomains = []string{"susecloud.net"}
+
 	smtIP    = netip.MustParseAddr("20.38.0.87")
 	smtIPNew = netip.MustParseAddr("2603:1030:501::dd")
 )
@@ -251,11 +255,145 @@ func TestCoreDNSFailures(t *testing.T) {
 
 func mustSet(t *testing.T, corefile string, ip netip.Addr) string {
 	t.Helper()
-	out, err := SetCorefileHostsEntry(corefile, smtName, ip)
+	out, _, err := SetCorefileHostsEntry(corefile, smtName, ip, testDomains)
 	require.NoError(t, err)
 	return out
 }
 
 func forbiddenErr(resource string) error {
 	return apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "coredns", errors.New("denied"))
+}
+
+// AKS imports each coredns-custom .server key as a server block of its own,
+// and the engine's .override key into the root block. A .server zone that
+// covers the update server's name answers for it, so the engine's entry is
+// never served: refused at once, naming the key, the zone and the fix,
+// instead of writing it and waiting out HANDOVER_TIMEOUT for an answer that
+// cannot come. A zone that does not cover the name is the cluster's
+// business.
+func TestCoreDNSCustomServerZones(t *testing.T) {
+	tests := map[string]struct {
+		server string // the value of the key "corp.server"
+		zone   string // the zone the refusal names; "": written
+	}{
+		"the update servers' domain on port 53": {server: "susecloud.net:53 {\n    forward . 10.0.0.53\n}\n", zone: "susecloud.net:53"},
+		"the domain without a port":             {server: "susecloud.net {\n    forward . 10.0.0.53\n}\n", zone: "susecloud.net"},
+		"the update server's own name":          {server: "smt-azure.susecloud.net:53 {\n    forward . 10.0.0.53\n}\n", zone: "smt-azure.susecloud.net:53"},
+		"in another case, with a trailing dot":  {server: "SUSEcloud.NET.:53 {\n    forward . 10.0.0.53\n}\n", zone: "SUSEcloud.NET.:53"},
+		"with a dns:// scheme":                  {server: "dns://susecloud.net {\n    forward . 10.0.0.53\n}\n", zone: "dns://susecloud.net"},
+		"one of a block's zones":                {server: "example.com susecloud.net:53 {\n    forward . 10.0.0.53\n}\n", zone: "susecloud.net:53"},
+		"the second of two server blocks": {
+			server: "example.com:53 {\n    forward . 10.0.0.53\n}\n# ours\nnet:53 {\n    forward . 10.0.0.54\n}\n",
+			zone:   "net:53",
+		},
+		"another domain":                         {server: "example.com:53 {\n    forward . 10.0.0.53\n}\n"},
+		"a domain that only ends like it":        {server: "notsusecloud.net:53 {\n    forward . 10.0.0.53\n}\n"},
+		"a name under the update server's":       {server: "x.smt-azure.susecloud.net:53 {\n    forward . 10.0.0.53\n}\n"},
+		"the domain on another port":             {server: "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n"},
+		"the domain only in a nested line":       {server: "example.com {\n    rewrite name exact a.susecloud.net b.example.com\n}\n"},
+		"the domain as a .override (root block)": {server: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			custom := map[string]string{"log.override": "log\n"}
+			if tc.server != "" {
+				custom["corp.server"] = tc.server
+			}
+			c := fake.NewClientset(cm(CoreDNSCustom, custom), cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile}))
+
+			edit, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
+
+			if tc.zone == "" {
+				require.NoError(t, err)
+				assert.True(t, edit.Changed)
+				assert.Equal(t, hostsBlock("", smtName, smtIP)+"\n", getCM(t, c, CoreDNSCustom).Data[DefaultHostsKey])
+				return
+			}
+			require.ErrorIs(t, err, ErrCorefile)
+			assert.True(t, failure.IsPermanent(err), "no retry fixes it")
+			assert.Contains(t, err.Error(), `kube-system/coredns-custom key "corp.server" has the server block "`+tc.zone+`"`)
+			assert.Contains(t, err.Error(), "answers for smt-azure.susecloud.net instead of the root server block")
+			assert.Contains(t, err.Error(), `remove that zone from "corp.server" or narrow it so that it no longer covers smt-azure.susecloud.net, or add "20.38.0.87 smt-azure.susecloud.net" to that server block by hand and set IN_CLUSTER_DNS=false`)
+			assert.Equal(t, []string{"get", "get"}, kubetest.Verbs(c, "configmaps"), "nothing written")
+		})
+	}
+}
+
+// Phase 4 chose another update server than an earlier run did: in the
+// Corefile layout the earlier entry is removed from the engine's hosts
+// block (in coredns-custom the key is replaced whole), so the name no
+// longer chosen is not pinned to an address Azure may have given to
+// someone else, and the run's log and Edit say what went. The cluster's
+// own entries and keys stay byte for byte.
+func TestCoreDNSRemovesEarlierEntries(t *testing.T) {
+	old := "smt-azure-old.susecloud.net"
+	oldIP := netip.MustParseAddr("20.38.0.1")
+	earlier, _, err := SetCorefileHostsEntry(kindCorefile, old, oldIP, testDomains)
+	require.NoError(t, err)
+	withOwn := strings.Replace(earlier, "        ttl 15\n", "        ttl 15\n        10.0.0.9 db.corp.internal\n", 1)
+
+	tests := map[string]struct {
+		custom   map[string]string // coredns-custom; nil: the Corefile layout
+		corefile string
+		domains  []string
+		want     string // the Corefile or our key afterwards
+		removed  []string
+		log      string // the update line
+	}{
+		"Corefile: the earlier update server's entry goes, the cluster's stays": {
+			corefile: withOwn,
+			domains:  testDomains,
+			want:     strings.Replace(withOwn, "20.38.0.1 "+old, "20.38.0.87 "+smtName, 1),
+			removed:  []string{"20.38.0.1 " + old},
+			log:      "coredns corefile updated",
+		},
+		"Corefile, no UPDATE_SERVER_DOMAINS given: nothing removed": {
+			corefile: withOwn,
+			want:     strings.Replace(withOwn, "        20.38.0.1 "+old+"\n", "        20.38.0.87 "+smtName+"\n        20.38.0.1 "+old+"\n", 1),
+			log:      "coredns corefile updated",
+		},
+		"coredns-custom: the key replaced whole, the earlier entry reported": {
+			custom:   map[string]string{DefaultHostsKey: hostsBlock("", old, oldIP) + "\n", "log.override": "log\n"},
+			corefile: aksCorefile,
+			domains:  testDomains,
+			want:     hostsBlock("", smtName, smtIP) + "\n",
+			removed:  []string{"20.38.0.1 " + old},
+			log:      "coredns-custom updated",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objects := []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 kind-control-plane"})}
+			if tc.custom != nil {
+				objects = append(objects, cm(CoreDNSCustom, tc.custom))
+			}
+			c := fake.NewClientset(objects...)
+			var logs strings.Builder
+			engine := &CoreDNS{ConfigMaps: typed{c}, Domains: tc.domains, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+
+			edit, err := engine.Ensure(context.Background(), smtName, smtIP)
+
+			require.NoError(t, err)
+			assert.True(t, edit.Changed)
+			assert.Equal(t, tc.removed, edit.Removed, "what the run removed")
+			var line map[string]any
+			require.NoError(t, json.Unmarshal([]byte(logs.String()), &line), logs.String())
+			assert.Equal(t, tc.log, line["msg"])
+			if tc.removed == nil {
+				assert.NotContains(t, line, "removed")
+			} else {
+				assert.Equal(t, []any{tc.removed[0]}, line["removed"], "the log names what went")
+			}
+			if tc.custom == nil {
+				got := getCM(t, c, CoreDNSConfigMap)
+				assert.Equal(t, tc.want, got.Data[CorefileKey])
+				assert.Equal(t, "172.18.0.2 kind-control-plane", got.Data["NodeHosts"])
+				return
+			}
+			got := getCM(t, c, CoreDNSCustom)
+			assert.Equal(t, tc.want, got.Data[DefaultHostsKey])
+			assert.Equal(t, "log\n", got.Data["log.override"])
+			assert.Equal(t, tc.corefile, getCM(t, c, CoreDNSConfigMap).Data[CorefileKey])
+		})
+	}
 }

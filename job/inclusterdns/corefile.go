@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,15 +67,21 @@ const HostsTTL = 15
 // would answer instead of the root block, so the entry would never be
 // served: that Corefile is refused with ErrCorefile.
 //
-// Entries for names other than fqdn are never touched, including entries an
-// earlier run wrote for a server that is no longer chosen.
-func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error) {
-	fqdn, ip, err := validHostsEntry(fqdn, ip)
+// Entries the engine wrote on earlier runs for update servers no longer
+// chosen are removed, so that no name stays pinned to an address Azure
+// may since have given to someone else: in the root block's hosts block, a
+// line exactly as the engine writes one (earlierEntry) for another name
+// under domains (UPDATE_SERVER_DOMAINS), and that name among the block's
+// zones when an earlier run added it there. removed lists those entries
+// as they were ("<ip> <name>"). Every other entry and line stays byte for
+// byte; nil domains remove nothing.
+func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []string) (next string, removed []string, err error) {
+	fqdn, ip, err = validHostsEntry(fqdn, ip)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if strings.TrimSpace(corefile) == "" {
-		return "", fmt.Errorf("%w: the Corefile is empty; %s", ErrCorefile, byHand(fqdn, ip))
+		return "", nil, fmt.Errorf("%w: the Corefile is empty; %s", ErrCorefile, byHand(fqdn, ip))
 	}
 	lines := parseCorefile(corefile)
 
@@ -88,16 +95,16 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	}
 	switch {
 	case root < 0:
-		return "", fmt.Errorf("%w: no root server block (.:53 { … }) in the Corefile; %s", ErrCorefile, byHand(fqdn, ip))
+		return "", nil, fmt.Errorf("%w: no root server block (.:53 { … }) in the Corefile; %s", ErrCorefile, byHand(fqdn, ip))
 	case rootEnd < 0:
-		return "", fmt.Errorf("%w: the root server block (line %d) is never closed; close it, or %s", ErrCorefile, root+1, byHand(fqdn, ip))
+		return "", nil, fmt.Errorf("%w: the root server block (line %d) is never closed; close it, or %s", ErrCorefile, root+1, byHand(fqdn, ip))
 	}
 	for i, l := range lines {
 		if l.depth != 0 || l.opens == 0 || i == root {
 			continue
 		}
 		if zone := coveringServerZone(l, fqdn); zone != "" {
-			return "", fmt.Errorf("%w: the server block %q (line %d) answers for %s instead of the root server block; %s", ErrCorefile, zone, i+1, fqdn, byHand(fqdn, ip))
+			return "", nil, fmt.Errorf("%w: the server block %q (line %d) answers for %s instead of the root server block; %s", ErrCorefile, zone, i+1, fqdn, byHand(fqdn, ip))
 		}
 	}
 
@@ -107,7 +114,7 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	for i := root + 1; i < rootEnd; i++ {
 		if l := lines[i]; l.depth == 1 && len(l.fields) > 0 && l.fields[0] == "hosts" {
 			if l.opens != 1 || l.closes != 0 || !strings.HasSuffix(l.code, "{") {
-				return "", fmt.Errorf("%w: the root server block has a hosts directive without a block of its own (line %d); %s", ErrCorefile, i+1, byHand(fqdn, ip))
+				return "", nil, fmt.Errorf("%w: the root server block has a hosts directive without a block of its own (line %d); %s", ErrCorefile, i+1, byHand(fqdn, ip))
 			}
 			hosts, hostsEnd = i, blockEnd(lines, i)
 			break
@@ -117,9 +124,6 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	out := make([]string, 0, len(lines)+4)
 	for _, l := range lines {
 		out = append(out, l.text)
-	}
-	if hosts >= 0 {
-		out[hosts] = withHostsZone(lines[hosts], fqdn)
 	}
 
 	if hosts < 0 {
@@ -131,7 +135,7 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 			}
 		}
 		block := strings.Split(hostsBlock(indent, fqdn, ip), "\n")
-		return strings.Join(slices.Insert(out, root+1, block...), "\n"), nil
+		return strings.Join(slices.Insert(out, root+1, block...), "\n"), nil, nil
 	}
 	entry := ip.String() + " " + fqdn
 	// New lines take the indent of the block's first line, so that the
@@ -158,16 +162,21 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 		}
 	}
 	placed, at := false, hosts
-	var drop []int
+	drop := map[int]bool{}
+	var earlier []string // the names of the removed entries
 	for i, e := range hostsEntries(lines, hosts, hostsEnd) {
 		others := slices.DeleteFunc(slices.Clone(e.names), func(n string) bool { return sameHost(n, fqdn) })
 		switch {
+		case len(others) == len(e.names) && earlierEntry(lines, hosts, i, e, domains):
+			drop[i] = true
+			removed = append(removed, strings.TrimSpace(lines[i].text))
+			earlier = append(earlier, e.names[0])
 		case len(others) == len(e.names):
 			// another host's entry
 		case len(others) > 0:
 			out[i] = lines[i].indent + lines[i].fields[0] + " " + strings.Join(others, " ")
 		case placed:
-			drop = append(drop, i)
+			drop[i] = true
 		default:
 			placed, at = true, i
 			if e.addr != ip || len(e.names) != 1 {
@@ -175,10 +184,7 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 			}
 		}
 	}
-	// Every dropped line comes after the placed entry, so at stays put.
-	for _, i := range slices.Backward(drop) {
-		out = slices.Delete(out, i, i+1)
-	}
+	out[hosts] = withoutHostsZones(withHostsZone(lines[hosts], fqdn), earlier, fqdn)
 	var add []string
 	if !placed {
 		add = append(add, indent+entry)
@@ -186,8 +192,79 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr) (string, error)
 	if !hasTTL {
 		add = append(add, indent+ttlLine)
 	}
-	out = slices.Insert(out, at+1, add...)
-	return strings.Join(out, "\n"), nil
+	// at (the hosts line, or the entry kept for fqdn) is never dropped.
+	edited := make([]string, 0, len(out)+len(add))
+	for i, t := range out {
+		if drop[i] {
+			continue
+		}
+		edited = append(edited, t)
+		if i == at {
+			edited = append(edited, add...)
+		}
+	}
+	return strings.Join(edited, "\n"), removed, nil
+}
+
+// earlierEntry reports whether line i, an entry e of the hosts block opened
+// on line hosts, is one the engine wrote for an update server: exactly
+// "<ip> <name>" as hostsBlock writes it (the address in its canonical form,
+// one space, one name lower case without a trailing dot; no comment, no
+// second name), the name under one of domains (UPDATE_SERVER_DOMAINS), the
+// address one the engine maps (unicast; loopback for the tests' servers).
+// A line a person wrote in any other shape (a comment, a tab, two names,
+// a name outside domains) is theirs and stays.
+//
+// It is also, line for line, what the CoreDNS admission policy
+// (manifests/base/coredns-policy.yaml) counts as the engine's own: an
+// entry of that shape directly inside a block whose opening line is
+// "hosts [FILE [ZONES…]] {" with nothing after the brace, no brace
+// between. Removing any other line would be refused there with HTTP 422,
+// failing every run.
+func earlierEntry(lines []corefileLine, hosts, i int, e hostsEntry, domains []string) bool {
+	if len(e.names) != 1 || !(e.addr.IsGlobalUnicast() || e.addr.IsLoopback()) {
+		return false
+	}
+	name := e.names[0]
+	if n, err := hostname.Normalize(name); err != nil || n != name ||
+		strings.TrimSpace(lines[i].text) != e.addr.String()+" "+name ||
+		!slices.ContainsFunc(domains, func(d string) bool { return hostname.Under(name, d) }) {
+		return false
+	}
+	if !policyHostsLine.MatchString(strings.TrimSpace(lines[hosts].text)) {
+		return false
+	}
+	for _, l := range lines[hosts+1 : i] {
+		if strings.ContainsAny(l.text, "{}") {
+			return false
+		}
+	}
+	return true
+}
+
+// policyHostsLine is the admission policy's opening line of a hosts block.
+var policyHostsLine = regexp.MustCompile(`^hosts([ \t][^{}]*)?[{]$`)
+
+// withoutHostsZones returns the text of a "hosts FILE ZONES… {" line
+// without the zones that are the names of removed entries (names): the
+// zones withHostsZone added on earlier runs for update servers no longer
+// chosen. Only a zone as the engine adds it goes (the exact name, between
+// single spaces), never one that covers fqdn, and never the file, so the
+// block answers for fqdn and keeps every zone of the cluster's own.
+func withoutHostsZones(text string, names []string, fqdn string) string {
+	for _, name := range names {
+		l := parseCorefile(text)[0]
+		if len(l.fields) < 4 || zoneCovers(name, fqdn) || !slices.Contains(l.fields[2:len(l.fields)-1], name) {
+			continue
+		}
+		// The zones follow the file, so the last " name " is a zone.
+		code := text[len(l.indent) : len(l.indent)+len(l.code)]
+		if j := strings.LastIndex(code, " "+name+" "); j > 0 {
+			at := len(l.indent) + j
+			text = text[:at] + text[at+1+len(name):]
+		}
+	}
+	return text
 }
 
 // ttlLine is the hosts block's ttl option as the engine writes it.

@@ -13,10 +13,11 @@ import (
 
 func TestSetCorefileHostsEntry(t *testing.T) {
 	tests := map[string]struct {
-		in   string
-		ip   netip.Addr
-		want string
-		err  error
+		in      string
+		ip      netip.Addr
+		want    string
+		removed []string // the engine's earlier entries the edit removes
+		err     error
 	}{
 		"root block without hosts: block inserted with the block's indent": {
 			in: ".:53 {\n\terrors\n\tforward . /etc/resolv.conf\n\treload\n}\n",
@@ -113,6 +114,90 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 			ip:   smtIP,
 			want: "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n.:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n    reload\n}\n",
 		},
+		// Phase 4 chose another update server: the entry an earlier run
+		// wrote for the one no longer chosen goes, so that name is not
+		// pinned to an address Azure may have given to someone else.
+		"an earlier update server's entry (the engine's block): replaced by the new one": {
+			in:      ".:53 {\n    hosts {\n        20.38.0.1 smt-azure-old.susecloud.net\n        ttl 15\n        fallthrough\n    }\n    reload\n}\n",
+			ip:      smtIP,
+			want:    ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n    reload\n}\n",
+			removed: []string{"20.38.0.1 smt-azure-old.susecloud.net"},
+		},
+		"earlier entries among the cluster's own: only the engine's go, the current one readdressed": {
+			in: ".:53 {\n    hosts /etc/coredns/NodeHosts {\n" +
+				"      10.0.0.9 other.example.com\n" +
+				"      20.38.0.1 smt-a.susecloud.net\n" +
+				"      10.0.0.10 db.corp.internal\n" +
+				"      2603:1030::1 smt-b.susecloud.net\n" +
+				"      20.38.0.2 smt-azure.susecloud.net\n" +
+				"      ttl 15\n      fallthrough\n    }\n    reload\n}\n",
+			ip: smtIP,
+			want: ".:53 {\n    hosts /etc/coredns/NodeHosts {\n" +
+				"      10.0.0.9 other.example.com\n" +
+				"      10.0.0.10 db.corp.internal\n" +
+				"      20.38.0.87 smt-azure.susecloud.net\n" +
+				"      ttl 15\n      fallthrough\n    }\n    reload\n}\n",
+			removed: []string{"20.38.0.1 smt-a.susecloud.net", "2603:1030::1 smt-b.susecloud.net"},
+		},
+		// The engine writes "<ip> <name>" alone; a line in any other shape
+		// is a person's, and so is a name outside UPDATE_SERVER_DOMAINS.
+		"entries under the domain in a shape the engine never writes: kept byte for byte": {
+			in: ".:53 {\n    hosts {\n" +
+				"        20.38.0.1 smt-b.susecloud.net # pinned by hand\n" +
+				"        20.38.0.1\tsmt-c.susecloud.net\n" +
+				"        20.38.0.1  smt-d.susecloud.net\n" +
+				"        20.38.0.1 smt-e.susecloud.net smt-f.susecloud.net\n" +
+				"        20.38.0.1 SMT-G.susecloud.net\n" +
+				"        20.38.0.1 smt-h.susecloud.net.\n" +
+				"        ::ffff:20.38.0.1 smt-i.susecloud.net\n" +
+				"        169.254.0.5 smt-j.susecloud.net\n" +
+				"        20.38.0.1 smt.notsusecloud.net\n" +
+				"        20.38.0.1 smt.example.com\n" +
+				"        ttl 15\n        fallthrough\n    }\n}\n",
+			ip: smtIP,
+			want: ".:53 {\n    hosts {\n" +
+				"        20.38.0.87 smt-azure.susecloud.net\n" +
+				"        20.38.0.1 smt-b.susecloud.net # pinned by hand\n" +
+				"        20.38.0.1\tsmt-c.susecloud.net\n" +
+				"        20.38.0.1  smt-d.susecloud.net\n" +
+				"        20.38.0.1 smt-e.susecloud.net smt-f.susecloud.net\n" +
+				"        20.38.0.1 SMT-G.susecloud.net\n" +
+				"        20.38.0.1 smt-h.susecloud.net.\n" +
+				"        ::ffff:20.38.0.1 smt-i.susecloud.net\n" +
+				"        169.254.0.5 smt-j.susecloud.net\n" +
+				"        20.38.0.1 smt.notsusecloud.net\n" +
+				"        20.38.0.1 smt.example.com\n" +
+				"        ttl 15\n        fallthrough\n    }\n}\n",
+		},
+		"an earlier entry in another server block: kept": {
+			in: "example.org:53 {\n    hosts {\n        20.38.0.1 smt-old.susecloud.net\n    }\n}\n.:53 {\n    hosts {\n        20.38.0.1 smt-old.susecloud.net\n        fallthrough\n    }\n}\n",
+			ip: smtIP,
+			want: "example.org:53 {\n    hosts {\n        20.38.0.1 smt-old.susecloud.net\n    }\n}\n.:53 {\n" +
+				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n}\n",
+			removed: []string{"20.38.0.1 smt-old.susecloud.net"},
+		},
+		// An earlier run added its name to a zoned block's zones: the name
+		// leaves them with its entry, the new name joins them.
+		"hosts block with zones: the earlier name leaves them, the new one joins": {
+			in:      ".:53 {\n    hosts /etc/hosts corp.internal smt-old.susecloud.net {\n        20.38.0.1 smt-old.susecloud.net\n        ttl 15\n        10.1.0.5 db.corp.internal\n        fallthrough\n    }\n    reload\n}\n",
+			ip:      smtIP,
+			want:    ".:53 {\n    hosts /etc/hosts corp.internal smt-azure.susecloud.net {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        10.1.0.5 db.corp.internal\n        fallthrough\n    }\n    reload\n}\n",
+			removed: []string{"20.38.0.1 smt-old.susecloud.net"},
+		},
+		"hosts block with the cluster's zone above the names: the entry goes, the zone stays": {
+			in:      ".:53 {\n    hosts /etc/hosts susecloud.net {\n        20.38.0.1 smt-old.susecloud.net\n        fallthrough\n    }\n}\n",
+			ip:      smtIP,
+			want:    ".:53 {\n    hosts /etc/hosts susecloud.net {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n}\n",
+			removed: []string{"20.38.0.1 smt-old.susecloud.net"},
+		},
+		// The admission policy counts entries as the engine's only in a
+		// block opened by a bare "hosts … {": removing one elsewhere would
+		// be refused there (HTTP 422), failing every run.
+		"an earlier entry in a hosts block whose opening line has a comment: kept": {
+			in:   ".:53 {\n    hosts { # the cluster's\n        20.38.0.1 smt-old.susecloud.net\n        fallthrough\n    }\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts { # the cluster's\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        20.38.0.1 smt-old.susecloud.net\n        fallthrough\n    }\n}\n",
+		},
 		"empty Corefile":            {in: "  \n", ip: smtIP, err: ErrCorefile},
 		"no root server block":      {in: "example.org {\n    whoami\n}\n", ip: smtIP, err: ErrCorefile},
 		"root block never closed":   {in: ".:53 {\n    errors\n", ip: smtIP, err: ErrCorefile},
@@ -125,7 +210,7 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := SetCorefileHostsEntry(tc.in, smtName, tc.ip)
+			got, removed, err := SetCorefileHostsEntry(tc.in, smtName, tc.ip, testDomains)
 			if tc.err != nil {
 				require.ErrorIs(t, err, tc.err)
 				if tc.err == ErrCorefile {
@@ -137,9 +222,12 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 
-			again, err := SetCorefileHostsEntry(got, smtName, tc.ip)
+			assert.Equal(t, tc.removed, removed, "the engine's earlier entries it removed")
+
+			again, removedAgain, err := SetCorefileHostsEntry(got, smtName, tc.ip, testDomains)
 			require.NoError(t, err)
 			assert.Equal(t, got, again, "idempotent")
+			assert.Empty(t, removedAgain)
 		})
 	}
 }
@@ -191,12 +279,13 @@ func FuzzSetCorefileHostsEntry(f *testing.F) {
 	f.Add(".:53 {\n    hosts {\n        20.38.0.1 a.example.com smt-azure.susecloud.net\n    }\n}\n")
 	f.Add("}}}{{{ .:53 {")
 	f.Add(".:53 {\n    hosts {\n        ttl 3600\n        ttl {\n        }\n        ttl 9\n    }\n}\n")
+	f.Add(".:53 {\n    hosts /etc/hosts corp.internal smt-old.susecloud.net {\n        20.38.0.1 smt-old.susecloud.net\n        fallthrough\n    }\n}\n")
 	f.Fuzz(func(t *testing.T, corefile string) {
-		out, err := SetCorefileHostsEntry(corefile, smtName, smtIP)
+		out, _, err := SetCorefileHostsEntry(corefile, smtName, smtIP, testDomains)
 		if err != nil {
 			return
 		}
-		again, err := SetCorefileHostsEntry(out, smtName, smtIP)
+		again, _, err := SetCorefileHostsEntry(out, smtName, smtIP, testDomains)
 		if err != nil {
 			t.Fatalf("edited Corefile no longer accepted: %v\n%s", err, out)
 		}

@@ -9,8 +9,11 @@ var (
 	ErrInvalidHostsEntry = errors.New("invalid hosts entry")
 
 	// ErrCorefile means the CoreDNS configuration cannot take the entry
-	// safely: no root server block, a hosts directive without a block, or
-	// a hosts block elsewhere that would make CoreDNS refuse to start.
+	// safely: no root server block, a hosts directive without a block, a
+	// hosts block elsewhere that would make CoreDNS refuse to start, or a
+	// server block of its own (in the Corefile, or a coredns-custom .server
+	// key) for a zone that covers the name, which answers instead of the
+	// root block, so the entry would never be served.
 	// Permanent: a person has to add the entry, or turn IN_CLUSTER_DNS off.
 	ErrCorefile = errors.New("coredns configuration cannot take the hosts entry")
 

@@ -45,7 +45,7 @@ func TestHostsAddresses(t *testing.T) {
 
 func mustSetText(t *testing.T, ip string) string {
 	t.Helper()
-	out, err := SetCorefileHostsEntry(kindCorefile, "smt-azure.susecloud.net", netip.MustParseAddr(ip))
+	out, _, err := SetCorefileHostsEntry(kindCorefile, "smt-azure.susecloud.net", netip.MustParseAddr(ip), testDomains)
 	if err != nil {
 		t.Fatal(err)
 	}

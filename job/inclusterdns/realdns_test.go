@@ -398,3 +398,103 @@ func answerTTL(t *testing.T, port int, host string) (netip.Addr, uint32) {
 	}
 	return netip.Addr{}, 0
 }
+
+// TestRealCoreDNSEdges proves with a real CoreDNS the two edges the engine
+// must see itself, because no handover wait can fix them:
+//
+//   - A coredns-custom .server key for a zone above the update server's
+//     name is a server block of its own, and CoreDNS answers the name from
+//     it, never from the root block where AKS imports the engine's key: the
+//     entry an earlier run wrote is unreachable, and the engine now refuses
+//     at once instead of waiting out HANDOVER_TIMEOUT.
+//   - In the Corefile layout, once phase 4 chose another update server, the
+//     name no longer chosen stops resolving to the address the earlier run
+//     pinned (Azure may give that address to someone else).
+func TestRealCoreDNSEdges(t *testing.T) {
+	bin := corednsBin(t)
+	old := "smt-azure-old.susecloud.net"
+	oldIP := netip.MustParseAddr("20.38.0.1")
+
+	t.Run("AKS: a .server zone above the name answers instead of the engine's key", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shadow := netip.MustParseAddr("10.9.9.9")
+		c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, aksCorefile)}), cm(CoreDNSCustom, map[string]string{
+			// As an earlier run wrote it, before the .server key was added.
+			DefaultHostsKey: hostsBlock("", smtName, smtIP) + "\n",
+			"corp.server":   "susecloud.net:53 {\n    bind 127.0.0.1\n    hosts {\n        " + shadow.String() + " " + smtName + "\n    }\n}\n",
+		}))
+		dir := t.TempDir()
+		port := freeUDPPort(t)
+		writeConfig(t, c, dir, port)
+		dns := startCoreDNS(t, bin, dir)
+
+		assert.Equal(t, shadow, dns.waitFor(ctx, t, port, smtName, shadow), "the .server block answers the name, not the engine's entry")
+
+		_, err := newCoreDNS(c).Ensure(ctx, smtName, smtIP)
+		require.ErrorIs(t, err, ErrCorefile, "refused at once")
+		assert.Contains(t, err.Error(), `key "corp.server" has the server block "susecloud.net:53"`)
+		t.Logf("proved: a real CoreDNS answered %s with %s from coredns-custom key corp.server, not %s from %s; the engine refuses: %v", smtName, shadow, smtIP, DefaultHostsKey, err)
+	})
+
+	t.Run("Corefile: the update server no longer chosen stops resolving", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, kindCorefile)}))
+		engine := &CoreDNS{ConfigMaps: typed{c}, Domains: testDomains}
+		_, err := engine.Ensure(ctx, old, oldIP)
+		require.NoError(t, err)
+		dir := t.TempDir()
+		port := freeUDPPort(t)
+		writeConfig(t, c, dir, port)
+		dns := startCoreDNS(t, bin, dir)
+		require.Equal(t, oldIP, dns.waitFor(ctx, t, port, old, oldIP), "the earlier run's entry is served")
+
+		edit, err := engine.Ensure(ctx, smtName, smtIP)
+		require.NoError(t, err)
+		assert.Equal(t, []string{oldIP.String() + " " + old}, edit.Removed)
+		writeConfig(t, c, dir, port)
+		assert.Equal(t, smtIP, dns.waitFor(ctx, t, port, smtName, smtIP), "the new update server is served")
+		// Within the hosts block's TTL, whatever a cache kept.
+		start := time.Now()
+		gctx, gcancel := context.WithTimeout(ctx, 2*HostsTTL*time.Second)
+		defer gcancel()
+		answer := "no address"
+		if last := dns.waitGone(gctx, t, port, old, oldIP); last.IsValid() {
+			answer = last.String()
+		}
+		t.Logf("proved: after the engine moved to %s, a real CoreDNS stopped answering %s with %s within %s of serving the new entry (now: %s)",
+			smtName, old, oldIP, time.Since(start).Round(100*time.Millisecond), answer)
+	})
+}
+
+// waitGone asks CoreDNS on port for host's IPv4 address until it no longer
+// answers gone (or the test's context ends), and returns the last answer.
+func (d *realCoreDNS) waitGone(ctx context.Context, t *testing.T, port int, host string, gone netip.Addr) netip.Addr {
+	t.Helper()
+	r := &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var dialer net.Dialer
+			return dialer.DialContext(ctx, "udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		},
+	}
+	for {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		addrs, err := r.LookupNetIP(qctx, "ip4", host+".")
+		cancel()
+		var last netip.Addr
+		if err == nil && len(addrs) > 0 {
+			last = addrs[0].Unmap()
+		}
+		if last != gone {
+			return last
+		}
+		select {
+		case <-ctx.Done():
+			t.Errorf("CoreDNS still answers %s with %s\ncoredns output:\n%s", host, gone, d.output())
+			return last
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
