@@ -118,17 +118,20 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s), minimizing each new i
 	@e2e/scripts/fuzz.sh $(FUZZTIME)
 
 .PHONY: image
-image: ## build the engine and fakecloud images for each of IMAGE_ARCHS, as IMAGE-<arch> (BUILD_IMAGE/BASE_IMAGE override the bases)
-	@set -e; for arch in $(IMAGE_ARCHS); do \
-	  args="--platform linux/$$arch --build-arg TARGETARCH=$$arch --build-arg BUILDPLATFORM=$(BUILD_PLATFORM) --build-arg BUILD_IMAGE=$(BUILD_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE)"; \
-	  echo "image: $(IMAGE)-$$arch and $(FAKECLOUD_IMAGE)-$$arch (linux/$$arch, built on $(BUILD_PLATFORM))"; \
-	  docker build $$args --build-arg VERSION=$(VERSION) -t $(IMAGE)-$$arch .; \
-	  docker build $$args --target fakecloud -t $(FAKECLOUD_IMAGE)-$$arch .; \
-	  docker image inspect -f '{{.Os}}/{{.Architecture}}' $(IMAGE)-$$arch | grep -qx "linux/$$arch" \
-	    || { echo "image: $(IMAGE)-$$arch is not linux/$$arch" >&2; exit 1; }; \
-	done
+image: ## build the engine and fakecloud images for each of IMAGE_ARCHS, as IMAGE-<arch> (BUILD_IMAGE/BASE_IMAGE, BASE_IMAGE_<arch> override the bases)
+	@set -e; $(foreach arch,$(IMAGE_ARCHS),$(call image_arch,$(arch),$(or $(BASE_IMAGE_$(arch)),$(BASE_IMAGE))))
 	docker tag $(IMAGE)-$(firstword $(IMAGE_ARCHS)) $(IMAGE)
 	docker tag $(FAKECLOUD_IMAGE)-$(firstword $(IMAGE_ARCHS)) $(FAKECLOUD_IMAGE)
+
+# image_arch ARCH,BASE: the engine's and the fake cloud's image for
+# linux/ARCH on BASE, then a check that docker records that platform.
+image_arch = \
+	echo "image: $(IMAGE)-$(1) and $(FAKECLOUD_IMAGE)-$(1) (linux/$(1) on $(2), built on $(BUILD_PLATFORM))"; \
+	args="--platform linux/$(1) --build-arg TARGETARCH=$(1) --build-arg BUILDPLATFORM=$(BUILD_PLATFORM) --build-arg BUILD_IMAGE=$(BUILD_IMAGE) --build-arg BASE_IMAGE=$(2)"; \
+	docker build $$args --build-arg VERSION=$(VERSION) -t $(IMAGE)-$(1) .; \
+	docker build $$args --target fakecloud -t $(FAKECLOUD_IMAGE)-$(1) .; \
+	docker image inspect -f '{{.Os}}/{{.Architecture}}' $(IMAGE)-$(1) | grep -qx "linux/$(1)" \
+	  || { echo "image: $(IMAGE)-$(1) is not linux/$(1)" >&2; exit 1; };
 
 .PHONY: image-push
 image-push: ## push each IMAGE-<arch> and one multi-architecture IMAGE listing them (IMAGE names a registry)

@@ -124,6 +124,15 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 	if core != nil && !hasDirective(core.Data[CorefileKey], "reload") {
 		return Edit{}, failure.Permanent(fmt.Errorf("%w: the Corefile in %s/%s has no reload directive, so CoreDNS would serve %s only after a restart; add reload to it, or %s", ErrNoReload, ns, CoreDNSConfigMap, fqdn, byHand(fqdn, ip)))
 	}
+	key := cmp.Or(c.Key, DefaultHostsKey)
+	if hasCustom && core != nil && !importsKey(core.Data[CorefileKey], key) {
+		// A coredns-custom that CoreDNS never reads (AKS's and k3s's
+		// Corefiles import its .override keys; a kubeadm Corefile beside a
+		// stray coredns-custom does not): an entry there would never be
+		// served, so it goes where this CoreDNS looks, the Corefile.
+		c.logger().Warn("coredns-custom exists but the Corefile imports none of its .override keys into the root server block: writing the entry into the Corefile", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key), slog.String("corefile", ns+"/"+CoreDNSConfigMap))
+		hasCustom = false
+	}
 	if hasCustom {
 		changed, removed, err := c.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
 		return Edit{Object: ns + "/" + CoreDNSCustom, Changed: changed, Removed: removed}, err

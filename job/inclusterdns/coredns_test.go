@@ -133,6 +133,49 @@ func TestCoreDNSCustom(t *testing.T) {
 	}
 }
 
+// A coredns-custom the Corefile does not import is one CoreDNS never reads:
+// the entry goes where this CoreDNS looks. AKS's Corefile imports
+// custom/*.override, k3s's /etc/coredns/custom/*.override; a kubeadm
+// Corefile beside a coredns-custom made for something else imports nothing,
+// and an entry there would never be served (the handover would wait out
+// HANDOVER_TIMEOUT for it).
+func TestCoreDNSCustomOnlyWhereTheCorefileImportsIt(t *testing.T) {
+	k3s := strings.Replace(kindCorefile, "    reload\n", "    reload\n    import /etc/coredns/custom/*.override\n", 1)
+	tests := map[string]struct {
+		corefile string
+		want     string // the ConfigMap that gets the entry
+	}{
+		"AKS: the custom directory's *.override":          {corefile: aksCorefile, want: CoreDNSCustom},
+		"k3s: the absolute custom directory's *.override": {corefile: k3s, want: CoreDNSCustom},
+		"a glob naming our key":                           {corefile: strings.Replace(kindCorefile, "    reload\n", "    reload\n    import custom/registration-engine.*\n", 1), want: CoreDNSCustom},
+		"kubeadm: no import":                              {corefile: kindCorefile, want: CoreDNSConfigMap},
+		"only .server keys imported, at the top":          {corefile: kindCorefile + "import custom/*.server\n", want: CoreDNSConfigMap},
+		"an import in another server block, not the root": {corefile: kindCorefile + "example.org {\n    import custom/*.override\n}\n", want: CoreDNSConfigMap},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var logs strings.Builder
+			c := fake.NewClientset(cm(CoreDNSCustom, map[string]string{"log.override": "log\n"}), cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile}))
+			dns := newCoreDNS(c)
+			dns.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+			edit, err := dns.Ensure(context.Background(), smtName, smtIP)
+			require.NoError(t, err)
+			assert.True(t, edit.Changed)
+			assert.Equal(t, "kube-system/"+tc.want, edit.Object)
+			custom := getCM(t, c, CoreDNSCustom).Data
+			corefile := getCM(t, c, CoreDNSConfigMap).Data[CorefileKey]
+			if tc.want == CoreDNSCustom {
+				assert.Contains(t, custom, DefaultHostsKey)
+				assert.Equal(t, tc.corefile, corefile, "the Corefile untouched")
+				return
+			}
+			assert.Equal(t, map[string]string{"log.override": "log\n"}, custom, "coredns-custom untouched: CoreDNS does not read it")
+			assert.Contains(t, corefile, smtIP.String()+" "+smtName, "the entry is in the Corefile CoreDNS serves")
+			assert.Contains(t, logs.String(), "imports none of its .override keys", "the run says why it did not use coredns-custom")
+		})
+	}
+}
+
 // The merge patch of coredns-custom carries the resourceVersion it read, so a
 // concurrent edit conflicts instead of being lost.
 func TestCoreDNSPatchCarriesResourceVersion(t *testing.T) {

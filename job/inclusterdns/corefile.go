@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"net/netip"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -434,6 +435,34 @@ func blockEnd(lines []corefileLine, start int) int {
 		}
 	}
 	return -1
+}
+
+// importsKey reports whether the Corefile's root server block imports a
+// file named key from coredns-custom's volume: an import line whose glob's
+// last element matches key ("import custom/*.override" on AKS,
+// "import /etc/coredns/custom/*.override" on k3s).
+func importsKey(corefile, key string) bool {
+	lines := parseCorefile(corefile)
+	for i, l := range lines {
+		if l.depth != 0 || l.opens <= l.closes || !isRootServerBlock(l) {
+			continue
+		}
+		end := blockEnd(lines, i)
+		if end < 0 {
+			end = len(lines)
+		}
+		for _, in := range lines[i+1 : end] {
+			if in.depth != 1 || len(in.fields) < 2 || in.fields[0] != "import" {
+				continue
+			}
+			for _, glob := range in.fields[1:] {
+				if ok, err := path.Match(path.Base(glob), key); err == nil && ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // isRootServerBlock reports whether a server block's keys include the root
