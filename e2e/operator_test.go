@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
@@ -72,6 +73,7 @@ func TestOperator(t *testing.T) {
 	t.Run("no operator installed", o.testAbsent)
 	t.Run("the operator registers from the Job's Secret", o.testRegisters)
 	t.Run("an unchanged run", o.testUnchanged)
+	t.Run("an absolute name in registrationUrl", o.testAbsoluteURL)
 	t.Run("a code the update server refuses", o.testRefusedCode)
 	t.Run("the main revision refuses the update server's certificate", o.testMainRevision)
 }
@@ -175,6 +177,60 @@ func (o *operatorEnv) testUnchanged(t *testing.T) {
 	assert.Equal(t, kube.ReasonUnchanged, ev.Reason)
 	t.Logf("proved: a second Job wrote nothing, its summary says outcome=%v operator=%v, and the Job carries Event %s %q",
 		sum["outcome"], sum["operator"], ev.Reason, ev.Note)
+}
+
+// testAbsoluteURL is the evidence behind registrationUrl's relative name
+// (README, "registrationUrl stays https://smt-azure.susecloud.net"): the
+// real operator given the absolute name (a trailing dot, which would make
+// its lookup skip the search domains) still registers, but it treats the
+// changed URL as a new registration, under a new Registration, and the
+// dot reaches the update server in the Host header (while SNI drops it),
+// where SUSE's virtual-host matching decides. Every existing cluster would
+// be registered afresh by an engine that switched.
+func (o *operatorEnv) testAbsoluteURL(t *testing.T) {
+	ctx := testContext(t)
+	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	rec, err := sccoperator.Record(ctx, o.p.Admin)
+	require.NoError(t, err)
+	t.Cleanup(rec.Stop)
+	before := o.secret(ctx, t)
+	oldName, err := sccoperator.NameForSecret(before)
+	require.NoError(t, err, "needs the registered Secret of the previous subtests")
+	requestsBefore := len(o.fc.SCCRequests())
+
+	absolute := "https://" + updateServer + "."
+	_, err = o.admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType,
+		[]byte(`{"stringData":{"`+kube.KeyRegistrationURL+`":"`+absolute+`"}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	var newName string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		s, err := o.admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		newName, _ = sccoperator.NameForSecret(s)
+		return newName != "" && newName != oldName, nil
+	})
+	require.NoError(t, err, "the operator did not take the changed registrationUrl as a new registration (still %s)", oldName)
+	active, err := rec.Wait(ctx, newName, func(r sccoperator.Registration) bool { return r.Done() || r.Failed() })
+	require.NoError(t, err)
+	require.True(t, active.Done(), "the absolute name registers: %s", active)
+
+	var announce *fakecloud.SCCRequest
+	for _, r := range o.fc.SCCRequests()[requestsBefore:] {
+		if r.Method == "POST" && r.Path == "/connect/subscriptions/systems" {
+			announce = &r
+		}
+	}
+	require.NotNil(t, announce, "the new Registration announced again")
+	assert.Equal(t, updateServer+".", announce.Host, "the dot reaches the update server in the Host header")
+	assert.Equal(t, updateServer, announce.ServerName, "SNI carries the name without the dot")
+	dyn, err := dynamic.NewForConfig(o.p.Admin)
+	require.NoError(t, err)
+	_, err = sccoperator.Get(ctx, dyn, oldName)
+	oldGone := apierrors.IsNotFound(err)
+	t.Logf("proved: rancher/scc-operator %.7s given registrationUrl %s made a new Registration %s (was %s; the old one gone: %t) and registered it (Done, activated=%t): a second announce with Host %q and SNI %q; so a switch to the absolute name would register every existing cluster afresh, and the Host header's dot meets SUSE's virtual hosts: registrationUrl keeps the relative name",
+		sccoperator.CommitRMT, absolute, newName, oldName, oldGone, active.Activated, announce.Host, announce.ServerName)
 }
 
 // testRefusedCode: a code the update server refuses (401) makes the
