@@ -240,8 +240,10 @@ func (o *operatorEnv) testRefusedCode(t *testing.T) {
 	ctx := testContext(t)
 	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
 	const wrong = "E2E-WRONG-CODE"
-	o.setCronJobRegCode(ctx, t, wrong)
-	t.Cleanup(func() { o.setCronJobRegCode(context.Background(), t, overlayRegCode) })
+	o.setCronJobEnv(ctx, t, map[string]string{"REGISTRATION_CODE": wrong})
+	t.Cleanup(func() {
+		o.setCronJobEnv(context.Background(), t, map[string]string{"REGISTRATION_CODE": overlayRegCode})
+	})
 	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "operator-wrong-code")
 	cond := controlplane.FinishedCondition(done)
@@ -343,15 +345,6 @@ func (o *operatorEnv) resetUpdateServers() {
 		u.Reset()
 		u.SetRegCode(overlayRegCode)
 	}
-}
-
-// setCronJobRegCode sets the CronJob's REGISTRATION_CODE.
-func (o *operatorEnv) setCronJobRegCode(ctx context.Context, t *testing.T, code string) {
-	cj, err := o.admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
-	require.NoError(t, err)
-	controlplane.SetEnv(&cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0], map[string]string{"REGISTRATION_CODE": code})
-	_, err = o.admin.BatchV1().CronJobs(kube.Namespace).Update(ctx, cj, metav1.UpdateOptions{})
-	require.NoError(t, err)
 }
 
 // lastLine is the run summary, the last line of the log.

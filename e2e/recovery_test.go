@@ -180,8 +180,10 @@ func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
 	ctx := recoveryContext(t)
 	_, _ = o.freshRecovery(ctx, t)
 	const wrong = "E2E-WRONG-CODE"
-	o.setCronJobRegCode(ctx, t, wrong)
-	t.Cleanup(func() { o.setCronJobRegCode(context.Background(), t, overlayRegCode) })
+	o.setCronJobEnv(ctx, t, map[string]string{"REGISTRATION_CODE": wrong})
+	t.Cleanup(func() {
+		o.setCronJobEnv(context.Background(), t, map[string]string{"REGISTRATION_CODE": overlayRegCode})
+	})
 	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
 
 	var uid types.UID
@@ -209,7 +211,7 @@ func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
 	}
 	t.Logf("kubectl describe job refused-3:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "describe", "job", "refused-3"))
 
-	o.setCronJobRegCode(ctx, t, overlayRegCode)
+	o.setCronJobEnv(ctx, t, map[string]string{"REGISTRATION_CODE": overlayRegCode})
 	pr, done := o.runJob(ctx, t, runs, "refused-fixed")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
 	sum := summary(t, pr.res.stderr)
