@@ -22,6 +22,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/recovery"
 )
 
 // TestOperatorRecovery is zero touch after rancher/scc-operator fails a
@@ -93,7 +94,7 @@ func (o *operatorEnv) testRecovers(t *testing.T, name string, faults fakecloud.U
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
 	assert.Equal(t, job.ExitOK, pr.res.code, pr.res.stderr)
 	sum := summary(t, pr.res.stderr)
-	assert.Equal(t, job.RecoveryRecovered, sum["recovery"], pr.res.stderr)
+	assert.Equal(t, recovery.Recovered, sum["recovery"], pr.res.stderr)
 	assert.Equal(t, kube.OperatorActive, sum["operator"])
 	assert.Equal(t, cause, sum["cause"])
 	oldName, _ := sum["replacedRegistration"].(string)
@@ -194,7 +195,7 @@ func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
 		assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.res.String())
 		assert.Equal(t, job.ExitPermanent, pr.res.code, pr.res.stderr)
 		sum := summary(t, pr.res.stderr)
-		assert.Equal(t, job.RecoveryNeedsPerson, sum["recovery"], pr.res.stderr)
+		assert.Equal(t, recovery.NeedsPerson, sum["recovery"], pr.res.stderr)
 		assert.Equal(t, false, sum["recoverable"])
 		assert.Equal(t, "HTTP 401 Unauthorized", sum["cause"])
 		assert.NotContains(t, pr.res.stderr, "recovering the registration: deleting", "no recovery started")
@@ -236,7 +237,7 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 	t.Cleanup(func() { o.setCronJobEnv(context.Background(), t, map[string]string{"OPERATOR_RECOVERY": "true"}) })
 	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
 	pr, _ := o.runJob(ctx, t, runs, "stopped-setup")
-	require.Equal(t, job.RecoveryNotAttempted, summary(t, pr.res.stderr)["recovery"], pr.res.stderr)
+	require.Equal(t, recovery.NotAttempted, summary(t, pr.res.stderr)["recovery"], pr.res.stderr)
 	require.NoError(t, op.Stop())
 	before := o.secret(ctx, t)
 
@@ -252,7 +253,7 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 	for _, pr := range prs {
 		assert.Equal(t, job.ExitTransient, pr.res.code, pr.res.stderr)
 		sum := summary(t, pr.res.stderr)
-		assert.Equal(t, job.RecoveryOperatorDown, sum["recovery"], pr.res.stderr)
+		assert.Equal(t, recovery.OperatorDown, sum["recovery"], pr.res.stderr)
 		msg, _ := sum["error"].(string)
 		assert.Contains(t, msg, "rancher/scc-operator is not running")
 		assert.Contains(t, msg, "nothing deleted")
@@ -299,7 +300,7 @@ func (o *operatorEnv) testThreeFailedRecoveries(t *testing.T) {
 		assert.Equal(t, batchv1.JobReasonPodFailurePolicy, controlplane.FinishedCondition(done).Reason, "exit 2 ends the Job: the next attempt is the next schedule's")
 		assert.Equal(t, job.ExitPermanent, pr.res.code, pr.res.stderr)
 		sum := summary(t, pr.res.stderr)
-		assert.Equal(t, job.RecoveryFailedAgain, sum["recovery"], pr.res.stderr)
+		assert.Equal(t, recovery.FailedAgain, sum["recovery"], pr.res.stderr)
 		assert.Equal(t, float64(i), sum["recoveryAttempt"])
 		uids = append(uids, o.secret(ctx, t).UID)
 	}
@@ -310,7 +311,7 @@ func (o *operatorEnv) testThreeFailedRecoveries(t *testing.T) {
 	pr, _ := o.runJob(ctx, t, runs, "again-4")
 	assert.Equal(t, job.ExitPermanent, pr.res.code)
 	sum := summary(t, pr.res.stderr)
-	assert.Equal(t, job.RecoveryStopped, sum["recovery"], pr.res.stderr)
+	assert.Equal(t, recovery.Stopped, sum["recovery"], pr.res.stderr)
 	msg, _ := sum["error"].(string)
 	assert.Contains(t, msg, "stopped recovering: 3 recoveries in a row")
 	assert.Contains(t, msg, "annotate lease registration-engine "+kube.AnnotationRecovery+"-")
@@ -324,7 +325,7 @@ func (o *operatorEnv) testThreeFailedRecoveries(t *testing.T) {
 	o.p.Kubectl(t, "-n", kube.Namespace, "annotate", "lease", kube.LeaseName, kube.AnnotationRecovery+"-")
 	pr, done := o.runJob(ctx, t, runs, "again-cleared")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
-	assert.Equal(t, job.RecoveryRecovered, summary(t, pr.res.stderr)["recovery"], pr.res.stderr)
+	assert.Equal(t, recovery.Recovered, summary(t, pr.res.stderr)["recovery"], pr.res.stderr)
 	t.Logf("proved: with every announce answered 500, three runs each recovered once and failed again (exit 2, Secret uids %v); the fourth deleted nothing and said %q; after `kubectl annotate lease %s %s-` and a healed server the next run recovered",
 		uids, msg, kube.LeaseName, kube.AnnotationRecovery)
 }

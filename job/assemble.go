@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
 
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/recovery"
 	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
@@ -39,7 +39,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 	j := &Job{
 		Log: log,
 		Detector: &providers.Detector{
-			AzureEndpoints: []string{cfg.AzureIMDSEndpoint},
+			AzureEndpoints: []string{cfg.Azure.IMDSEndpoint},
 			GCPEndpoints:   cfg.GCPMetadataEndpoints,
 			AWSEndpoints:   cfg.AWSIMDSEndpoints,
 			Budget:         cfg.DetectBudget,
@@ -51,45 +51,18 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 			if c != providers.Azure {
 				return nil, failure.Permanent(fmt.Errorf("this is %s, but only Azure Marketplace deployments can prove their identity so far", c))
 			}
-			return azure.New(azure.Config{
-				CredentialMode:      cfg.AzureCredentialMode,
-				ClientID:            cfg.AzureClientID,
-				TenantID:            cfg.AzureTenantID,
-				TokenFile:           cfg.AzureTokenFile,
-				AuthorityHost:       cfg.AzureAuthorityHost,
-				ARMEndpoint:         cfg.ARMEndpoint,
-				IMDSEndpoint:        cfg.AzureIMDSEndpoint,
-				ExtensionResourceID: cfg.ExtensionResourceID,
-				Publisher:           cfg.PublisherID,
-				Offer:               cfg.OfferID,
-				Plan:                cfg.PlanID,
-				RetryMax:            cfg.VerifyRetryMax,
-				RetryBackoff:        cfg.VerifyRetryBackoff,
-				HTTPClient:          httpClient,
-				Roots:               roots,
-				AIAAllowedHosts:     cfg.AIAAllowedHosts,
-				Log:                 log,
-			})
+			az := cfg.Azure
+			az.HTTPClient, az.Roots, az.Log = httpClient, roots, log
+			return azure.New(az)
 		},
 		// LoadConfig read and checked the file at start; phase 3 reports it.
 		LoadSettings: func() (regionconfig.Settings, error) { return cfg.RegionSettings, nil },
-		Finder: &smt.Finder{
-			Log:          log,
-			RegionPort:   cfg.RegionServerPort,
-			HTTPSPort:    cfg.UpdateHTTPSPort,
-			HTTPPort:     cfg.UpdateHTTPPort,
-			PassTimeouts: cfg.RegionPassTimeouts,
-			PassPauses:   cfg.RegionPassPauses,
-			Domains:      cfg.UpdateServerDomains,
-
-			// Tests and the fake cloud only; Find warns on every run.
-			AllowLoopback: cfg.UpdateServerAllowLoopback,
-		},
-		RegCode:   cfg.RegCode,
-		Secrets:   secrets,
-		Deadline:  cfg.RunDeadline,
-		SleepMax:  cfg.StartupSleepMax,
-		Scheduled: ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
+		Finder:       &smt.Finder{Config: cfg.SMT, Log: log},
+		RegCode:      cfg.RegCode,
+		Secrets:      secrets,
+		Deadline:     cfg.RunDeadline,
+		SleepMax:     cfg.StartupSleepMax,
+		Scheduled:    ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
 	}
 
 	switch {
@@ -143,7 +116,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 	}
 	j.Lock = lease
 	in := cfg.InCluster
-	in.OutsidePod, in.Port, in.Domains = cfg.Kubeconfig != "", cfg.UpdateHTTPSPort, cfg.UpdateServerDomains
+	in.OutsidePod, in.Port, in.Domains = cfg.Kubeconfig != "", cfg.SMT.HTTPSPort, cfg.SMT.Domains
 	j.InCluster = incluster.New(in, clients, log)
 	j.SecretRef = cfg.SecretNamespace + "/" + cfg.SecretName
 	j.Operator = &kube.OperatorWatch{
@@ -154,15 +127,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Log:           log,
 	}
 	j.OperatorWait = cfg.OperatorWait
-	if cfg.OperatorRecovery {
-		opNS, opName, _ := strings.Cut(cfg.OperatorLease, "/")
-		j.Recovery = &Recovery{
-			Secrets:  store,
-			Operator: &kube.OperatorLease{Leases: clients.Leases, Namespace: opNS, Name: opName, Clock: clock.RealClock{}},
-			Record:   lease,
-			LeaseRef: cfg.SecretNamespace + "/" + cfg.LeaseName,
-		}
-	}
+	j.Recovery = recovery.New(cfg.Recovery, clients, store, lease, j.Operator, cfg.OperatorWait)
 	// The Job runs in the Secret's namespace (the manifests set
 	// REGISTRATION_SECRET_NAMESPACE from the pod's).
 	if cfg.JobName != "" && cfg.JobUID != "" {

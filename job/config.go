@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/rancher/registration-engine/job/incluster"
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/recovery"
 	"github.com/rancher/registration-engine/job/regionconfig"
+	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/failure"
 )
@@ -22,44 +22,30 @@ import (
 // it is built (the AZURE_* variables included: they are read here and handed
 // to azidentity explicitly).
 type Config struct {
-	// Marketplace and Azure identity.
-	ExtensionResourceID string
-	PublisherID         string
-	OfferID             string
-	PlanID              string
-	// AzureCredentialMode is AZURE_CREDENTIAL_MODE, never empty after load.
-	AzureCredentialMode azure.CredentialMode
-	AzureClientID       string
-	AzureTenantID       string
-	AzureTokenFile      string
-	AzureAuthorityHost  string
-	ARMEndpoint         string
-	AttestationRoots    string
-	AIAAllowedHosts     []string
+	// Azure is phase 2's Marketplace plan, identity, endpoints (its
+	// IMDSEndpoint is also the one phase 1 probes) and retry bounds, as
+	// the settings fill them; its rules are azure.Config.Validate's and,
+	// for the identity, azure.CheckCredential's. New adds what is not a
+	// setting (the HTTP client, the trust anchors, the logger).
+	Azure azure.Config
+	// AttestationRoots is the PEM file New reads into Azure.Roots.
+	AttestationRoots string
 
-	// Metadata endpoints (overridable for tests and the demo only).
-	AzureIMDSEndpoint    string
+	// Metadata endpoints of the other clouds (overridable for tests and
+	// the demo only).
 	GCPMetadataEndpoints []string
 	AWSIMDSEndpoints     []string
 	DetectBudget         time.Duration
 	DMIDir               string
-	VerifyRetryMax       int
-	VerifyRetryBackoff   float64
 
 	// Region and update servers. RegionSettings is the file at
 	// RegionConfigPath, read and checked by LoadConfig with everything else.
-	RegionConfigPath   string
-	RegionSettings     regionconfig.Settings
-	CAFile             string
-	RegionServerPort   int
-	UpdateHTTPSPort    int
-	UpdateHTTPPort     int
-	RegionPassTimeouts []time.Duration
-	RegionPassPauses   []time.Duration
-	// UpdateServerDomains and UpdateServerAllowLoopback are smt.Finder's
-	// Domains and AllowLoopback.
-	UpdateServerDomains       []string
-	UpdateServerAllowLoopback bool
+	RegionConfigPath string
+	RegionSettings   regionconfig.Settings
+	CAFile           string
+	// SMT is phase 4's ports, passes and update-server domains; its rules
+	// are smt.Config.Validate's.
+	SMT smt.Config
 
 	// Kubernetes storage.
 	RegCode         Secret
@@ -84,12 +70,10 @@ type Config struct {
 	InCluster incluster.Config
 	// Handover to rancher/scc-operator.
 	OperatorWait time.Duration
-	// OperatorRecovery lets a run recover a Registration the operator
-	// failed for a passing cause (OPERATOR_RECOVERY, default true).
-	OperatorRecovery bool
-	// OperatorLease is namespace/name of the operator's leader-election
-	// Lease, which tells whether it runs (OPERATOR_LEASE).
-	OperatorLease string
+	// Recovery decides whether a run recovers a Registration the operator
+	// failed for a passing cause (OPERATOR_RECOVERY, OPERATOR_LEASE); its
+	// own rules are recovery.Config.Validate's.
+	Recovery recovery.Config
 
 	// The run.
 	RunDeadline     time.Duration
@@ -227,11 +211,11 @@ func (c *Config) Validate() error {
 	if c.RunDeadline <= 0 {
 		problems = append(problems, errors.New("RUN_DEADLINE must be positive"))
 	}
-	if len(c.RegionPassTimeouts) == 0 {
-		problems = append(problems, errors.New("REGION_PASS_TIMEOUTS needs at least one duration"))
+	if err := c.SMT.Validate(); err != nil {
+		problems = append(problems, err)
 	}
-	if len(c.RegionPassPauses) > 0 && len(c.RegionPassPauses) < len(c.RegionPassTimeouts)-1 {
-		problems = append(problems, fmt.Errorf("REGION_PASS_PAUSES has %d pauses for %d passes; give %d", len(c.RegionPassPauses), len(c.RegionPassTimeouts), len(c.RegionPassTimeouts)-1))
+	if err := c.Azure.Validate(); err != nil {
+		problems = append(problems, err)
 	}
 	// A mode set explicitly (the chart and the overlay always set it) says
 	// this is an Azure deployment: its identity settings are checked now.
@@ -239,15 +223,13 @@ func (c *Config) Validate() error {
 	// elsewhere reports the cloud. A rejected value was already reported.
 	if c.given["azure-credential-mode"] && !c.rejected["azure-credential-mode"] && !c.rejected["azure-client-id"] &&
 		!c.rejected["azure-tenant-id"] && !c.rejected["azure-federated-token-file"] {
-		problems = append(problems, azure.CheckCredential(azure.Config{
-			CredentialMode: c.AzureCredentialMode, ClientID: c.AzureClientID, TenantID: c.AzureTenantID, TokenFile: c.AzureTokenFile,
-		})...)
+		problems = append(problems, azure.CheckCredential(c.Azure)...)
 	}
 	if err := c.InCluster.Validate(); err != nil {
 		problems = append(problems, err)
 	}
-	if ns, name, ok := strings.Cut(c.OperatorLease, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		problems = append(problems, fmt.Errorf("OPERATOR_LEASE=%q: want namespace/name of rancher/scc-operator's Lease (default %s/%s)", c.OperatorLease, kube.OperatorLeaseNamespace, kube.OperatorLeaseName))
+	if err := c.Recovery.Validate(); err != nil {
+		problems = append(problems, err)
 	}
 	if c.DryRun && c.Output != "" {
 		problems = append(problems, errors.New("--dry-run and --output exclude each other: a dry run writes nothing"))
@@ -266,13 +248,13 @@ func (c *Config) Validate() error {
 // LogValue logs the effective configuration once, secrets redacted.
 func (c *Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("extensionResourceId", c.ExtensionResourceID),
-		slog.String("plan", c.PublisherID+":"+c.OfferID+":"+c.PlanID),
-		slog.String("azureCredentialMode", string(c.AzureCredentialMode)),
-		slog.String("azureClientId", c.AzureClientID),
-		slog.String("azureTenantId", c.AzureTenantID),
-		slog.String("armEndpoint", c.ARMEndpoint),
-		slog.String("azureImdsEndpoint", c.AzureIMDSEndpoint),
+		slog.String("extensionResourceId", c.Azure.ExtensionResourceID),
+		slog.String("plan", c.Azure.Publisher+":"+c.Azure.Offer+":"+c.Azure.Plan),
+		slog.String("azureCredentialMode", string(c.Azure.CredentialMode)),
+		slog.String("azureClientId", c.Azure.ClientID),
+		slog.String("azureTenantId", c.Azure.TenantID),
+		slog.String("armEndpoint", c.Azure.ARMEndpoint),
+		slog.String("azureImdsEndpoint", c.Azure.IMDSEndpoint),
 		slog.String("dmiDir", c.DMIDir),
 		slog.String("regionConfig", c.RegionConfigPath),
 		slog.Any("regCode", c.RegCode),
@@ -289,8 +271,8 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("handoverSettle", c.InCluster.Settle.String()),
 		slog.String("handoverDnsServer", c.InCluster.DNSServer),
 		slog.String("operatorWait", c.OperatorWait.String()),
-		slog.Bool("operatorRecovery", c.OperatorRecovery),
-		slog.String("operatorLease", c.OperatorLease),
+		slog.Bool("operatorRecovery", c.Recovery.Enabled),
+		slog.String("operatorLease", c.Recovery.OperatorLease),
 		slog.String("jobUid", c.JobUID),
 	)
 }

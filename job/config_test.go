@@ -41,30 +41,30 @@ func TestLoadConfigDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "scc-registration", c.SecretName)
 	assert.Equal(t, "cattle-scc-system", c.SecretNamespace)
-	assert.Equal(t, "http://169.254.169.254", c.AzureIMDSEndpoint)
-	assert.Equal(t, "https://management.azure.com", c.ARMEndpoint)
+	assert.Equal(t, "http://169.254.169.254", c.Azure.IMDSEndpoint)
+	assert.Equal(t, "https://management.azure.com", c.Azure.ARMEndpoint)
 	assert.Equal(t, testRegionConfig, c.RegionConfigPath)
 	assert.Equal(t, []string{"23.100.36.229", "40.121.202.140", "52.187.53.250", "104.45.31.195", "191.237.254.253"}, c.RegionSettings.RegionServers, "the file is read at load")
 	assert.Equal(t, "/sys/class/dmi/id", c.DMIDir)
-	assert.Equal(t, 5, c.VerifyRetryMax)
-	assert.Equal(t, 2.0, c.VerifyRetryBackoff)
+	assert.Equal(t, 5, c.Azure.RetryMax)
+	assert.Equal(t, 2.0, c.Azure.RetryBackoff)
 	assert.Equal(t, 5, c.K8sRetryMax)
-	assert.Equal(t, []time.Duration{15 * time.Second, 7500 * time.Millisecond, 5 * time.Second}, c.RegionPassTimeouts)
-	assert.Equal(t, []time.Duration{20 * time.Second, 10 * time.Second}, c.RegionPassPauses)
+	assert.Equal(t, []time.Duration{15 * time.Second, 7500 * time.Millisecond, 5 * time.Second}, c.SMT.PassTimeouts)
+	assert.Equal(t, []time.Duration{20 * time.Second, 10 * time.Second}, c.SMT.PassPauses)
 	assert.Equal(t, 2*time.Second, c.DetectBudget)
 	assert.Equal(t, time.Hour, c.StartupSleepMax)
 	assert.Equal(t, 10*time.Minute, c.RunDeadline)
 	assert.Equal(t, slog.LevelInfo, c.LogLevel)
 	assert.True(t, c.InCluster.Map)
-	assert.Equal(t, 443, c.UpdateHTTPSPort)
+	assert.Equal(t, 443, c.SMT.HTTPSPort)
 	assert.Equal(t, 3*time.Minute, c.InCluster.Timeout)
 	assert.Equal(t, 20*time.Second, c.InCluster.Settle)
 	assert.Equal(t, 2*time.Minute, c.OperatorWait)
 	assert.Equal(t, "registration-engine", c.LeaseName)
 	assert.Equal(t, "registration-engine", c.CronJobName)
 	assert.Empty(t, c.InCluster.DNSServer, "the pod's own resolver")
-	assert.True(t, c.OperatorRecovery, "a Failed Registration is recovered unless OPERATOR_RECOVERY=false")
-	assert.Equal(t, "kube-system/scc-controllers", c.OperatorLease)
+	assert.True(t, c.Recovery.Enabled, "a Failed Registration is recovered unless OPERATOR_RECOVERY=false")
+	assert.Equal(t, "kube-system/scc-controllers", c.Recovery.OperatorLease)
 }
 
 // TestLoadConfigOperatorRecovery: OPERATOR_RECOVERY turns the recovery
@@ -73,8 +73,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 func TestLoadConfigOperatorRecovery(t *testing.T) {
 	c, err := LoadConfig(nil, env(map[string]string{"OPERATOR_RECOVERY": "false", "OPERATOR_LEASE": "ops/scc-leader"}))
 	require.NoError(t, err)
-	assert.False(t, c.OperatorRecovery)
-	assert.Equal(t, "ops/scc-leader", c.OperatorLease)
+	assert.False(t, c.Recovery.Enabled)
+	assert.Equal(t, "ops/scc-leader", c.Recovery.OperatorLease)
 	_, err = LoadConfig(nil, env(map[string]string{"OPERATOR_LEASE": "scc-controllers"}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `OPERATOR_LEASE="scc-controllers": want namespace/name`)
@@ -116,7 +116,7 @@ func TestLoadConfigPrecedence(t *testing.T) {
 			want: func(t *testing.T, c *Config) {
 				assert.Zero(t, c.StartupSleepMax)
 				assert.Equal(t, 90*time.Second, c.RunDeadline)
-				assert.Equal(t, []time.Duration{time.Second, 500 * time.Millisecond}, c.RegionPassTimeouts)
+				assert.Equal(t, []time.Duration{time.Second, 500 * time.Millisecond}, c.SMT.PassTimeouts)
 			},
 		},
 		"handover and operator settings": {
@@ -147,6 +147,7 @@ func TestLoadConfigReportsEveryProblemAtOnce(t *testing.T) {
 		"REGION_PASS_TIMEOUTS": "soon",
 		"REGISTRATION_CODE":    "sekrit-code",
 		"HANDOVER_DNS_SERVER":  "dns.example",
+		"REGION_PASS_PAUSES":   "1s",
 	}))
 	require.Error(t, err)
 	assert.True(t, failure.IsPermanent(err))
@@ -155,6 +156,7 @@ func TestLoadConfigReportsEveryProblemAtOnce(t *testing.T) {
 		`VERIFY_RETRY_MAX="abc"`, `K8S_RETRY_BACKOFF="-1"`, `ARM_ENDPOINT="http://plain.example"`,
 		`LOG_LEVEL="LOUD"`, `REGION_PASS_TIMEOUTS="soon"`, "--dry-run and --output exclude each other",
 		`HANDOVER_DNS_SERVER="dns.example"`,
+		"REGION_PASS_PAUSES has 1 pauses for 3 passes; give 2", // smt's rule, against the default passes
 	} {
 		assert.Contains(t, msg, want)
 	}
@@ -231,6 +233,7 @@ func TestNumberSettingsNameTheirRange(t *testing.T) {
 		"open whole number, below":           {map[string]string{"K8S_RETRY_MAX": "0"}, `K8S_RETRY_MAX="0": want a whole number ≥ 1`},
 		"bounded number, not a number":       {map[string]string{"VERIFY_RETRY_BACKOFF": "abc"}, `VERIFY_RETRY_BACKOFF="abc": want a number from 1 to 60`},
 		"bounded number, NaN":                {map[string]string{"VERIFY_RETRY_BACKOFF": "NaN"}, `VERIFY_RETRY_BACKOFF="NaN": want a number from 1 to 60`},
+		"bounded number, below":              {map[string]string{"VERIFY_RETRY_BACKOFF": "0.5"}, `VERIFY_RETRY_BACKOFF="0.5": want a number from 1 to 60`},
 		"open number, NaN":                   {map[string]string{"K8S_RETRY_BACKOFF": "NaN"}, `K8S_RETRY_BACKOFF="NaN": want a number ≥ 1`},
 		"open number, Inf":                   {map[string]string{"K8S_RETRY_BACKOFF": "+Inf"}, `K8S_RETRY_BACKOFF="+Inf": want a number ≥ 1`},
 		"open number, below":                 {map[string]string{"K8S_RETRY_BACKOFF": "0.5"}, `K8S_RETRY_BACKOFF="0.5": want a number ≥ 1`},
@@ -245,8 +248,8 @@ func TestNumberSettingsNameTheirRange(t *testing.T) {
 	}
 	c, err := LoadConfig(nil, env(map[string]string{"VERIFY_RETRY_MAX": "20", "VERIFY_RETRY_BACKOFF": "60", "K8S_RETRY_BACKOFF": "1.5"}))
 	require.NoError(t, err, "the bounds themselves are accepted")
-	assert.Equal(t, 20, c.VerifyRetryMax)
-	assert.Equal(t, 60.0, c.VerifyRetryBackoff)
+	assert.Equal(t, 20, c.Azure.RetryMax)
+	assert.Equal(t, 60.0, c.Azure.RetryBackoff)
 	assert.Equal(t, 1.5, c.K8sRetryBackoff)
 }
 
@@ -376,8 +379,8 @@ func TestUpdateServerSettings(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tc.wantDomains, c.UpdateServerDomains)
-			assert.Equal(t, tc.wantLoopback, c.UpdateServerAllowLoopback)
+			assert.Equal(t, tc.wantDomains, c.SMT.Domains)
+			assert.Equal(t, tc.wantLoopback, c.SMT.AllowLoopback)
 		})
 	}
 }
@@ -425,7 +428,7 @@ func TestLoadConfigCredentialMode(t *testing.T) {
 			c, err := LoadConfig(nil, env(tc.env))
 			if tc.wantErr == nil {
 				require.NoError(t, err)
-				assert.Equal(t, tc.wantMode, c.AzureCredentialMode)
+				assert.Equal(t, tc.wantMode, c.Azure.CredentialMode)
 				var buf bytes.Buffer
 				slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", slog.Any("config", c))
 				assert.Contains(t, buf.String(), `"azureCredentialMode":"`+string(tc.wantMode)+`"`, "the log says which mode runs")

@@ -7,14 +7,18 @@
 // job/regionconfig), find-update-server (job/smt, whose health check races
 // the two address families through job/happyeyeballs), race-addresses (the
 // address that race reached), write-secret (job/incluster maps the name in
-// CoreDNS and waits for the handover; job/kube writes the Secret) — and
-// reads what rancher/scc-operator made of it (job/kube). It returns an
+// CoreDNS and waits for the handover; job/kube writes the Secret) — then
+// the operator step: what rancher/scc-operator made of it (job/kube) and,
+// for a Registration it failed, job/recovery's answer. It returns an
 // error whose class ExitCode turns into the exit code.
 //
 // The root package only orchestrates and holds the command-line surface:
 // Config and its settings table (config.go, settings.go, parse.go,
-// help.go), the Secret type that keeps codes out of logs, the dry-run and
-// file outputs, and the subcommands `status` (job/status decides; this
-// package hands it the exit codes) and `attestation inspect` (a support
-// engineer's look at an attested document, providers/azure's Inspect).
+// help.go), where each package's own settings are held whole
+// (azure.Config, smt.Config, incluster.Config, recovery.Config) and
+// checked by that package's Validate; the Secret type that keeps codes
+// out of logs; the dry-run and file outputs; and the dispatch of the
+// subcommands, which live with their packages: `status` (job/status) and
+// `attestation inspect` (providers/azure), handed the version and the exit
+// codes from here.
 package job

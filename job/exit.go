@@ -36,13 +36,6 @@ var ErrTerminated = errors.New("terminated by signal")
 // ErrDeadline is the cancellation cause of the run deadline.
 var ErrDeadline = errors.New("run deadline exceeded")
 
-// ErrOperatorFailed means rancher/scc-operator marked the Registration made
-// from our Secret Failed. Permanent when nothing this run can do helps (a
-// cause that needs a person, a recovery that failed again, three in a
-// row); transient when the recovery could not start (the operator not
-// running, the record not written, the Secret changed meanwhile).
-var ErrOperatorFailed = errors.New("rancher/scc-operator failed the registration")
-
 // ExitCode maps the error a run returned to the process exit code. It is the
 // only place that decides; main calls os.Exit with its answer.
 func ExitCode(err error) int {

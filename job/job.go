@@ -13,6 +13,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/recovery"
 	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
@@ -83,9 +84,10 @@ type Job struct {
 	Operator     OperatorWatcher
 	OperatorWait time.Duration
 	// Recovery, when set (OPERATOR_RECOVERY, in a cluster), lets a run
-	// recover a Registration the operator failed for a passing cause: see
-	// recover. Nil: a Failed Registration is only reported.
-	Recovery *Recovery
+	// recover a Registration the operator failed for a passing cause
+	// (job/recovery). Nil: a Failed Registration is only reported, with
+	// the remedy.
+	Recovery *recovery.Recovery
 	// Events, when set, gets one Event per run on the Job that runs it;
 	// nil when no Job is known (JOB_NAME, JOB_UID unset).
 	Events EventRecorder
@@ -135,7 +137,7 @@ type Result struct {
 	Operator kube.OperatorReport
 	// Recovery is what the run did about a Failed Registration; nil when
 	// it found none.
-	Recovery *RecoveryReport
+	Recovery *recovery.Report
 }
 
 // PhaseOperator is the failedPhase of a run whose write succeeded but whose
@@ -177,14 +179,8 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 			attrs = append(attrs, slog.String("operatorMessage", res.Operator.Message))
 		}
 	}
-	if rr := res.Recovery; rr != nil {
-		attrs = append(attrs, slog.String("recovery", rr.Outcome), slog.String("cause", rr.Cause), slog.Bool("recoverable", rr.Recoverable))
-		if rr.Attempt > 0 {
-			attrs = append(attrs, slog.Int("recoveryAttempt", rr.Attempt))
-		}
-		if rr.Outcome == RecoveryRecovered || rr.Outcome == RecoveryFailedAgain || rr.Outcome == RecoveryPending {
-			attrs = append(attrs, slog.String("replacedRegistration", rr.Replaced.Registration), slog.String("replacedMessage", rr.Replaced.Message), slog.Int64("recoveryMs", rr.Took.Milliseconds()))
-		}
+	if res.Recovery != nil {
+		attrs = append(attrs, res.Recovery.Attrs()...)
 	}
 	if err != nil {
 		attrs = append(attrs, slog.String("failedPhase", res.Failed), slog.String("error", err.Error()))
@@ -310,7 +306,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 			}
 			changed, err := j.Store.Write(ctx, reg)
 			res.Changed = changed
-			return append(attrs, slog.Bool("changed", changed)), j.withOperatorState(ctx, withRegCodeSources(err))
+			return append(attrs, slog.Bool("changed", changed)), j.Recovery.WithOperatorState(ctx, withRegCodeSources(err))
 		}},
 	}
 	for i, p := range phases {
@@ -343,10 +339,11 @@ type writeFacts struct {
 
 // reportOperator reads what the operator made of the Secret: after a write
 // it waits up to OperatorWait for active or failed, on an unchanged run it
-// looks once. A Failed Registration fails the run permanently (exit 2): the
-// operator ignores the Secret until a person deletes it, so no retry and no
-// later run can help, and the Job must show it. Pending and absent leave
-// the run successful, pending with a warning.
+// looks once. A Failed Registration is job/recovery's: it recovers one a
+// retry can fix, and otherwise fails the run (failedPhase operator) with
+// the remedy, since the operator ignores the Secret until a person deletes
+// it and the Job must show it. Pending and absent leave the run
+// successful, pending with a warning.
 func (j *Job) reportOperator(ctx context.Context, log *slog.Logger, res *Result, server string, written writeFacts) error {
 	if j.Operator == nil {
 		return nil
@@ -364,24 +361,26 @@ func (j *Job) reportOperator(ctx context.Context, log *slog.Logger, res *Result,
 		verdict := kube.ClassifyOperatorFailure(rep.Message)
 		attrs = append(attrs, slog.Bool("recoverable", verdict.Recoverable), slog.String("cause", verdict.Cause))
 		log.Error("rancher/scc-operator failed the registration", attrs...)
-		return j.recover(ctx, log, res, server, written, verdict)
+		rr, err := j.Recovery.Recover(ctx, log, recovery.Failure{
+			Report: rep, Verdict: verdict, Server: server, Written: written.reg, Unproven: written.noHandover, SecretRef: j.secretRef(),
+		})
+		res.Recovery = &rr
+		if rr.Rewritten {
+			res.Changed, res.Outcome, res.Operator = true, OutcomeRegistered, rr.Operator
+		}
+		if err != nil {
+			res.Failed = PhaseOperator
+		}
+		return err
 	case kube.OperatorPending:
 		log.Warn("rancher/scc-operator has not finished the registration", append(attrs, slog.String("operatorWait", wait.String()))...)
 	case kube.OperatorActive:
 		log.Info("rancher/scc-operator's registration", attrs...)
-		j.forgetRecoveries(ctx, log, rep)
+		j.Recovery.Forget(ctx, log, rep)
 	default:
 		log.Info("rancher/scc-operator's registration", attrs...)
 	}
 	return nil
-}
-
-// operatorRemedy is what the operator requires before it registers again;
-// secret is namespace/name.
-func operatorRemedy(secret, server string) string {
-	ns, name, _ := strings.Cut(secret, "/")
-	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`kubectl -n %s create job --from=cronjob/%s <name>`), which writes it afresh",
-		secret, server, ns, name, ns, kube.CronJobName)
 }
 
 // recordEvent records the run's outcome on its Job. An Event that cannot

@@ -20,6 +20,7 @@ import (
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/recovery"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
@@ -536,7 +537,7 @@ func TestRunReportsTheOperator(t *testing.T) {
 			}
 			if tc.report.State == kube.OperatorFailed {
 				assert.Equal(t, tc.report.Message, last["operatorMessage"], "the operator's own words in the summary")
-				assert.ErrorIs(t, err, ErrOperatorFailed)
+				assert.ErrorIs(t, err, recovery.ErrOperatorFailed)
 				assert.Equal(t, "ERROR", last["level"])
 			}
 		})
@@ -573,7 +574,7 @@ func TestRunRedactsTheOperatorsMessage(t *testing.T) {
 	j := newJob(r, &logs)
 	j.Operator, j.Events = op, op
 	_, err := j.Run(context.Background())
-	require.ErrorIs(t, err, ErrOperatorFailed)
+	require.ErrorIs(t, err, recovery.ErrOperatorFailed)
 	require.Len(t, op.events, 1)
 	emitted := map[string]string{"logs": logs.String(), "Event note": op.events[0].Note, "error": err.Error()}
 	for where, text := range emitted {

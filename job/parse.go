@@ -36,23 +36,45 @@ func str(dst func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error { *dst(c) = v; return nil }
 }
 
+// integer takes a whole number ≥ min, for a setting whose bound is the
+// root package's own (K8S_RETRY_MAX); a bad value is told the bound,
+// whatever was wrong with it.
 func integer(min int, dst func(*Config) *int) func(*Config, string) error {
-	return integerUpTo(min, math.MaxInt, dst)
-}
-
-// integerUpTo takes a whole number from min to max; a bad value is told the
-// whole range, whatever was wrong with it.
-func integerUpTo(min, max int, dst func(*Config) *int) func(*Config, string) error {
-	want := fmt.Errorf("want a whole number from %d to %d", min, max)
-	if max == math.MaxInt {
-		want = fmt.Errorf("want a whole number ≥ %d", min)
-	}
+	want := fmt.Errorf("want a whole number ≥ %d", min)
 	return func(c *Config, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < min || n > max {
+		if err != nil || n < min {
 			return want
 		}
 		*dst(c) = n
+		return nil
+	}
+}
+
+// wholeNumber takes any whole number, for a setting whose range its owner's
+// Validate checks; what is not a number is told want, the owner's words
+// for the range.
+func wholeNumber(want string, dst func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return errors.New(want)
+		}
+		*dst(c) = n
+		return nil
+	}
+}
+
+// number takes any number strconv parses (NaN and Inf included), for a
+// setting whose range its owner's Validate checks; what is not a number is
+// told want, the owner's words for the range.
+func number(want string, dst func(*Config) *float64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return errors.New(want)
+		}
+		*dst(c) = f
 		return nil
 	}
 }
@@ -68,20 +90,14 @@ func port(dst func(*Config) *int) func(*Config, string) error {
 	}
 }
 
+// float takes a finite number ≥ min (NaN and Inf, which strconv parses,
+// are refused), for a setting whose bound is the root package's own
+// (K8S_RETRY_BACKOFF); a bad value is told the bound.
 func float(min float64, dst func(*Config) *float64) func(*Config, string) error {
-	return floatUpTo(min, math.Inf(1), dst)
-}
-
-// floatUpTo takes a finite number from min to max (NaN and Inf, which
-// strconv parses, are refused); a bad value is told the whole range.
-func floatUpTo(min, max float64, dst func(*Config) *float64) func(*Config, string) error {
-	want := fmt.Errorf("want a number from %g to %g", min, max)
-	if math.IsInf(max, 1) {
-		want = fmt.Errorf("want a number ≥ %g", min)
-	}
+	want := fmt.Errorf("want a number ≥ %g", min)
 	return func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || math.IsInf(f, 0) || !(f >= min && f <= max) {
+		if err != nil || math.IsInf(f, 0) || !(f >= min) {
 			return want
 		}
 		*dst(c) = f
@@ -151,10 +167,12 @@ func boolean(dst func(*Config) *bool) func(*Config, string) error {
 	}
 }
 
-func endpoint(https bool, dst func(*Config) *string) func(*Config, string) error {
+// endpoint takes an http(s) URL; whether it must be https is its owner's
+// rule (azure.Config.Validate for Entra and ARM).
+func endpoint(dst func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		v = strings.TrimRight(strings.TrimSpace(v), "/")
-		if err := checkURL(v, https); err != nil {
+		if err := checkURL(v); err != nil {
 			return err
 		}
 		*dst(c) = v
@@ -167,7 +185,7 @@ func endpoints(dst func(*Config) *[]string) func(*Config, string) error {
 		var out []string
 		for _, part := range splitList(v) {
 			part = strings.TrimRight(part, "/")
-			if err := checkURL(part, false); err != nil {
+			if err := checkURL(part); err != nil {
 				return err
 			}
 			out = append(out, part)
@@ -197,13 +215,10 @@ func hostnames(dst func(*Config) *[]string) func(*Config, string) error {
 	}
 }
 
-func checkURL(v string, httpsOnly bool) error {
+func checkURL(v string) error {
 	u, err := url.Parse(v)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return errors.New("want an http(s) URL such as https://host:port")
-	}
-	if httpsOnly && u.Scheme != "https" {
-		return errors.New("want an https URL (Entra and ARM are only spoken to over TLS)")
 	}
 	return nil
 }

@@ -19,17 +19,6 @@ import (
 // The settings: each one's flag, variables, default, help and parser, in
 // the order --help lists them.
 
-// extensionID accepts only the exact ARM grammar of a cluster extension's
-// ID, so a malformed one stops the run before any request (phase 2 would
-// otherwise find out after detection, Entra and IMDS).
-func extensionID(c *Config, v string) error {
-	if _, err := azure.ParseExtensionID(strings.TrimSpace(v)); err != nil {
-		return err
-	}
-	c.ExtensionResourceID = strings.TrimSpace(v)
-	return nil
-}
-
 func logLevel(c *Config, v string) error {
 	switch strings.ToUpper(strings.TrimSpace(v)) {
 	case "DEBUG":
@@ -48,27 +37,27 @@ func logLevel(c *Config, v string) error {
 
 var settings = []setting{
 	{group: "Marketplace and Azure identity"},
-	{flag: "extension-resource-id", envs: []string{"EXTENSION_RESOURCE_ID"}, help: "ARM resource ID of the cluster extension whose Marketplace plan is verified", set: extensionID},
-	{flag: "publisher-id", envs: []string{"MARKETPLACE_PUBLISHER_ID"}, help: "expected plan publisher", set: str(func(c *Config) *string { return &c.PublisherID })},
-	{flag: "offer-id", envs: []string{"MARKETPLACE_OFFER_ID"}, help: "expected plan product (offer ID)", set: str(func(c *Config) *string { return &c.OfferID })},
-	{flag: "plan-id", envs: []string{"MARKETPLACE_PLAN_ID"}, help: "expected plan name (plan ID)", set: str(func(c *Config) *string { return &c.PlanID })},
+	{flag: "extension-resource-id", envs: []string{"EXTENSION_RESOURCE_ID"}, help: "ARM resource ID of the cluster extension whose Marketplace plan is verified", set: str(func(c *Config) *string { return &c.Azure.ExtensionResourceID })},
+	{flag: "publisher-id", envs: []string{"MARKETPLACE_PUBLISHER_ID"}, help: "expected plan publisher", set: str(func(c *Config) *string { return &c.Azure.Publisher })},
+	{flag: "offer-id", envs: []string{"MARKETPLACE_OFFER_ID"}, help: "expected plan product (offer ID)", set: str(func(c *Config) *string { return &c.Azure.Offer })},
+	{flag: "plan-id", envs: []string{"MARKETPLACE_PLAN_ID"}, help: "expected plan name (plan ID)", set: str(func(c *Config) *string { return &c.Azure.Plan })},
 	{flag: "azure-credential-mode", envs: []string{"AZURE_CREDENTIAL_MODE"}, def: string(azure.WorkloadIdentity), help: "how ARM is reached: workload-identity (the webhook's federated token) or managed-identity (AZURE_CLIENT_ID through IMDS); set explicitly, its identity settings are checked at load", set: func(c *Config, v string) error {
 		m, err := azure.ParseCredentialMode(strings.TrimSpace(v))
-		c.AzureCredentialMode = m
+		c.Azure.CredentialMode = m
 		return err
 	}},
-	{flag: "azure-client-id", envs: []string{"AZURE_CLIENT_ID"}, help: "workload-identity: the client ID the webhook injects; managed-identity: the extension's managed identity (the chart's global.azure.identity.clientId)", set: str(func(c *Config) *string { return &c.AzureClientID })},
-	{flag: "azure-tenant-id", envs: []string{"AZURE_TENANT_ID"}, help: "Entra tenant ID (injected by the webhook)", set: str(func(c *Config) *string { return &c.AzureTenantID })},
-	{flag: "azure-federated-token-file", envs: []string{"AZURE_FEDERATED_TOKEN_FILE"}, help: "projected ServiceAccount token file (injected by the webhook)", set: str(func(c *Config) *string { return &c.AzureTokenFile })},
-	{flag: "azure-authority-host", envs: []string{"AZURE_AUTHORITY_HOST"}, help: "Entra authority host, https (injected by the webhook; default public cloud)", set: endpoint(true, func(c *Config) *string { return &c.AzureAuthorityHost })},
-	{flag: "arm-endpoint", envs: []string{"ARM_ENDPOINT"}, def: azure.DefaultARMEndpoint, help: "Azure Resource Manager endpoint, https", set: endpoint(true, func(c *Config) *string { return &c.ARMEndpoint })},
+	{flag: "azure-client-id", envs: []string{"AZURE_CLIENT_ID"}, help: "workload-identity: the client ID the webhook injects; managed-identity: the extension's managed identity (the chart's global.azure.identity.clientId)", set: str(func(c *Config) *string { return &c.Azure.ClientID })},
+	{flag: "azure-tenant-id", envs: []string{"AZURE_TENANT_ID"}, help: "Entra tenant ID (injected by the webhook)", set: str(func(c *Config) *string { return &c.Azure.TenantID })},
+	{flag: "azure-federated-token-file", envs: []string{"AZURE_FEDERATED_TOKEN_FILE"}, help: "projected ServiceAccount token file (injected by the webhook)", set: str(func(c *Config) *string { return &c.Azure.TokenFile })},
+	{flag: "azure-authority-host", envs: []string{"AZURE_AUTHORITY_HOST"}, help: "Entra authority host, https (injected by the webhook; default public cloud)", set: endpoint(func(c *Config) *string { return &c.Azure.AuthorityHost })},
+	{flag: "arm-endpoint", envs: []string{"ARM_ENDPOINT"}, def: azure.DefaultARMEndpoint, help: "Azure Resource Manager endpoint, https", set: endpoint(func(c *Config) *string { return &c.Azure.ARMEndpoint })},
 	{flag: "attestation-roots", envs: []string{"ATTESTATION_ROOTS_FILE"}, help: "PEM trust anchors for IMDS attested documents instead of the pinned Azure roots (tests and the fake cloud only)", set: str(func(c *Config) *string { return &c.AttestationRoots })},
-	{flag: "aia-allowed-hosts", envs: []string{"AIA_ALLOWED_HOSTS"}, def: strings.Join(azure.DefaultAIAAllowedHosts, ","), help: "hosts the attested document's intermediate may be fetched from, comma-separated", set: func(c *Config, v string) error { c.AIAAllowedHosts = splitList(v); return nil }},
-	{flag: "verify-retry-max", envs: []string{"VERIFY_RETRY_MAX"}, def: strconv.Itoa(azure.DefaultRetryMax), help: "attempts for ARM and IMDS calls", set: integerUpTo(1, azure.MaxRetryMax, func(c *Config) *int { return &c.VerifyRetryMax })},
-	{flag: "verify-retry-backoff", envs: []string{"VERIFY_RETRY_BACKOFF"}, def: formatFloat(azure.DefaultRetryBackoff), help: "backoff factor: IMDS waits 1s × factor^n between attempts; ARM starts at factor seconds and doubles (Retry-After wins)", set: floatUpTo(1, azure.MaxRetryBackoff, func(c *Config) *float64 { return &c.VerifyRetryBackoff })},
+	{flag: "aia-allowed-hosts", envs: []string{"AIA_ALLOWED_HOSTS"}, def: strings.Join(azure.DefaultAIAAllowedHosts, ","), help: "hosts the attested document's intermediate may be fetched from, comma-separated", set: func(c *Config, v string) error { c.Azure.AIAAllowedHosts = splitList(v); return nil }},
+	{flag: "verify-retry-max", envs: []string{"VERIFY_RETRY_MAX"}, def: strconv.Itoa(azure.DefaultRetryMax), help: "attempts for ARM and IMDS calls", set: wholeNumber(azure.WantRetryMax, func(c *Config) *int { return &c.Azure.RetryMax })},
+	{flag: "verify-retry-backoff", envs: []string{"VERIFY_RETRY_BACKOFF"}, def: formatFloat(azure.DefaultRetryBackoff), help: "backoff factor: IMDS waits 1s × factor^n between attempts; ARM starts at factor seconds and doubles (Retry-After wins)", set: number(azure.WantRetryBackoff, func(c *Config) *float64 { return &c.Azure.RetryBackoff })},
 
 	{group: "Cloud detection"},
-	{flag: "azure-imds-endpoint", envs: []string{"AZURE_IMDS_ENDPOINT"}, def: providers.DefaultAzureIMDS, help: "Azure IMDS base URL", set: endpoint(false, func(c *Config) *string { return &c.AzureIMDSEndpoint })},
+	{flag: "azure-imds-endpoint", envs: []string{"AZURE_IMDS_ENDPOINT"}, def: providers.DefaultAzureIMDS, help: "Azure IMDS base URL", set: endpoint(func(c *Config) *string { return &c.Azure.IMDSEndpoint })},
 	{flag: "gcp-metadata-endpoints", envs: []string{"GCP_METADATA_ENDPOINTS"}, def: strings.Join(providers.DefaultGCPEndpoints, ","), help: "GCP metadata base URLs, comma-separated", set: endpoints(func(c *Config) *[]string { return &c.GCPMetadataEndpoints })},
 	{flag: "aws-imds-endpoints", envs: []string{"AWS_IMDS_ENDPOINTS"}, def: strings.Join(providers.DefaultAWSEndpoints, ","), help: "AWS IMDS base URLs, comma-separated", set: endpoints(func(c *Config) *[]string { return &c.AWSIMDSEndpoints })},
 	{flag: "detect-budget", envs: []string{"DETECT_BUDGET"}, def: formatDuration(providers.DefaultBudget), help: "time for all metadata probes together", set: duration(func(c *Config) *time.Duration { return &c.DetectBudget })},
@@ -77,13 +66,13 @@ var settings = []setting{
 	{group: "Region and update servers"},
 	{flag: "config", envs: []string{"REGIONSRV_CONFIG"}, def: regionconfig.DefaultPath, help: "regionserverclnt.cfg to read", set: str(func(c *Config) *string { return &c.RegionConfigPath })},
 	{flag: "ca-file", envs: []string{"SSL_CERT_FILE"}, help: "PEM bundle trusted for Entra and ARM: --ca-file adds it to the system roots; SSL_CERT_FILE, which Go reads itself, replaces them", set: str(func(c *Config) *string { return &c.CAFile })},
-	{flag: "region-server-port", envs: []string{"REGION_SERVER_PORT"}, def: strconv.Itoa(smt.DefaultPort), help: "TCP port of the region servers", set: port(func(c *Config) *int { return &c.RegionServerPort })},
-	{flag: "update-server-https-port", envs: []string{"UPDATE_SERVER_HTTPS_PORT"}, def: strconv.Itoa(smt.DefaultPort), help: "HTTPS port of the update servers (health, certificate, address race)", set: port(func(c *Config) *int { return &c.UpdateHTTPSPort })},
-	{flag: "update-server-http-port", envs: []string{"UPDATE_SERVER_HTTP_PORT"}, def: strconv.Itoa(smt.DefaultHTTPPort), help: "HTTP port of the update servers (certificate when httpsOnly is not true)", set: port(func(c *Config) *int { return &c.UpdateHTTPPort })},
-	{flag: "region-pass-timeouts", envs: []string{"REGION_PASS_TIMEOUTS"}, def: formatDurations(smt.DefaultPassTimeouts), help: "request timeout of each pass over the region servers", set: durations(func(c *Config) *[]time.Duration { return &c.RegionPassTimeouts })},
-	{flag: "region-pass-pauses", envs: []string{"REGION_PASS_PAUSES"}, def: formatDurations(smt.DefaultPassPauses), help: "pause before the second, third, … pass", set: durations(func(c *Config) *[]time.Duration { return &c.RegionPassPauses })},
-	{flag: "update-server-domains", envs: []string{"UPDATE_SERVER_DOMAINS"}, def: strings.Join(smt.DefaultDomains, ","), help: "domains an update server's name must be under, comma-separated (never the cluster domain)", set: hostnames(func(c *Config) *[]string { return &c.UpdateServerDomains })},
-	{flag: "update-server-allow-loopback", envs: []string{"UPDATE_SERVER_ALLOW_LOOPBACK"}, def: "false", boolean: true, help: "TESTS AND THE FAKE CLOUD ONLY: accept update servers at loopback addresses (logged as a warning on every run)", set: boolean(func(c *Config) *bool { return &c.UpdateServerAllowLoopback })},
+	{flag: "region-server-port", envs: []string{"REGION_SERVER_PORT"}, def: strconv.Itoa(smt.DefaultPort), help: "TCP port of the region servers", set: port(func(c *Config) *int { return &c.SMT.RegionPort })},
+	{flag: "update-server-https-port", envs: []string{"UPDATE_SERVER_HTTPS_PORT"}, def: strconv.Itoa(smt.DefaultPort), help: "HTTPS port of the update servers (health, certificate, address race)", set: port(func(c *Config) *int { return &c.SMT.HTTPSPort })},
+	{flag: "update-server-http-port", envs: []string{"UPDATE_SERVER_HTTP_PORT"}, def: strconv.Itoa(smt.DefaultHTTPPort), help: "HTTP port of the update servers (certificate when httpsOnly is not true)", set: port(func(c *Config) *int { return &c.SMT.HTTPPort })},
+	{flag: "region-pass-timeouts", envs: []string{"REGION_PASS_TIMEOUTS"}, def: formatDurations(smt.DefaultPassTimeouts), help: "request timeout of each pass over the region servers", set: durations(func(c *Config) *[]time.Duration { return &c.SMT.PassTimeouts })},
+	{flag: "region-pass-pauses", envs: []string{"REGION_PASS_PAUSES"}, def: formatDurations(smt.DefaultPassPauses), help: "pause before the second, third, … pass", set: durations(func(c *Config) *[]time.Duration { return &c.SMT.PassPauses })},
+	{flag: "update-server-domains", envs: []string{"UPDATE_SERVER_DOMAINS"}, def: strings.Join(smt.DefaultDomains, ","), help: "domains an update server's name must be under, comma-separated (never the cluster domain)", set: hostnames(func(c *Config) *[]string { return &c.SMT.Domains })},
+	{flag: "update-server-allow-loopback", envs: []string{"UPDATE_SERVER_ALLOW_LOOPBACK"}, def: "false", boolean: true, help: "TESTS AND THE FAKE CLOUD ONLY: accept update servers at loopback addresses (logged as a warning on every run)", set: boolean(func(c *Config) *bool { return &c.SMT.AllowLoopback })},
 
 	{group: "Kubernetes storage"},
 	{flag: "registration-code", envs: []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE"}, secret: true, help: "SUSE/Rancher registration code (the first non-empty variable wins)", set: func(c *Config, v string) error { c.RegCode = Secret(v); return nil }},
@@ -108,8 +97,8 @@ var settings = []setting{
 	{flag: "handover-timeout", envs: []string{"HANDOVER_TIMEOUT"}, def: formatDuration(handover.DefaultTimeout), help: "before writing the Secret, wait up to this long until the update server's name resolves through the cluster's DNS to the address the run mapped and answers TLS there with the pinned certificate (within the run deadline; 0 disables the wait, for tests only)", set: duration(func(c *Config) *time.Duration { return &c.InCluster.Timeout })},
 	{flag: "handover-dns-server", envs: []string{"HANDOVER_DNS_SERVER"}, help: "ip:port of the DNS server the handover wait asks instead of the pod's resolver (tests only)", set: addrPort(func(c *Config) *string { return &c.InCluster.DNSServer })},
 	{flag: "operator-wait", envs: []string{"OPERATOR_WAIT"}, def: formatDuration(DefaultOperatorWait), help: "after writing the Secret, wait up to this long for rancher/scc-operator's Registration to become active or fail (within the run deadline; 0 reads it once)", set: duration(func(c *Config) *time.Duration { return &c.OperatorWait })},
-	{flag: "operator-recovery", envs: []string{"OPERATOR_RECOVERY"}, def: "true", boolean: true, help: "when rancher/scc-operator failed the Registration for a cause a retry can fix (network, DNS, TLS handshake timeout, HTTP 5xx or 429) and this run proved the update server reachable, delete scc-registration and write it afresh, at most once per run and 3 times in a row per cause (false: only report it)", set: boolean(func(c *Config) *bool { return &c.OperatorRecovery })},
-	{flag: "operator-lease", envs: []string{"OPERATOR_LEASE"}, def: kube.OperatorLeaseNamespace + "/" + kube.OperatorLeaseName, help: "namespace/name of rancher/scc-operator's leader-election Lease: a recovery deletes nothing unless it is held, renewed within the last 30s and seen renewed again within 10s", set: str(func(c *Config) *string { return &c.OperatorLease })},
+	{flag: "operator-recovery", envs: []string{"OPERATOR_RECOVERY"}, def: "true", boolean: true, help: "when rancher/scc-operator failed the Registration for a cause a retry can fix (network, DNS, TLS handshake timeout, HTTP 5xx or 429) and this run proved the update server reachable, delete scc-registration and write it afresh, at most once per run and 3 times in a row per cause (false: only report it)", set: boolean(func(c *Config) *bool { return &c.Recovery.Enabled })},
+	{flag: "operator-lease", envs: []string{"OPERATOR_LEASE"}, def: kube.OperatorLeaseNamespace + "/" + kube.OperatorLeaseName, help: "namespace/name of rancher/scc-operator's leader-election Lease: a recovery deletes nothing unless it is held, renewed within the last 30s and seen renewed again within 10s", set: str(func(c *Config) *string { return &c.Recovery.OperatorLease })},
 
 	{group: "The run"},
 	{flag: "run-deadline", envs: []string{"RUN_DEADLINE"}, def: formatDuration(DefaultRunDeadline), help: "time a run may take after the startup sleep", set: duration(func(c *Config) *time.Duration { return &c.RunDeadline })},

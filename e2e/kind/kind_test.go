@@ -40,9 +40,10 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
-	engine "github.com/rancher/registration-engine/job"
+
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/recovery"
 )
 
 // What manifests/overlays/e2e fixes.
@@ -307,7 +308,7 @@ func TestKind(t *testing.T) {
 		require.Equal(t, batchv1.JobComplete, cond.Type, "the recovering Job did not complete: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, job.Name), "\n"))
 		took := time.Since(start)
 		sum := c.summary(t, ctx, job.Name)
-		assert.Equal(t, engine.RecoveryRecovered, sum["recovery"], "the run's summary: %v", sum)
+		assert.Equal(t, recovery.Recovered, sum["recovery"], "the run's summary: %v", sum)
 		assert.Equal(t, "active", sum["operator"], "the run's summary: %v", sum)
 		assert.Equal(t, failed, sum["replacedRegistration"], "the run replaced the Failed Registration: %v", sum)
 		newName, _ := sum["registration"].(string)

@@ -583,7 +583,7 @@ func TestRegionURL(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := &Finder{RegionPort: tc.port}
+			f := &Finder{Config: Config{RegionPort: tc.port}}
 			assert.Equal(t, tc.want, f.regionURL(tc.entry, "regionInfo", tc.hint))
 		})
 	}
@@ -614,7 +614,7 @@ func TestRegionOrder(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f, err := (&Finder{RegionPort: port, ProbeTimeout: 200 * time.Millisecond, Shuffle: reverse}).withDefaults()
+			f, err := (&Finder{Config: Config{RegionPort: port}, ProbeTimeout: 200 * time.Millisecond, Shuffle: reverse}).withDefaults()
 			require.NoError(t, err)
 			f.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 				// The documentation prefix is never dialled: reachable

@@ -3,6 +3,7 @@ package smt
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -71,15 +72,13 @@ type UpdateServer struct {
 	Reached netip.Addr
 }
 
-// Finder runs phase 4. The zero value has cloudregister's timing and talks
-// to the real network; the fields exist so tests can point it at loopback
-// fakes and run in milliseconds. A Finder is not changed by Find and may be
-// reused.
-type Finder struct {
-	// Log receives a warning for each region server, entry or update server
-	// that is skipped, and debug detail per request; nil discards.
-	Log *slog.Logger
-
+// Config is what a person sets of phase 4: REGION_SERVER_PORT,
+// UPDATE_SERVER_HTTPS_PORT, UPDATE_SERVER_HTTP_PORT, REGION_PASS_TIMEOUTS,
+// REGION_PASS_PAUSES, UPDATE_SERVER_DOMAINS and
+// UPDATE_SERVER_ALLOW_LOOPBACK (the settings table in job owns their names
+// and help; Validate owns the rule that binds the passes and their
+// pauses). Zero fields take the defaults below when Find runs.
+type Config struct {
 	// RegionPort is the region servers' HTTPS port; 0 means 443. It is
 	// also the port of the IPv6 access probe.
 	RegionPort int
@@ -95,6 +94,48 @@ type Finder struct {
 	// there are more passes); nil means 20 s, 10 s. They give a node whose
 	// network is still coming up time to get there.
 	PassPauses []time.Duration
+
+	// Domains are the domains an update server's name must lie under (the
+	// domain itself or a name below it); empty means DefaultDomains. The
+	// region data decides what name the whole cluster resolves to the
+	// update server's address (phase 6 writes it into CoreDNS ahead of the
+	// kubernetes plugin), so a name outside them is refused like a bad
+	// sibling. A name under the cluster domain (cluster.local) is refused
+	// even when Domains includes it.
+	Domains []string
+	// AllowLoopback accepts update servers at loopback addresses, which
+	// Find otherwise refuses like link-local ones. For tests and the fake
+	// cloud only, whose update servers listen on 127.0.0.x and [::1]; Find
+	// logs a warning on every run that has it.
+	AllowLoopback bool
+}
+
+// Validate checks the passes as a person configured them (package job
+// calls it at load, with the defaults filled in): at least one pass, and
+// a pause before each pass after the first unless no pause is given at
+// all. Code that builds a Finder may leave both empty for the defaults
+// and need not call it.
+func (c Config) Validate() error {
+	var problems []error
+	if len(c.PassTimeouts) == 0 {
+		problems = append(problems, errors.New("REGION_PASS_TIMEOUTS needs at least one duration"))
+	}
+	if len(c.PassPauses) > 0 && len(c.PassPauses) < len(c.PassTimeouts)-1 {
+		problems = append(problems, fmt.Errorf("REGION_PASS_PAUSES has %d pauses for %d passes; give %d", len(c.PassPauses), len(c.PassTimeouts), len(c.PassTimeouts)-1))
+	}
+	return errors.Join(problems...)
+}
+
+// Finder runs phase 4. The zero value has cloudregister's timing and talks
+// to the real network; the fields beyond Config exist so tests can point
+// it at loopback fakes and run in milliseconds. A Finder is not changed by
+// Find and may be reused.
+type Finder struct {
+	Config
+	// Log receives a warning for each region server, entry or update server
+	// that is skipped, and debug detail per request; nil discards.
+	Log *slog.Logger
+
 	// ProbeTimeout bounds the TCP probe that decides whether IPv6 region
 	// servers are tried at all; 0 means 2 s.
 	ProbeTimeout time.Duration
@@ -111,20 +152,6 @@ type Finder struct {
 	// address that drops every packet then costs this delay, not
 	// HealthTimeout.
 	FamilyDelay time.Duration
-
-	// Domains are the domains an update server's name must lie under (the
-	// domain itself or a name below it); empty means DefaultDomains. The
-	// region data decides what name the whole cluster resolves to the
-	// update server's address (phase 6 writes it into CoreDNS ahead of the
-	// kubernetes plugin), so a name outside them is refused like a bad
-	// sibling. A name under the cluster domain (cluster.local) is refused
-	// even when Domains includes it.
-	Domains []string
-	// AllowLoopback accepts update servers at loopback addresses, which
-	// Find otherwise refuses like link-local ones. For tests and the fake
-	// cloud only, whose update servers listen on 127.0.0.x and [::1]; Find
-	// logs a warning on every run that has it.
-	AllowLoopback bool
 
 	// MetadataRoots verify a metadata_server's certificate; nil means the
 	// system roots (which SSL_CERT_FILE replaces, as for every Go program).

@@ -176,22 +176,24 @@ func (w *world) settings() regionconfig.Settings {
 // recorded, not slept; shuffling is off so the configured order holds.
 func (w *world) finder() *Finder {
 	return &Finder{
+		Config: Config{
+			RegionPort:   w.regionPort,
+			HTTPSPort:    w.httpsPort,
+			HTTPPort:     w.httpPort,
+			PassTimeouts: []time.Duration{3 * time.Second, 3 * time.Second, 3 * time.Second},
+			PassPauses:   []time.Duration{20 * time.Second, 10 * time.Second},
+			// The world's update servers are named under susecloud.test and
+			// listen on loopback, both of which a production Finder refuses.
+			Domains:       []string{"susecloud.test"},
+			AllowLoopback: true,
+		},
 		Log:           slog.New(w.log),
-		RegionPort:    w.regionPort,
-		HTTPSPort:     w.httpsPort,
-		HTTPPort:      w.httpPort,
-		PassTimeouts:  []time.Duration{3 * time.Second, 3 * time.Second, 3 * time.Second},
-		PassPauses:    []time.Duration{20 * time.Second, 10 * time.Second},
 		ProbeTimeout:  500 * time.Millisecond,
 		HealthTimeout: time.Second,
 		CertTimeout:   time.Second,
 		Dial:          w.dial,
 		Sleep:         w.sleep,
 		Shuffle:       func(int, func(i, j int)) {},
-		// The world's update servers are named under susecloud.test and
-		// listen on loopback, both of which a production Finder refuses.
-		Domains:       []string{"susecloud.test"},
-		AllowLoopback: true,
 	}
 }
 

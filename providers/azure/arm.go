@@ -77,7 +77,7 @@ func newARMClient(cfg Config, id ExtensionID, imds *http.Client) (*armClient, er
 		Retry: policy.RetryOptions{
 			MaxRetries:    int32(cfg.RetryMax - 1),
 			TryTimeout:    armTryTimeout,
-			RetryDelay:    time.Duration(cfg.RetryBackoff * float64(time.Second)),
+			RetryDelay:    time.Duration(cfg.RetryBackoff * float64(cfg.RetryUnit)),
 			MaxRetryDelay: 60 * time.Second,
 			// nil StatusCodes: azcore's set, 408 429 500 502 503 504.
 		},

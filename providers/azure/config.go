@@ -56,11 +56,14 @@ import (
 const (
 	DefaultARMEndpoint = "https://management.azure.com"
 	// DefaultRetryMax and DefaultRetryBackoff are VERIFY_RETRY_MAX's and
-	// VERIFY_RETRY_BACKOFF's defaults; MaxRetryMax and MaxRetryBackoff
-	// their bounds, which keep a run inside its deadline.
+	// VERIFY_RETRY_BACKOFF's defaults; Min… and Max… their bounds, which
+	// keep a run inside its deadline (Validate is the one place that
+	// checks them; WantRetryMax and WantRetryBackoff say them).
 	DefaultRetryMax     = 5
+	MinRetryMax         = 1
 	MaxRetryMax         = 20
 	DefaultRetryBackoff = 2.0
+	MinRetryBackoff     = 1.0
 	MaxRetryBackoff     = 60.0
 	// ExtensionAPIVersion is the ARM api-version of the extension GET (the
 	// one the reference engine uses; top-level plan is present in it).
@@ -81,6 +84,14 @@ const (
 	// variable points there.
 	wiHint = `the workload identity webhook injects it only into pods labelled azure.workload.identity/use: "true" ` +
 		`whose service account carries the annotation azure.workload.identity/client-id`
+)
+
+// What a bad VERIFY_RETRY_MAX or VERIFY_RETRY_BACKOFF is told: the whole
+// range, whatever was wrong with it (package job's settings table says it
+// of a value that is not a number at all).
+var (
+	WantRetryMax     = fmt.Sprintf("want a whole number from %d to %d", MinRetryMax, MaxRetryMax)
+	WantRetryBackoff = fmt.Sprintf("want a number from %g to %g", MinRetryBackoff, MaxRetryBackoff)
 )
 
 // Config is everything the Azure prover needs. The caller reads the
@@ -112,14 +123,18 @@ type Config struct {
 	// _PLAN_ID; compared exactly (case-sensitive) with the extension's plan.
 	Publisher, Offer, Plan string
 	// RetryMax is VERIFY_RETRY_MAX: attempts per ARM call (azcore retry
-	// policy) and per IMDS call (retry-go); 0 means DefaultRetryMax, at most
-	// MaxRetryMax.
+	// policy) and per IMDS call (retry-go); 0 means DefaultRetryMax.
 	RetryMax int
-	// RetryBackoff is VERIFY_RETRY_BACKOFF (0 means DefaultRetryBackoff, at
-	// most MaxRetryBackoff): for
-	// IMDS the delays are 1 s × RetryBackoff^n; for ARM it is azcore's base
-	// delay in seconds (azcore grows it as (2^n−1)·base, Retry-After wins).
+	// RetryBackoff is VERIFY_RETRY_BACKOFF (0 means DefaultRetryBackoff):
+	// for IMDS the delays are 1 s × RetryBackoff^n; for ARM (and, in
+	// managed-identity mode, IMDS's token endpoint) it is azcore's base
+	// delay in RetryUnits (azcore grows it as (2^n−1)·base, Retry-After
+	// wins).
 	RetryBackoff float64
+	// RetryUnit is the unit of azcore's base delay; 0 means one second.
+	// azcore sleeps for real, so tests shorten it; IMDS's own waits go
+	// through Sleep.
+	RetryUnit time.Duration
 	// HTTPClient carries Entra and ARM traffic (TLS); nil uses azcore's
 	// default transport. Tests pass a client that trusts their fake CA.
 	HTTPClient *http.Client
@@ -160,41 +175,79 @@ type Prover struct {
 	chain    *chainVerifier
 }
 
-// New validates cfg and builds the clients. Every problem is reported at
-// once; all of them are permanent (failure.Permanent, ErrConfig): a missing
-// workload identity variable names the variable and the pod label that
-// makes the webhook inject it.
-func New(cfg Config) (*Prover, error) {
+// Validate checks the values cfg holds against this package's rules, each
+// problem naming its variable and the value: the endpoints' schemes, the
+// extension ID's grammar (when set), the retry bounds (MinRetryMax to
+// MaxRetryMax, MinRetryBackoff to MaxRetryBackoff). It does not check
+// presence: package job calls it at load, where a run on another cloud
+// needs none of the Azure settings, and New adds the presence checks when
+// Azure is detected. Every problem is ErrConfig (errors.Is). Zero retry
+// settings are refused: New fills them with the defaults first.
+func (cfg Config) Validate() error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-
-	errs = append(errs, CheckCredential(cfg)...)
+	bad := func(format string, a ...any) { errs = append(errs, configError{fmt.Errorf(format, a...)}) }
 	if cfg.AuthorityHost != "" {
 		if u, err := url.Parse(cfg.AuthorityHost); err != nil || u.Scheme != "https" || u.Host == "" {
-			bad("AZURE_AUTHORITY_HOST %q: must be an https URL", cfg.AuthorityHost)
+			bad("AZURE_AUTHORITY_HOST=%q: %s", cfg.AuthorityHost, wantHTTPS)
 		}
 	}
+	if u, err := url.Parse(cfg.ARMEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
+		bad("ARM_ENDPOINT=%q: %s", cfg.ARMEndpoint, wantHTTPS)
+	}
+	if u, err := url.Parse(cfg.IMDSEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("AZURE_IMDS_ENDPOINT=%q: want an http(s) URL such as http://169.254.169.254", cfg.IMDSEndpoint)
+	}
+	if id := strings.TrimSpace(cfg.ExtensionResourceID); id != "" {
+		if _, err := ParseExtensionID(id); err != nil {
+			bad("EXTENSION_RESOURCE_ID=%q: %w", cfg.ExtensionResourceID, err)
+		}
+	}
+	if cfg.RetryMax < MinRetryMax || cfg.RetryMax > MaxRetryMax {
+		bad("VERIFY_RETRY_MAX=\"%d\": %s", cfg.RetryMax, WantRetryMax)
+	}
+	if !(cfg.RetryBackoff >= MinRetryBackoff && cfg.RetryBackoff <= MaxRetryBackoff) {
+		bad("VERIFY_RETRY_BACKOFF=\"%g\": %s", cfg.RetryBackoff, WantRetryBackoff)
+	}
+	return errors.Join(errs...)
+}
+
+// wantHTTPS is the rule of the endpoints that receive a bearer token.
+const wantHTTPS = "want an https URL (Entra and ARM are only spoken to over TLS)"
+
+// New validates cfg (Validate, after filling the zero endpoints and retry
+// settings with their defaults), checks that every setting Azure needs is
+// present, and builds the clients. Every problem is reported at once; all
+// of them are permanent (failure.Permanent, ErrConfig): a missing workload
+// identity variable names the variable and the pod label that makes the
+// webhook inject it.
+func New(cfg Config) (*Prover, error) {
 	if cfg.ARMEndpoint == "" {
 		cfg.ARMEndpoint = DefaultARMEndpoint
 	}
-	if u, err := url.Parse(cfg.ARMEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
-		bad("ARM endpoint %q: must be an https URL", cfg.ARMEndpoint)
-	}
-	cfg.ARMEndpoint = strings.TrimRight(cfg.ARMEndpoint, "/")
 	if cfg.IMDSEndpoint == "" {
 		cfg.IMDSEndpoint = providers.DefaultAzureIMDS
 	}
-	if u, err := url.Parse(cfg.IMDSEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("IMDS endpoint %q: must be an http URL", cfg.IMDSEndpoint)
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = DefaultRetryMax
 	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	if cfg.RetryUnit <= 0 {
+		cfg.RetryUnit = time.Second
+	}
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	errs = append(errs, CheckCredential(cfg)...)
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	cfg.ARMEndpoint = strings.TrimRight(cfg.ARMEndpoint, "/")
 	cfg.IMDSEndpoint = strings.TrimRight(cfg.IMDSEndpoint, "/")
-
 	var rid ExtensionID
 	if strings.TrimSpace(cfg.ExtensionResourceID) == "" {
 		bad("EXTENSION_RESOURCE_ID is not set: it is the ARM ID of this cluster extension, %s", extensionIDShape)
-	} else if id, err := ParseExtensionID(cfg.ExtensionResourceID); err != nil {
-		bad("EXTENSION_RESOURCE_ID %q: %w", cfg.ExtensionResourceID, err)
-	} else {
+	} else if id, err := ParseExtensionID(strings.TrimSpace(cfg.ExtensionResourceID)); err == nil {
 		rid = id
 	}
 	for _, v := range []struct{ name, value string }{
@@ -203,18 +256,6 @@ func New(cfg Config) (*Prover, error) {
 		if strings.TrimSpace(v.value) == "" {
 			bad("%s is not set: the Marketplace plan this deployment must carry", v.name)
 		}
-	}
-	switch {
-	case cfg.RetryMax == 0:
-		cfg.RetryMax = DefaultRetryMax
-	case cfg.RetryMax < 0 || cfg.RetryMax > MaxRetryMax:
-		bad("VERIFY_RETRY_MAX %d: must be between 1 and %d", cfg.RetryMax, MaxRetryMax)
-	}
-	switch {
-	case cfg.RetryBackoff == 0:
-		cfg.RetryBackoff = DefaultRetryBackoff
-	case !(cfg.RetryBackoff > 0 && cfg.RetryBackoff <= MaxRetryBackoff):
-		bad("VERIFY_RETRY_BACKOFF %g: must be more than 0 and at most %g", cfg.RetryBackoff, MaxRetryBackoff)
 	}
 	if len(errs) > 0 {
 		return nil, failure.Permanent(fmt.Errorf("azure: %w: %w", ErrConfig, errors.Join(errs...)))

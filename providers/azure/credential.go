@@ -151,7 +151,7 @@ func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery boo
 		base, _ := url.Parse(cfg.IMDSEndpoint) // validated in New
 		ro := policy.RetryOptions{
 			MaxRetries:    int32(cfg.RetryMax - 1),
-			RetryDelay:    time.Duration(cfg.RetryBackoff * float64(time.Second)),
+			RetryDelay:    time.Duration(cfg.RetryBackoff * float64(cfg.RetryUnit)),
 			MaxRetryDelay: maxIMDSDelay,
 			// nil StatusCodes: azidentity's IMDS set, 404 410 429 5xx.
 		}

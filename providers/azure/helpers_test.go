@@ -105,7 +105,8 @@ func newEnv(t *testing.T) *env {
 		Offer:               fc.Plan.Product,
 		Plan:                fc.Plan.Name,
 		RetryMax:            3,
-		RetryBackoff:        0.001, // azcore's base delay: 1 ms, so 5xx retries take no time
+		RetryBackoff:        2,
+		RetryUnit:           time.Millisecond, // azcore's base delay: 2 ms, so 5xx retries take no time
 		HTTPClient:          client,
 		Roots:               roots,
 		AIAAllowedHosts:     []string{e.imdsHost},

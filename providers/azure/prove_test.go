@@ -512,6 +512,12 @@ func TestNewReportsMissingSettings(t *testing.T) {
 			mutate: func(c *azure.Config) { c.AuthorityHost = "http://127.0.0.1:1/" },
 			names:  []string{"AZURE_AUTHORITY_HOST", "https"},
 		},
+		// The bounds the engine loads its settings with, no looser: a
+		// backoff below 1 would shrink IMDS's waits instead of growing them.
+		"retry settings out of their bounds": {
+			mutate: func(c *azure.Config) { c.RetryMax, c.RetryBackoff = 21, 0.5 },
+			names:  []string{`VERIFY_RETRY_MAX="21": want a whole number from 1 to 20`, `VERIFY_RETRY_BACKOFF="0.5": want a number from 1 to 60`},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

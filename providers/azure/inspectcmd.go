@@ -1,4 +1,4 @@
-package job
+package azure
 
 import (
 	"context"
@@ -10,24 +10,21 @@ import (
 	"os"
 	"time"
 
-	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
-// errNotVerified is returned when a document was read but did not verify.
-var errNotVerified = failure.Permanent(errors.New("attestation: the document did not verify"))
+// ErrNotVerified is InspectCommand's error when a document was read but
+// did not verify; its report, already written, says why (permanent).
+var ErrNotVerified = failure.Permanent(errors.New("attestation: the document did not verify"))
 
-// RunAttestation is `registration-engine attestation inspect`: the support
-// engineer's view of an attested document a customer sent. A problem that
-// stops it is printed on stderr; a document that does not verify returns
-// errNotVerified after the report, which says why.
-func RunAttestation(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	err := runAttestation(ctx, args, stdin, stdout, stderr)
-	printProblem(stderr, err, errNotVerified)
-	return err
-}
-
-func runAttestation(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// InspectCommand is `registration-engine attestation inspect`, args
+// starting at "inspect": the support engineer's view of an attested
+// document a customer sent. It parses its flags, reads the document from
+// a file or stdin, and writes Inspect's report on stdout; a problem that
+// stops it (a flag, a file, not a document) is its error, permanent, for
+// the caller to print. A document that does not verify returns
+// ErrNotVerified after the report.
+func InspectCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	usage := func() {
 		fmt.Fprint(stderr, `Usage: registration-engine attestation inspect [flags] FILE|-
 
@@ -62,7 +59,7 @@ Flags:
 		fs.Usage()
 		return failure.Permanent(errors.New("attestation: want exactly one FILE, or - for standard input"))
 	}
-	opts := azure.InspectOptions{At: time.Now(), Offline: *offline}
+	opts := InspectOptions{At: time.Now(), Offline: *offline}
 	if *at != "" {
 		t, err := time.Parse(time.RFC3339, *at)
 		if err != nil {
@@ -70,20 +67,20 @@ Flags:
 		}
 		opts.At = t
 	}
-	if err := readTrust(&opts, *roots, *inters); err != nil {
+	if err := opts.ReadTrust(*roots, *inters); err != nil {
 		return failure.Permanent(fmt.Errorf("attestation: %w", err))
 	}
 	var input []byte
 	var err error
 	if name := fs.Arg(0); name == "-" {
-		input, err = io.ReadAll(io.LimitReader(stdin, 1<<20))
+		input, err = io.ReadAll(io.LimitReader(stdin, maxInspectBytes))
 	} else {
 		input, err = readLimited(name)
 	}
 	if err != nil {
 		return failure.Permanent(fmt.Errorf("attestation: %w", err))
 	}
-	report, err := azure.Inspect(ctx, input, opts)
+	report, err := Inspect(ctx, input, opts)
 	if err != nil {
 		return failure.Permanent(fmt.Errorf("attestation: %w", err))
 	}
@@ -91,7 +88,30 @@ Flags:
 		return err
 	}
 	if !report.OK() {
-		return errNotVerified
+		return ErrNotVerified
+	}
+	return nil
+}
+
+// maxInspectBytes bounds what the commands read of a document or a PEM
+// file.
+const maxInspectBytes = 1 << 20
+
+// ReadTrust fills the trust anchors and intermediates from the PEM files
+// rootsFile and intersFile, each skipped when empty; an error names the
+// file. Both commands that check an attested document (attestation
+// inspect, status) take these two files.
+func (o *InspectOptions) ReadTrust(rootsFile, intersFile string) error {
+	var err error
+	if rootsFile != "" {
+		if o.Roots, err = readCerts(rootsFile); err != nil {
+			return err
+		}
+	}
+	if intersFile != "" {
+		if o.Intermediates, err = readCerts(intersFile); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -102,26 +122,7 @@ func readLimited(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, 1<<20))
-}
-
-// readTrust fills opts' trust anchors and intermediates from the PEM files
-// rootsFile and intersFile, each skipped when empty; an error names the
-// file. Both subcommands that check an attested document take these two
-// files.
-func readTrust(opts *azure.InspectOptions, rootsFile, intersFile string) error {
-	var err error
-	if rootsFile != "" {
-		if opts.Roots, err = readCerts(rootsFile); err != nil {
-			return err
-		}
-	}
-	if intersFile != "" {
-		if opts.Intermediates, err = readCerts(intersFile); err != nil {
-			return err
-		}
-	}
-	return nil
+	return io.ReadAll(io.LimitReader(f, maxInspectBytes))
 }
 
 func readCerts(name string) ([]*x509.Certificate, error) {
@@ -129,24 +130,9 @@ func readCerts(name string) ([]*x509.Certificate, error) {
 	if err != nil {
 		return nil, err // an *fs.PathError, which names the file
 	}
-	certs, err := azure.ParsePEMCertificates(data)
+	certs, err := ParsePEMCertificates(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return certs, nil
-}
-
-// printProblem writes err on stderr for the person at the terminal, unless
-// it is nil or one of verdicts, whose report on stdout already says it: a
-// subcommand's exit code alone does not say what to fix.
-func printProblem(stderr io.Writer, err error, verdicts ...error) {
-	if err == nil {
-		return
-	}
-	for _, v := range verdicts {
-		if errors.Is(err, v) {
-			return
-		}
-	}
-	fmt.Fprintf(stderr, "registration-engine: %v\n", err)
 }

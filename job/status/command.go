@@ -1,4 +1,4 @@
-package job
+package status
 
 import (
 	"context"
@@ -10,38 +10,26 @@ import (
 	"time"
 
 	"github.com/rancher/registration-engine/job/kube"
-	"github.com/rancher/registration-engine/job/status"
 	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
-// Errors RunStatus returns for the verdicts that are not "registered", so
-// that ExitCode maps them to 1 and 2.
-var (
-	// ErrNotYetRegistered: a run or the operator is still working (exit 1).
-	ErrNotYetRegistered = errors.New("status: not registered yet")
-	// ErrActionNeeded: a person must act, or look with more access (exit 2).
-	ErrActionNeeded = failure.Permanent(errors.New("status: action needed"))
-)
-
-// statusExits are the exit codes status hands job/status: its own for
-// "not yet" and "action needed", and the engine's permanent one, which it
-// reads in the Job's pods.
-var statusExits = status.ExitCodes{NotYet: ExitTransient, ActionNeeded: ExitPermanent, EnginePermanent: ExitPermanent}
-
-// RunStatus is `registration-engine status`: it reads, with the caller's
-// own credentials and without writing anything, every object the
-// registration depends on, and prints the verdict first, then the
-// evidence. It returns nil when the cluster is registered,
-// ErrNotYetRegistered (exit 1) or ErrActionNeeded (exit 2); any other
-// error (a flag, a file, no cluster to reach) is printed on stderr.
-func RunStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	err := runStatus(ctx, args, getenv, stdout, stderr)
-	printProblem(stderr, err, ErrNotYetRegistered, ErrActionNeeded)
-	return err
+// Command is `registration-engine status` with what it receives from the
+// binary: its version (for the User-Agent) and the exit codes, which
+// package job owns.
+type Command struct {
+	Version string
+	Exits   ExitCodes
 }
 
-func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// Run is `registration-engine status`: it reads, with the caller's own
+// credentials and without writing anything, every object the
+// registration depends on, and prints the verdict first, then the
+// evidence. It returns nil when the cluster is registered,
+// ErrNotYetRegistered or ErrActionNeeded; any other error (a flag, a
+// file) is permanent and the caller's to print. getenv serves
+// ATTESTATION_ROOTS_FILE and KUBECONFIG.
+func (c Command) Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -79,27 +67,27 @@ Flags:
 		return failure.Permanent(fmt.Errorf("status: unexpected argument %q", fs.Arg(0)))
 	}
 	inspect := azure.InspectOptions{Offline: true}
-	if err := readTrust(&inspect, *roots, *inters); err != nil {
+	if err := inspect.ReadTrust(*roots, *inters); err != nil {
 		return failure.Permanent(fmt.Errorf("status: %w", err))
 	}
 	cfg, err := kube.WorkstationConfig(*kubeconfig, *kubeContext)
 	var reader *kube.Reader
 	if err == nil {
-		cfg.UserAgent = "registration-engine-status/" + Version
+		cfg.UserAgent = "registration-engine-status/" + c.Version
 		reader, err = kube.NewReader(cfg)
 	}
 	if err != nil {
 		// Still a verdict, last line and exit code as ever: a person (or a
 		// script) reads the verdict line, not client-go's advice.
-		v := status.NoCluster(err, *kubeconfig, getenv("KUBECONFIG"), statusExits)
+		v := NoCluster(err, *kubeconfig, getenv("KUBECONFIG"), c.Exits)
 		if *output == "json" {
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
 			err = enc.Encode(struct {
-				Verdict status.Verdict `json:"verdict"`
+				Verdict Verdict `json:"verdict"`
 			}{v})
 		} else {
-			_, err = fmt.Fprintln(stdout, status.Printable(v.Line))
+			_, err = fmt.Fprintln(stdout, Printable(v.Line))
 		}
 		if err != nil {
 			return err
@@ -108,9 +96,9 @@ Flags:
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	report := status.Gather(ctx, reader, status.Options{
+	report := Gather(ctx, reader, Options{
 		Namespace: *namespace,
-		Exits:     statusExits,
+		Exits:     c.Exits,
 		Inspect: func(ctx context.Context, doc []byte) (*azure.InspectReport, error) {
 			opts := inspect
 			opts.At = time.Now()
@@ -126,9 +114,9 @@ Flags:
 		return err
 	}
 	switch report.Verdict.State {
-	case status.StateRegistered:
+	case StateRegistered:
 		return nil
-	case status.StateNotYet:
+	case StateNotYet:
 		return ErrNotYetRegistered
 	default:
 		return ErrActionNeeded

@@ -1,0 +1,178 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/job/incluster"
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/recovery"
+	"github.com/rancher/registration-engine/job/recovery/recoverytest"
+	"github.com/rancher/registration-engine/providers/failure"
+)
+
+// recoveryJob is a Job whose run writes the Secret (unless r says
+// unchanged) and finds the operator's answers in f, with recovery on.
+func recoveryJob(r *recorder, f *recoverytest.Fake, logs *bytes.Buffer) *Job {
+	j := newJob(r, logs)
+	j.Operator, j.OperatorWait, j.Events, j.SecretRef = f, 2*time.Minute, f, "cattle-scc-system/scc-registration"
+	j.Recovery = &recovery.Recovery{Secrets: f, Operator: f, Record: f, LeaseRef: "cattle-scc-system/registration-engine", Watch: f, Wait: j.OperatorWait}
+	return j
+}
+
+// TestRunHandsAFailedRegistrationToRecovery: the operator step hands a
+// Failed Registration to job/recovery with what this run proved, and what
+// the recovery did reaches the exit code, the summary and the Job's one
+// Event; an active Registration resets the record. job/recovery's own
+// tests cover each of its outcomes.
+func TestRunHandsAFailedRegistrationToRecovery(t *testing.T) {
+	tests := map[string]struct {
+		reports   []kube.OperatorReport
+		record    *kube.RecoveryRecord
+		operator  error
+		unchanged bool
+		noRecover bool // OPERATOR_RECOVERY=false
+		noWait    bool // HANDOVER_TIMEOUT=0
+
+		exit      int
+		recreated bool
+		recovery  string // the summary's recovery, "" for none
+		outcome   string // the summary's outcome
+		phase     string // the summary's failedPhase
+		operatorS string // the summary's operator
+		reason    string
+		errText   string
+		saved     *kube.RecoveryRecord
+	}{
+		"503 then active: recovered, exit 0, the summary says registered and the new registration": {
+			reports: []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503), recoverytest.ActiveReport("scc-registration-new")},
+			exit:    ExitOK, recreated: true, recovery: recovery.Recovered, outcome: OutcomeRegistered, operatorS: kube.OperatorActive,
+			reason: kube.ReasonOperatorRecovered,
+		},
+		"an unchanged run that finds a Failed registration recovers it too": {
+			unchanged: true,
+			reports:   []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503), recoverytest.ActiveReport("scc-registration-new")},
+			exit:      ExitOK, recreated: true, recovery: recovery.Recovered, outcome: OutcomeRegistered, operatorS: kube.OperatorActive,
+			reason: kube.ReasonOperatorRecovered,
+		},
+		"failed again: exit 2, failedPhase operator": {
+			reports: []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503), recoverytest.FailedReport("scc-registration-new", recoverytest.Msg503)},
+			exit:    ExitPermanent, recreated: true, recovery: recovery.FailedAgain, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: kube.OperatorFailed,
+			reason: kube.ReasonOperatorFailed, errText: "recovery 1 of 3 failed",
+		},
+		"the operator is not running: exit 1, nothing deleted": {
+			reports:  []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503)},
+			operator: fmt.Errorf("%w: its Lease kube-system/scc-controllers is held by nobody", kube.ErrOperatorNotRunning),
+			exit:     ExitTransient, recovery: recovery.OperatorDown, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: kube.OperatorFailed,
+			reason: kube.ReasonOperatorFailed, errText: "is held by nobody",
+		},
+		"OPERATOR_RECOVERY=false: reported only": {
+			reports: []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503)}, noRecover: true,
+			exit: ExitPermanent, recovery: recovery.NotAttempted, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: kube.OperatorFailed,
+			reason: kube.ReasonOperatorFailed, errText: "not recovered automatically: OPERATOR_RECOVERY=false",
+		},
+		"no handover check this run: nothing deleted, the reason from phase 6": {
+			reports: []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503)}, noWait: true,
+			exit: ExitPermanent, recovery: recovery.NotAttempted, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: kube.OperatorFailed,
+			reason: kube.ReasonOperatorFailed, errText: "did not check that the operator can reach the update server (HANDOVER_TIMEOUT=0",
+		},
+		"an active registration resets the record": {
+			reports: []kube.OperatorReport{recoverytest.ActiveReport("scc-registration-new")},
+			record:  &kube.RecoveryRecord{Attempts: 2, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryFailed, Target: recoverytest.Target},
+			exit:    ExitOK, outcome: OutcomeRegistered, operatorS: kube.OperatorActive,
+			reason: kube.ReasonRegistered,
+			saved:  &kube.RecoveryRecord{Attempts: 0, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryRecovered, Registration: "scc-registration-new", Target: recoverytest.Target},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := &recorder{changed: !tc.unchanged}
+			f := &recoverytest.Fake{Reports: tc.reports, Kept: tc.record, OperatorErr: tc.operator}
+			var logs bytes.Buffer
+			j := recoveryJob(r, f, &logs)
+			if tc.noRecover {
+				j.Recovery = nil
+			}
+			if tc.noWait {
+				j.InCluster.(*incluster.Name).Config.Timeout = 0
+			}
+			res, err := j.Run(context.Background())
+			assert.Equal(t, tc.exit, ExitCode(err), "%v", err)
+			if tc.errText != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.errText)
+				assert.ErrorIs(t, err, recovery.ErrOperatorFailed)
+			}
+			if tc.recreated {
+				require.Len(t, f.Recreated, 1, "one recovery, never two in a run")
+				assert.Equal(t, r.written[0], f.Recreated[0].Reg, "written afresh with the values of this run")
+				assert.True(t, res.Changed)
+			} else {
+				assert.Empty(t, f.Recreated, "nothing deleted")
+			}
+			if tc.recovery != "" {
+				require.NotNil(t, res.Recovery)
+				assert.Equal(t, tc.recovery, res.Recovery.Outcome)
+			} else {
+				assert.Nil(t, res.Recovery)
+			}
+			require.Len(t, f.Events, 1, "one Event per run")
+			assert.Equal(t, tc.reason, f.Events[0].Reason)
+			if tc.saved != nil {
+				require.NotEmpty(t, f.Saved)
+				got := f.Saved[len(f.Saved)-1]
+				got.Time = time.Time{}
+				assert.Equal(t, *tc.saved, got)
+			}
+
+			lines := logLines(t, &logs)
+			last := lines[len(lines)-1]
+			assert.Equal(t, "run finished", last["msg"])
+			assert.Equal(t, tc.outcome, last["outcome"])
+			assert.Equal(t, tc.operatorS, last["operator"])
+			if tc.phase != "" {
+				assert.Equal(t, tc.phase, last["failedPhase"])
+			}
+			if tc.recovery != "" {
+				assert.Equal(t, tc.recovery, last["recovery"], "the summary names the recovery")
+				assert.Equal(t, "HTTP 503 Service Unavailable", last["cause"])
+			} else {
+				assert.NotContains(t, last, "recovery")
+			}
+			if tc.recreated {
+				assert.Equal(t, "scc-registration-old", last["replacedRegistration"])
+				assert.Equal(t, "scc-registration-new", last["registration"], "the summary's registration is the new one")
+			}
+		})
+	}
+}
+
+// TestRunSaysTheSecretIsStillTerminating: a later run that finds the
+// Secret still held by the finalizer writes nothing over it and says
+// whether the operator, whose finalizer it is, runs.
+func TestRunSaysTheSecretIsStillTerminating(t *testing.T) {
+	for name, tc := range map[string]struct {
+		operator error
+		want     string
+	}{
+		"operator running":     {want: "rancher/scc-operator is running (Lease kube-system/scc-controllers renewed 2s ago by scc-operator-7d9) and has not let it go yet"},
+		"operator not running": {operator: fmt.Errorf("%w: its Lease kube-system/scc-controllers is held by nobody", kube.ErrOperatorNotRunning), want: "is held by nobody: start it, and it lets the Secret go"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &recorder{failAt: "write", failWith: failure.Permanent(fmt.Errorf("kube: secret cattle-scc-system/scc-registration: %w: waits for its finalizers", kube.ErrSecretTerminating))}
+			f := &recoverytest.Fake{Reports: []kube.OperatorReport{recoverytest.ActiveReport("x")}, OperatorErr: tc.operator}
+			var logs bytes.Buffer
+			res, err := recoveryJob(r, f, &logs).Run(context.Background())
+			require.ErrorIs(t, err, kube.ErrSecretTerminating)
+			assert.Equal(t, ExitPermanent, ExitCode(err))
+			assert.Equal(t, "write-secret", res.Failed)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

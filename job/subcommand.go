@@ -1,0 +1,56 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rancher/registration-engine/job/status"
+	"github.com/rancher/registration-engine/providers/azure"
+)
+
+// The subcommands live with their packages; this file hands them what
+// only the binary knows (its version, its exit codes) and prints what
+// stopped them.
+
+// statusExits are the exit codes status hands job/status: its own for
+// "not yet" and "action needed", and the engine's permanent one, which it
+// reads in the Job's pods. ExitCode maps status.ErrNotYetRegistered and
+// status.ErrActionNeeded to the first two.
+var statusExits = status.ExitCodes{NotYet: ExitTransient, ActionNeeded: ExitPermanent, EnginePermanent: ExitPermanent}
+
+// RunStatus is `registration-engine status` (job/status): it returns nil
+// when the cluster is registered, status.ErrNotYetRegistered (exit 1) or
+// status.ErrActionNeeded (exit 2); any other error (a flag, a file) is
+// printed on stderr.
+func RunStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	err := status.Command{Version: Version, Exits: statusExits}.Run(ctx, args, getenv, stdout, stderr)
+	printProblem(stderr, err, status.ErrNotYetRegistered, status.ErrActionNeeded)
+	return err
+}
+
+// RunAttestation is `registration-engine attestation inspect`
+// (providers/azure's InspectCommand). A problem that stops it is printed
+// on stderr; a document that does not verify returns azure.ErrNotVerified
+// after the report, which says why.
+func RunAttestation(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := azure.InspectCommand(ctx, args, stdin, stdout, stderr)
+	printProblem(stderr, err, azure.ErrNotVerified)
+	return err
+}
+
+// printProblem writes err on stderr for the person at the terminal, unless
+// it is nil or one of verdicts, whose report on stdout already says it: a
+// subcommand's exit code alone does not say what to fix.
+func printProblem(stderr io.Writer, err error, verdicts ...error) {
+	if err == nil {
+		return
+	}
+	for _, v := range verdicts {
+		if errors.Is(err, v) {
+			return
+		}
+	}
+	fmt.Fprintf(stderr, "registration-engine: %v\n", err)
+}
