@@ -29,6 +29,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/internal/testkit"
 )
 
 // The binaries under test, built once by TestMain.
@@ -168,24 +169,11 @@ func (r result) String() string {
 	return fmt.Sprintf("exit %d after %s\n--- stdout\n%s--- stderr\n%s", r.code, r.took, r.stdout, r.stderr)
 }
 
-// logLines parses the engine's JSON log lines.
-func logLines(t *testing.T, stderr string) []map[string]any {
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &m), "not a JSON log line: %s", line)
-		out = append(out, m)
-	}
-	return out
-}
-
-func summary(t *testing.T, stderr string) map[string]any {
-	lines := logLines(t, stderr)
-	require.NotEmpty(t, lines)
-	last := lines[len(lines)-1]
-	require.Equal(t, "run finished", last["msg"])
-	return last
-}
+// logLines parses the engine's JSON log lines; summary is the last one.
+var (
+	logLines = testkit.LogLines
+	summary  = testkit.Summary
+)
 
 func TestEngineAgainstFakeCloud(t *testing.T) {
 	tests := map[string]struct {

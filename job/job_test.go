@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/inclusterdns"
@@ -156,13 +156,7 @@ func newJob(r *recorder, logs *bytes.Buffer) *Job {
 }
 
 func logLines(t *testing.T, logs *bytes.Buffer) []map[string]any {
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
-		out = append(out, m)
-	}
-	return out
+	return testkit.LogLines(t, logs.String())
 }
 
 func TestRunExecutesEveryPhaseOnceInOrder(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -30,9 +29,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/chart/*.golden from the current renderings")
+	"github.com/rancher/registration-engine/internal/testkit"
+)
 
 const (
 	chartDir       = "chart/registration-engine"
@@ -224,12 +223,7 @@ func TestChartGolden(t *testing.T) {
 			out := helmTemplate(t, chartDir, files)
 			splitObjects(t, out) // every object decodes strictly
 			golden := filepath.Join("testdata", "chart", name+".golden")
-			if *update {
-				require.NoError(t, os.WriteFile(golden, out, 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "go test ./manifests -run TestChartGolden -update writes it")
-			assert.Equal(t, string(want), string(out), "the rendering changed; review it and run with -update")
+			testkit.Golden(t, golden, out)
 		})
 	}
 }

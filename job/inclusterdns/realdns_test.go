@@ -18,6 +18,8 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/rancher/registration-engine/internal/testkit"
 )
 
 // Inputs of the real-CoreDNS tests. make test sets COREDNS_BIN (built by
@@ -182,12 +184,7 @@ func writeConfig(t *testing.T, c *fake.Clientset, dir string, port int) {
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	require.NoError(t, os.WriteFile(tmp, []byte(content), 0o644))
-	require.NoError(t, os.Rename(tmp, path))
-}
+var writeFile = testkit.WriteFile
 
 // freeUDPPort returns a loopback UDP port that was free a moment ago.
 func freeUDPPort(t *testing.T) int {

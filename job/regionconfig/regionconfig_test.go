@@ -2,7 +2,6 @@ package regionconfig
 
 import (
 	"encoding/json"
-	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,10 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/providers/failure"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // TestGolden pins what the engine makes of two real files: the sample the
 // seed's README mounts (whose regionsrv = 0:0:0:0 placeholder must be
@@ -49,12 +47,7 @@ func TestGolden(t *testing.T) {
 			}
 
 			golden := strings.TrimSuffix(path, ".cfg") + ".golden"
-			if *update {
-				require.NoError(t, os.WriteFile(golden, rendered, 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test -update to create it")
-			assert.Equal(t, string(want), string(rendered))
+			testkit.Golden(t, golden, rendered)
 		})
 	}
 }

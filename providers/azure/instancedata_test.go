@@ -1,17 +1,14 @@
 package azure
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/rancher/registration-engine/internal/testkit"
+)
 
 func TestNonce(t *testing.T) {
 	tests := map[string]struct{ urn, want string }{
@@ -39,13 +36,7 @@ func TestInstanceDataGolden(t *testing.T) {
 	got := InstanceData("ce73a2b0-d2e7-4ff6-b987-b32d6908de4e",
 		"MIILegYJKoZIhvcNAQcCoIILazCCC2cCAQExDzANBgkqhkiG9w0BAQsFADCCAR0G+/abc==",
 		"suse:sles-15-sp7:premium")
-	path := filepath.Join("testdata", "instancedata.golden")
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Equal(t, string(want), got)
+	testkit.Golden(t, filepath.Join("testdata", "instancedata.golden"), []byte(got))
 }
 
 func TestPythonJSONString(t *testing.T) {

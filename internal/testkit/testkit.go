@@ -1,0 +1,65 @@
+// Package testkit holds the helpers the tests of several packages share:
+// golden files, the engine's JSON log lines, files written as the kubelet
+// swaps a volume. Only tests import it; TestProductNeverImportsIt holds the
+// binary to that.
+package testkit
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Update is go test's -update flag: Golden rewrites its files from the
+// current output instead of comparing.
+var Update = flag.Bool("update", false, "rewrite the golden files from the current output")
+
+// Golden compares got with the file at path, or writes it there under
+// -update. A missing file fails with the command that creates it.
+func Golden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *Update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "go test -run '%s' -update writes %s", t.Name(), path)
+	assert.Equal(t, string(want), string(got), "%s changed; review the difference, then rewrite it with go test -run '%s' -update", path, t.Name())
+}
+
+// LogLines parses the engine's log, one JSON object a line.
+func LogLines(t testing.TB, log string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "not a JSON log line: %s", line)
+		out = append(out, m)
+	}
+	return out
+}
+
+// Summary is the run's last log line, "run finished".
+func Summary(t testing.TB, log string) map[string]any {
+	t.Helper()
+	lines := LogLines(t, log)
+	require.NotEmpty(t, lines)
+	last := lines[len(lines)-1]
+	require.Equal(t, "run finished", last["msg"], "the last log line is the run's summary")
+	return last
+}
+
+// WriteFile replaces path with content by a rename, as the kubelet swaps a
+// ConfigMap volume, so a reader never sees half a file.
+func WriteFile(t testing.TB, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, []byte(content), 0o644))
+	require.NoError(t, os.Rename(tmp, path))
+}

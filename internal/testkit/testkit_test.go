@@ -1,0 +1,26 @@
+package testkit
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestProductNeverImportsIt: the binary's dependencies do not include this
+// package (tests only).
+func TestProductNeverImportsIt(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/rancher/registration-engine").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	deps := strings.Fields(string(out))
+	require.Contains(t, deps, "github.com/rancher/registration-engine/job", "go list -deps lists the binary's packages")
+	assert.NotContains(t, deps, "github.com/rancher/registration-engine/internal/testkit")
+}
+
+func TestSummaryIsTheLastLine(t *testing.T) {
+	log := `{"msg":"phase done","phase":"lease"}` + "\n" + `{"msg":"run finished","outcome":"registered"}` + "\n"
+	assert.Len(t, LogLines(t, log), 2)
+	assert.Equal(t, "registered", Summary(t, log)["outcome"])
+}
