@@ -2,23 +2,20 @@ package controlplane
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/rancher/registration-engine/e2e/pki"
 )
 
-// pki holds the paths of the files the components are started with. Every
+// pkiFiles holds the paths of the files the components are started with. Every
 // key and certificate is made fresh for one plane and trusted nowhere else.
-type pki struct {
+type pkiFiles struct {
 	caCert, caKey         string
 	serverCert, serverKey string
 	adminCert, adminKey   string
@@ -38,8 +35,8 @@ var apiserverNames = []string{
 // controller-manager (user system:kube-controller-manager, which the
 // bootstrap RBAC policy binds), and the service-account signing key, and
 // writes them as PEM files under dir.
-func writePKI(dir string) (*pki, error) {
-	p := &pki{
+func writePKI(dir string) (*pkiFiles, error) {
+	p := &pkiFiles{
 		caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key"),
 		serverCert: filepath.Join(dir, "apiserver.crt"), serverKey: filepath.Join(dir, "apiserver.key"),
 		adminCert: filepath.Join(dir, "admin.crt"), adminKey: filepath.Join(dir, "admin.key"),
@@ -47,23 +44,16 @@ func writePKI(dir string) (*pki, error) {
 		saKey: filepath.Join(dir, "sa.key"), saPub: filepath.Join(dir, "sa.pub"),
 	}
 	now := time.Now()
-	caKey, err := newKey()
+	caKey, err := pki.Key()
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "registration-engine-test-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, ca, err := sign(caTmpl, caTmpl, caKey, caKey)
+	caTmpl := pki.CA("registration-engine-test-ca", "", now.Add(-time.Hour), now.Add(24*time.Hour))
+	ca, err := pki.Sign(caTmpl, caTmpl, caKey.Public(), caKey)
 	if err != nil {
-		return nil, fmt.Errorf("ca: %w", err)
+		return nil, err
 	}
-	if err := writeCert(p.caCert, caDER); err != nil {
+	if err := writeCert(p.caCert, ca.Raw); err != nil {
 		return nil, err
 	}
 	if err := writeKey(p.caKey, caKey); err != nil {
@@ -81,7 +71,7 @@ func writePKI(dir string) (*pki, error) {
 		{p.kcmCert, p.kcmKey, pkix.Name{CommonName: "system:kube-controller-manager"}, x509.ExtKeyUsageClientAuth, nil},
 	}
 	for _, l := range leaves {
-		key, err := newKey()
+		key, err := pki.Key()
 		if err != nil {
 			return nil, err
 		}
@@ -92,18 +82,12 @@ func writePKI(dir string) (*pki, error) {
 			KeyUsage:    x509.KeyUsageDigitalSignature,
 			ExtKeyUsage: []x509.ExtKeyUsage{l.usage},
 		}
-		for _, h := range l.hosts {
-			if ip := net.ParseIP(h); ip != nil {
-				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-			} else {
-				tmpl.DNSNames = append(tmpl.DNSNames, h)
-			}
-		}
-		der, _, err := sign(tmpl, ca, key, caKey)
+		pki.SetHosts(tmpl, l.hosts...)
+		cert, err := pki.Sign(tmpl, ca, key.Public(), caKey)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", l.subject.CommonName, err)
+			return nil, err
 		}
-		if err := writeCert(l.cert, der); err != nil {
+		if err := writeCert(l.cert, cert.Raw); err != nil {
 			return nil, err
 		}
 		if err := writeKey(l.key, key); err != nil {
@@ -111,7 +95,7 @@ func writePKI(dir string) (*pki, error) {
 		}
 	}
 
-	saKey, err := newKey()
+	saKey, err := pki.Key()
 	if err != nil {
 		return nil, err
 	}
@@ -128,44 +112,19 @@ func writePKI(dir string) (*pki, error) {
 	return p, nil
 }
 
-func newKey() (*ecdsa.PrivateKey, error) {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate key: %w", err)
-	}
-	return k, nil
-}
-
-func sign(tmpl, parent *x509.Certificate, key, parentKey crypto.Signer) ([]byte, *x509.Certificate, error) {
-	sn, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, nil, fmt.Errorf("serial: %w", err)
-	}
-	tmpl.SerialNumber = sn
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
-	if err != nil {
-		return nil, nil, fmt.Errorf("sign: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, fmt.Errorf("parse: %w", err)
-	}
-	return der, cert, nil
-}
-
 func writeCert(path string, der []byte) error {
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(path, pki.CertPEM(der), 0o600); err != nil {
 		return fmt.Errorf("write certificate: %w", err)
 	}
 	return nil
 }
 
-func writeKey(path string, key *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+func writeKey(path string, key crypto.Signer) error {
+	b, err := pki.KeyPEM(key)
 	if err != nil {
-		return fmt.Errorf("marshal key: %w", err)
+		return err
 	}
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("write key: %w", err)
 	}
 	return nil

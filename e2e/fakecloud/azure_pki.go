@@ -3,8 +3,6 @@ package fakecloud
 import (
 	"bytes"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/smallstep/pkcs7"
+
+	"github.com/rancher/registration-engine/e2e/pki"
 )
 
 // azureCA is one root → intermediate pair of the fake attestation PKI. The
@@ -74,12 +74,12 @@ func newAzurePKI() (*azurePKI, error) {
 
 func newAzureCA(rootCN, interCN string) (azureCA, error) {
 	now := time.Now()
-	rootKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rootKey, err := pki.Key()
 	if err != nil {
 		return azureCA{}, err
 	}
 	rootTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+		SerialNumber:          pki.Serial(),
 		Subject:               pkix.Name{CommonName: rootCN, Organization: []string{"fakecloud"}},
 		NotBefore:             now.Add(-caBackdate),
 		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
@@ -87,16 +87,16 @@ func newAzureCA(rootCN, interCN string) (azureCA, error) {
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
-	root, err := createCert(rootTmpl, rootTmpl, rootKey.Public(), rootKey)
+	root, err := pki.Sign(rootTmpl, rootTmpl, rootKey.Public(), rootKey)
 	if err != nil {
 		return azureCA{}, err
 	}
-	interKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	interKey, err := pki.Key()
 	if err != nil {
 		return azureCA{}, err
 	}
 	interTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+		SerialNumber:          pki.Serial(),
 		Subject:               pkix.Name{CommonName: interCN, Organization: []string{"fakecloud"}},
 		NotBefore:             now.Add(-caBackdate),
 		NotAfter:              now.Add(5 * 365 * 24 * time.Hour),
@@ -106,19 +106,11 @@ func newAzureCA(rootCN, interCN string) (azureCA, error) {
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
-	inter, err := createCert(interTmpl, root, interKey.Public(), rootKey)
+	inter, err := pki.Sign(interTmpl, root, interKey.Public(), rootKey)
 	if err != nil {
 		return azureCA{}, err
 	}
 	return azureCA{root: root, inter: inter, rootKey: rootKey, interKey: interKey}, nil
-}
-
-func createCert(tmpl, parent *x509.Certificate, pub crypto.PublicKey, key crypto.Signer) (*x509.Certificate, error) {
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, key)
-	if err != nil {
-		return nil, err
-	}
-	return x509.ParseCertificate(der)
 }
 
 // aiaPath is where IMDSHandler serves the intermediate of each chain; the
@@ -158,7 +150,7 @@ func (p *azurePKI) leaf(host, region string, kind leafKind) (*x509.Certificate, 
 		dns = []string{region + ".metadata.azure.com", cn}
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+		SerialNumber:          pki.Serial(),
 		Subject:               pkix.Name{CommonName: cn},
 		DNSNames:              dns,
 		NotBefore:             notBefore,
@@ -167,7 +159,7 @@ func (p *azurePKI) leaf(host, region string, kind leafKind) (*x509.Certificate, 
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IssuingCertificateURL: []string{"http://" + host + path},
 	}
-	c, err := createCert(tmpl, ca.inter, p.leafKey.Public(), ca.interKey)
+	c, err := pki.Sign(tmpl, ca.inter, p.leafKey.Public(), ca.interKey)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +203,7 @@ type Forgery struct {
 func (p *azurePKI) forgedLeaf(host, region string, f Forgery) (*x509.Certificate, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+		SerialNumber:          pki.Serial(),
 		Subject:               pkix.Name{CommonName: "metadata.azure.com"},
 		DNSNames:              []string{region + ".metadata.azure.com", "metadata.azure.com"},
 		NotBefore:             now.Add(-time.Hour),
@@ -244,7 +236,7 @@ func (p *azurePKI) forgedLeaf(host, region string, f Forgery) (*x509.Certificate
 	case f.ForeignIssuer:
 		parent, parentKey = p.untrusted.inter, p.untrusted.interKey
 	}
-	return createCert(tmpl, parent, p.leafKey.Public(), parentKey)
+	return pki.Sign(tmpl, parent, p.leafKey.Public(), parentKey)
 }
 
 // signWith wraps content in a PKCS#7 SignedData shaped like Azure's, with
@@ -296,4 +288,4 @@ func tamper(der, content []byte) ([]byte, error) {
 	return out, nil
 }
 
-func derToPEM(c *x509.Certificate) []byte { return pemCert(c.Raw) }
+func derToPEM(c *x509.Certificate) []byte { return pki.CertPEM(c.Raw) }

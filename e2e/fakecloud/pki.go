@@ -2,18 +2,14 @@ package fakecloud
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/binary"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"time"
+
+	"github.com/rancher/registration-engine/e2e/pki"
 )
 
 // CA is a throw-away certificate authority for the fakes. Nothing it issues is
@@ -27,42 +23,30 @@ type CA struct {
 
 // NewCA makes a self-signed CA valid from an hour ago for ten years.
 func NewCA(commonName string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := pki.Key()
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"fakecloud"}},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	tmpl := pki.CA(commonName, "fakecloud", time.Now().Add(-time.Hour), time.Now().Add(10*365*24*time.Hour))
+	cert, err := pki.Sign(tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return nil, err
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &CA{Cert: cert, Key: key, PEM: pemCert(der)}, nil
+	return &CA{Cert: cert, Key: key, PEM: pki.CertPEM(cert.Raw)}, nil
 }
 
 // Issue returns a TLS server certificate for hosts (IP literals become IP
 // SANs, anything else DNS SANs), signed by the CA. The first host is the CN.
 func (ca *CA) Issue(hosts ...string) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := pki.Key()
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	der, err := x509.CreateCertificate(rand.Reader, leafTemplate(hosts), ca.Cert, key.Public(), ca.Key)
+	cert, err := pki.Sign(leafTemplate(hosts), ca.Cert, key.Public(), ca.Key)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key}, nil
 }
 
 // SelfSigned returns a self-signed server certificate for hosts and its PEM,
@@ -81,46 +65,29 @@ func selfSignedFor(validity time.Duration, hosts ...string) (tls.Certificate, []
 	}
 	tmpl := leafTemplate(hosts)
 	tmpl.NotAfter = time.Now().Add(validity)
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	cert, err := pki.Sign(tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return tls.Certificate{}, nil, err
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pemCert(der), nil
+	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key}, pki.CertPEM(cert.Raw), nil
 }
 
 // CertPEM returns the leaf of c in PEM form.
-func CertPEM(c tls.Certificate) []byte { return pemCert(c.Certificate[0]) }
+func CertPEM(c tls.Certificate) []byte { return pki.CertPEM(c.Certificate[0]) }
 
 // leafValidity is how long a server certificate of the fake is valid.
 const leafValidity = 365 * 24 * time.Hour
 
 func leafTemplate(hosts []string) *x509.Certificate {
 	t := &x509.Certificate{
-		SerialNumber: serial(),
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(leafValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		NotBefore:   time.Now().Add(-time.Hour),
+		NotAfter:    time.Now().Add(leafValidity),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	if len(hosts) > 0 {
 		t.Subject = pkix.Name{CommonName: hosts[0]}
 	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			t.IPAddresses = append(t.IPAddresses, ip)
-		} else {
-			t.DNSNames = append(t.DNSNames, h)
-		}
-	}
+	pki.SetHosts(t, hosts...)
 	return t
-}
-
-func pemCert(der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-func serial() *big.Int {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails: since Go 1.24 the runtime aborts instead of returning an error
-	return new(big.Int).SetUint64(binary.BigEndian.Uint64(b[:]) >> 1)
 }
