@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -31,7 +30,7 @@ const (
 	probeTimeout  = 2 * time.Second
 	probeInterval = 100 * time.Millisecond
 	stopGrace     = 10 * time.Second
-	killWait      = 5 * time.Second
+
 	// startAttempts bounds the restarts after a component exits during
 	// start-up, which happens when another process takes one of the free
 	// ports between our probe and the component's bind.
@@ -77,7 +76,7 @@ type Plane struct {
 	// /version gitVersion), for the tests' "proved:" context.
 	Version string
 
-	comps    []*component // start order: etcd, kube-apiserver, kube-controller-manager
+	comps    []*Process // start order: etcd, kube-apiserver, kube-controller-manager
 	spawn    *spawner
 	stopOnce sync.Once
 	stopErr  error
@@ -240,7 +239,7 @@ func (p *Plane) Stop() error {
 	p.stopOnce.Do(func() {
 		var errs []error
 		for i := len(p.comps) - 1; i >= 0; i-- {
-			if err := p.comps[i].stop(); err != nil {
+			if err := p.comps[i].Stop(stopGrace); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -258,7 +257,7 @@ func (p *Plane) Stop() error {
 func (p *Plane) LogTail(lines int) string {
 	var b strings.Builder
 	for _, c := range p.comps {
-		fmt.Fprintf(&b, "--- %s (%s)\n%s\n", c.name, c.logPath, tail(c.logPath, lines))
+		fmt.Fprintf(&b, "--- %s (%s)\n%s\n", c.Name, c.LogPath, c.Tail(lines))
 	}
 	return b.String()
 }
@@ -280,55 +279,27 @@ func (p *Plane) RunKubectl(ctx context.Context, stdin []byte, args ...string) ([
 }
 
 func (p *Plane) run(binDir, name string, args ...string) error {
-	logPath := filepath.Join(p.Dir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("%s: log: %w", name, err)
-	}
 	cmd := exec.Command(filepath.Join(binDir, name), args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = sysProcAttr()
-	if err := p.spawn.start(cmd); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("%s: start: %w", name, err)
+	c, err := p.StartProcess(name, filepath.Join(p.Dir, name+".log"), cmd)
+	if err != nil {
+		return err
 	}
-	c := &component{name: name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		c.waitErr = cmd.Wait()
-		_ = f.Close()
-		close(c.done)
-	}()
 	p.comps = append(p.comps, c)
 	return nil
 }
 
-// component is one started process and its log.
-type component struct {
-	name, logPath string
-	cmd           *exec.Cmd
-	done          chan struct{} // closed when the process has exited
-	waitErr       error         // cmd.Wait's result, valid after done
-}
-
-func (c *component) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
+// failure is the error of a component that exited or never answered, with
+// the tail of its log.
+func failure(c *Process, class error, detail string) error {
+	if err := c.ExitErr(); err != nil {
+		detail = fmt.Sprintf("%s (%v)", detail, err)
 	}
-}
-
-func (c *component) failure(class error, detail string) error {
-	if c.exited() {
-		detail = fmt.Sprintf("%s (%v)", detail, c.waitErr)
-	}
-	return fmt.Errorf("%s: %w%s; last log lines:\n%s", c.name, class, detail, tail(c.logPath, tailLines))
+	return fmt.Errorf("%s: %w%s; last log lines:\n%s", c.Name, class, detail, c.Tail(tailLines))
 }
 
 // waitHTTP polls url, served by c, until it answers 200, any component
 // exits, or the bounded wait ends.
-func (p *Plane) waitHTTP(ctx context.Context, bound time.Duration, c *component, client *http.Client, url string) error {
+func (p *Plane) waitHTTP(ctx context.Context, bound time.Duration, c *Process, client *http.Client, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	tick := time.NewTicker(probeInterval)
@@ -337,7 +308,7 @@ func (p *Plane) waitHTTP(ctx context.Context, bound time.Duration, c *component,
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			return fmt.Errorf("%s: probe: %w", c.name, err)
+			return fmt.Errorf("%s: probe: %w", c.Name, err)
 		}
 		resp, err := client.Do(req)
 		if err == nil {
@@ -351,35 +322,15 @@ func (p *Plane) waitHTTP(ctx context.Context, bound time.Duration, c *component,
 			last = err.Error()
 		}
 		for _, o := range p.comps {
-			if o.exited() {
-				return o.failure(ErrExited, "")
+			if o.Exited() {
+				return failure(o, ErrExited, "")
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return c.failure(ErrNotReady, fmt.Sprintf(" (%s: %s)", url, last))
+			return failure(c, ErrNotReady, fmt.Sprintf(" (%s: %s)", url, last))
 		case <-tick.C:
 		}
-	}
-}
-
-// stop sends SIGTERM, waits stopGrace, then SIGKILL and waits killWait.
-func (c *component) stop() error {
-	if c.exited() {
-		return nil
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-		return nil
-	case <-time.After(stopGrace):
-	}
-	_ = c.cmd.Process.Kill()
-	select {
-	case <-c.done:
-		return fmt.Errorf("%s: did not stop in %v on SIGTERM, killed", c.name, stopGrace)
-	case <-time.After(killWait):
-		return fmt.Errorf("%s: pid %d still running after SIGKILL", c.name, c.cmd.Process.Pid)
 	}
 }
 
@@ -432,29 +383,6 @@ func httpClient(caFile, certFile, keyFile string) (*http.Client, error) {
 	return &http.Client{Timeout: probeTimeout, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 	}}, nil
-}
-
-// tail returns the last n lines of the file at path (reading at most its
-// last 64 KiB).
-func tail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	defer func() { _ = f.Close() }()
-	const window = 64 << 10
-	if fi, err := f.Stat(); err == nil && fi.Size() > window {
-		_, _ = f.Seek(fi.Size()-window, io.SeekStart)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, window))
-	if err != nil {
-		return fmt.Sprintf("(log unreadable: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // serverVersion asks the API server which Kubernetes it is.

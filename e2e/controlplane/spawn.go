@@ -58,14 +58,3 @@ func (s *spawner) close() {
 		close(s.reqs)
 	})
 }
-
-// StartProcess starts cmd the way the plane starts its own components: from
-// the plane's spawning thread, with the parent-death signal, so a process
-// that plays a cluster component (an operator, a controller) dies with the
-// test binary even when no cleanup runs. It overwrites cmd.SysProcAttr. The
-// caller waits for the process and must end it before Stop: after Stop the
-// plane starts nothing (ErrStopped).
-func (p *Plane) StartProcess(cmd *exec.Cmd) error {
-	cmd.SysProcAttr = sysProcAttr()
-	return p.spawn.start(cmd)
-}

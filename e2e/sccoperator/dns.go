@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 )
 
@@ -66,8 +67,7 @@ type ClusterDNS struct {
 	synced sync.WaitGroup
 
 	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	proc     *controlplane.Process
 	written  map[string]string // the files as last written, by path under dir
 	pending  time.Time         // when a difference from written was first seen
 	lastSync error
@@ -302,30 +302,20 @@ func (d *ClusterDNS) write(files map[string]string) error {
 // start runs CoreDNS on dir/Corefile and waits until it answers. The
 // caller holds mu or is the constructor.
 func (d *ClusterDNS) start(ctx context.Context) error {
-	out, err := os.OpenFile(d.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
 	cmd := exec.Command(d.bin, "-conf", filepath.Join(d.dir, "Corefile"))
 	cmd.Dir = d.dir
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start CoreDNS: %w", err)
+	proc, err := controlplane.StartProcess("coredns", d.log, cmd)
+	if err != nil {
+		return err
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	d.cmd, d.exited = cmd, exited
+	d.proc = proc
 	for {
 		if d.answers(ctx) {
 			return nil
 		}
 		select {
-		case <-exited:
+		case <-proc.Done():
 			return fmt.Errorf("CoreDNS exited at start")
 		case <-ctx.Done():
 			return fmt.Errorf("CoreDNS did not answer on %s: %w", d.Addr, ctx.Err())
@@ -340,7 +330,7 @@ func (d *ClusterDNS) start(ctx context.Context) error {
 func (d *ClusterDNS) reload(ctx context.Context) error {
 	before := strings.Count(d.output(), "Reloading complete")
 	failedBefore := strings.Count(d.output(), "[ERROR] Restart failed")
-	if err := d.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+	if err := d.proc.Signal(syscall.SIGUSR1); err != nil {
 		return fmt.Errorf("reload CoreDNS: %w", err)
 	}
 	for {
@@ -352,8 +342,8 @@ func (d *ClusterDNS) reload(ctx context.Context) error {
 			return fmt.Errorf("CoreDNS refused the configuration: %s", lastLine(out, "[ERROR] Restart failed"))
 		}
 		select {
-		case <-d.exited:
-			return fmt.Errorf("CoreDNS exited on reload")
+		case <-d.proc.Done():
+			return fmt.Errorf("CoreDNS exited on reload: %w", d.proc.ExitErr())
 		case <-ctx.Done():
 			return fmt.Errorf("CoreDNS did not reload: %w", ctx.Err())
 		case <-time.After(20 * time.Millisecond):
@@ -390,17 +380,11 @@ func (d *ClusterDNS) answers(ctx context.Context) bool {
 
 // kill stops CoreDNS; the caller holds mu.
 func (d *ClusterDNS) kill() {
-	if d.cmd == nil {
+	if d.proc == nil {
 		return
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(10 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-	}
-	d.cmd = nil
+	_ = d.proc.Stop(10 * time.Second)
+	d.proc = nil
 }
 
 // output is what CoreDNS has printed so far.

@@ -2,12 +2,10 @@ package sccoperator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -111,9 +109,7 @@ type Operator struct {
 	// installed the Registration CRD.
 	StartupTime time.Duration
 
-	cmd     *exec.Cmd
-	done    chan struct{}
-	waitErr error
+	proc    *controlplane.Process
 	unlock  func()
 	stopped bool
 }
@@ -131,7 +127,7 @@ func Run(t testing.TB, p *controlplane.Plane, opts Options) *Operator {
 	if err != nil {
 		t.Fatalf("scc-operator: %v", err)
 	}
-	o := &Operator{Dir: t.TempDir(), done: make(chan struct{}), unlock: unlock}
+	o := &Operator{Dir: t.TempDir(), unlock: unlock}
 	o.LogPath = filepath.Join(o.Dir, "operator.log")
 	t.Cleanup(func() {
 		if err := o.Stop(); err != nil {
@@ -181,10 +177,6 @@ func (o *Operator) start(p *controlplane.Plane, opts Options, token string) erro
 	if err := os.WriteFile(rootsFile, roots, 0o644); err != nil {
 		return err
 	}
-	logFile, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
 	args := []string{"--kubeconfig=" + kubeconfig, "--operator-namespace=" + Namespace, "--lease-namespace=" + LeaseNamespace}
 	if opts.Debug {
 		args = append(args, "--debug")
@@ -201,17 +193,11 @@ func (o *Operator) start(p *controlplane.Plane, opts Options, token string) erro
 	if opts.ProxyURL != "" {
 		cmd.Env = append(cmd.Env, "HTTPS_PROXY="+opts.ProxyURL, "HTTP_PROXY="+opts.ProxyURL, "NO_PROXY=127.0.0.1,localhost")
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := p.StartProcess(cmd); err != nil {
-		_ = logFile.Close()
+	proc, err := p.StartProcess("rancher/scc-operator", o.LogPath, cmd)
+	if err != nil {
 		return fmt.Errorf("start %s: %w", opts.Binary, err)
 	}
-	o.cmd = cmd
-	go func() {
-		o.waitErr = cmd.Wait()
-		_ = logFile.Close()
-		close(o.done)
-	}()
+	o.proc = proc
 	return nil
 }
 
@@ -226,8 +212,8 @@ func (o *Operator) waitReady(ctx context.Context, p *controlplane.Plane, t testi
 	var state string
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
-		case <-o.done:
-			return false, fmt.Errorf("exited: %w", o.exitErr())
+		case <-o.proc.Done():
+			return false, fmt.Errorf("exited: %w", o.proc.ExitErr())
 		default:
 		}
 		var ok bool
@@ -278,48 +264,29 @@ func (o *Operator) Stop() error {
 	}
 	o.stopped = true
 	defer o.unlock()
-	if o.cmd == nil {
+	if o.proc == nil {
 		return nil
 	}
-	select {
-	case <-o.done:
-		return fmt.Errorf("operator had exited before Stop: %w", o.exitErr())
-	default:
+	if o.proc.Exited() {
+		return fmt.Errorf("operator had exited before Stop: %w", o.proc.ExitErr())
 	}
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-o.done:
-		return nil
-	case <-time.After(stopGrace):
-		_ = o.cmd.Process.Kill()
-		<-o.done
-		return fmt.Errorf("operator ignored SIGTERM for %s and was killed", stopGrace)
-	}
-}
-
-func (o *Operator) exitErr() error {
-	if o.waitErr == nil {
-		return errors.New("exit status 0")
-	}
-	return o.waitErr
+	return o.proc.Stop(stopGrace)
 }
 
 // Log returns the operator's whole log so far.
 func (o *Operator) Log() string {
-	b, err := os.ReadFile(o.LogPath)
-	if err != nil {
-		return fmt.Sprintf("(log unreadable: %v)", err)
+	if o.proc == nil {
+		return "(not started)"
 	}
-	return string(b)
+	return o.proc.Log()
 }
 
 // LogTail returns the last n lines of the operator's log.
 func (o *Operator) LogTail(n int) string {
-	lines := strings.Split(strings.TrimRight(o.Log(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	if o.proc == nil {
+		return "(not started)"
 	}
-	return strings.Join(lines, "\n")
+	return o.proc.Tail(n)
 }
 
 // lockMachine takes the machine-wide operator lock (flock on a file in the
