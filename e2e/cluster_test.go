@@ -9,12 +9,10 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -742,34 +740,6 @@ func (e *clusterEnv) runEnv(t *testing.T, c cloud, token, podName string, extra 
 
 func (e *clusterEnv) runAs(ctx context.Context, t *testing.T, c cloud, token, podName string, extra ...string) result {
 	return runEngine(t, ctx, e.runEnv(t, c, token, podName, extra...))
-}
-
-// startEngine starts the engine binary with only env (and PATH) and returns
-// at once; wait returns its result. When ctx ends the engine gets SIGTERM,
-// as from a kubelet, so it can still release the Lease.
-func startEngine(ctx context.Context, env []string, args ...string) (wait func() (result, error), err error) {
-	cmd := exec.CommandContext(ctx, engineBin, args...)
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start engine: %w", err)
-	}
-	return func() (result, error) {
-		err := cmd.Wait()
-		res := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
-		var exit *exec.ExitError
-		switch {
-		case errors.As(err, &exit):
-			res.code = exit.ExitCode()
-		case err != nil:
-			return res, fmt.Errorf("run engine: %w", err)
-		}
-		return res, nil
-	}, nil
 }
 
 // ---- the process kubelet ----------------------------------------------

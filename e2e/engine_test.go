@@ -146,23 +146,46 @@ type result struct {
 
 // runEngine runs the engine binary with only env (nothing of the test's own
 // environment leaks in, so no real endpoint can be reached by accident).
+// When ctx ends the engine gets SIGTERM (startEngine).
 func runEngine(t *testing.T, ctx context.Context, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, engineBin, args...)
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	res := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		res.code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run engine: %v", err)
+	wait, err := startEngine(ctx, env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := wait()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.stderr)
 	}
 	return res
+}
+
+// startEngine starts the engine binary with only env (and PATH) and returns
+// at once; wait returns its result. When ctx ends the engine gets SIGTERM,
+// as from a kubelet, so it can still release the Lease.
+func startEngine(ctx context.Context, env []string, args ...string) (wait func() (result, error), err error) {
+	cmd := exec.CommandContext(ctx, engineBin, args...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start engine: %w", err)
+	}
+	return func() (result, error) {
+		err := cmd.Wait()
+		res := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+		var exit *exec.ExitError
+		switch {
+		case errors.As(err, &exit):
+			res.code = exit.ExitCode()
+		case err != nil:
+			return res, fmt.Errorf("run engine: %w", err)
+		}
+		return res, nil
+	}, nil
 }
 
 func (r result) String() string {
@@ -319,19 +342,15 @@ func TestSIGTERMMidRun(t *testing.T) {
 	c := startCloud(t, "slow-imds")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, engineBin, "--dry-run")
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, c.Env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Start())
+	wait, err := startEngine(ctx, c.Env, "--dry-run")
+	require.NoError(t, err)
 	time.Sleep(700 * time.Millisecond)
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, stderr.String())
-	assert.Equal(t, 143, exit.ExitCode(), stderr.String())
-	assert.Empty(t, stdout.String(), "nothing half-written")
-	assert.Contains(t, stderr.String(), "terminated by signal")
+	cancel() // SIGTERM, as from a kubelet
+	res, err := wait()
+	require.NoError(t, err, res.stderr)
+	assert.Equal(t, 143, res.code, res.stderr)
+	assert.Empty(t, res.stdout, "nothing half-written")
+	assert.Contains(t, res.stderr, "terminated by signal")
 }
 
 // managedIdentityEnv turns the fake cloud's workload identity environment
