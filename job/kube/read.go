@@ -6,6 +6,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +53,13 @@ func (r *Reader) ConfigMap(ctx context.Context, ns, name string) (*corev1.Config
 func (r *Reader) Service(ctx context.Context, ns, name string) (*corev1.Service, error) {
 	services := resource[*corev1.Service]{r.api.core, ns, "services", func() *corev1.Service { return &corev1.Service{} }}
 	return services.Get(ctx, name, metav1.GetOptions{})
+}
+
+// ServiceEndpoints lists the EndpointSlices of one Service (status asks
+// whether a headless Service has an endpoint whose hostname would answer
+// the update server's name).
+func (r *Reader) ServiceEndpoints(ctx context.Context, ns, service string) (*discoveryv1.EndpointSliceList, error) {
+	return r.api.EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service})
 }
 
 // Lease reads one Lease.

@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,7 @@ type Source interface {
 	Secret(ctx context.Context, ns, name string) (*corev1.Secret, error)
 	ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error)
 	Service(ctx context.Context, ns, name string) (*corev1.Service, error)
+	ServiceEndpoints(ctx context.Context, ns, service string) (*discoveryv1.EndpointSliceList, error)
 	Lease(ctx context.Context, ns, name string) (*coordinationv1.Lease, error)
 	CronJob(ctx context.Context, ns, name string) (*batchv1.CronJob, error)
 	Jobs(ctx context.Context, ns, selector string) (*batchv1.JobList, error)
@@ -431,8 +433,34 @@ func (g *gatherer) shadow(ctx context.Context) {
 		// A Service with a cluster IP answers only its own name, not
 		// <hostname>.<service>.
 		return
+	case access == Read && host != "":
+		// A headless Service answers <hostname>.<service> only for an
+		// endpoint with that hostname (a pod with hostname and subdomain).
+		if access = g.endpointHost(ctx, ns, service, host); access == Absent {
+			return
+		}
 	}
 	d.Shadow = &Shadow{Access: access, Service: ns + "/" + service, Name: name}
+}
+
+// endpointHost is whether Service ns/service has an endpoint with hostname
+// host, which its headless name <host>.<service>.<ns>.svc answers: Read
+// when it has, Absent when not, and how the read went when its
+// EndpointSlices could not be read (the Service is then listed as a
+// possible shadow, not named as one).
+func (g *gatherer) endpointHost(ctx context.Context, ns, service, host string) Access {
+	slices, err := g.src.ServiceEndpoints(ctx, ns, service)
+	if err != nil {
+		return g.access(ns+"/endpointslices of Service "+service, err)
+	}
+	for _, sl := range slices.Items {
+		for _, ep := range sl.Endpoints {
+			if ep.Hostname != nil && strings.EqualFold(*ep.Hostname, host) {
+				return Read
+			}
+		}
+	}
+	return Absent
 }
 
 // shadowCandidate is the Service that could answer <host>.svc.<domain>:

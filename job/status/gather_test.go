@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,8 @@ type source struct {
 	leader       *coordinationv1.Lease
 	registration *kube.SCCRegistration
 	configMaps   map[string]*corev1.ConfigMap
-	services     map[string]*corev1.Service // by namespace/name
+	services     map[string]*corev1.Service             // by namespace/name
+	endpoints    map[string][]discoveryv1.EndpointSlice // by the Service's namespace/name
 	served       bool
 	forbidden    map[string]bool       // "registration", "leader", "pods", or a ConfigMap's name
 	lease        *coordinationv1.Lease // the engine's
@@ -71,6 +73,13 @@ func (s *source) Service(_ context.Context, ns, name string) (*corev1.Service, e
 		return svc, nil
 	}
 	return nil, notFound("services", name)
+}
+
+func (s *source) ServiceEndpoints(_ context.Context, ns, service string) (*discoveryv1.EndpointSliceList, error) {
+	if s.forbidden["endpoints"] {
+		return nil, forbidden("endpointslices", "")
+	}
+	return &discoveryv1.EndpointSliceList{Items: s.endpoints[ns+"/"+service]}, nil
 }
 
 func (s *source) Lease(_ context.Context, ns, name string) (*coordinationv1.Lease, error) {
@@ -455,17 +464,33 @@ func TestGatherShadowingService(t *testing.T) {
 	service := func(clusterIP string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "susecloud", Namespace: "net"}, Spec: corev1.ServiceSpec{ClusterIP: clusterIP}}
 	}
+	endpoint := func(hostname string) []discoveryv1.EndpointSlice {
+		return []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.9"}, Hostname: &hostname}}}}
+	}
 	tests := map[string]struct {
 		services   map[string]*corev1.Service
+		endpoints  map[string][]discoveryv1.EndpointSlice
 		forbidden  map[string]bool
 		shadow     Access // "": none
 		wantStart  string
 		wantInText string
 	}{
 		"a headless Service susecloud in namespace net": {
-			services: map[string]*corev1.Service{"net/susecloud": service(corev1.ClusterIPNone)}, shadow: Read,
+			services:  map[string]*corev1.Service{"net/susecloud": service(corev1.ClusterIPNone)},
+			endpoints: map[string][]discoveryv1.EndpointSlice{"net/susecloud": endpoint("smt-azure")}, shadow: Read,
 			wantStart:  "Not registered: Service net/susecloud shadows smt-azure.susecloud.net: a pod's resolver (ndots:5) asks smt-azure.susecloud.net.svc.<cluster domain> first, which that Service answers, so rancher/scc-operator reaches it instead of the update server — remove or rename it (kubectl -n net delete service susecloud) or the namespace net, then run the engine: ",
 			wantInText: "shadowed: Service net/susecloud answers smt-azure.susecloud.net.svc.<cluster domain>",
+		},
+		// smt-azure.susecloud.net.svc… resolves only to an endpoint whose
+		// hostname is smt-azure (a pod with hostname and subdomain).
+		"a headless Service without an endpoint of that hostname: not a shadow": {
+			services:  map[string]*corev1.Service{"net/susecloud": service(corev1.ClusterIPNone)},
+			endpoints: map[string][]discoveryv1.EndpointSlice{"net/susecloud": endpoint("web-0")},
+		},
+		"a headless Service whose endpoints cannot be read: listed, not named a shadow": {
+			services:  map[string]*corev1.Service{"net/susecloud": service(corev1.ClusterIPNone)},
+			forbidden: map[string]bool{"endpoints": true}, shadow: Forbidden,
+			wantInText: "cannot read net/endpointslices of Service susecloud: forbidden",
 		},
 		"a Service with a cluster IP answers only its own name": {
 			services: map[string]*corev1.Service{"net/susecloud": service("10.96.0.7")},
@@ -478,7 +503,7 @@ func TestGatherShadowingService(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			src := &source{secret: secret, services: tc.services, forbidden: tc.forbidden}
+			src := &source{secret: secret, services: tc.services, endpoints: tc.endpoints, forbidden: tc.forbidden}
 			r := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
 			if tc.shadow == "" {
 				assert.Nil(t, r.DNS.Shadow)
