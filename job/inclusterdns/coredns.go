@@ -148,6 +148,9 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 		return edit, nil
 	}
 	if err := patchConfigMapKey(ctx, cms, CoreDNSConfigMap, core.ResourceVersion, CorefileKey, next); err != nil {
+		if refused := policyRefused(err, ns+"/"+CoreDNSConfigMap, fqdn, ip); refused != nil {
+			return Edit{}, refused
+		}
 		return Edit{}, kube.APIError(err, needCorefile(ns))
 	}
 	c.logger().Info("coredns corefile updated", slog.String("configMap", ns+"/"+CoreDNSConfigMap), slog.String("server", fqdn), slog.String("address", ip.String()), removedAttr(removed))
@@ -191,6 +194,9 @@ func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, 
 		return false, nil, nil
 	}
 	if err := patchConfigMapKey(ctx, c.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, key, want); err != nil {
+		if refused := policyRefused(err, ns+"/"+CoreDNSCustom, fqdn, ip); refused != nil {
+			return false, nil, refused
+		}
 		return false, nil, kube.APIError(err, kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CoreDNSCustom, Namespace: ns})
 	}
 	var removed []string
@@ -226,6 +232,25 @@ func (c *CoreDNS) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.Log
+}
+
+// PolicyName is the ValidatingAdmissionPolicy the manifests ship, which
+// admits only the engine's own edits of CoreDNS's configuration.
+const PolicyName = "registration-engine-coredns"
+
+// policyRefused turns the API server's refusal of an edit by the engine's
+// admission policy (422, "ValidatingAdmissionPolicy '…' … denied request")
+// into a permanent error that says what refused it and what to do; nil
+// for any other error. The policy admits only lines the engine writes, so
+// an edit it refuses is one the engine must not make alone (a hosts block
+// shared in a way the engine does not recognise, or a policy older than
+// the engine).
+func policyRefused(err error, object, fqdn string, ip netip.Addr) error {
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+		return nil
+	}
+	return failure.Permanent(fmt.Errorf("%w: the admission policy refused the engine's edit of %s (%v); the policy admits only the engine's own hosts entries, so this configuration needs a person: %s, or install the policy of this engine's release if it is older (manifests/base/coredns-policy.yaml, the chart's template)",
+		ErrPolicyRefused, object, err, byHand(fqdn, ip)))
 }
 
 // patchConfigMapKey merge-patches one data key, with the resourceVersion

@@ -296,6 +296,29 @@ func TestCoreDNSFailures(t *testing.T) {
 	}
 }
 
+// The manifests' admission policy refuses an edit it does not count as the
+// engine's with 422; the run says what refused it and what a person does,
+// in both layouts, instead of the API server's words alone.
+func TestCoreDNSPolicyRefusal(t *testing.T) {
+	denied := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "coredns", nil)
+	denied.ErrStatus.Message = "configmaps \"coredns\" is forbidden: ValidatingAdmissionPolicy '" + PolicyName + "' with binding '" + PolicyName + "' denied request: only the engine's own hosts entries may change"
+	for name, objects := range map[string][]runtime.Object{
+		"Corefile":       {cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})},
+		"coredns-custom": {cm(CoreDNSCustom, map[string]string{}), cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientset(objects...)
+			c.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, denied })
+			_, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
+			require.ErrorIs(t, err, ErrPolicyRefused)
+			assert.True(t, failure.IsPermanent(err))
+			assert.Contains(t, err.Error(), "ValidatingAdmissionPolicy '"+PolicyName+"'", "the API server's words stay")
+			assert.Contains(t, err.Error(), `add "20.38.0.87 smt-azure.susecloud.net" by hand and set IN_CLUSTER_DNS=false`)
+			assert.Contains(t, err.Error(), "manifests/base/coredns-policy.yaml")
+		})
+	}
+}
+
 func mustSet(t *testing.T, corefile string, ip netip.Addr) string {
 	t.Helper()
 	out, _, err := SetCorefileHostsEntry(corefile, smtName, ip, testDomains)

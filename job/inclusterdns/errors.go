@@ -26,4 +26,9 @@ var (
 	// do (it has no access to CoreDNS's Deployment). Nothing is written.
 	// Permanent: a person adds reload, or the entry, by hand.
 	ErrNoReload = errors.New("coredns does not reload its configuration")
+
+	// ErrPolicyRefused means the cluster's admission policy for the
+	// engine's CoreDNS edits (PolicyName) refused this edit. Permanent: a
+	// person adds the entry, or installs the policy of this release.
+	ErrPolicyRefused = errors.New("coredns edit refused by the admission policy")
 )
