@@ -30,4 +30,19 @@
 //     pod: e2e/kind/kind_test.go (build tag e2e, make e2e-kind).
 //   - The documentation's promises (every test docs/RELIABILITY.md cites
 //     exists): docs_test.go.
+//
+// Which tier proves what. The process kubelet (cluster_test.go) runs a
+// Job's pod as a process with the pod's environment, token and exit code;
+// it is where the cases that need many runs or a fault a pod cannot be
+// given live: RBAC refusals, the Lease between runs, every recovery path of
+// a Failed Registration (503, reset, 401, the operator stopped, three in a
+// row), status in each state, both Kubernetes versions (make test runs
+// LTS_TESTS on the oldest supported one too), both operator revisions. The
+// kind tier proves once, with real pods, what a process cannot: the image
+// and its user, the CronJob controller making the Job, podFailurePolicy
+// ending it, the kubelet syncing CoreDNS's ConfigMap volume and the reload
+// plugin loading it, the operator as a pod, the chart as the Marketplace
+// installs it, AKS's CoreDNS layout, and one recovery end to end. A case
+// both tiers run (a Job that registers, the no-wait failure) stays in both:
+// the process tier's copy runs on every make test and on both versions.
 package e2e
