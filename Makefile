@@ -125,9 +125,15 @@ image: ## build the engine and fakecloud images for each of IMAGE_ARCHS, as IMAG
 
 # image_arch ARCH,BASE: the engine's and the fake cloud's image for
 # linux/ARCH on BASE, then a check that docker records that platform.
+# BuildKit takes the target from --platform; the classic builder
+# (DOCKER_BUILDKIT=0) refuses COPY --from a stage of another platform than
+# --platform names, so it gets none: TARGETARCH cross-compiles, and the
+# image takes its platform from BASE, which must then be an ARCH image
+# (BASE_IMAGE_<arch>).
 image_arch = \
 	echo "image: $(IMAGE)-$(1) and $(FAKECLOUD_IMAGE)-$(1) (linux/$(1) on $(2), built on $(BUILD_PLATFORM))"; \
-	args="--platform linux/$(1) --build-arg TARGETARCH=$(1) --build-arg BUILDPLATFORM=$(BUILD_PLATFORM) --build-arg BUILD_IMAGE=$(BUILD_IMAGE) --build-arg BASE_IMAGE=$(2)"; \
+	platform="--platform linux/$(1)"; [ "$${DOCKER_BUILDKIT:-}" != 0 ] || platform=; \
+	args="$$platform --build-arg TARGETARCH=$(1) --build-arg BUILDPLATFORM=$(BUILD_PLATFORM) --build-arg BUILD_IMAGE=$(BUILD_IMAGE) --build-arg BASE_IMAGE=$(2)"; \
 	docker build $$args --build-arg VERSION=$(VERSION) -t $(IMAGE)-$(1) .; \
 	docker build $$args --target fakecloud -t $(FAKECLOUD_IMAGE)-$(1) .; \
 	docker image inspect -f '{{.Os}}/{{.Architecture}}' $(IMAGE)-$(1) | grep -qx "linux/$(1)" \
