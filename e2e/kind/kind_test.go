@@ -536,6 +536,8 @@ type kindCluster struct {
 	cfg        *rest.Config
 	cs         kubernetes.Interface
 	dyn        dynamic.Interface
+	// version is the Kubernetes version the API server reports.
+	version string
 	// overlayEnv is the overlay's engine settings (what the fake cloud
 	// serves), read by the first chart install, before that install
 	// replaces the overlay's CronJob.
@@ -576,6 +578,10 @@ func createCluster(t *testing.T, s settings) *kindCluster {
 	require.NoError(t, err)
 	c.dyn, err = dynamic.NewForConfig(c.cfg)
 	require.NoError(t, err)
+	version, err := c.cs.Discovery().ServerVersion()
+	require.NoError(t, err)
+	c.version = version.GitVersion
+	t.Logf("proved: the kind tier runs on Kubernetes %s (kube-apiserver /version), node image %s", c.version, s.nodeImage)
 
 	start = time.Now()
 	nodes, err := c.provider.ListInternalNodes(s.clusterName)
