@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 )
@@ -197,7 +198,13 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	})
 	e.resetCoreDNS(ctx, t)
 
-	// AKS's layout: coredns-custom, with a key of the cluster's own.
+	// AKS's layout: AKS's Corefile, which imports coredns-custom's keys, and
+	// coredns-custom with a key of the cluster's own.
+	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data[inclusterdns.CorefileKey] = fakecloud.AKSCorefile
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
 	_, err = cms.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom},
 		Data:       map[string]string{"log.override": "log\n"},
