@@ -726,12 +726,7 @@ func (c *kindCluster) waitForFakecloud(t *testing.T, ctx context.Context) {
 // (region-server-certs), fetched through the API server's Service proxy.
 func (c *kindCluster) copyTrust(t *testing.T, ctx context.Context) {
 	t.Helper()
-	file := func(name string) string {
-		b, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/"+name, nil).DoRaw(ctx)
-		require.NoError(t, err, "fetch %s from the fake cloud", name)
-		require.Contains(t, string(b), "BEGIN CERTIFICATE", name)
-		return string(b)
-	}
+	file := func(name string) string { return c.fakecloudFile(t, ctx, name) }
 	for name, data := range map[string]map[string]string{
 		"fakecloud-trust": {
 			"ca.pem":                file("ca.pem"),
@@ -743,6 +738,16 @@ func (c *kindCluster) copyTrust(t *testing.T, ctx context.Context) {
 		_, err := c.cs.CoreV1().ConfigMaps(kube.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
+}
+
+// fakecloudFile is one of the certificates the fake cloud made at start,
+// fetched through the API server's Service proxy.
+func (c *kindCluster) fakecloudFile(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	b, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/"+name, nil).DoRaw(ctx)
+	require.NoError(t, err, "fetch %s from the fake cloud", name)
+	require.Contains(t, string(b), "BEGIN CERTIFICATE", name)
+	return string(b)
 }
 
 // runJob makes a Job from the CronJob as `kubectl create job NAME

@@ -230,9 +230,7 @@ func (c *kindCluster) status(t *testing.T, ctx context.Context) statusRun {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{"attestation-roots.pem", "attestation-intermediate.pem"} {
-		b, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/"+name, nil).DoRaw(ctx)
-		require.NoError(t, err, "fetch %s from the fake cloud", name)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(c.fakecloudFile(t, ctx, name)), 0o600))
 	}
 	var stdout, stderr bytes.Buffer
 	err := engine.RunStatus(ctx, []string{"--kubeconfig", c.kubeconfig,

@@ -123,8 +123,9 @@ func (d *ClusterDNS) Close() {
 }
 
 // Lookup asks CoreDNS for host's addresses as a pod would (the absolute
-// name); no answer is no address, and no error.
-func (d *ClusterDNS) Lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+// name); none when CoreDNS does not answer it (NXDOMAIN, SERVFAIL, no
+// reply), as a pod's resolver gives up.
+func (d *ClusterDNS) Lookup(ctx context.Context, host string) []netip.Addr {
 	r := &net.Resolver{
 		PreferGo: true,
 		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -136,12 +137,12 @@ func (d *ClusterDNS) Lookup(ctx context.Context, host string) ([]netip.Addr, err
 	defer cancel()
 	addrs, err := r.LookupNetIP(qctx, "ip", strings.TrimSuffix(host, ".")+".")
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	for i := range addrs {
 		addrs[i] = addrs[i].Unmap()
 	}
-	return addrs, nil
+	return addrs
 }
 
 // Route routes CONNECT <name>:443 to the first address CoreDNS answers for
@@ -158,7 +159,7 @@ func (d *ClusterDNS) Route(port int) Route {
 		if p != "443" {
 			return "", fmt.Errorf("proxy: %s: only port 443 is forwarded: %w", hostport, ErrNoRoute)
 		}
-		addrs, _ := d.Lookup(ctx, host)
+		addrs := d.Lookup(ctx, host)
 		if len(addrs) == 0 {
 			return "", fmt.Errorf("proxy: the cluster's CoreDNS (%s) does not answer %s: %w", d.Addr, host, ErrNoRoute)
 		}

@@ -449,11 +449,11 @@ func (g *gatherer) shadow(ctx context.Context) {
 // EndpointSlices could not be read (the Service is then listed as a
 // possible shadow, not named as one).
 func (g *gatherer) endpointHost(ctx context.Context, ns, service, host string) Access {
-	slices, err := g.src.ServiceEndpoints(ctx, ns, service)
+	list, err := g.src.ServiceEndpoints(ctx, ns, service)
 	if err != nil {
 		return g.access(ns+"/endpointslices of Service "+service, err)
 	}
-	for _, sl := range slices.Items {
+	for _, sl := range list.Items {
 		for _, ep := range sl.Endpoints {
 			if ep.Hostname != nil && strings.EqualFold(*ep.Hostname, host) {
 				return Read
