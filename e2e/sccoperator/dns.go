@@ -2,6 +2,7 @@ package sccoperator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -66,11 +67,12 @@ type ClusterDNS struct {
 	stop   context.CancelFunc
 	synced sync.WaitGroup
 
-	mu       sync.Mutex
-	proc     *controlplane.Process
-	written  map[string]string // the files as last written, by path under dir
-	pending  time.Time         // when a difference from written was first seen
-	lastSync error
+	mu      sync.Mutex
+	proc    *controlplane.Process
+	written map[string]string // the files as last written, by path under dir
+	pending time.Time         // when a difference from written was first seen
+	readErr error             // the last read of the ConfigMaps, nil once one works
+	loadErr error             // the last write and reload of the files
 }
 
 // StartClusterDNS starts CoreDNS on a loopback port with the ConfigMaps as
@@ -176,22 +178,30 @@ func (d *ClusterDNS) Forget() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	files, err := d.render(ctx)
+	d.readErr = err
 	if err == nil {
-		err = d.write(files)
+		d.apply(ctx, files)
 	}
+}
+
+// apply writes files and has CoreDNS load them, recording the outcome; the
+// caller holds mu.
+func (d *ClusterDNS) apply(ctx context.Context, files map[string]string) {
+	err := d.write(files)
 	if err == nil {
 		err = d.reload(ctx)
 	}
 	d.pending = time.Time{}
-	d.lastSync = err
+	d.loadErr = err
 }
 
-// Err is the last sync's failure, nil when it worked: a ConfigMap that
-// could not be read or a Corefile CoreDNS would not load.
+// Err is why the cluster's DNS is not serving the ConfigMaps as they are:
+// the last read of them failed, or CoreDNS would not load the files last
+// written (it keeps serving the ones before); nil when neither.
 func (d *ClusterDNS) Err() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.lastSync
+	return errors.Join(d.readErr, d.loadErr)
 }
 
 func (d *ClusterDNS) syncLoop(ctx context.Context) {
@@ -216,10 +226,10 @@ func (d *ClusterDNS) syncOnce(ctx context.Context) {
 	files, err := d.render(rctx)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err != nil {
-		if ctx.Err() == nil {
-			d.lastSync = err
-		}
+	if ctx.Err() != nil {
+		return // stopping: not a failure of the read
+	}
+	if d.readErr = err; err != nil {
 		return
 	}
 	if maps.Equal(files, d.written) {
@@ -232,12 +242,7 @@ func (d *ClusterDNS) syncOnce(ctx context.Context) {
 	if time.Since(d.pending) < d.delay {
 		return
 	}
-	err = d.write(files)
-	if err == nil {
-		err = d.reload(rctx)
-	}
-	d.pending = time.Time{}
-	d.lastSync = err
+	d.apply(rctx, files)
 }
 
 // render is what the kubelet would mount from the ConfigMaps now: the
