@@ -124,7 +124,7 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 	if core != nil && !hasDirective(core.Data[CorefileKey], "reload") {
 		return Edit{}, failure.Permanent(fmt.Errorf("%w: the Corefile in %s/%s has no reload directive, so CoreDNS would serve %s only after a restart; add reload to it, or %s", ErrNoReload, ns, CoreDNSConfigMap, fqdn, byHand(fqdn, ip)))
 	}
-	key := cmp.Or(c.Key, DefaultHostsKey)
+	key := c.key()
 	if hasCustom && core != nil && !importsKey(core.Data[CorefileKey], key) {
 		// A coredns-custom that CoreDNS never reads (AKS's and k3s's
 		// Corefiles import its .override keys; a kubeadm Corefile beside a
@@ -162,7 +162,7 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 // reports the entries for other names the key held before (the whole value
 // is replaced).
 func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, data map[string]string, fqdn string, ip netip.Addr) (bool, []string, error) {
-	key := cmp.Or(c.Key, DefaultHostsKey)
+	key := c.key()
 	want := hostsBlock("", fqdn, ip) + "\n"
 	// AKS imports every .server key at the top level of the Corefile, as
 	// server blocks of their own, and the .override keys (ours) into the
@@ -252,6 +252,9 @@ func policyRefused(err error, object, fqdn string, ip netip.Addr) error {
 	return failure.Permanent(fmt.Errorf("%w: the admission policy refused the engine's edit of %s (%v); the policy admits only the engine's own hosts entries, so this configuration needs a person: %s, or install the policy of this engine's release if it is older (manifests/base/coredns-policy.yaml, the chart's template)",
 		ErrPolicyRefused, object, err, byHand(fqdn, ip)))
 }
+
+// key is the engine's key in coredns-custom.
+func (c *CoreDNS) key() string { return cmp.Or(c.Key, DefaultHostsKey) }
 
 // patchConfigMapKey merge-patches one data key, with the resourceVersion
 // just read as a precondition: a concurrent edit of the same ConfigMap gets
