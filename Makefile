@@ -19,6 +19,15 @@ K8S_LTS_TESTBIN ?= $(CACHE_DIR)/k8s-testbin/v$(K8S_LTS_VERSION)
 # Kubernetes surface (its Secret, Lease, CoreDNS edits, RBAC, Events, the
 # CronJob's Job) and the real operator registering from its Secret.
 LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|TestStatus)$$
+# The test tiers, by package path. UNIT_PKGS: the product's packages (no
+# built binary, no control plane). HARNESS_PKGS: the end-to-end helpers whose
+# own tests need neither (e2e/kind's suite is behind the build tag e2e, so
+# here only its script checks run). E2E_PKGS: the suites on the built
+# binaries and a real control plane, e2e/harness's own tests among them.
+# `make tiers` fails when a package is in none of them, or in two.
+UNIT_PKGS     := . ./job/... ./providers/... ./internal/... ./manifests/...
+HARNESS_PKGS  := ./e2e/fakecloud/... ./e2e/pki/... ./e2e/cmd/... ./e2e/kind/...
+E2E_PKGS      := ./e2e ./e2e/harness ./e2e/controlplane ./e2e/sccoperator
 SCC_OPERATOR_DIR ?= $(CACHE_DIR)/scc-operator
 SCC_OPERATOR_COMMITS ?=
 HELM_VERSION  ?= 3.22.0
@@ -57,10 +66,10 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 	@e2e/scripts/demo.sh "$(FAULT)"
 
 .PHONY: test
-test: testbin scc-operator helm coredns ## the unit tests, the e2e helpers' own tests, then the built binaries against the fake cloud, a real control plane and rancher/scc-operator (go test -race)
-	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '/e2e(/controlplane|/sccoperator)?$$')
+test: tiers testbin scc-operator helm coredns ## the unit tests, the e2e helpers' own tests, then the built binaries against the fake cloud, a real control plane and rancher/scc-operator (go test -race)
+	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS) $(HARNESS_PKGS)
 	@echo "--- end-to-end: the built binaries, then a real kube-apiserver and rancher/scc-operator (full log: _out/e2e-test.log)"
-	@$(call e2e,$(K8S_TESTBIN),25m,e2e-test,./e2e ./e2e/controlplane ./e2e/sccoperator)
+	@$(call e2e,$(K8S_TESTBIN),25m,e2e-test,$(E2E_PKGS))
 	@echo "--- the control-plane tier again on Kubernetes $(K8S_LTS_VERSION) (LTS): $(LTS_TESTS) (full log: _out/e2e-lts-test.log)"
 	@$(call e2e,$(K8S_LTS_TESTBIN),15m,e2e-lts-test,-run '$(LTS_TESTS)' ./e2e)
 
@@ -73,8 +82,13 @@ e2e = mkdir -p _out; set -o pipefail; \
 	  || { echo "e2e tests failed; the failing part of _out/$(3).log:"; grep -B2 -A40 -- '--- FAIL' _out/$(3).log | head -300; exit 1; }
 
 .PHONY: unit
-unit: ## only the unit tests: every package outside e2e/ (no built binaries, no control plane)
-	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e')
+unit: tiers ## only the unit tests: the product's packages, UNIT_PKGS (no end-to-end code, no built binaries, no control plane)
+	CGO_ENABLED=1 $(GO) test -race -count=1 $(UNIT_PKGS)
+
+.PHONY: tiers
+tiers: ## check that every package is in exactly one test tier (UNIT_PKGS, HARNESS_PKGS, E2E_PKGS)
+	@diff <($(GO) list ./... | sort) <({ $(GO) list $(UNIT_PKGS); $(GO) list $(HARNESS_PKGS); $(GO) list $(E2E_PKGS); } | sort) \
+	  || { echo "make tiers: a package is in no test tier (<) or in two (>): add it to one of UNIT_PKGS, HARNESS_PKGS, E2E_PKGS in the Makefile"; exit 1; }
 
 .PHONY: testbin
 testbin: ## build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl for the tests, at K8S_VERSION and K8S_LTS_VERSION

@@ -24,6 +24,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
@@ -79,7 +80,7 @@ func workloadIdentityWebhook(e *clusterEnv) func(context.Context, *corev1.Pod, [
 		if pod.Labels["azure.workload.identity/use"] != "true" {
 			return env, nil
 		}
-		sa, err := e.admin.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, pod.Spec.ServiceAccountName, metav1.GetOptions{})
+		sa, err := e.Admin.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, pod.Spec.ServiceAccountName, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("workload identity webhook: %w", err)
 		}
@@ -142,9 +143,9 @@ func (tc chartCase) run(t *testing.T, helm string) {
 		extra = append(extra, "--set", kv)
 	}
 	p := controlplane.Start(t)
-	e := &clusterEnv{p: p, admin: p.AdminClient(t)}
+	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t)}}
 	if tc.workloadIdentity {
-		e.admission = workloadIdentityWebhook(e)
+		e.Admission = workloadIdentityWebhook(e)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -153,19 +154,19 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	// kube-system's CoreDNS, as on AKS (where the Marketplace installs):
 	// the Corefile and coredns-custom, where the chart's default lets the
 	// engine write.
-	_, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
+	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	p.Apply(t, []byte(aksCorednsFixture))
-	_, err = e.admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+	p.Apply(t, []byte(harness.AKSCorednsFixture))
+	_, err = e.Admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"log.override": "log\n"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// The run's handover wait asks the cluster's DNS, a real CoreDNS
 	// serving these ConfigMaps.
-	e.dns = sccoperator.StartClusterDNS(t, e.admin, 0)
+	e.DNS = sccoperator.StartClusterDNS(t, e.Admin, 0)
 
-	c := startCloud(t)
-	cloudEnv := c.env()
+	c := harness.StartCloud(t)
+	cloudEnv := c.Vars()
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
 	start := time.Now()
 	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace,
@@ -189,16 +190,16 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	require.NotEmpty(t, release)
 
 	// A manual run, as the NOTES tell the user.
-	runs := e.startKubelet(ctx, t, kube.Namespace, c)
+	runs := e.StartKubelet(ctx, t, kube.Namespace, c)
 	const name = "manual-chart"
-	p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
+	p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
 	pr := e.completedRun(ctx, t, runs, name)
-	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.res.stderr)["outcome"])
+	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"])
 	tokens := identityTokenRequests(t, c)
 	assert.Equal(t, tc.wantTokenRequests, tokens, "managed identity token requests IMDS answered")
-	assert.Equal(t, tc.wantMode, logLine(t, pr.res.stderr, "azure token acquired")["credentialMode"], "the credential the run used")
-	before := e.secret(ctx, t)
-	assertRegistration(t, before, chartRegCode)
+	assert.Equal(t, tc.wantMode, logLine(t, pr.Res.Stderr, "azure token acquired")["credentialMode"], "the credential the run used")
+	before := e.Secret(ctx, t)
+	harness.AssertRegistration(t, before, chartRegCode)
 
 	// Uninstall: every object of the release goes, the operator's Secret
 	// stays.
@@ -211,20 +212,20 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	}
 	// The manual Job belonged to the CronJob: the garbage collector takes it.
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := e.admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
+		_, err := e.Admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}), "the manual Job outlived its CronJob")
-	after := e.secret(ctx, t)
+	after := e.Secret(ctx, t)
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "helm uninstall must not touch the operator's Secret")
-	assertRegistration(t, after, chartRegCode)
+	harness.AssertRegistration(t, after, chartRegCode)
 	// What else the engine wrote at run time, and therefore stays: its
 	// released Lease.
-	lease, err := e.admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, leaseName, metav1.GetOptions{})
+	lease, err := e.Admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, ptr.Deref(lease.Spec.HolderIdentity, ""), "released at the end of the run")
 
 	t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace values (%d objects, %s), a manual Job from its CronJob completed with credential mode %s (%d token requests to IMDS) and wrote %s with the protected registration code, and helm uninstall removed all %d objects and the Job but left %s (and the released Lease) in place (pod ran %s)",
-		len(release), installed.Round(time.Millisecond), tc.wantMode, tokens, kube.SecretName, len(release), kube.SecretName, pr.res.took.Round(time.Millisecond))
+		len(release), installed.Round(time.Millisecond), tc.wantMode, tokens, kube.SecretName, len(release), kube.SecretName, pr.Res.Took.Round(time.Millisecond))
 }
 
 // releaseObject is one object of a release's manifest.

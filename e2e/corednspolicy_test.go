@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 )
@@ -44,19 +45,19 @@ func mergeData(key, value string) string {
 // without fallthrough, a label.
 func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	e := setupCluster(t)
-	ctx := testContext(t)
-	e.resetCoreDNS(ctx, t)
+	ctx := harness.Context(t)
+	e.ResetCoreDNS(ctx, t)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		e.resetCoreDNS(ctx, t)
+		e.ResetCoreDNS(ctx, t)
 	})
-	cms := e.admin.CoreV1().ConfigMaps("kube-system")
+	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
 
 	// The admission plugin is on (the API server's default since 1.30; the
 	// plane sets no --enable-admission-plugins): the API serves the
 	// resource. The refusals below prove it enforces the policy.
-	resources, err := e.admin.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	resources, err := e.Admin.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
 	require.NoError(t, err)
 	served := false
 	for _, r := range resources.APIResources {
@@ -64,7 +65,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	}
 	require.True(t, served, "the API server serves admissionregistration.k8s.io/v1 validatingadmissionpolicies")
 
-	as := e.p.ClientAs(t, e.token(t))
+	as := e.Plane.ClientAs(t, e.Token(t))
 	clients, err := kube.NewClients(as)
 	require.NoError(t, err)
 	engine := &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps}
@@ -78,7 +79,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	}
 	// A policy is enforced once the API server's informer has it: until a
 	// dry run of a hostile write is refused.
-	forward := mergeData(inclusterdns.CorefileKey, strings.Replace(e.corefile, "forward . /etc/resolv.conf", "forward . 203.0.113.53", 1))
+	forward := mergeData(inclusterdns.CorefileKey, strings.Replace(e.Corefile, "forward . /etc/resolv.conf", "forward . 203.0.113.53", 1))
 	var code int
 	var body string
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
@@ -90,7 +91,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	var admitted []string
 	own := func(t *testing.T, what string, wantChanged bool, ip string) {
 		t.Helper()
-		edit, err := engine.Ensure(ctx, updateServer, netip.MustParseAddr(ip))
+		edit, err := engine.Ensure(ctx, harness.UpdateServer, netip.MustParseAddr(ip))
 		require.NoError(t, err, "%s: job/inclusterdns as the engine", what)
 		assert.Equal(t, wantChanged, edit.Changed, what)
 		admitted = append(admitted, what)
@@ -131,7 +132,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	// no longer chosen goes as the new one is written (and back again, so
 	// the Corefile below is as before).
 	moving := &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps, Domains: []string{"susecloud.net"}}
-	for _, step := range []struct{ from, to string }{{updateServer, "smt-azure-2.susecloud.net"}, {"smt-azure-2.susecloud.net", updateServer}} {
+	for _, step := range []struct{ from, to string }{{harness.UpdateServer, "smt-azure-2.susecloud.net"}, {"smt-azure-2.susecloud.net", harness.UpdateServer}} {
 		what := "Corefile: a new update server, the earlier one's entry removed (" + step.to + ")"
 		edit, err := moving.Ensure(ctx, step.to, netip.MustParseAddr("2001:db8::53"))
 		require.NoError(t, err, "%s: job/inclusterdns as the engine", what)
@@ -141,20 +142,20 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	corefile := cm.Data[inclusterdns.CorefileKey]
-	entry := "        2001:db8::53 " + updateServer + "\n"
+	entry := "        2001:db8::53 " + harness.UpdateServer + "\n"
 	require.Contains(t, corefile, "    hosts {\n"+entry+"        ttl 15\n        fallthrough\n    }\n", "job/inclusterdns wrote its block, its ttl line included")
 	ownRaw(t, "Corefile: the same text again", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, corefile))
 	withTTL := strings.Replace(corefile, entry+"        ttl 15\n", entry+"        ttl 30\n", 1)
 	ownRaw(t, "Corefile: the hosts block's ttl changed", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, withTTL))
 	// The first write of a block that has the ttl line, into a Corefile
 	// without one.
-	e.resetCoreDNS(ctx, t)
+	e.ResetCoreDNS(ctx, t)
 	ownRaw(t, "Corefile: first write with a ttl line", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey,
-		strings.Replace(e.corefile, ".:53 {\n", ".:53 {\n    hosts {\n        127.0.0.11 "+updateServer+"\n        ttl 15\n        fallthrough\n    }\n", 1)))
+		strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n    hosts {\n        127.0.0.11 "+harness.UpdateServer+"\n        ttl 15\n        fallthrough\n    }\n", 1)))
 	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	corefile = cm.Data[inclusterdns.CorefileKey]
-	entry = "        127.0.0.11 " + updateServer + "\n"
+	entry = "        127.0.0.11 " + harness.UpdateServer + "\n"
 	require.Contains(t, corefile, entry)
 	corefileWith := func(old, new string) string {
 		require.Contains(t, corefile, old)
@@ -165,20 +166,20 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 		{"Corefile: an entry for a name outside UPDATE_SERVER_DOMAINS", inclusterdns.CoreDNSConfigMap,
 			corefileWith(entry, entry+"        10.0.0.66 kubernetes.default.svc.cluster.local\n")},
 		{"Corefile: the update server's name at the IMDS address", inclusterdns.CoreDNSConfigMap,
-			corefileWith(entry, "        169.254.169.254 "+updateServer+"\n")},
+			corefileWith(entry, "        169.254.169.254 "+harness.UpdateServer+"\n")},
 		{"Corefile: the hosts block without fallthrough", inclusterdns.CoreDNSConfigMap,
 			corefileWith("        fallthrough\n    }\n", "    }\n")},
 		{"Corefile: a rewrite ahead of the kubernetes plugin", inclusterdns.CoreDNSConfigMap,
 			corefileWith("    ready\n", "    ready\n    rewrite name exact kubernetes.default.svc.cluster.local evil.example.com\n")},
 		{"Corefile: an entry outside the hosts block", inclusterdns.CoreDNSConfigMap,
-			corefileWith("       pods insecure\n", "       pods insecure\n       127.0.0.11 "+updateServer+"\n")},
+			corefileWith("       pods insecure\n", "       pods insecure\n       127.0.0.11 "+harness.UpdateServer+"\n")},
 		{"coredns: a label", inclusterdns.CoreDNSConfigMap, `{"metadata":{"labels":{"owned":"yes"}}}`},
 		{"coredns: another data key", inclusterdns.CoreDNSConfigMap, mergeData("extra.server", "example.com:53 {\n    forward . 203.0.113.53\n}\n")},
 	})
 
 	// A hosts block of the cluster's own, limited to a zone: the engine adds
 	// its entry and the update server's name to the zones.
-	zoned := strings.Replace(e.corefile, ".:53 {\n", ".:53 {\n    hosts /etc/hosts corp.internal {\n        10.1.2.3 db.corp.internal\n        fallthrough\n    }\n", 1)
+	zoned := strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n    hosts /etc/hosts corp.internal {\n        10.1.2.3 db.corp.internal\n        fallthrough\n    }\n", 1)
 	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	cm.Data[inclusterdns.CorefileKey] = zoned
@@ -188,7 +189,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	corefile = cm.Data[inclusterdns.CorefileKey]
-	require.Contains(t, corefile, "    hosts /etc/hosts corp.internal "+updateServer+" {\n        127.0.0.11 "+updateServer+"\n        ttl 15\n        10.1.2.3 db.corp.internal\n")
+	require.Contains(t, corefile, "    hosts /etc/hosts corp.internal "+harness.UpdateServer+" {\n        127.0.0.11 "+harness.UpdateServer+"\n        ttl 15\n        10.1.2.3 db.corp.internal\n")
 	refuse(t, []hostile{
 		{"Corefile: a cluster zone added to a hosts block", inclusterdns.CoreDNSConfigMap,
 			corefileWith("hosts /etc/hosts corp.internal ", "hosts /etc/hosts corp.internal cluster.local ")},
@@ -196,7 +197,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 		{"Corefile: the cluster's own entry readdressed", inclusterdns.CoreDNSConfigMap,
 			corefileWith("        10.1.2.3 db.corp.internal\n", "        203.0.113.9 db.corp.internal\n")},
 	})
-	e.resetCoreDNS(ctx, t)
+	e.ResetCoreDNS(ctx, t)
 
 	// AKS's layout: AKS's Corefile, which imports coredns-custom's keys, and
 	// coredns-custom with a key of the cluster's own.
@@ -218,24 +219,24 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	custom, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
 	require.NoError(t, err)
 	block := custom.Data[inclusterdns.DefaultHostsKey]
-	require.Equal(t, "hosts {\n    127.0.0.12 "+updateServer+"\n    ttl 15\n    fallthrough\n}\n", block)
+	require.Equal(t, "hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 15\n    fallthrough\n}\n", block)
 	assert.Equal(t, "log\n", custom.Data["log.override"])
 	ownRaw(t, "coredns-custom: the same block again", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey, block))
 	ownRaw(t, "coredns-custom: the block with another ttl", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
-		"hosts {\n    127.0.0.12 "+updateServer+"\n    ttl 30\n    fallthrough\n}\n"))
+		"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 30\n    fallthrough\n}\n"))
 	refuse(t, []hostile{
 		{"coredns-custom: a foreign key", inclusterdns.CoreDNSCustom, mergeData("evil.server", "susecloud.net:53 {\n    forward . 203.0.113.53\n}\n")},
 		{"coredns-custom: a rewrite override", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
-			"rewrite name exact kubernetes.default.svc.cluster.local evil.example.com\nhosts {\n    127.0.0.12 "+updateServer+"\n    fallthrough\n}\n")},
+			"rewrite name exact kubernetes.default.svc.cluster.local evil.example.com\nhosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    fallthrough\n}\n")},
 		{"coredns-custom: another key rewritten", inclusterdns.CoreDNSCustom, mergeData("log.override", "rewrite name regex (.*)\\.svc\\.cluster\\.local evil.example.com\n")},
 		{"coredns-custom: an entry for a name outside UPDATE_SERVER_DOMAINS", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
 			"hosts {\n    10.0.0.66 kubernetes.default.svc.cluster.local\n    fallthrough\n}\n")},
 		{"coredns-custom: the block without fallthrough", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
-			"hosts {\n    127.0.0.12 "+updateServer+"\n}\n")},
+			"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n}\n")},
 		{"coredns-custom: a ttl out of range", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
-			"hosts {\n    127.0.0.12 "+updateServer+"\n    ttl 86400\n    fallthrough\n}\n")},
+			"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 86400\n    fallthrough\n}\n")},
 		{"coredns-custom: a forward after the block", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
-			"hosts {\n    127.0.0.12 "+updateServer+"\n    fallthrough\n}\nforward . 203.0.113.53\n")},
+			"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    fallthrough\n}\nforward . 203.0.113.53\n")},
 		{"coredns-custom: an owner reference for the garbage collector", inclusterdns.CoreDNSCustom,
 			`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"00000000-0000-0000-0000-000000000000"}]}}`},
 	})
@@ -250,7 +251,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Logf("proved: as %s (a TokenRequest token), job/inclusterdns's own edits were admitted (%s); the same token was refused:", "system:serviceaccount:"+kube.Namespace+":"+engineSA, strings.Join(admitted, "; "))
+	t.Logf("proved: as %s (a TokenRequest token), job/inclusterdns's own edits were admitted (%s); the same token was refused:", "system:serviceaccount:"+kube.Namespace+":"+harness.EngineSA, strings.Join(admitted, "; "))
 	for _, what := range []string{
 		"Corefile: forward . to an outside resolver",
 		"coredns-custom: a foreign key",

@@ -1,25 +1,21 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,170 +23,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/internal/testkit"
 )
 
-// The binaries under test, built once by TestMain.
-var engineBin, fakecloudBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "registration-engine-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	engineBin = filepath.Join(dir, "registration-engine")
-	fakecloudBin = filepath.Join(dir, "fakecloud")
-	for bin, pkg := range map[string]string{engineBin: "..", fakecloudBin: "./cmd/fakecloud"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
-			os.Exit(1)
-		}
-	}
-	// Main also stops the control plane the cluster tests share.
-	code := controlplane.Main(m)
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// cloud is a running fakecloud process.
-type cloud struct {
-	Dir string
-	Env []string
-}
-
-// env is the fake cloud's environment for the engine, by name.
-func (c cloud) env() map[string]string {
-	m := map[string]string{}
-	for _, kv := range c.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
-	}
-	return m
-}
-
-// value is the fake cloud's setting key; the test fails if the fake cloud
-// no longer sets it.
-func (c cloud) value(t *testing.T, key string) string {
-	t.Helper()
-	v, ok := c.env()[key]
-	require.True(t, ok, "the fake cloud's env file (%s) has no %s: e2e/cmd/fakecloud writes it", filepath.Join(c.Dir, "env"), key)
-	return v
-}
-
-func (c cloud) file(t *testing.T, name string) string {
-	data, err := os.ReadFile(filepath.Join(c.Dir, name))
-	require.NoError(t, err)
-	return string(data)
-}
-
-// startCloud runs the fakecloud binary with faults and waits until it is
-// ready; it stops with the test.
-func startCloud(t *testing.T, faults ...string) cloud {
-	t.Helper()
-	return startCloudArgs(t, "--fault", strings.Join(faults, ","))
-}
-
-// startCloudArgs is startCloud with any fakecloud flags besides --dir.
-func startCloudArgs(t *testing.T, args ...string) cloud {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command(fakecloudBin, append([]string{"--dir", dir}, args...)...)
-	// Read while the process writes it, so it is locked.
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "fakecloud not ready: %s", out.String())
-		time.Sleep(20 * time.Millisecond)
-	}
-	env := strings.Fields(cloud{Dir: dir}.file(t, "env"))
-	return cloud{Dir: dir, Env: env}
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-type result struct {
-	code           int
-	stdout, stderr string
-	took           time.Duration
-}
-
-// runEngine runs the engine binary with only env (nothing of the test's own
-// environment leaks in, so no real endpoint can be reached by accident).
-// When ctx ends the engine gets SIGTERM (startEngine).
-func runEngine(t *testing.T, ctx context.Context, env []string, args ...string) result {
-	t.Helper()
-	wait, err := startEngine(ctx, env, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := wait()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, res.stderr)
-	}
-	return res
-}
-
-// startEngine starts the engine binary with only env (and PATH) and returns
-// at once; wait returns its result. When ctx ends the engine gets SIGTERM,
-// as from a kubelet, so it can still release the Lease.
-func startEngine(ctx context.Context, env []string, args ...string) (wait func() (result, error), err error) {
-	cmd := exec.CommandContext(ctx, engineBin, args...)
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start engine: %w", err)
-	}
-	return func() (result, error) {
-		err := cmd.Wait()
-		res := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
-		var exit *exec.ExitError
-		switch {
-		case errors.As(err, &exit):
-			res.code = exit.ExitCode()
-		case err != nil:
-			return res, fmt.Errorf("run engine: %w", err)
-		}
-		return res, nil
-	}, nil
-}
-
-func (r result) String() string {
-	return fmt.Sprintf("exit %d after %s\n--- stdout\n%s--- stderr\n%s", r.code, r.took, r.stdout, r.stderr)
-}
+func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
 
 // logLines parses the engine's JSON log lines; summary is the last one.
 var (
@@ -235,29 +73,29 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c := startCloud(t, tc.fault)
-			res := runEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE=E2E-CODE"), "--dry-run")
-			require.Equal(t, tc.wantCode, res.code, res.String())
-			s := summary(t, res.stderr)
+			c := harness.StartCloud(t, tc.fault)
+			res := harness.RunEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE=E2E-CODE"), "--dry-run")
+			require.Equal(t, tc.wantCode, res.Code, res.String())
+			s := summary(t, res.Stderr)
 			assert.Equal(t, tc.wantOutcome, s["outcome"], res.String())
 			if tc.wantAddress != "" {
 				assert.Equal(t, tc.wantAddress, s["address"])
 			}
 			for _, want := range tc.wantInLog {
-				assert.Contains(t, res.stderr, want)
+				assert.Contains(t, res.Stderr, want)
 			}
 			if tc.wantCode == 0 {
 				var secret struct {
 					StringData map[string]string `json:"stringData"`
 				}
-				require.NoError(t, yaml.Unmarshal([]byte(strings.SplitN(res.stdout, "\n", 2)[1]), &secret), res.stdout)
+				require.NoError(t, yaml.Unmarshal([]byte(strings.SplitN(res.Stdout, "\n", 2)[1]), &secret), res.Stdout)
 				assert.Equal(t, "https://smt-azure.susecloud.net", secret.StringData["registrationUrl"])
 				assert.Equal(t, "online", secret.StringData["registrationType"])
 				assert.Contains(t, secret.StringData["registrationUrlCert"], "BEGIN CERTIFICATE")
 				assert.Regexp(t, `^REDACTED`, secret.StringData["regCode"])
 				assert.Regexp(t, `^REDACTED`, secret.StringData["instanceData"])
 			} else {
-				assert.Empty(t, res.stdout, "a failed run prints no Secret")
+				assert.Empty(t, res.Stdout, "a failed run prints no Secret")
 			}
 		})
 	}
@@ -268,15 +106,15 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 // nor the ARM access token, nor the attested document's signature appears
 // in any log line or in the dry run's output.
 func TestSecretsNeverLeak(t *testing.T) {
-	c := startCloud(t)
+	c := harness.StartCloud(t)
 	const regCode = "LEAKCHECK-REGCODE-7f3a9c"
 	env := append(c.Env, "REGISTRATION_CODE="+regCode, "LOG_LEVEL=DEBUG")
 
 	out := filepath.Join(t.TempDir(), "secret.yaml")
-	full := runEngine(t, context.Background(), env, "--output", out)
-	require.Equal(t, 0, full.code, full.String())
-	dry := runEngine(t, context.Background(), env, "--dry-run")
-	require.Equal(t, 0, dry.code, dry.String())
+	full := harness.RunEngine(t, context.Background(), env, "--output", out)
+	require.Equal(t, 0, full.Code, full.String())
+	dry := harness.RunEngine(t, context.Background(), env, "--dry-run")
+	require.Equal(t, 0, dry.Code, dry.String())
 
 	manifest, err := os.ReadFile(out)
 	require.NoError(t, err)
@@ -289,26 +127,26 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 	secrets := map[string]string{
 		"registration code":  regCode,
-		"federated token":    c.file(t, "token"),
-		"ARM access token":   c.file(t, "access-token"),
+		"federated token":    c.File(t, "token"),
+		"ARM access token":   c.File(t, "access-token"),
 		"document signature": sig[:64],
 	}
 	assert.Contains(t, string(manifest), regCode, "--output writes the real code")
-	assert.Greater(t, strings.Count(full.stderr, "\n")+strings.Count(dry.stderr, "\n"), 20, "DEBUG logging is on")
+	assert.Greater(t, strings.Count(full.Stderr, "\n")+strings.Count(dry.Stderr, "\n"), 20, "DEBUG logging is on")
 	for what, value := range secrets {
-		for name, text := range map[string]string{"logs of --output": full.stderr, "logs of --dry-run": dry.stderr, "dry-run output": dry.stdout, "stdout of --output": full.stdout} {
+		for name, text := range map[string]string{"logs of --output": full.Stderr, "logs of --dry-run": dry.Stderr, "dry-run output": dry.Stdout, "stdout of --output": full.Stdout} {
 			assert.NotContains(t, text, value, "%s leaked into the %s", what, name)
 		}
 	}
 }
 
 func TestOutputFileUnchangedOnSecondRun(t *testing.T) {
-	c := startCloud(t)
+	c := harness.StartCloud(t)
 	out := filepath.Join(t.TempDir(), "secret.yaml")
 	env := append(c.Env, "REGISTRATION_CODE=E2E-CODE")
-	first := runEngine(t, context.Background(), env, "--output", out)
-	require.Equal(t, 0, first.code, first.String())
-	assert.Equal(t, "registered", summary(t, first.stderr)["outcome"])
+	first := harness.RunEngine(t, context.Background(), env, "--output", out)
+	require.Equal(t, 0, first.Code, first.String())
+	assert.Equal(t, "registered", summary(t, first.Stderr)["outcome"])
 	before, err := os.ReadFile(out)
 	require.NoError(t, err)
 
@@ -317,9 +155,9 @@ func TestOutputFileUnchangedOnSecondRun(t *testing.T) {
 
 	// Same findings a minute later (IMDS serves the same document for a
 	// nonce): the file is complete, and left exactly as it was.
-	second := runEngine(t, context.Background(), env, "--output", out)
-	require.Equal(t, 0, second.code, second.String())
-	assert.Equal(t, "unchanged", summary(t, second.stderr)["outcome"])
+	second := harness.RunEngine(t, context.Background(), env, "--output", out)
+	require.Equal(t, 0, second.Code, second.String())
+	assert.Equal(t, "unchanged", summary(t, second.Stderr)["outcome"])
 	after, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, string(before), string(after))
@@ -339,18 +177,18 @@ func TestOutputFileUnchangedOnSecondRun(t *testing.T) {
 func TestSIGTERMMidRun(t *testing.T) {
 	// A slow IMDS holds phases 1 and 2 for seconds: time enough to stop it.
 	// (An IPv6 black hole no longer does: phase 4 races past it.)
-	c := startCloud(t, "slow-imds")
+	c := harness.StartCloud(t, "slow-imds")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wait, err := startEngine(ctx, c.Env, "--dry-run")
+	wait, err := harness.StartEngine(ctx, c.Env, "--dry-run")
 	require.NoError(t, err)
 	time.Sleep(700 * time.Millisecond)
 	cancel() // SIGTERM, as from a kubelet
 	res, err := wait()
-	require.NoError(t, err, res.stderr)
-	assert.Equal(t, 143, res.code, res.stderr)
-	assert.Empty(t, res.stdout, "nothing half-written")
-	assert.Contains(t, res.stderr, "terminated by signal")
+	require.NoError(t, err, res.Stderr)
+	assert.Equal(t, 143, res.Code, res.Stderr)
+	assert.Empty(t, res.Stdout, "nothing half-written")
+	assert.Contains(t, res.Stderr, "terminated by signal")
 }
 
 // managedIdentityEnv turns the fake cloud's workload identity environment
@@ -386,20 +224,20 @@ func TestEngineManagedIdentity(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c := startCloud(t, tc.fault)
+			c := harness.StartCloud(t, tc.fault)
 			env := managedIdentityEnv(c.Env, fakecloud.DefaultAzureConfig().ManagedIdentityClientID)
-			res := runEngine(t, context.Background(), append(env, "REGISTRATION_CODE=E2E-CODE"), "--dry-run")
-			require.Equal(t, tc.wantCode, res.code, res.String())
-			s := summary(t, res.stderr)
+			res := harness.RunEngine(t, context.Background(), append(env, "REGISTRATION_CODE=E2E-CODE"), "--dry-run")
+			require.Equal(t, tc.wantCode, res.Code, res.String())
+			s := summary(t, res.Stderr)
 			if tc.wantCode == 0 {
 				assert.Equal(t, "registered", s["outcome"], res.String())
-				assert.Contains(t, res.stdout, "registrationUrl")
+				assert.Contains(t, res.Stdout, "registrationUrl")
 			} else {
 				assert.Equal(t, "prove", s["failedPhase"], res.String())
-				assert.Empty(t, res.stdout, "a failed run prints no Secret")
+				assert.Empty(t, res.Stdout, "a failed run prints no Secret")
 			}
 			for _, want := range tc.wantInLog {
-				assert.Contains(t, res.stderr, want)
+				assert.Contains(t, res.Stderr, want)
 			}
 			assert.Equal(t, tc.wantTokenRequests, identityTokenRequests(t, c), "token requests IMDS answered")
 		})
@@ -408,9 +246,9 @@ func TestEngineManagedIdentity(t *testing.T) {
 
 // identityTokenRequests asks the fake cloud process how many
 // managed-identity token requests its IMDS answered.
-func identityTokenRequests(t *testing.T, c cloud) int32 {
+func identityTokenRequests(t *testing.T, c harness.Cloud) int32 {
 	t.Helper()
-	resp, err := http.Get(c.value(t, "AZURE_IMDS_ENDPOINT") + "/fakecloud/identity-token-requests")
+	resp, err := http.Get(c.Value(t, "AZURE_IMDS_ENDPOINT") + "/fakecloud/identity-token-requests")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -423,27 +261,27 @@ func identityTokenRequests(t *testing.T, c cloud) int32 {
 // rendered outside Azure would start it: the values Azure fills in are
 // still DONOTMODIFY. It stops at load, exit 2, naming each of them.
 func TestDONOTMODIFYIsPermanent(t *testing.T) {
-	c := startCloud(t)
+	c := harness.StartCloud(t)
 	env := managedIdentityEnv(c.Env, "DONOTMODIFY")
 	env = append(env, "EXTENSION_RESOURCE_ID=DONOTMODIFY", "MARKETPLACE_PLAN_ID=DONOTMODIFY")
-	res := runEngine(t, context.Background(), env, "--dry-run")
-	assert.Equal(t, 2, res.code, res.String())
+	res := harness.RunEngine(t, context.Background(), env, "--dry-run")
+	assert.Equal(t, 2, res.Code, res.String())
 	for _, name := range []string{"AZURE_CLIENT_ID", "EXTENSION_RESOURCE_ID", "MARKETPLACE_PLAN_ID"} {
-		assert.Contains(t, res.stderr, name+`="DONOTMODIFY": the chart was rendered outside Azure`, res.String())
+		assert.Contains(t, res.Stderr, name+`="DONOTMODIFY": the chart was rendered outside Azure`, res.String())
 	}
-	assert.NotContains(t, res.stderr, "registration-engine starting", "nothing runs on a placeholder")
-	assert.Empty(t, res.stdout)
+	assert.NotContains(t, res.Stderr, "registration-engine starting", "nothing runs on a placeholder")
+	assert.Empty(t, res.Stdout)
 }
 
 func TestBrokenConfigReportsEveryProblem(t *testing.T) {
-	res := runEngine(t, context.Background(), []string{
+	res := harness.RunEngine(t, context.Background(), []string{
 		"VERIFY_RETRY_MAX=abc", "K8S_RETRY_MAX=0", "RUN_DEADLINE=forever", "ARM_ENDPOINT=ftp://x", "REGISTRATION_CODE=DONT-SHOW-ME",
 	})
-	assert.Equal(t, 2, res.code)
+	assert.Equal(t, 2, res.Code)
 	for _, want := range []string{`VERIFY_RETRY_MAX="abc"`, `K8S_RETRY_MAX="0"`, `RUN_DEADLINE="forever"`, `ARM_ENDPOINT="ftp://x"`} {
-		assert.Contains(t, res.stderr, want)
+		assert.Contains(t, res.Stderr, want)
 	}
-	assert.NotContains(t, res.stderr+res.stdout, "DONT-SHOW-ME")
+	assert.NotContains(t, res.Stderr+res.Stdout, "DONT-SHOW-ME")
 }
 
 // The engine checks every setting and the region servers' file before its
@@ -480,7 +318,7 @@ users: [{name: trap, user: {token: t}}]
 contexts: [{name: trap, context: {cluster: trap, user: trap}}]
 current-context: trap
 `, tlsTrap.URL))
-	res := runEngine(t, context.Background(), []string{
+	res := harness.RunEngine(t, context.Background(), []string{
 		"VERIFY_RETRY_MAX=21", "EXTENSION_RESOURCE_ID=x/../y", "REGIONSRV_CONFIG=" + cfg,
 		"AZURE_IMDS_ENDPOINT=" + trap.URL, "GCP_METADATA_ENDPOINTS=" + trap.URL, "AWS_IMDS_ENDPOINTS=" + trap.URL,
 		"ARM_ENDPOINT=" + tlsTrap.URL, "AZURE_AUTHORITY_HOST=" + tlsTrap.URL, "REGION_SERVER_PORT=" + trapURL.Port(),
@@ -488,13 +326,13 @@ current-context: trap
 		"MARKETPLACE_PUBLISHER_ID=p", "MARKETPLACE_OFFER_ID=o", "MARKETPLACE_PLAN_ID=p",
 		"DMI_DIR_PATH=../providers/dmi/testdata/azure", "KUBECONFIG=" + kubeconfig,
 	})
-	assert.Equal(t, 2, res.code, res.String())
+	assert.Equal(t, 2, res.Code, res.String())
 	for _, want := range []string{
 		`VERIFY_RETRY_MAX="21": want a whole number from 1 to 20`,
 		`EXTENSION_RESOURCE_ID="x/../y"`, `".." segment is not allowed`,
 		"REGIONSRV_CONFIG: regionconfig: " + cfg, "certLocation", `"smt}.example"`,
 	} {
-		assert.Contains(t, res.stderr, want)
+		assert.Contains(t, res.Stderr, want)
 	}
 	assert.Zero(t, hits.Load(), "requests that reached a peer")
 }
@@ -513,32 +351,32 @@ func TestNoCloudIsPermanent(t *testing.T) {
 	dmi := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dmi, "sys_vendor"), []byte("Dell Inc.\n"), 0o644))
 	closed := "http://127.0.0.1:9"
-	res := runEngine(t, context.Background(), []string{
+	res := harness.RunEngine(t, context.Background(), []string{
 		"AZURE_IMDS_ENDPOINT=" + closed, "GCP_METADATA_ENDPOINTS=" + closed, "AWS_IMDS_ENDPOINTS=" + closed,
 		"DMI_DIR_PATH=" + dmi, "DETECT_BUDGET=500ms", "REGIONSRV_CONFIG=" + testRegionConfig(t),
 	}, "--dry-run")
-	assert.Equal(t, 2, res.code, res.String())
-	s := summary(t, res.stderr)
+	assert.Equal(t, 2, res.Code, res.String())
+	s := summary(t, res.Stderr)
 	assert.Equal(t, "detect", s["failedPhase"])
 	assert.Contains(t, s["error"], "Dell Inc.")
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	help := runEngine(t, context.Background(), nil, "--help")
-	assert.Equal(t, 0, help.code)
+	help := harness.RunEngine(t, context.Background(), nil, "--help")
+	assert.Equal(t, 0, help.Code)
 	for _, want := range []string{"--registration-code", "REGISTRATION_CODE | REG_CODE | REGCODE", "EXTENSION_RESOURCE_ID", "Exit codes"} {
-		assert.Contains(t, help.stdout, want)
+		assert.Contains(t, help.Stdout, want)
 	}
-	version := runEngine(t, context.Background(), nil, "--version")
-	assert.Equal(t, 0, version.code)
-	assert.True(t, strings.HasPrefix(version.stdout, "registration-engine "))
+	version := harness.RunEngine(t, context.Background(), nil, "--version")
+	assert.Equal(t, 0, version.Code)
+	assert.True(t, strings.HasPrefix(version.Stdout, "registration-engine "))
 }
 
 func TestAttestationInspect(t *testing.T) {
-	c := startCloud(t)
+	c := harness.StartCloud(t)
 	out := filepath.Join(t.TempDir(), "secret.yaml")
-	res := runEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE=X"), "--output", out)
-	require.Equal(t, 0, res.code, res.String())
+	res := harness.RunEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE=X"), "--output", out)
+	require.Equal(t, 0, res.Code, res.String())
 	var s struct {
 		StringData map[string]string `json:"stringData"`
 	}
@@ -550,9 +388,9 @@ func TestAttestationInspect(t *testing.T) {
 	args := []string{"attestation", "inspect", "--offline", "--roots", filepath.Join(c.Dir, "attestation-roots.pem"),
 		"--intermediates", filepath.Join(c.Dir, "attestation-intermediate.pem")}
 
-	good := runEngine(t, context.Background(), nil, append(args, doc)...)
-	assert.Equal(t, 0, good.code, good.String())
-	assert.Contains(t, good.stdout, `"nonce"`)
+	good := harness.RunEngine(t, context.Background(), nil, append(args, doc)...)
+	assert.Equal(t, 0, good.Code, good.String())
+	assert.Contains(t, good.Stdout, `"nonce"`)
 
 	// One character of the signature changed: the PKCS#7 no longer verifies.
 	sig := regexp.MustCompile(`"signature": "([^"]{200})`).FindStringSubmatchIndex(s.StringData["instanceData"])
@@ -565,8 +403,8 @@ func TestAttestationInspect(t *testing.T) {
 		bad[i] = 'A'
 	}
 	require.NoError(t, os.WriteFile(doc, bad, 0o600))
-	tampered := runEngine(t, context.Background(), nil, append(args, doc)...)
-	assert.Equal(t, 2, tampered.code, tampered.String())
+	tampered := harness.RunEngine(t, context.Background(), nil, append(args, doc)...)
+	assert.Equal(t, 2, tampered.Code, tampered.String())
 }
 
 // TestSecretsNeverLeakOnFailure runs failing registrations at DEBUG and
@@ -578,14 +416,14 @@ func TestAttestationInspect(t *testing.T) {
 // for as it is and base64-encoded, as a Secret's data carries it.
 func TestSecretsNeverLeakOnFailure(t *testing.T) {
 	const regCode = "LEAKCHECK-REGCODE-F41L"
-	c := startCloud(t)
-	forbidden := startCloud(t, "arm-403")
+	c := harness.StartCloud(t)
+	forbidden := harness.StartCloud(t, "arm-403")
 
 	// The document the fake IMDS signs for this deployment is the same for
 	// every run within minutes; a successful run shows it.
 	out := filepath.Join(t.TempDir(), "secret.yaml")
-	ok := runEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE="+regCode), "--output", out)
-	require.Equal(t, 0, ok.code, ok.String())
+	ok := harness.RunEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE="+regCode), "--output", out)
+	require.Equal(t, 0, ok.Code, ok.String())
 	manifest, err := os.ReadFile(out)
 	require.NoError(t, err)
 	m := regexp.MustCompile(`\\"signature\\": \\"([^\\]+)\\"|"signature": "([^"]+)"`).FindStringSubmatch(string(manifest))
@@ -604,7 +442,7 @@ func TestSecretsNeverLeakOnFailure(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(bareMetal, "sys_vendor"), []byte("Dell Inc.\n"), 0o644))
 	noCerts := filepath.Join(dir, "no-certs")
 	require.NoError(t, os.MkdirAll(noCerts, 0o755))
-	cfg := c.file(t, "regionserverclnt.cfg")
+	cfg := c.File(t, "regionserverclnt.cfg")
 	apiServer := refusingAPIServer(t)
 	// The code an earlier run (or the operator's admin) left in the Secret,
 	// kept by a run with none configured.
@@ -614,7 +452,7 @@ func TestSecretsNeverLeakOnFailure(t *testing.T) {
 	job := []string{"JOB_NAME=registration-engine-manual", "JOB_UID=6a0e3c3e-0000-4000-8000-000000000001"}
 
 	tests := map[string]struct {
-		cloud      cloud
+		cloud      harness.Cloud
 		env        []string
 		args       []string
 		noCode     bool     // no REGISTRATION_CODE: the Secret's is kept
@@ -672,14 +510,14 @@ func TestSecretsNeverLeakOnFailure(t *testing.T) {
 			if args == nil && !slices.ContainsFunc(tc.env, func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") }) {
 				args = []string{"--dry-run"}
 			}
-			res := runEngine(t, context.Background(), env, args...)
-			require.Equal(t, tc.wantCode, res.code, res.String())
-			assert.Contains(t, res.stderr, tc.wantInLogs)
+			res := harness.RunEngine(t, context.Background(), env, args...)
+			require.Equal(t, tc.wantCode, res.Code, res.String())
+			assert.Contains(t, res.Stderr, tc.wantInLogs)
 			if tc.wantPhase != "" {
-				assert.Equal(t, tc.wantPhase, summary(t, res.stderr)["failedPhase"])
-				assert.Contains(t, res.stderr, `"level":"DEBUG"`, "DEBUG logging is on")
+				assert.Equal(t, tc.wantPhase, summary(t, res.Stderr)["failedPhase"])
+				assert.Contains(t, res.Stderr, `"level":"DEBUG"`, "DEBUG logging is on")
 			}
-			emitted := res.stderr + res.stdout
+			emitted := res.Stderr + res.Stdout
 			if tc.api != nil {
 				events := tc.api.eventBodies()
 				require.Contains(t, events, `"note"`, "the run recorded its Event")
@@ -688,9 +526,9 @@ func TestSecretsNeverLeakOnFailure(t *testing.T) {
 			secrets := map[string]string{
 				"registration code":         regCode,
 				"kept registration code":    keptCode,
-				"federated token":           tc.cloud.file(t, "token"),
+				"federated token":           tc.cloud.File(t, "token"),
 				"foreign federated token":   foreignToken,
-				"ARM access token":          tc.cloud.file(t, "access-token"),
+				"ARM access token":          tc.cloud.File(t, "access-token"),
 				"document signature":        sig[:64],
 				"document signature (tail)": sig[len(sig)-64:],
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
@@ -38,25 +39,24 @@ const dnsDelay = 4 * time.Second
 type operatorEnv struct {
 	*clusterEnv
 	fc    *fakecloud.Cloud
-	c     cloud
+	c     harness.Cloud
 	proxy *sccoperator.Proxy
-	dns   *sccoperator.ClusterDNS
 }
 
 func setupOperator(t *testing.T) *operatorEnv {
 	e := setupCluster(t)
-	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: updateServer, RegCode: overlayRegCode})
+	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer, RegCode: harness.OverlayRegCode})
 	require.NoError(t, err)
 	t.Cleanup(fc.Stop)
 	port, err := strconv.Atoi(fc.Env()["UPDATE_SERVER_HTTPS_PORT"])
 	require.NoError(t, err)
-	clusterDNS := sccoperator.StartClusterDNS(t, e.admin, dnsDelay)
+	clusterDNS := sccoperator.StartClusterDNS(t, e.Admin, dnsDelay)
 	proxy, err := sccoperator.NewProxy(clusterDNS.Route(port))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = proxy.Close() })
-	own := *e
-	own.dns = clusterDNS
-	return &operatorEnv{clusterEnv: &own, fc: fc, c: cloud{Dir: t.TempDir(), Env: fc.Environ()}, proxy: proxy, dns: clusterDNS}
+	own := *e.Cluster // the shared one keeps its own DNS
+	own.DNS = clusterDNS
+	return &operatorEnv{clusterEnv: &clusterEnv{&own}, fc: fc, c: harness.Cloud{Dir: t.TempDir(), Env: fc.Environ()}, proxy: proxy}
 }
 
 // TestOperator is the whole product on a real control plane: the CronJob's
@@ -81,56 +81,56 @@ func TestOperator(t *testing.T) {
 // testAbsent: without the operator's CRD the run reports operator=absent at
 // once and succeeds.
 func (o *operatorEnv) testAbsent(t *testing.T) {
-	ctx := testContext(t)
-	o.resetCoreDNS(ctx, t)
-	o.dns.Forget()
-	o.p.Kubectl(t, "delete", "crd", "registrations.scc.cattle.io", "--ignore-not-found", "--wait=true")
+	ctx := harness.Context(t)
+	o.ResetCoreDNS(ctx, t)
+	o.DNS.Forget()
+	o.Plane.Kubectl(t, "delete", "crd", "registrations.scc.cattle.io", "--ignore-not-found", "--wait=true")
 	o.forceDeleteSecret(ctx, t)
-	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "operator-absent")
-	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
-	sum := summary(t, pr.res.stderr)
-	assert.Equal(t, job.ExitOK, pr.res.code)
-	assert.Equal(t, kube.OperatorAbsent, sum["operator"], pr.res.stderr)
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
+	sum := summary(t, pr.Res.Stderr)
+	assert.Equal(t, job.ExitOK, pr.Res.Code)
+	assert.Equal(t, kube.OperatorAbsent, sum["operator"], pr.Res.Stderr)
 	ev := o.jobEvent(ctx, t, "operator-absent")
 	assert.Equal(t, kube.ReasonRegistered, ev.Reason)
 	assert.Contains(t, ev.Note, "operator=absent")
 	t.Logf("proved: with no rancher/scc-operator installed the Job completes (exit %d), its summary says operator=%v and Event %s %q is on the Job",
-		pr.res.code, sum["operator"], ev.Reason, ev.Note)
+		pr.Res.Code, sum["operator"], ev.Reason, ev.Note)
 }
 
 // testRegisters: the engine's Job waits for the name, writes the Secret,
 // and the real operator registers; the engine reports it.
 func (o *operatorEnv) testRegisters(t *testing.T) {
-	ctx := testContext(t)
-	o.resetCoreDNS(ctx, t)
-	o.dns.Forget()
-	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	ctx := harness.Context(t)
+	o.ResetCoreDNS(ctx, t)
+	o.DNS.Forget()
+	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
 	o.forceDeleteSecret(ctx, t)
 	o.resetUpdateServers()
-	rec, err := sccoperator.Record(ctx, o.p.Admin)
+	rec, err := sccoperator.Record(ctx, o.Plane.Admin)
 	require.NoError(t, err)
 	t.Cleanup(rec.Stop)
-	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 
 	pr, done := o.runJob(ctx, t, runs, "operator-1")
-	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
-	sum := summary(t, pr.res.stderr)
-	assert.Equal(t, job.ExitOK, pr.res.code)
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
+	sum := summary(t, pr.Res.Stderr)
+	assert.Equal(t, job.ExitOK, pr.Res.Code)
 	assert.Equal(t, job.OutcomeRegistered, sum["outcome"])
-	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.res.stderr)
+	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.Res.Stderr)
 
 	// The wait was seen to wait: the first check found no name.
-	waiting := logLine(t, pr.res.stderr, "waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret")
-	require.NotNil(t, waiting, "the handover wait waited:\n%s", pr.res.stderr)
-	handed := logLine(t, pr.res.stderr, handedOverMsg)
-	require.NotNil(t, handed, pr.res.stderr)
+	waiting := logLine(t, pr.Res.Stderr, "waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret")
+	require.NotNil(t, waiting, "the handover wait waited:\n%s", pr.Res.Stderr)
+	handed := logLine(t, pr.Res.Stderr, handedOverMsg)
+	require.NotNil(t, handed, pr.Res.Stderr)
 	waited := time.Duration(handed["waitedMs"].(float64)) * time.Millisecond
 	assert.GreaterOrEqual(t, waited, dnsDelay-time.Second, "the Secret waited for the name")
 
 	regName, ok := sum["registration"].(string)
-	require.True(t, ok && regName != "", pr.res.stderr)
-	s := o.secret(ctx, t)
+	require.True(t, ok && regName != "", pr.Res.Stderr)
+	s := o.Secret(ctx, t)
 	byLabel, err := sccoperator.NameForSecret(s)
 	require.NoError(t, err)
 	assert.Equal(t, byLabel, regName, "the engine found the operator's Registration")
@@ -148,31 +148,31 @@ func (o *operatorEnv) testRegisters(t *testing.T) {
 		}
 	}
 	require.NotNil(t, announce, "the operator announced to the fake update server")
-	assert.Equal(t, overlayRegCode, announce.RegCode, "our regCode")
-	assert.Equal(t, updateServer, announce.ServerName, "dialled by the update server's name (SNI)")
+	assert.Equal(t, harness.OverlayRegCode, announce.RegCode, "our regCode")
+	assert.Equal(t, harness.UpdateServer, announce.ServerName, "dialled by the update server's name (SNI)")
 
 	ev := o.jobEvent(ctx, t, "operator-1")
 	assert.Equal(t, kube.ReasonRegistered, ev.Reason)
 	assert.Equal(t, "Normal", ev.Type)
-	t.Logf("run summary: %s", lastLine(pr.res.stderr))
-	t.Logf("kubectl get events:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "get", "events", "--field-selector", "involvedObject.name=operator-1"))
+	t.Logf("run summary: %s", lastLine(pr.Res.Stderr))
+	t.Logf("kubectl get events:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "get", "events", "--field-selector", "involvedObject.name=operator-1"))
 	t.Logf("proved: the Job waited %s for %s to resolve through the cluster's DNS and answer with the pinned certificate, wrote the Secret, and rancher/scc-operator %.7s took Registration %s to Done/activated without ever passing Failure (%d states); the fake SCC saw our regCode over SNI %s; the summary says operator=%v and the Job carries Event %s",
-		waited.Round(time.Millisecond), updateServer, sccoperator.CommitRMT, regName, len(states), announce.ServerName, sum["operator"], ev.Reason)
+		waited.Round(time.Millisecond), harness.UpdateServer, sccoperator.CommitRMT, regName, len(states), announce.ServerName, sum["operator"], ev.Reason)
 }
 
 // testUnchanged: a second Job writes nothing and still reports the
 // operator's state.
 func (o *operatorEnv) testUnchanged(t *testing.T) {
-	ctx := testContext(t)
-	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
-	before := o.secretVersion(ctx, t)
-	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	ctx := harness.Context(t)
+	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	before := o.SecretVersion(ctx, t)
+	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "operator-2")
-	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
-	sum := summary(t, pr.res.stderr)
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
+	sum := summary(t, pr.Res.Stderr)
 	assert.Equal(t, job.OutcomeUnchanged, sum["outcome"])
-	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.res.stderr)
-	assert.Equal(t, before, o.secretVersion(ctx, t), "nothing written")
+	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.Res.Stderr)
+	assert.Equal(t, before, o.SecretVersion(ctx, t), "nothing written")
 	ev := o.jobEvent(ctx, t, "operator-2")
 	assert.Equal(t, kube.ReasonUnchanged, ev.Reason)
 	t.Logf("proved: a second Job wrote nothing, its summary says outcome=%v operator=%v, and the Job carries Event %s %q",
@@ -188,23 +188,23 @@ func (o *operatorEnv) testUnchanged(t *testing.T) {
 // where SUSE's virtual-host matching decides. Every existing cluster would
 // be registered afresh by an engine that switched.
 func (o *operatorEnv) testAbsoluteURL(t *testing.T) {
-	ctx := testContext(t)
-	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
-	rec, err := sccoperator.Record(ctx, o.p.Admin)
+	ctx := harness.Context(t)
+	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	rec, err := sccoperator.Record(ctx, o.Plane.Admin)
 	require.NoError(t, err)
 	t.Cleanup(rec.Stop)
-	before := o.secret(ctx, t)
+	before := o.Secret(ctx, t)
 	oldName, err := sccoperator.NameForSecret(before)
 	require.NoError(t, err, "needs the registered Secret of the previous subtests")
 	requestsBefore := len(o.fc.SCCRequests())
 
-	absolute := "https://" + updateServer + "."
-	_, err = o.admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType,
+	absolute := "https://" + harness.UpdateServer + "."
+	_, err = o.Admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType,
 		[]byte(`{"stringData":{"`+kube.KeyRegistrationURL+`":"`+absolute+`"}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	var newName string
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		s, err := o.admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+		s, err := o.Admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -223,9 +223,9 @@ func (o *operatorEnv) testAbsoluteURL(t *testing.T) {
 		}
 	}
 	require.NotNil(t, announce, "the new Registration announced again")
-	assert.Equal(t, updateServer+".", announce.Host, "the dot reaches the update server in the Host header")
-	assert.Equal(t, updateServer, announce.ServerName, "SNI carries the name without the dot")
-	dyn, err := dynamic.NewForConfig(o.p.Admin)
+	assert.Equal(t, harness.UpdateServer+".", announce.Host, "the dot reaches the update server in the Host header")
+	assert.Equal(t, harness.UpdateServer, announce.ServerName, "SNI carries the name without the dot")
+	dyn, err := dynamic.NewForConfig(o.Plane.Admin)
 	require.NoError(t, err)
 	_, err = sccoperator.Get(ctx, dyn, oldName)
 	oldGone := apierrors.IsNotFound(err)
@@ -237,20 +237,20 @@ func (o *operatorEnv) testAbsoluteURL(t *testing.T) {
 // operator fail the Registration; the engine's run fails with exit 2 and
 // the Job carries OperatorRegistrationFailed with the remedy.
 func (o *operatorEnv) testRefusedCode(t *testing.T) {
-	ctx := testContext(t)
-	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	ctx := harness.Context(t)
+	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
 	const wrong = "E2E-WRONG-CODE"
 	o.setCronJobEnv(ctx, t, map[string]string{"REGISTRATION_CODE": wrong})
 	t.Cleanup(func() {
-		o.setCronJobEnv(context.Background(), t, map[string]string{"REGISTRATION_CODE": overlayRegCode})
+		o.setCronJobEnv(context.Background(), t, map[string]string{"REGISTRATION_CODE": harness.OverlayRegCode})
 	})
-	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "operator-wrong-code")
 	cond := controlplane.FinishedCondition(done)
-	assert.Equal(t, batchv1.JobFailed, cond.Type, pr.res.String())
+	assert.Equal(t, batchv1.JobFailed, cond.Type, pr.Res.String())
 	assert.Equal(t, batchv1.JobReasonPodFailurePolicy, cond.Reason, "exit 2 fails the Job at once")
-	assert.Equal(t, job.ExitPermanent, pr.res.code, pr.res.stderr)
-	sum := summary(t, pr.res.stderr)
+	assert.Equal(t, job.ExitPermanent, pr.Res.Code, pr.Res.Stderr)
+	sum := summary(t, pr.Res.Stderr)
 	assert.Equal(t, kube.OperatorFailed, sum["operator"])
 	assert.Equal(t, job.PhaseOperator, sum["failedPhase"])
 	msg, _ := sum["operatorMessage"].(string)
@@ -264,10 +264,10 @@ func (o *operatorEnv) testRefusedCode(t *testing.T) {
 	assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason)
 	assert.Equal(t, "Warning", ev.Type)
 	assert.Contains(t, ev.Note, "put a valid one in the Secret registration-code", "a refused code needs a new code, not a delete")
-	t.Logf("run summary: %s", lastLine(pr.res.stderr))
-	t.Logf("kubectl describe job:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "describe", "job", "operator-wrong-code"))
+	t.Logf("run summary: %s", lastLine(pr.Res.Stderr))
+	t.Logf("kubectl describe job:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", "operator-wrong-code"))
 	t.Logf("proved: with a code the update server refuses, rancher/scc-operator failed the Registration (%q), the run exited %d with failedPhase=%v, the Job failed through its podFailurePolicy and carries Event %s with the remedy",
-		msg, pr.res.code, sum["failedPhase"], ev.Reason)
+		msg, pr.Res.Code, sum["failedPhase"], ev.Reason)
 	// Leave no Failed Registration behind: the operator deregisters on delete.
 	o.forceDeleteSecret(ctx, t)
 }
@@ -277,31 +277,31 @@ func (o *operatorEnv) testRefusedCode(t *testing.T) {
 // server's CA only in the Secret it fails TLS for good. This is the version
 // requirement the README states: add-rmt-support (dad26bb) or later.
 func (o *operatorEnv) testMainRevision(t *testing.T) {
-	ctx := testContext(t)
+	ctx := harness.Context(t)
 	o.forceDeleteSecret(ctx, t)
 	o.resetUpdateServers()
-	sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitMain), ProxyURL: o.proxy.URL})
-	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitMain), ProxyURL: o.proxy.URL})
+	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "operator-main")
-	assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.res.String())
-	assert.Equal(t, job.ExitPermanent, pr.res.code, pr.res.stderr)
-	sum := summary(t, pr.res.stderr)
-	assert.Equal(t, kube.OperatorFailed, sum["operator"], pr.res.stderr)
+	assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.Res.String())
+	assert.Equal(t, job.ExitPermanent, pr.Res.Code, pr.Res.Stderr)
+	sum := summary(t, pr.Res.Stderr)
+	assert.Equal(t, kube.OperatorFailed, sum["operator"], pr.Res.Stderr)
 	msg, _ := sum["operatorMessage"].(string)
 	assert.Contains(t, msg, "x509: certificate signed by unknown authority", "main trusts only the system roots, not registrationUrlCert")
 	assert.Empty(t, o.fc.SCCRequests(), "no request got through the TLS handshake")
 	t.Logf("proved: rancher/scc-operator %.7s (main) ignores registrationUrlCert: with the update server's certificate only there, the Registration failed (%q) and the engine's run exited %d with operator=%v; the engine needs add-rmt-support (%.7s) or later",
-		sccoperator.CommitMain, msg, pr.res.code, sum["operator"], sccoperator.CommitRMT)
+		sccoperator.CommitMain, msg, pr.Res.Code, sum["operator"], sccoperator.CommitRMT)
 	o.forceDeleteSecret(ctx, t)
 }
 
 // runJob creates a Job from the CronJob, waits for it and returns its one pod run.
-func (o *operatorEnv) runJob(ctx context.Context, t *testing.T, runs *podRuns, name string) (podRun, *batchv1.Job) {
+func (o *operatorEnv) runJob(ctx context.Context, t *testing.T, runs *harness.PodRuns, name string) (harness.PodRun, *batchv1.Job) {
 	t.Helper()
-	o.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
-	t.Cleanup(func() { o.deleteJob(t, kube.Namespace, name) })
-	done := controlplane.WaitJobFinished(ctx, t, o.admin, kube.Namespace, name)
-	pr := runs.forJob(t, name)
+	o.Plane.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
+	t.Cleanup(func() { o.DeleteJob(t, kube.Namespace, name) })
+	done := controlplane.WaitJobFinished(ctx, t, o.Admin, kube.Namespace, name)
+	pr := runs.ForJob(t, name)
 	require.Len(t, pr, 1, "one pod")
 	return pr[0], done
 }
@@ -309,9 +309,9 @@ func (o *operatorEnv) runJob(ctx context.Context, t *testing.T, runs *podRuns, n
 // jobEvent returns the one events.k8s.io Event regarding Job name.
 func (o *operatorEnv) jobEvent(ctx context.Context, t *testing.T, name string) eventsv1.Event {
 	t.Helper()
-	j, err := o.admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
+	j, err := o.Admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
-	ev := controlplane.JobEvent(ctx, t, o.admin, kube.Namespace, name, kube.ReportingController)
+	ev := controlplane.JobEvent(ctx, t, o.Admin, kube.Namespace, name, kube.ReportingController)
 	assert.Equal(t, j.UID, ev.Regarding.UID, "the Event points at the Job itself (JOB_UID from the downward API)")
 	return ev
 }
@@ -321,7 +321,7 @@ func (o *operatorEnv) jobEvent(ctx context.Context, t *testing.T, name string) e
 // finalizer first.
 func (o *operatorEnv) forceDeleteSecret(ctx context.Context, t *testing.T) {
 	t.Helper()
-	secrets := o.admin.CoreV1().Secrets(kube.Namespace)
+	secrets := o.Admin.CoreV1().Secrets(kube.Namespace)
 	err := secrets.Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return
@@ -343,7 +343,7 @@ func (o *operatorEnv) forceDeleteSecret(ctx context.Context, t *testing.T) {
 func (o *operatorEnv) resetUpdateServers() {
 	for _, u := range o.fc.Updates {
 		u.Reset()
-		u.SetRegCode(overlayRegCode)
+		u.SetRegCode(harness.OverlayRegCode)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job/kube"
 )
@@ -50,7 +51,7 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: kube-proxy, namespace: kube-system}
 data: {config.conf: "mode: iptables"}
----` + corednsFixture + `---
+---` + harness.CorednsFixture + `---
 apiVersion: coordination.k8s.io/v1
 kind: Lease
 metadata: {name: scc-controllers, namespace: kube-system}
@@ -125,7 +126,7 @@ func TestEngineRBAC(t *testing.T) {
 	// leave the Secret, with the operator's finalizer, its Registrations and
 	// the Lease behind, and the creation below needs them absent.
 	sccoperator.Forget(t, p)
-	err := admin.CoordinationV1().Leases(kube.Namespace).Delete(ctx, leaseName, metav1.DeleteOptions{})
+	err := admin.CoordinationV1().Leases(kube.Namespace).Delete(ctx, harness.LeaseName, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Lease: %v", err)
 
 	p.Apply(t, []byte(rbacFixture))
@@ -146,7 +147,7 @@ func TestEngineRBAC(t *testing.T) {
 		_ = admin.CoreV1().ConfigMaps("kube-system").Delete(context.Background(), "coredns-custom", metav1.DeleteOptions{})
 	})
 	p.Apply(t, p.Kustomize(t, manifestsBase))
-	as := p.ClientAs(t, p.ServiceAccountToken(t, kube.Namespace, engineSA))
+	as := p.ClientAs(t, p.ServiceAccountToken(t, kube.Namespace, harness.EngineSA))
 
 	review, err := kubernetes.NewForConfigOrDie(as).AuthenticationV1().SelfSubjectReviews().
 		Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
@@ -156,7 +157,7 @@ func TestEngineRBAC(t *testing.T) {
 	// Creation comes first and in order: everything below needs the objects.
 	code, body := request(t, as, http.MethodPatch, secretPath(kube.Namespace, kube.SecretName)+apply, applyType, secretApply(kube.Namespace, kube.SecretName))
 	require.Equal(t, http.StatusCreated, code, "server-side apply must create the absent Secret: %s", body)
-	code, body = request(t, as, http.MethodPatch, leasePath(kube.Namespace, leaseName)+apply, applyType, leaseApply(kube.Namespace, leaseName))
+	code, body = request(t, as, http.MethodPatch, leasePath(kube.Namespace, harness.LeaseName)+apply, applyType, leaseApply(kube.Namespace, harness.LeaseName))
 	require.Equal(t, http.StatusCreated, code, "server-side apply must create the absent Lease: %s", body)
 	created, err := admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -238,19 +239,19 @@ func TestEngineRBAC(t *testing.T) {
 			want: http.StatusForbidden,
 		},
 		"get the Lease": {
-			method: http.MethodGet, path: leasePath(kube.Namespace, leaseName), want: http.StatusOK,
+			method: http.MethodGet, path: leasePath(kube.Namespace, harness.LeaseName), want: http.StatusOK,
 		},
 		"server-side apply the existing Lease": {
-			method: http.MethodPatch, path: leasePath(kube.Namespace, leaseName) + apply, contentType: applyType,
-			body: leaseApply(kube.Namespace, leaseName), want: http.StatusOK,
+			method: http.MethodPatch, path: leasePath(kube.Namespace, harness.LeaseName) + apply, contentType: applyType,
+			body: leaseApply(kube.Namespace, harness.LeaseName), want: http.StatusOK,
 		},
 		"update the Lease": {
-			method: http.MethodPut, path: leasePath(kube.Namespace, leaseName), contentType: jsonType,
-			bodyFrom: asRead(leasePath(kube.Namespace, leaseName)), want: http.StatusOK,
+			method: http.MethodPut, path: leasePath(kube.Namespace, harness.LeaseName), contentType: jsonType,
+			bodyFrom: asRead(leasePath(kube.Namespace, harness.LeaseName)), want: http.StatusOK,
 		},
 		"POST-create the Lease is refused": {
 			method: http.MethodPost, path: "/apis/coordination.k8s.io/v1/namespaces/" + kube.Namespace + "/leases",
-			contentType: jsonType, body: leaseApply(kube.Namespace, leaseName), want: http.StatusForbidden,
+			contentType: jsonType, body: leaseApply(kube.Namespace, harness.LeaseName), want: http.StatusForbidden,
 		},
 		"server-side apply another Lease is refused": {
 			method: http.MethodPatch, path: leasePath(kube.Namespace, "other-lock") + apply, contentType: applyType,
@@ -264,8 +265,8 @@ func TestEngineRBAC(t *testing.T) {
 			body: secretApply("default", kube.SecretName), want: http.StatusForbidden,
 		},
 		"server-side apply the Lease in default is refused": {
-			method: http.MethodPatch, path: leasePath("default", leaseName) + apply, contentType: applyType,
-			body: leaseApply("default", leaseName), want: http.StatusForbidden,
+			method: http.MethodPatch, path: leasePath("default", harness.LeaseName) + apply, contentType: applyType,
+			body: leaseApply("default", harness.LeaseName), want: http.StatusForbidden,
 		},
 		"list pods in default is refused": {
 			method: http.MethodGet, path: "/api/v1/namespaces/default/pods", want: http.StatusForbidden,

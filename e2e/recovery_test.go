@@ -19,6 +19,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
@@ -50,13 +51,13 @@ func TestOperatorRecovery(t *testing.T) {
 // update servers healed, a Recorder of every Registration state.
 func (o *operatorEnv) freshRecovery(ctx context.Context, t *testing.T) (*sccoperator.Operator, *sccoperator.Recorder) {
 	t.Helper()
-	o.resetCoreDNS(ctx, t)
-	o.dns.Forget()
-	op := sccoperator.Run(t, o.p, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	o.ResetCoreDNS(ctx, t)
+	o.DNS.Forget()
+	op := sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
 	o.forceDeleteSecret(ctx, t)
 	o.resetUpdateServers()
 	o.clearRecoveryRecord(ctx, t)
-	rec, err := sccoperator.Record(ctx, o.p.Admin)
+	rec, err := sccoperator.Record(ctx, o.Plane.Admin)
 	require.NoError(t, err)
 	t.Cleanup(rec.Stop)
 	return op, rec
@@ -85,21 +86,21 @@ func (o *operatorEnv) announces() []int {
 // sees it, deletes the Secret, writes it afresh, and the new Registration
 // is active. The old Registration is gone, the Event says what happened.
 func (o *operatorEnv) testRecovers(t *testing.T, name string, faults fakecloud.UpdateFaults, cause string, firstStatus int) {
-	ctx := testContext(t)
+	ctx := harness.Context(t)
 	_, rec := o.freshRecovery(ctx, t)
 	o.setUpdateFaults(faults)
-	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 
 	pr, done := o.runJob(ctx, t, runs, name)
-	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
-	assert.Equal(t, job.ExitOK, pr.res.code, pr.res.stderr)
-	sum := summary(t, pr.res.stderr)
-	assert.Equal(t, recovery.Recovered, sum["recovery"], pr.res.stderr)
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
+	assert.Equal(t, job.ExitOK, pr.Res.Code, pr.Res.Stderr)
+	sum := summary(t, pr.Res.Stderr)
+	assert.Equal(t, recovery.Recovered, sum["recovery"], pr.Res.Stderr)
 	assert.Equal(t, kube.OperatorActive, sum["operator"])
 	assert.Equal(t, cause, sum["cause"])
 	oldName, _ := sum["replacedRegistration"].(string)
 	newName, _ := sum["registration"].(string)
-	require.NotEmpty(t, oldName, pr.res.stderr)
+	require.NotEmpty(t, oldName, pr.Res.Stderr)
 	require.NotEmpty(t, newName)
 	assert.NotEqual(t, oldName, newName, "a new Secret gets a new salt, so a new Registration")
 	replaced, _ := sum["replacedMessage"].(string)
@@ -111,7 +112,7 @@ func (o *operatorEnv) testRecovers(t *testing.T, name string, faults fakecloud.U
 	assert.Equal(t, replaced, failed.FailureMessage(), "the summary quotes the operator's own words")
 	active, err := rec.Wait(ctx, newName, sccoperator.Registration.Done)
 	require.NoError(t, err)
-	dyn, err := dynamic.NewForConfig(o.p.Admin)
+	dyn, err := dynamic.NewForConfig(o.Plane.Admin)
 	require.NoError(t, err)
 	_, err = sccoperator.Get(ctx, dyn, oldName)
 	assert.True(t, apierrors.IsNotFound(err), "the old Registration is gone: %v", err)
@@ -128,8 +129,8 @@ func (o *operatorEnv) testRecovers(t *testing.T, name string, faults fakecloud.U
 	assert.Contains(t, ev.Note, "registration "+newName+" is active")
 
 	took := active.Seen.Sub(failed.Seen)
-	t.Logf("run summary: %s", lastLine(pr.res.stderr))
-	t.Logf("kubectl describe job:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "describe", "job", name))
+	t.Logf("run summary: %s", lastLine(pr.Res.Stderr))
+	t.Logf("kubectl describe job:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", name))
 	t.Logf("proved: rancher/scc-operator %.7s failed Registration %s (%q; cause %s); the same Job's run deleted the Secret, wrote it afresh, and Registration %s was active %s after the failure (announces answered %v); the old Registration is gone and the Job carries Event %s: %q",
 		sccoperator.CommitRMT, oldName, replaced, cause, newName, took.Round(time.Millisecond), statuses, ev.Reason, ev.Note)
 }
@@ -140,15 +141,15 @@ func (o *operatorEnv) testRecovers(t *testing.T, name string, faults fakecloud.U
 // that is not a non-recoverable HTTP one), so the engine must not delete
 // anything: the run sees the Registration active.
 func (o *operatorEnv) testActivate500(t *testing.T) {
-	ctx := testContext(t)
+	ctx := harness.Context(t)
 	_, rec := o.freshRecovery(ctx, t)
 	o.setUpdateFaults(fakecloud.UpdateFaults{SCCActivateFailures: 1})
-	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 
 	pr, done := o.runJob(ctx, t, runs, "recover-activate-500")
-	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
-	sum := summary(t, pr.res.stderr)
-	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.res.stderr)
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
+	sum := summary(t, pr.Res.Stderr)
+	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.Res.Stderr)
 	regName, _ := sum["registration"].(string)
 	states := rec.States(regName)
 	var failedOnce bool
@@ -183,23 +184,23 @@ func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
 	const wrong = "E2E-WRONG-CODE"
 	o.setCronJobEnv(ctx, t, map[string]string{"REGISTRATION_CODE": wrong})
 	t.Cleanup(func() {
-		o.setCronJobEnv(context.Background(), t, map[string]string{"REGISTRATION_CODE": overlayRegCode})
+		o.setCronJobEnv(context.Background(), t, map[string]string{"REGISTRATION_CODE": harness.OverlayRegCode})
 	})
-	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 
 	var uid types.UID
 	var evidence []string
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("refused-%d", i)
 		pr, done := o.runJob(ctx, t, runs, name)
-		assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.res.String())
-		assert.Equal(t, job.ExitPermanent, pr.res.code, pr.res.stderr)
-		sum := summary(t, pr.res.stderr)
-		assert.Equal(t, recovery.NeedsPerson, sum["recovery"], pr.res.stderr)
+		assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.Res.String())
+		assert.Equal(t, job.ExitPermanent, pr.Res.Code, pr.Res.Stderr)
+		sum := summary(t, pr.Res.Stderr)
+		assert.Equal(t, recovery.NeedsPerson, sum["recovery"], pr.Res.Stderr)
 		assert.Equal(t, false, sum["recoverable"])
 		assert.Equal(t, "HTTP 401 Unauthorized", sum["cause"])
-		assert.NotContains(t, pr.res.stderr, "recovering the registration: deleting", "no recovery started")
-		s := o.secret(ctx, t)
+		assert.NotContains(t, pr.Res.Stderr, "recovering the registration: deleting", "no recovery started")
+		s := o.Secret(ctx, t)
 		if i == 1 {
 			uid = s.UID
 		}
@@ -208,18 +209,18 @@ func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
 		ev := o.jobEvent(ctx, t, name)
 		assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason)
 		assert.Contains(t, ev.Note, "registration-code", "the remedy is a code, not a delete")
-		evidence = append(evidence, fmt.Sprintf("%s: exit %d, Secret uid %s resourceVersion %s", name, pr.res.code, s.UID, s.ResourceVersion))
+		evidence = append(evidence, fmt.Sprintf("%s: exit %d, Secret uid %s resourceVersion %s", name, pr.Res.Code, s.UID, s.ResourceVersion))
 	}
-	t.Logf("kubectl describe job refused-3:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "describe", "job", "refused-3"))
+	t.Logf("kubectl describe job refused-3:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", "refused-3"))
 
-	o.setCronJobEnv(ctx, t, map[string]string{"REGISTRATION_CODE": overlayRegCode})
+	o.setCronJobEnv(ctx, t, map[string]string{"REGISTRATION_CODE": harness.OverlayRegCode})
 	pr, done := o.runJob(ctx, t, runs, "refused-fixed")
-	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
-	sum := summary(t, pr.res.stderr)
-	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.res.stderr)
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
+	sum := summary(t, pr.Res.Stderr)
+	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.Res.Stderr)
 	assert.Equal(t, job.OutcomeRegistered, sum["outcome"])
 	assert.Nil(t, sum["recovery"], "no recovery: the operator registered the new code by itself")
-	s := o.secret(ctx, t)
+	s := o.Secret(ctx, t)
 	assert.Equal(t, uid, s.UID, "registered with the new code without a delete")
 	t.Logf("proved: with a code the update server refuses, three runs exited 2 with recovery=needs-person and deleted nothing (%s); with the right code the next run wrote it and rancher/scc-operator made Registration %v active, the Secret still uid %s (no delete)",
 		strings.Join(evidence, "; "), sum["registration"], s.UID)
@@ -235,35 +236,35 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 	o.setUpdateFaults(fakecloud.UpdateFaults{SCCAnnounceFailures: 1})
 	o.setCronJobEnv(ctx, t, map[string]string{"OPERATOR_RECOVERY": "false"})
 	t.Cleanup(func() { o.setCronJobEnv(context.Background(), t, map[string]string{"OPERATOR_RECOVERY": "true"}) })
-	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 	pr, _ := o.runJob(ctx, t, runs, "stopped-setup")
-	require.Equal(t, recovery.NotAttempted, summary(t, pr.res.stderr)["recovery"], pr.res.stderr)
+	require.Equal(t, recovery.NotAttempted, summary(t, pr.Res.Stderr)["recovery"], pr.Res.Stderr)
 	require.NoError(t, op.Stop())
-	before := o.secret(ctx, t)
+	before := o.Secret(ctx, t)
 
 	o.setCronJobEnv(ctx, t, map[string]string{"OPERATOR_RECOVERY": "true"})
-	o.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, "stopped")
-	t.Cleanup(func() { o.deleteJob(t, kube.Namespace, "stopped") })
+	o.Plane.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, "stopped")
+	t.Cleanup(func() { o.DeleteJob(t, kube.Namespace, "stopped") })
 	// Exit 1: the Job retries (backoffLimit 2), each pod watching the
 	// operator's Lease for a renewal before it gives up.
-	done := controlplane.WaitJobFinishedWithin(ctx, t, o.admin, kube.Namespace, "stopped", 5*time.Minute)
+	done := controlplane.WaitJobFinishedWithin(ctx, t, o.Admin, kube.Namespace, "stopped", 5*time.Minute)
 	assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type)
-	prs := runs.forJob(t, "stopped")
+	prs := runs.ForJob(t, "stopped")
 	require.NotEmpty(t, prs)
 	for _, pr := range prs {
-		assert.Equal(t, job.ExitTransient, pr.res.code, pr.res.stderr)
-		sum := summary(t, pr.res.stderr)
-		assert.Equal(t, recovery.OperatorDown, sum["recovery"], pr.res.stderr)
+		assert.Equal(t, job.ExitTransient, pr.Res.Code, pr.Res.Stderr)
+		sum := summary(t, pr.Res.Stderr)
+		assert.Equal(t, recovery.OperatorDown, sum["recovery"], pr.Res.Stderr)
 		msg, _ := sum["error"].(string)
 		assert.Contains(t, msg, "rancher/scc-operator is not running")
 		assert.Contains(t, msg, "nothing deleted")
-		assert.NotContains(t, pr.res.stderr, "recovering the registration: deleting", "no recovery started")
+		assert.NotContains(t, pr.Res.Stderr, "recovering the registration: deleting", "no recovery started")
 	}
-	after := o.secret(ctx, t)
+	after := o.Secret(ctx, t)
 	assert.Equal(t, before.UID, after.UID, "nothing deleted")
 	assert.Nil(t, after.DeletionTimestamp, "not left Terminating")
 	// One Event per pod: each retry says so again.
-	list, err := o.admin.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
+	list, err := o.Admin.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	var events int
 	for _, ev := range list.Items {
@@ -276,9 +277,9 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 		assert.Contains(t, ev.Note, "not recovered, nothing deleted: rancher/scc-operator is not running")
 	}
 	assert.Equal(t, len(prs), events, "an Event per pod")
-	t.Logf("kubectl describe job stopped:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "describe", "job", "stopped"))
+	t.Logf("kubectl describe job stopped:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", "stopped"))
 	t.Logf("proved: with Registration Failed and rancher/scc-operator stopped, %d pod(s) of Job stopped exited %d, deleted nothing (Secret uid %s, not Terminating) and said: %v",
-		len(prs), prs[0].res.code, after.UID, summary(t, prs[0].res.stderr)["error"])
+		len(prs), prs[0].Res.Code, after.UID, summary(t, prs[0].Res.Stderr)["error"])
 }
 
 // testThreeFailedRecoveries: an update server that answers 500 to every
@@ -290,42 +291,42 @@ func (o *operatorEnv) testThreeFailedRecoveries(t *testing.T) {
 	ctx := recoveryContext(t)
 	_, _ = o.freshRecovery(ctx, t)
 	o.setUpdateFaults(fakecloud.UpdateFaults{SCCAnnounce5xx: true})
-	runs := o.startKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 
 	var uids []types.UID
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("again-%d", i)
 		pr, done := o.runJob(ctx, t, runs, name)
-		assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.res.String())
+		assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.Res.String())
 		assert.Equal(t, batchv1.JobReasonPodFailurePolicy, controlplane.FinishedCondition(done).Reason, "exit 2 ends the Job: the next attempt is the next schedule's")
-		assert.Equal(t, job.ExitPermanent, pr.res.code, pr.res.stderr)
-		sum := summary(t, pr.res.stderr)
-		assert.Equal(t, recovery.FailedAgain, sum["recovery"], pr.res.stderr)
+		assert.Equal(t, job.ExitPermanent, pr.Res.Code, pr.Res.Stderr)
+		sum := summary(t, pr.Res.Stderr)
+		assert.Equal(t, recovery.FailedAgain, sum["recovery"], pr.Res.Stderr)
 		assert.Equal(t, float64(i), sum["recoveryAttempt"])
-		uids = append(uids, o.secret(ctx, t).UID)
+		uids = append(uids, o.Secret(ctx, t).UID)
 	}
 	assert.Len(t, slices.Compact(slices.Clone(uids)), len(uids), "each recovery wrote a new Secret: %v", uids)
 	rec := o.recoveryRecord(ctx, t)
 	assert.Equal(t, kube.MaxRecoveries, rec.Attempts)
 
 	pr, _ := o.runJob(ctx, t, runs, "again-4")
-	assert.Equal(t, job.ExitPermanent, pr.res.code)
-	sum := summary(t, pr.res.stderr)
-	assert.Equal(t, recovery.Stopped, sum["recovery"], pr.res.stderr)
+	assert.Equal(t, job.ExitPermanent, pr.Res.Code)
+	sum := summary(t, pr.Res.Stderr)
+	assert.Equal(t, recovery.Stopped, sum["recovery"], pr.Res.Stderr)
 	msg, _ := sum["error"].(string)
 	assert.Contains(t, msg, "stopped recovering: 3 recoveries in a row")
 	assert.Contains(t, msg, "annotate lease registration-engine "+kube.AnnotationRecovery+"-")
-	assert.Equal(t, uids[2], o.secret(ctx, t).UID, "the fourth run deleted nothing")
-	t.Logf("kubectl describe job again-4:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "describe", "job", "again-4"))
-	t.Logf("the recovery record on the Lease:\n%s", o.p.Kubectl(t, "-n", kube.Namespace, "get", "lease", kube.LeaseName, "-o", "jsonpath={.metadata.annotations}"))
+	assert.Equal(t, uids[2], o.Secret(ctx, t).UID, "the fourth run deleted nothing")
+	t.Logf("kubectl describe job again-4:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", "again-4"))
+	t.Logf("the recovery record on the Lease:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "get", "lease", kube.LeaseName, "-o", "jsonpath={.metadata.annotations}"))
 
 	// The update server answers again; a person clears the record as the
 	// README says; the next run recovers.
 	o.setUpdateFaults(fakecloud.UpdateFaults{})
-	o.p.Kubectl(t, "-n", kube.Namespace, "annotate", "lease", kube.LeaseName, kube.AnnotationRecovery+"-")
+	o.Plane.Kubectl(t, "-n", kube.Namespace, "annotate", "lease", kube.LeaseName, kube.AnnotationRecovery+"-")
 	pr, done := o.runJob(ctx, t, runs, "again-cleared")
-	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.res.String())
-	assert.Equal(t, recovery.Recovered, summary(t, pr.res.stderr)["recovery"], pr.res.stderr)
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
+	assert.Equal(t, recovery.Recovered, summary(t, pr.Res.Stderr)["recovery"], pr.Res.Stderr)
 	t.Logf("proved: with every announce answered 500, three runs each recovered once and failed again (exit 2, Secret uids %v); the fourth deleted nothing and said %q; after `kubectl annotate lease %s %s-` and a healed server the next run recovered",
 		uids, msg, kube.LeaseName, kube.AnnotationRecovery)
 }
@@ -342,7 +343,7 @@ func recoveryContext(t *testing.T) context.Context {
 func (o *operatorEnv) clearRecoveryRecord(ctx context.Context, t *testing.T) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		leases := o.admin.CoordinationV1().Leases(kube.Namespace)
+		leases := o.Admin.CoordinationV1().Leases(kube.Namespace)
 		l, err := leases.Get(ctx, kube.LeaseName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -363,7 +364,7 @@ func (o *operatorEnv) clearRecoveryRecord(ctx context.Context, t *testing.T) {
 // recoveryRecord reads the engine's recovery record.
 func (o *operatorEnv) recoveryRecord(ctx context.Context, t *testing.T) kube.RecoveryRecord {
 	t.Helper()
-	l, err := o.admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, kube.LeaseName, metav1.GetOptions{})
+	l, err := o.Admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, kube.LeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	rec, ok, err := kube.ParseRecoveryRecord(l.Annotations)
 	require.NoError(t, err)
@@ -373,9 +374,9 @@ func (o *operatorEnv) recoveryRecord(ctx context.Context, t *testing.T) kube.Rec
 
 // setCronJobEnv sets variables of the CronJob's container.
 func (o *operatorEnv) setCronJobEnv(ctx context.Context, t *testing.T, env map[string]string) {
-	cj, err := o.admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
+	cj, err := o.Admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
 	require.NoError(t, err)
 	controlplane.SetEnv(&cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0], env)
-	_, err = o.admin.BatchV1().CronJobs(kube.Namespace).Update(ctx, cj, metav1.UpdateOptions{})
+	_, err = o.Admin.BatchV1().CronJobs(kube.Namespace).Update(ctx, cj, metav1.UpdateOptions{})
 	require.NoError(t, err)
 }

@@ -25,6 +25,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/inclusterdns"
@@ -47,12 +48,12 @@ type statusEnv struct {
 	adminKubeconfig string
 	// cloud is the healthy fake cloud; its update servers accept only
 	// directRegCode.
-	cloud cloud
+	cloud harness.Cloud
 }
 
 // statusResult is one run of the status command.
 type statusResult struct {
-	result
+	harness.Result
 	verdict string
 }
 
@@ -61,17 +62,17 @@ type statusResult struct {
 // failed, and checks what `registration-engine status` says in each.
 func TestStatus(t *testing.T) {
 	e := &statusEnv{clusterEnv: setupCluster(t)}
-	e.adminKubeconfig = e.kubeconfig(t, "admin", "", e.p.AdminKubeconfig)
+	e.adminKubeconfig = e.kubeconfig(t, "admin", "", e.Plane.AdminKubeconfig)
 	// The update servers' SCC API accepts only the CronJob's code, so
 	// another one gets the fake's 401 (fakecloud reads FAKECLOUD_REG_CODE).
-	t.Setenv("FAKECLOUD_REG_CODE", overlayRegCode)
-	e.cloud = startCloud(t)
+	t.Setenv("FAKECLOUD_REG_CODE", harness.OverlayRegCode)
+	e.cloud = harness.StartCloud(t)
 	e.reset(t)
-	t.Cleanup(func() { sccoperator.Forget(t, e.p) })
+	t.Cleanup(func() { sccoperator.Forget(t, e.Plane) })
 	// A user's CronJob is not suspended (a suspended one is itself a
 	// finding); this one must not fire during the test, so its schedule is
 	// a date far away.
-	e.patchCronJob(testContext(t), t, `{"spec":{"suspend":false,"schedule":"0 0 1 1 *"}}`)
+	e.patchCronJob(harness.Context(t), t, `{"spec":{"suspend":false,"schedule":"0 0 1 1 *"}}`)
 	t.Cleanup(func() { e.patchCronJob(context.Background(), t, `{"spec":{"suspend":true,"schedule":"0 */18 * * *"}}`) })
 
 	t.Run("never run", func(t *testing.T) {
@@ -80,35 +81,35 @@ func TestStatus(t *testing.T) {
 	})
 
 	t.Run("last Job failed permanently (wrong plan)", func(t *testing.T) {
-		ctx := testContext(t)
-		runs := e.startKubelet(ctx, t, kube.Namespace, startCloud(t, "wrong-plan"))
+		ctx := harness.Context(t)
+		runs := e.StartKubelet(ctx, t, kube.Namespace, harness.StartCloud(t, "wrong-plan"))
 		const name = "status-wrong-plan"
-		e.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
+		e.Plane.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
 		// Once fixed, the next run is the newest Job; the later cases start
 		// from there.
-		t.Cleanup(func() { e.deleteJob(t, kube.Namespace, name) })
-		done := controlplane.WaitJobFinished(ctx, t, e.admin, kube.Namespace, name)
+		t.Cleanup(func() { e.DeleteJob(t, kube.Namespace, name) })
+		done := controlplane.WaitJobFinished(ctx, t, e.Admin, kube.Namespace, name)
 		require.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type)
-		require.Len(t, runs.forJob(t, name), 1)
+		require.Len(t, runs.ForJob(t, name), 1)
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitPermanent, `Not registered: the last run, status-wrong-plan, failed at .* with exit code 2.* — a retry cannot succeed: read the cause in kubectl -n cattle-scc-system logs job/status-wrong-plan, fix the configuration, then run the engine: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
 	})
 
 	t.Run("Lease held by a dead run", func(t *testing.T) {
-		ctx := testContext(t)
-		e.putLease(ctx, t, "registration-engine-manual-7-x2k9p", time.Now(), 600)
-		t.Cleanup(func() { e.deleteLease(t) })
+		ctx := harness.Context(t)
+		e.PutLease(ctx, t, "registration-engine-manual-7-x2k9p", time.Now(), 600)
+		t.Cleanup(func() { e.DeleteLease(t) })
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitTransient, `Not registered yet: the Lease registration-engine is held by registration-engine-manual-7-x2k9p, a run that is gone, until \S+; runs before then are skipped — run the engine after \S+: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
 	})
 
 	t.Run("Secret without a code", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := harness.Context(t)
 		// The engine never blanks a code: the Secret loses it only when
 		// someone removes the key by hand after a run that wrote it.
-		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-with-code", "IN_CLUSTER_DNS=true", noOperatorWait)
-		require.Equal(t, job.ExitOK, run.code, run.String())
-		_, err := e.admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.JSONPatchType,
+		run := e.RunAs(ctx, t, e.cloud, e.Token(t), "run-with-code", "IN_CLUSTER_DNS=true", noOperatorWait)
+		require.Equal(t, job.ExitOK, run.Code, run.String())
+		_, err := e.Admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.JSONPatchType,
 			[]byte(`[{"op":"remove","path":"/data/regCode"}]`), metav1.PatchOptions{})
 		require.NoError(t, err)
 		res := e.status(t, e.adminKubeconfig)
@@ -116,17 +117,17 @@ func TestStatus(t *testing.T) {
 	})
 
 	t.Run("operator absent", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := harness.Context(t)
 		e.uninstallOperator(ctx, t)
-		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-no-operator", "IN_CLUSTER_DNS=true", noOperatorWait)
-		require.Equal(t, job.ExitOK, run.code, run.String())
+		run := e.RunAs(ctx, t, e.cloud, e.Token(t), "run-no-operator", "IN_CLUSTER_DNS=true", noOperatorWait)
+		require.Equal(t, job.ExitOK, run.Code, run.String())
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitPermanent, `Not registered: rancher/scc-operator has not adopted scc-registration: the API registrations.scc.cattle.io is not served — install or start rancher/scc-operator \(Rancher Prime 2.12 or later installs it in cattle-scc-system\)$`)
 	})
 
 	t.Run("CoreDNS entry missing", func(t *testing.T) {
-		ctx := testContext(t)
-		e.resetCoreDNS(ctx, t)
+		ctx := harness.Context(t)
+		e.ResetCoreDNS(ctx, t)
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitPermanent, `Not registered: kube-system/coredns has no hosts entry for smt-azure.susecloud.net, so rancher/scc-operator cannot resolve the update server — run the engine, which writes it: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
 	})
@@ -135,51 +136,51 @@ func TestStatus(t *testing.T) {
 	// through the CONNECT proxy, which resolves the name with the cluster's
 	// DNS, the real CoreDNS serving the entry the engine wrote.
 	bin := sccoperator.Binary(t, sccoperator.CommitRMT)
-	httpsPort, err := strconv.Atoi(e.cloud.value(t, "UPDATE_SERVER_HTTPS_PORT"))
+	httpsPort, err := strconv.Atoi(e.cloud.Value(t, "UPDATE_SERVER_HTTPS_PORT"))
 	require.NoError(t, err)
-	proxy, err := sccoperator.NewProxy(e.dns.Route(httpsPort))
+	proxy, err := sccoperator.NewProxy(e.DNS.Route(httpsPort))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = proxy.Close() })
-	sccoperator.Run(t, e.p, sccoperator.Options{Binary: bin, ProxyURL: proxy.URL})
+	sccoperator.Run(t, e.Plane, sccoperator.Options{Binary: bin, ProxyURL: proxy.URL})
 
 	t.Run("healthy and active", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := harness.Context(t)
 		// As a user would: a Job from the CronJob, through the process
 		// kubelet; the run waits for the operator and records its Event.
-		runs := e.startKubelet(ctx, t, kube.Namespace, e.cloud)
+		runs := e.StartKubelet(ctx, t, kube.Namespace, e.cloud)
 		const name = "status-healthy"
-		e.p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+cronJobName, name)
-		done := controlplane.WaitJobFinished(ctx, t, e.admin, kube.Namespace, name)
-		pr := runs.forJob(t, name)
+		e.Plane.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
+		done := controlplane.WaitJobFinished(ctx, t, e.Admin, kube.Namespace, name)
+		pr := runs.ForJob(t, name)
 		require.Len(t, pr, 1)
-		require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "%s", pr[0].res)
+		require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "%s", pr[0].Res)
 		res := e.waitStatus(t, e.adminKubeconfig, job.ExitOK)
 		e.expect(t, res, job.ExitOK, `Registered: active since \S+Z, update server smt-azure.susecloud.net \(\S+\)$`)
-		assert.Regexp(t, `instanceData: verified offline: signature OK, signer OK \([a-z0-9.]*metadata\.azure\.com\), chain OK, claims OK`, res.stdout)
-		assert.Contains(t, res.stdout, "status-healthy (manual): succeeded")
-		assert.Contains(t, res.stdout, "event Normal Registered: ")
-		assert.Regexp(t, `SHA-1 ([0-9A-F]{2}:){19}[0-9A-F]{2}\n`, res.stdout)
-		assert.Contains(t, res.stdout, "processed the Secret's current values")
-		assert.NotContains(t, res.stdout, overlayRegCode, "the code is never shown")
-		t.Logf("status output, healthy:\n%s", res.stdout)
+		assert.Regexp(t, `instanceData: verified offline: signature OK, signer OK \([a-z0-9.]*metadata\.azure\.com\), chain OK, claims OK`, res.Stdout)
+		assert.Contains(t, res.Stdout, "status-healthy (manual): succeeded")
+		assert.Contains(t, res.Stdout, "event Normal Registered: ")
+		assert.Regexp(t, `SHA-1 ([0-9A-F]{2}:){19}[0-9A-F]{2}\n`, res.Stdout)
+		assert.Contains(t, res.Stdout, "processed the Secret's current values")
+		assert.NotContains(t, res.Stdout, harness.OverlayRegCode, "the code is never shown")
+		t.Logf("status output, healthy:\n%s", res.Stdout)
 		json := e.status(t, e.adminKubeconfig, "-o", "json")
-		assert.Equal(t, job.ExitOK, json.code)
-		assert.Contains(t, json.stdout, `"state": "registered"`)
-		assert.Contains(t, json.stdout, `"state": "active"`)
+		assert.Equal(t, job.ExitOK, json.Code)
+		assert.Contains(t, json.Stdout, `"state": "registered"`)
+		assert.Contains(t, json.Stdout, `"state": "active"`)
 	})
 
 	t.Run("CoreDNS entry pointing elsewhere", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := harness.Context(t)
 		// Someone edits the hosts line after the healthy run; the address
 		// is loopback so that nothing is ever sent off the machine.
 		const elsewhere = "127.0.0.99"
-		cms := e.admin.CoreV1().ConfigMaps("kube-system")
+		cms := e.Admin.CoreV1().ConfigMaps("kube-system")
 		cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
 		before := cm.Data[inclusterdns.CorefileKey]
-		require.NotEmpty(t, inclusterdns.HostsAddresses(before, updateServer), "the healthy run wrote the entry")
-		line := regexp.MustCompile(`(?m)^(\s*)\S+ ` + regexp.QuoteMeta(updateServer) + `$`)
-		cm.Data[inclusterdns.CorefileKey] = line.ReplaceAllString(before, "${1}"+elsewhere+" "+updateServer)
+		require.NotEmpty(t, inclusterdns.HostsAddresses(before, harness.UpdateServer), "the healthy run wrote the entry")
+		line := regexp.MustCompile(`(?m)^(\s*)\S+ ` + regexp.QuoteMeta(harness.UpdateServer) + `$`)
+		cm.Data[inclusterdns.CorefileKey] = line.ReplaceAllString(before, "${1}"+elsewhere+" "+harness.UpdateServer)
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		require.NoError(t, err)
 		t.Cleanup(func() {
@@ -192,10 +193,10 @@ func TestStatus(t *testing.T) {
 		})
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitPermanent, `Registered, action needed: kube-system/coredns maps smt-azure\.susecloud\.net to 127\.0\.0\.99, but the last run reached the update server at [0-9a-f:.]+ — run the engine, which rewrites the entry: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
-		assert.Regexp(t, `smt-azure\.susecloud\.net → 127\.0\.0\.99; last run status-healthy reached [0-9a-f:.]+\n`, res.stdout)
+		assert.Regexp(t, `smt-azure\.susecloud\.net → 127\.0\.0\.99; last run status-healthy reached [0-9a-f:.]+\n`, res.Stdout)
 		json := e.status(t, e.adminKubeconfig, "-o", "json")
-		assert.Equal(t, job.ExitPermanent, json.code)
-		assert.Regexp(t, `"lastRunAddress": "[0-9a-f:.]+"`, json.stdout)
+		assert.Equal(t, job.ExitPermanent, json.Code)
+		assert.Regexp(t, `"lastRunAddress": "[0-9a-f:.]+"`, json.Stdout)
 	})
 
 	t.Run("a user without access to kube-system", func(t *testing.T) {
@@ -206,29 +207,29 @@ func TestStatus(t *testing.T) {
 			"cannot read kube-system/configmaps/coredns: forbidden",
 			"cannot read kube-system/leases/scc-controllers: forbidden",
 		} {
-			assert.Contains(t, res.stdout, refused)
+			assert.Contains(t, res.Stdout, refused)
 		}
-		assert.NotContains(t, res.stdout, "no hosts entry", "a refused read is not a missing entry")
-		assert.Contains(t, res.stdout, "processed the Secret's current values", "what the Secret shows is still read")
+		assert.NotContains(t, res.Stdout, "no hosts entry", "a refused read is not a missing entry")
+		assert.Contains(t, res.Stdout, "processed the Secret's current values", "what the Secret shows is still read")
 	})
 
 	t.Run("certificate near expiry", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := harness.Context(t)
 		t.Setenv("FAKECLOUD_UPDATE_CERT_VALIDITY", "144h")
-		short := startCloud(t)
-		run := e.runAs(ctx, t, short, e.token(t), "run-short-cert", "IN_CLUSTER_DNS=true", "REGISTRATION_CODE="+overlayRegCode)
-		require.Equal(t, job.ExitOK, run.code, run.String())
+		short := harness.StartCloud(t)
+		run := e.RunAs(ctx, t, short, e.Token(t), "run-short-cert", "IN_CLUSTER_DNS=true", "REGISTRATION_CODE="+harness.OverlayRegCode)
+		require.Equal(t, job.ExitOK, run.Code, run.String())
 		res := e.status(t, e.adminKubeconfig)
 		e.expect(t, res, job.ExitPermanent, `Registered, action needed: the update server's certificate expires in 5 days \(\S+\) — the engine takes a renewed certificate on its next run; if the update server has not renewed it by then, contact SUSE support; to run now: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
 	})
 
 	t.Run("operator Registration Failed", func(t *testing.T) {
-		ctx := testContext(t)
-		run := e.runAs(ctx, t, e.cloud, e.token(t), "run-wrong-code", "IN_CLUSTER_DNS=true", "REGISTRATION_CODE=E2E-WRONG-CODE")
-		require.Equal(t, job.ExitPermanent, run.code, "the run waits for the operator's answer and fails with it\n%s", run)
+		ctx := harness.Context(t)
+		run := e.RunAs(ctx, t, e.cloud, e.Token(t), "run-wrong-code", "IN_CLUSTER_DNS=true", "REGISTRATION_CODE=E2E-WRONG-CODE")
+		require.Equal(t, job.ExitPermanent, run.Code, "the run waits for the operator's answer and fails with it\n%s", run)
 		res := e.waitStatus(t, e.adminKubeconfig, job.ExitPermanent)
 		e.expect(t, res, job.ExitPermanent, `Not registered: rancher/scc-operator's Registration scc-registration-[0-9a-f]{32} failed: ".*Unknown Registration Code.*" — needs you \(HTTP 401 Unauthorized: the update server refused the registration code, so the engine does not delete anything\): put a valid code in the Secret registration-code \(key regCode\) or REGISTRATION_CODE, then run the engine: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+; the operator registers the new code afresh, with no delete$`)
-		t.Logf("status output, operator failed:\n%s", res.stdout)
+		t.Logf("status output, operator failed:\n%s", res.Stdout)
 	})
 }
 
@@ -241,9 +242,9 @@ func (e *statusEnv) status(t *testing.T, kubeconfig string, args ...string) stat
 	args = append([]string{"status",
 		"--attestation-roots", filepath.Join(e.cloud.Dir, "attestation-roots.pem"),
 		"--intermediates", filepath.Join(e.cloud.Dir, "attestation-intermediate.pem")}, args...)
-	res := runEngine(t, ctx, []string{"KUBECONFIG=" + kubeconfig, "HOME=" + t.TempDir()}, args...)
-	verdict, _, _ := strings.Cut(res.stdout, "\n")
-	return statusResult{result: res, verdict: verdict}
+	res := harness.RunEngine(t, ctx, []string{"KUBECONFIG=" + kubeconfig, "HOME=" + t.TempDir()}, args...)
+	verdict, _, _ := strings.Cut(res.Stdout, "\n")
+	return statusResult{Result: res, verdict: verdict}
 }
 
 // waitStatus runs status until it exits with code, for states the operator
@@ -253,7 +254,7 @@ func (e *statusEnv) waitStatus(t *testing.T, kubeconfig string, code int) status
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		res := e.status(t, kubeconfig)
-		if res.code == code || time.Now().After(deadline) {
+		if res.Code == code || time.Now().After(deadline) {
 			return res
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -264,28 +265,28 @@ func (e *statusEnv) waitStatus(t *testing.T, kubeconfig string, code int) status
 // start) and the exit code, and prints both for make test.
 func (e *statusEnv) expect(t *testing.T, res statusResult, code int, verdict string) {
 	t.Helper()
-	assert.Regexp(t, regexp.MustCompile(`^`+verdict), res.verdict, "%s", res.result)
-	assert.Equal(t, code, res.code, "%s", res.result)
-	t.Logf("proved: %s: status exits %d with %q", t.Name(), res.code, res.verdict)
+	assert.Regexp(t, regexp.MustCompile(`^`+verdict), res.verdict, "%s", res.Result)
+	assert.Equal(t, code, res.Code, "%s", res.Result)
+	t.Logf("proved: %s: status exits %d with %q", t.Name(), res.Code, res.verdict)
 }
 
 // reset brings cattle-scc-system to a fresh install: no Secret, no Jobs,
 // no Lease, CoreDNS as kubeadm made it.
 func (e *statusEnv) reset(t *testing.T) {
-	ctx := testContext(t)
-	sccoperator.Forget(t, e.p)
-	jobs := e.admin.BatchV1().Jobs(kube.Namespace)
+	ctx := harness.Context(t)
+	sccoperator.Forget(t, e.Plane)
+	jobs := e.Admin.BatchV1().Jobs(kube.Namespace)
 	list, err := jobs.List(ctx, metav1.ListOptions{LabelSelector: status.AppLabel})
 	require.NoError(t, err)
 	for _, j := range list.Items {
-		e.deleteJob(t, kube.Namespace, j.Name)
+		e.DeleteJob(t, kube.Namespace, j.Name)
 	}
-	e.deleteLease(t)
-	e.resetCoreDNS(ctx, t)
+	e.DeleteLease(t)
+	e.ResetCoreDNS(ctx, t)
 }
 
 func (e *statusEnv) patchCronJob(ctx context.Context, t *testing.T, patch string) {
-	_, err := e.admin.BatchV1().CronJobs(kube.Namespace).Patch(ctx, cronJobName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := e.Admin.BatchV1().CronJobs(kube.Namespace).Patch(ctx, harness.CronJobName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 
@@ -293,10 +294,10 @@ func (e *statusEnv) patchCronJob(ctx context.Context, t *testing.T, patch string
 // never installed, whatever an earlier test ran: no Registration CRD, no
 // leader Lease. The operator's Run installs the CRD again.
 func (e *statusEnv) uninstallOperator(ctx context.Context, t *testing.T) {
-	leases := e.admin.CoordinationV1().Leases(sccoperator.LeaseNamespace)
+	leases := e.Admin.CoordinationV1().Leases(sccoperator.LeaseNamespace)
 	err := leases.Delete(ctx, sccoperator.LeaseName, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the operator's leader Lease: %v", err)
-	dyn, err := dynamic.NewForConfig(e.p.Admin)
+	dyn, err := dynamic.NewForConfig(e.Plane.Admin)
 	require.NoError(t, err)
 	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	const crd = "registrations.scc.cattle.io"
@@ -312,9 +313,9 @@ func (e *statusEnv) uninstallOperator(ctx context.Context, t *testing.T) {
 // cattle-scc-system and nothing elsewhere, as a namespace's read-only admin,
 // and returns its token.
 func (e *statusEnv) readOnlyUser(t *testing.T) string {
-	ctx := testContext(t)
+	ctx := harness.Context(t)
 	const name = "status-reader"
-	cs := e.admin
+	cs := e.Admin
 	_, err := cs.CoreV1().ServiceAccounts(kube.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = cs.RbacV1().Roles(kube.Namespace).Create(ctx, &rbacv1.Role{
@@ -338,7 +339,7 @@ func (e *statusEnv) readOnlyUser(t *testing.T) string {
 		_ = cs.RbacV1().Roles(kube.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
 		_ = cs.CoreV1().ServiceAccounts(kube.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	})
-	return e.p.ServiceAccountToken(t, kube.Namespace, name)
+	return e.Plane.ServiceAccountToken(t, kube.Namespace, name)
 }
 
 // kubeconfig writes a kubeconfig file for the plane: a copy of from, or
@@ -352,7 +353,7 @@ func (e *statusEnv) kubeconfig(t *testing.T, user, token, from string) string {
 		return path
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["plane"] = &clientcmdapi.Cluster{Server: e.p.Admin.Host, CertificateAuthority: e.p.CAFile}
+	cfg.Clusters["plane"] = &clientcmdapi.Cluster{Server: e.Plane.Admin.Host, CertificateAuthority: e.Plane.CAFile}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts[user] = &clientcmdapi.Context{Cluster: "plane", AuthInfo: user}
 	cfg.CurrentContext = user

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -48,7 +49,7 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context, layout str
 	// install finds the chart's CronJob gone and the overlay's replaced,
 	// so they are read once.
 	if c.overlayEnv == nil {
-		cj, err := c.cs.BatchV1().CronJobs(kube.Namespace).Get(ctx, cronJobName, metav1.GetOptions{})
+		cj, err := c.cs.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
 		require.NoError(t, err)
 		c.overlayEnv = map[string]string{}
 		for _, e := range engineContainer(t, &cj.Spec.JobTemplate.Spec.Template.Spec).Env {

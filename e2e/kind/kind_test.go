@@ -39,6 +39,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 
 	"github.com/rancher/registration-engine/job/inclusterdns"
@@ -46,16 +47,16 @@ import (
 	"github.com/rancher/registration-engine/job/recovery"
 )
 
-// What manifests/overlays/e2e fixes.
+// What manifests/overlays/e2e fixes, beside harness's CronJobName,
+// UpdateServer and OverlayRegCode.
 const (
-	cronJobName    = "registration-engine"
-	engineName     = "registration-engine" // the CronJob's container
-	fakecloudName  = "fakecloud"           // its Deployment and Service
-	fakecloudHost  = "fakecloud.cattle-scc-system.svc"
-	updateServer   = "smt-azure.susecloud.net"
-	overlayRegCode = "E2E-REGISTRATION-CODE"
-	planEnv        = "MARKETPLACE_PLAN_ID"
-	exitPermanent  = 2
+	engineName    = "registration-engine" // the CronJob's container
+	fakecloudName = "fakecloud"           // its Deployment and Service
+	fakecloudHost = "fakecloud.cattle-scc-system.svc"
+	planEnv       = "MARKETPLACE_PLAN_ID"
+	// exitPermanent is the exit code the CronJob's podFailurePolicy fails
+	// the Job on.
+	exitPermanent = 2
 	// handoverEnv bounds the engine's wait, before it writes the Secret,
 	// for the update server's name to resolve through the cluster's DNS
 	// and answer TLS; 0 turns the wait off (for this test only).
@@ -179,14 +180,14 @@ func TestKind(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, corev1.SecretTypeOpaque, sec.Type)
 		assert.Equal(t, kube.RegistrationTypeOnline, string(sec.Data[kube.KeyRegistrationType]))
-		assert.Equal(t, "https://"+updateServer, string(sec.Data[kube.KeyRegistrationURL]), "the update server's name, never the raced address")
-		assert.Equal(t, overlayRegCode, string(sec.Data[kube.KeyRegCode]))
+		assert.Equal(t, "https://"+harness.UpdateServer, string(sec.Data[kube.KeyRegistrationURL]), "the update server's name, never the raced address")
+		assert.Equal(t, harness.OverlayRegCode, string(sec.Data[kube.KeyRegCode]))
 		assert.True(t, strings.HasPrefix(string(sec.Data[kube.KeyInstanceData]), "<document>"), "instanceData: %.80q", sec.Data[kube.KeyInstanceData])
 		block, _ := pem.Decode(sec.Data[kube.KeyRegistrationURLCert])
 		require.NotNil(t, block, "registrationUrlCert is not PEM")
 		cert, err := x509.ParseCertificate(block.Bytes)
 		require.NoError(t, err)
-		assert.NoError(t, cert.VerifyHostname(updateServer), "registrationUrlCert is not the update server's")
+		assert.NoError(t, cert.VerifyHostname(harness.UpdateServer), "registrationUrlCert is not the update server's")
 		served := c.updateServerCert(t, ctx)
 		assert.Equal(t, strings.TrimSpace(served), strings.TrimSpace(string(sec.Data[kube.KeyRegistrationURLCert])), "the certificate the update server serves")
 
@@ -202,27 +203,27 @@ func TestKind(t *testing.T) {
 		assert.Equal(t, kube.ReasonRegistered, ev.Reason, "%s", ev.Note)
 		assert.Equal(t, corev1.EventTypeNormal, ev.Type)
 		podIP := c.fakecloudPodIP(t, ctx)
-		assert.Contains(t, c.corefile(t, ctx), podIP+" "+updateServer, "CoreDNS maps the update server's name to the address that won the race")
+		assert.Contains(t, c.corefile(t, ctx), podIP+" "+harness.UpdateServer, "CoreDNS maps the update server's name to the address that won the race")
 		t.Logf("proved: Job %s completed in %.1fs and wrote %s with its five keys after each of the %d CoreDNS replicas answered %s with %s (the fake cloud's pod)",
-			job.Name, took.Seconds(), kube.SecretName, replicas, updateServer, podIP)
+			job.Name, took.Seconds(), kube.SecretName, replicas, harness.UpdateServer, podIP)
 
 		t.Run("the operator registers and activates", func(t *testing.T) {
 			var final sccoperator.Registration
 			var states int
 			registered, final, states = c.activeRegistration(t, ctx, rec)
-			announce := c.announce(t, ctx, overlayRegCode)
+			announce := c.announce(t, ctx, harness.OverlayRegCode)
 			assert.Equal(t, http.StatusCreated, announce.Status)
-			assert.Equal(t, updateServer, announce.ServerName, "the operator dialled the update server by its name (SNI)")
-			assert.True(t, strings.HasSuffix(announce.LocalAddr, ":443"), "on 443, where https://%s leads: %s", updateServer, announce.LocalAddr)
+			assert.Equal(t, harness.UpdateServer, announce.ServerName, "the operator dialled the update server by its name (SNI)")
+			assert.True(t, strings.HasSuffix(announce.LocalAddr, ":443"), "on 443, where https://%s leads: %s", harness.UpdateServer, announce.LocalAddr)
 			t.Logf("proved: CronJob → Job %s (%.0fs, summary operator=%v, Event %s) → Secret → rancher/scc-operator %.7s in a pod resolved %s through CoreDNS to %s and registered with regCode %s: Registration %s Done, activationStatus.activated=%t, system %d, %q, never Failure (%d states)",
-				job.Name, took.Seconds(), sum["operator"], ev.Reason, sccoperator.CommitRMT, updateServer, podIP, announce.RegCode, registered, final.Activated, final.SystemID, final.RegisteredProduct, states)
+				job.Name, took.Seconds(), sum["operator"], ev.Reason, sccoperator.CommitRMT, harness.UpdateServer, podIP, announce.RegCode, registered, final.Activated, final.SystemID, final.RegisteredProduct, states)
 		})
 
 		t.Run("the update server's name resolves in the cluster", func(t *testing.T) {
-			got, ok := c.resolve(t, ctx, updateServer, 60)
-			require.True(t, ok, "%s does not resolve in the cluster: %s", updateServer, got)
+			got, ok := c.resolve(t, ctx, harness.UpdateServer, 60)
+			require.True(t, ok, "%s does not resolve in the cluster: %s", harness.UpdateServer, got)
 			assert.Equal(t, podIP, got)
-			t.Logf("proved: a pod resolves %s to %s through CoreDNS", updateServer, got)
+			t.Logf("proved: a pod resolves %s to %s through CoreDNS", harness.UpdateServer, got)
 		})
 	})
 
@@ -241,8 +242,8 @@ func TestKind(t *testing.T) {
 		defer cancel()
 		c.deregister(t, ctx, rec, registered)
 		c.resetCoreDNS(t, ctx, pristine)
-		if addr, ok := c.resolve(t, ctx, updateServer, 1); ok {
-			require.Failf(t, "the reset cluster still resolves the name", "%s → %s", updateServer, addr)
+		if addr, ok := c.resolve(t, ctx, harness.UpdateServer, 1); ok {
+			require.Failf(t, "the reset cluster still resolves the name", "%s → %s", harness.UpdateServer, addr)
 		}
 		reqsBefore := len(c.sccRequests(t, ctx))
 
@@ -258,14 +259,14 @@ func TestKind(t *testing.T) {
 		final := states[len(states)-1]
 		require.True(t, final.Failed(), "Registration %s did not fail: %s", name, final)
 		assert.False(t, final.Activated)
-		assert.Contains(t, final.FailureMessage(), "no such host", "the operator could not resolve %s", updateServer)
+		assert.Contains(t, final.FailureMessage(), "no such host", "the operator could not resolve %s", harness.UpdateServer)
 		for _, r := range c.sccRequests(t, ctx)[reqsBefore:] {
 			assert.NotEqual(t, "/connect/subscriptions/systems", r.Path, "nothing reached the update server: %+v", r)
 		}
 		// It stays Failed once CoreDNS answers: the operator does not retry.
-		_, ok := c.resolve(t, ctx, updateServer, 90)
+		_, ok := c.resolve(t, ctx, harness.UpdateServer, 90)
 		resolvedAt := time.Since(start)
-		require.True(t, ok, "%s never resolved", updateServer)
+		require.True(t, ok, "%s never resolved", harness.UpdateServer)
 		time.Sleep(10 * time.Second)
 		again, err := sccoperator.Get(ctx, c.dyn, name)
 		require.NoError(t, err)
@@ -281,7 +282,7 @@ func TestKind(t *testing.T) {
 		assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason, "%s", ev.Note)
 		assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 		t.Logf("proved: with %s=0 Job %s ended %s (%s; summary operator=%v exitCode=%v; Event %s) %.0fs after it started, its Registration %s Failed (%q); a pod resolved %s only %.0fs after the start, and the Registration stayed Failed: the wait is what makes it work",
-			handoverEnv, job.Name, jobCond.Type, jobCond.Reason, sum["operator"], sum["exitCode"], ev.Reason, finished.Seconds(), name, final.FailureMessage(), updateServer, resolvedAt.Seconds())
+			handoverEnv, job.Name, jobCond.Type, jobCond.Reason, sum["operator"], sum["exitCode"], ev.Reason, finished.Seconds(), name, final.FailureMessage(), harness.UpdateServer, resolvedAt.Seconds())
 	})
 
 	// Zero touch after the operator gave up: the next run, with its
@@ -367,7 +368,7 @@ func TestKind(t *testing.T) {
 		name, final, states := c.activeRegistration(t, ctx, rec)
 		chartRegistered = name
 		announce := c.announce(t, ctx, chartRegCode)
-		assert.Equal(t, updateServer, announce.ServerName)
+		assert.Equal(t, harness.UpdateServer, announce.ServerName)
 		t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace bundle's values and Azure's injected ones → Job %s from its CronJob (%.0fs, credentialMode %v, summary operator=%v) → rancher/scc-operator %.7s registered with the chart's code %s: Registration %s Done, activated=%t, never Failure (%d states)",
 			job.Name, took.Seconds(), token["credentialMode"], sum["operator"], sccoperator.CommitRMT, announce.RegCode, name, final.Activated, states)
 	})
@@ -385,8 +386,8 @@ func TestKind(t *testing.T) {
 		c.uninstallChart(t, ctx)
 		coreRV := c.aksDNS(t, ctx)
 		am := startAddonManager(ctx, c, 10*time.Second)
-		if addr, ok := c.resolve(t, ctx, updateServer, 1); ok {
-			require.Failf(t, "AKS's layout still resolves the name", "%s → %s", updateServer, addr)
+		if addr, ok := c.resolve(t, ctx, harness.UpdateServer, 1); ok {
+			require.Failf(t, "AKS's layout still resolves the name", "%s → %s", harness.UpdateServer, addr)
 		}
 
 		installed := time.Now()
@@ -404,7 +405,7 @@ func TestKind(t *testing.T) {
 		require.NoError(t, err)
 		podIP := c.fakecloudPodIP(t, ctx)
 		entry := custom.Data[inclusterdns.DefaultHostsKey]
-		assert.Contains(t, entry, podIP+" "+updateServer, "the engine's entry is in coredns-custom under its own key")
+		assert.Contains(t, entry, podIP+" "+harness.UpdateServer, "the engine's entry is in coredns-custom under its own key")
 		for k, v := range aksUserKeys {
 			assert.Equal(t, v, custom.Data[k], "the customer's key %s is untouched", k)
 		}
@@ -422,7 +423,7 @@ func TestKind(t *testing.T) {
 			}
 		}
 		require.Len(t, announces, 2, "the previous chart install's announce and this one's")
-		assert.Equal(t, updateServer, announces[1].ServerName, "the operator dialled the update server by its name (SNI)")
+		assert.Equal(t, harness.UpdateServer, announces[1].ServerName, "the operator dialled the update server by its name (SNI)")
 		assert.Equal(t, http.StatusCreated, announces[1].Status)
 		t.Logf("proved: on AKS's CoreDNS layout (AKS's Corefile importing custom/*.override and custom/*.server, coredns-custom mounted optional at /etc/coredns/custom, an addon-manager stand-in reconciling coredns) helm install of the chart with the Marketplace values → Job %s → rancher/scc-operator %.7s: Registration %s Done, activated=%t, never Failure (%d states), %.0fs from install to active; the engine's entry %q only in coredns-custom key %s, coredns at resourceVersion %s unchanged (%d reverts), the customer's keys %v untouched",
 			job.Name, sccoperator.CommitRMT, name, final.Activated, states, toActive.Seconds(), strings.TrimSpace(entry), inclusterdns.DefaultHostsKey, core.ResourceVersion, len(reverted), slices.Sorted(maps.Keys(aksUserKeys)))
@@ -756,7 +757,7 @@ func (c *kindCluster) fakecloudFile(t *testing.T, ctx context.Context, name stri
 // until it completes or fails.
 func (c *kindCluster) runJob(t *testing.T, ctx context.Context, name string, edit func(*corev1.PodSpec)) *batchv1.Job {
 	t.Helper()
-	args := []string{"-n", kube.Namespace, "create", "job", name, "--from=cronjob/" + cronJobName}
+	args := []string{"-n", kube.Namespace, "create", "job", name, "--from=cronjob/" + harness.CronJobName}
 	if edit == nil {
 		c.kubectl(t, ctx, nil, args...)
 	} else {
