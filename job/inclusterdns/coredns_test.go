@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -49,21 +48,12 @@ const noReloadCorefile = "" +
 	"    forward . /etc/resolv.conf\n" +
 	"}\n"
 
-// typed serves the ConfigMaps the engine edits from client-go's fake
-// clientset.
-type typed struct{ cs kubernetes.Interface }
-
-func (t typed) ConfigMaps(ns string) kube.ConfigMapInterface { return t.cs.CoreV1().ConfigMaps(ns) }
-func (t typed) EndpointSlices(ns string) kube.EndpointSliceInterface {
-	return t.cs.DiscoveryV1().EndpointSlices(ns)
-}
-
 func cm(name string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", ResourceVersion: "42"}, Data: data}
 }
 
 func newCoreDNS(c *fake.Clientset) *CoreDNS {
-	return &CoreDNS{ConfigMaps: typed{c}, Namespace: "kube-system"}
+	return &CoreDNS{ConfigMaps: kubetest.Typed(c), Namespace: "kube-system"}
 }
 
 func getCM(t *testing.T, c *fake.Clientset, name string) *corev1.ConfigMap {
@@ -435,7 +425,7 @@ func TestCoreDNSRemovesEarlierEntries(t *testing.T) {
 			}
 			c := fake.NewClientset(objects...)
 			var logs strings.Builder
-			engine := &CoreDNS{ConfigMaps: typed{c}, Domains: tc.domains, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+			engine := &CoreDNS{ConfigMaps: kubetest.Typed(c), Domains: tc.domains, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
 
 			edit, err := engine.Ensure(context.Background(), smtName, smtIP)
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rancher/registration-engine/internal/testkit"
+	"github.com/rancher/registration-engine/job/kube/kubetest"
 )
 
 // Inputs of the real-CoreDNS tests. make test sets COREDNS_BIN (built by
@@ -438,7 +439,7 @@ func TestRealCoreDNSEdges(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, kindCorefile)}))
-		engine := &CoreDNS{ConfigMaps: typed{c}, Domains: testDomains}
+		engine := &CoreDNS{ConfigMaps: kubetest.Typed(c), Domains: testDomains}
 		_, err := engine.Ensure(ctx, old, oldIP)
 		require.NoError(t, err)
 		dir := t.TempDir()

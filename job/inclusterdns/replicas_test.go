@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -81,7 +82,7 @@ func TestReplicas(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset(tc.objects...)
-			got, err := Replicas{Slices: typed{c}}.List(context.Background())
+			got, err := Replicas{Slices: kubetest.Typed(c)}.List(context.Background())
 			require.NoError(t, err)
 			var s []string
 			for _, a := range got {
@@ -98,7 +99,7 @@ func TestReplicasForbidden(t *testing.T) {
 	c.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "", errors.New("RBAC: access denied"))
 	})
-	_, err := Replicas{Slices: typed{c}}.List(context.Background())
+	_, err := Replicas{Slices: kubetest.Typed(c)}.List(context.Background())
 	var forbidden *kube.ForbiddenError
 	require.ErrorAs(t, err, &forbidden)
 	assert.True(t, failure.IsPermanent(err))

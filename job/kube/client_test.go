@@ -1,4 +1,4 @@
-package kube
+package kube_test
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
@@ -44,7 +45,7 @@ type fakeAPIServer struct {
 	}
 }
 
-const secretPath = "/api/v1/namespaces/" + Namespace + "/secrets/" + SecretName
+const secretPath = "/api/v1/namespaces/" + kube.Namespace + "/secrets/" + kube.SecretName
 
 func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
@@ -55,7 +56,7 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: int32(code), Reason: reason,
-			Details: &metav1.StatusDetails{Name: SecretName, Kind: "secrets"}})
+			Details: &metav1.StatusDetails{Name: kube.SecretName, Kind: "secrets"}})
 	}
 	object := func(code int, s *corev1.Secret) {
 		w.Header().Set("Content-Type", "application/json")
@@ -97,13 +98,13 @@ func startAPIServer(t *testing.T) (*fakeAPIServer, *httptest.Server, []byte) {
 
 // inClusterOptions are the options of a pod reaching the API server at
 // srvURL with token, verified by caPEM.
-func inClusterOptions(t *testing.T, srvURL string, caPEM []byte, token string) ClientOptions {
+func inClusterOptions(t *testing.T, srvURL string, caPEM []byte, token string) kube.ClientOptions {
 	t.Helper()
 	u, err := url.Parse(srvURL)
 	require.NoError(t, err)
 	host, port, err := net.SplitHostPort(u.Host)
 	require.NoError(t, err)
-	return ClientOptions{Host: host, Port: port, TokenFile: writeFile(t, "token", token), CACert: writeFile(t, "ca.crt", string(caPEM))}
+	return kube.ClientOptions{Host: host, Port: port, TokenFile: writeFile(t, "token", token), CACert: writeFile(t, "ca.crt", string(caPEM))}
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -117,11 +118,11 @@ func writeFile(t *testing.T, name, content string) string {
 // the token and verify it with the CA; the Secret goes out as a server-side
 // apply of data (not stringData) with our field manager and force.
 func TestSecretStoreOverTLS(t *testing.T) {
-	tests := map[string]func(t *testing.T, srvURL string, caPEM []byte) ClientOptions{
-		"in cluster": func(t *testing.T, srvURL string, caPEM []byte) ClientOptions {
+	tests := map[string]func(t *testing.T, srvURL string, caPEM []byte) kube.ClientOptions{
+		"in cluster": func(t *testing.T, srvURL string, caPEM []byte) kube.ClientOptions {
 			return inClusterOptions(t, srvURL, caPEM, "sa-token")
 		},
-		"kubeconfig": func(t *testing.T, srvURL string, caPEM []byte) ClientOptions {
+		"kubeconfig": func(t *testing.T, srvURL string, caPEM []byte) kube.ClientOptions {
 			kc := `apiVersion: v1
 kind: Config
 clusters:
@@ -138,9 +139,9 @@ contexts:
   context: {cluster: c, user: u}
 current-context: x
 `
-			return ClientOptions{Kubeconfig: writeFile(t, "kubeconfig", kc), Host: "ignored.invalid"}
+			return kube.ClientOptions{Kubeconfig: writeFile(t, "kubeconfig", kc), Host: "ignored.invalid"}
 		},
-		"KUBECONFIG list with a missing file": func(t *testing.T, srvURL string, caPEM []byte) ClientOptions {
+		"KUBECONFIG list with a missing file": func(t *testing.T, srvURL string, caPEM []byte) kube.ClientOptions {
 			kc := `apiVersion: v1
 kind: Config
 clusters:
@@ -155,17 +156,17 @@ contexts:
 current-context: x
 `
 			missing := filepath.Join(t.TempDir(), "missing")
-			return ClientOptions{Kubeconfig: missing + string(filepath.ListSeparator) + writeFile(t, "kubeconfig", kc)}
+			return kube.ClientOptions{Kubeconfig: missing + string(filepath.ListSeparator) + writeFile(t, "kubeconfig", kc)}
 		},
 	}
 	for name, opts := range tests {
 		t.Run(name, func(t *testing.T) {
 			f, srv, caPEM := startAPIServer(t)
-			cfg, err := RESTConfig(opts(t, srv.URL, caPEM), nil)
+			cfg, err := kube.RESTConfig(opts(t, srv.URL, caPEM), nil)
 			require.NoError(t, err)
-			clients, err := NewClients(cfg)
+			clients, err := kube.NewClients(cfg)
 			require.NoError(t, err)
-			store := &SecretStore{Secrets: clients.Secrets}
+			store := &kube.SecretStore{Secrets: clients.Secrets}
 
 			changed, err := store.Write(context.Background(), testRegistration())
 			require.NoError(t, err)
@@ -181,7 +182,7 @@ current-context: x
 				assert.Equal(t, "Bearer sa-token", a)
 			}
 			assert.Equal(t, "application/apply-patch+yaml", f.apply.contentType)
-			assert.Equal(t, FieldManager, f.apply.query.Get("fieldManager"))
+			assert.Equal(t, kube.FieldManager, f.apply.query.Get("fieldManager"))
 			assert.Equal(t, "true", f.apply.query.Get("force"))
 			assert.NotContains(t, f.apply.body, "stringData")
 			assert.Contains(t, f.apply.body, "data")
@@ -194,14 +195,14 @@ current-context: x
 func TestSecretStoreForbiddenOverTLS(t *testing.T) {
 	f, srv, caPEM := startAPIServer(t)
 	f.forbid = true
-	cfg, err := RESTConfig(inClusterOptions(t, srv.URL, caPEM, "t"), nil)
+	cfg, err := kube.RESTConfig(inClusterOptions(t, srv.URL, caPEM, "t"), nil)
 	require.NoError(t, err)
-	clients, err := NewClients(cfg)
+	clients, err := kube.NewClients(cfg)
 	require.NoError(t, err)
 
-	_, err = (&SecretStore{Secrets: clients.Secrets, Sleep: (&sleeps{}).sleep}).Write(context.Background(), testRegistration())
+	_, err = (&kube.SecretStore{Secrets: clients.Secrets, Sleep: (&sleeps{}).sleep}).Write(context.Background(), testRegistration())
 
-	require.ErrorIs(t, err, ErrForbidden)
+	require.ErrorIs(t, err, kube.ErrForbidden)
 	assert.True(t, failure.IsPermanent(err))
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -214,14 +215,14 @@ func TestRESTConfig(t *testing.T) {
 	token := writeFile(t, "token", "t")
 
 	tests := map[string]struct {
-		opts      ClientOptions
+		opts      kube.ClientOptions
 		permanent error // when set, the sentinel of the expected permanent error
 		failed    bool  // a permanent failure without a sentinel of ours
 		check     func(t *testing.T, host string, insecure bool, caFile string)
 		warned    bool
 	}{
 		"in cluster": {
-			opts: ClientOptions{Host: "10.0.0.1", Port: "443", TokenFile: token, CACert: ca},
+			opts: kube.ClientOptions{Host: "10.0.0.1", Port: "443", TokenFile: token, CACert: ca},
 			check: func(t *testing.T, host string, insecure bool, caFile string) {
 				assert.Equal(t, "https://10.0.0.1:443", host)
 				assert.False(t, insecure)
@@ -229,13 +230,13 @@ func TestRESTConfig(t *testing.T) {
 			},
 		},
 		"IPv6 service host": {
-			opts: ClientOptions{Host: "fd00::1", Port: "6443", TokenFile: token, CACert: ca},
+			opts: kube.ClientOptions{Host: "fd00::1", Port: "6443", TokenFile: token, CACert: ca},
 			check: func(t *testing.T, host string, _ bool, _ string) {
 				assert.Equal(t, "https://[fd00::1]:6443", host)
 			},
 		},
 		"CA False: verification off, with a warning": {
-			opts:   ClientOptions{Host: "10.0.0.1", TokenFile: token, CACert: "False"},
+			opts:   kube.ClientOptions{Host: "10.0.0.1", TokenFile: token, CACert: "False"},
 			warned: true,
 			check: func(t *testing.T, host string, insecure bool, caFile string) {
 				assert.Equal(t, "https://10.0.0.1:443", host)
@@ -243,18 +244,18 @@ func TestRESTConfig(t *testing.T) {
 				assert.Empty(t, caFile)
 			},
 		},
-		"not in a cluster, no kubeconfig": {opts: ClientOptions{}, permanent: ErrNotInCluster},
-		"token file missing":              {opts: ClientOptions{Host: "10.0.0.1", TokenFile: filepath.Join(t.TempDir(), "none"), CACert: ca}, failed: true},
-		"CA file missing":                 {opts: ClientOptions{Host: "10.0.0.1", TokenFile: token, CACert: filepath.Join(t.TempDir(), "none")}, failed: true},
-		"CA file not PEM":                 {opts: ClientOptions{Host: "10.0.0.1", TokenFile: token, CACert: token}, failed: true},
-		"kubeconfig missing":              {opts: ClientOptions{Kubeconfig: filepath.Join(t.TempDir(), "none")}, failed: true},
+		"not in a cluster, no kubeconfig": {opts: kube.ClientOptions{}, permanent: kube.ErrNotInCluster},
+		"token file missing":              {opts: kube.ClientOptions{Host: "10.0.0.1", TokenFile: filepath.Join(t.TempDir(), "none"), CACert: ca}, failed: true},
+		"CA file missing":                 {opts: kube.ClientOptions{Host: "10.0.0.1", TokenFile: token, CACert: filepath.Join(t.TempDir(), "none")}, failed: true},
+		"CA file not PEM":                 {opts: kube.ClientOptions{Host: "10.0.0.1", TokenFile: token, CACert: token}, failed: true},
+		"kubeconfig missing":              {opts: kube.ClientOptions{Kubeconfig: filepath.Join(t.TempDir(), "none")}, failed: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var logs bytes.Buffer
 			log := slog.New(slog.NewJSONHandler(&logs, nil))
 
-			cfg, err := RESTConfig(tc.opts, log)
+			cfg, err := kube.RESTConfig(tc.opts, log)
 
 			if tc.permanent != nil || tc.failed {
 				require.Error(t, err)
@@ -265,7 +266,7 @@ func TestRESTConfig(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, RequestTimeout, cfg.Timeout)
+			assert.Equal(t, kube.RequestTimeout, cfg.Timeout)
 			assert.Equal(t, tc.opts.TokenFile, cfg.BearerTokenFile)
 			tc.check(t, cfg.Host, cfg.Insecure, cfg.CAFile)
 			assert.Equal(t, tc.warned, strings.Contains(logs.String(), `"level":"WARN"`))
@@ -304,7 +305,7 @@ current-context: ctx-a
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			cfg, err := WorkstationConfig(tc.path, tc.context)
+			cfg, err := kube.WorkstationConfig(tc.path, tc.context)
 			if tc.host == "" {
 				require.Error(t, err)
 				assert.True(t, failure.IsPermanent(err))
@@ -312,7 +313,7 @@ current-context: ctx-a
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.host, cfg.Host)
-			assert.Equal(t, RequestTimeout, cfg.Timeout)
+			assert.Equal(t, kube.RequestTimeout, cfg.Timeout)
 		})
 	}
 }
@@ -322,16 +323,16 @@ current-context: ctx-a
 // as the API server's 403, so status can tell it from an absent object.
 func TestReaderOverTLS(t *testing.T) {
 	f, srv, caPEM := startAPIServer(t)
-	f.secret = &corev1.Secret{TypeMeta: metav1.TypeMeta{Kind: "Secret", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: SecretName, Namespace: Namespace},
-		Data: map[string][]byte{KeyRegistrationType: []byte("online")}}
-	cfg, err := RESTConfig(inClusterOptions(t, srv.URL, caPEM, "reader-token"), nil)
+	f.secret = &corev1.Secret{TypeMeta: metav1.TypeMeta{Kind: "Secret", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
+		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online")}}
+	cfg, err := kube.RESTConfig(inClusterOptions(t, srv.URL, caPEM, "reader-token"), nil)
 	require.NoError(t, err)
-	r, err := NewReader(cfg)
+	r, err := kube.NewReader(cfg)
 	require.NoError(t, err)
 
-	got, err := r.Secret(context.Background(), Namespace, SecretName)
+	got, err := r.Secret(context.Background(), kube.Namespace, kube.SecretName)
 	require.NoError(t, err)
-	assert.Equal(t, "online", string(got.Data[KeyRegistrationType]))
+	assert.Equal(t, "online", string(got.Data[kube.KeyRegistrationType]))
 
 	_, err = r.ConfigMap(context.Background(), "kube-system", "coredns")
 	assert.True(t, apierrors.IsNotFound(err), "an absent object is the API server's 404: %v", err)
@@ -339,7 +340,7 @@ func TestReaderOverTLS(t *testing.T) {
 	f.mu.Lock()
 	f.forbid = true
 	f.mu.Unlock()
-	_, err = r.Secret(context.Background(), Namespace, SecretName)
+	_, err = r.Secret(context.Background(), kube.Namespace, kube.SecretName)
 	assert.True(t, apierrors.IsForbidden(err), "a refused read is the API server's 403, unwrapped: %v", err)
 
 	f.mu.Lock()

@@ -1,4 +1,4 @@
-package kube
+package kube_test
 
 import (
 	"bytes"
@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/internal/testkit"
+	"github.com/rancher/registration-engine/job/kube"
 )
 
 const testCertPEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
 
-func testRegistration() Registration {
-	return Registration{
+func testRegistration() kube.Registration {
+	return kube.Registration{
 		URL:          "https://smt-azure.susecloud.net",
 		RegCode:      "INTERNAL-USE-ONLY-0000-0000",
 		InstanceData: "<document>c2lnbmVk</document>",
@@ -33,22 +34,22 @@ func golden(t *testing.T, name string, got []byte) {
 // compares with rancher/scc-operator when either side changes.
 func TestRegistrationDataGolden(t *testing.T) {
 	tests := map[string]struct {
-		render func(Registration) any
+		render func(kube.Registration) any
 		golden string
 	}{
 		"data": {
-			render: func(r Registration) any { return r.Data() },
+			render: func(r kube.Registration) any { return r.Data() },
 			golden: "registration-data.golden",
 		},
 		"redacted": {
-			render: func(r Registration) any { return r.Redacted() },
+			render: func(r kube.Registration) any { return r.Redacted() },
 			golden: "registration-redacted.golden",
 		},
 		// The body of the server-side apply: type and data only, no
 		// labels or annotations, data rather than stringData.
 		"apply configuration": {
-			render: func(r Registration) any {
-				body, err := secretApplyPatch(Namespace, SecretName, "", r.Data())
+			render: func(r kube.Registration) any {
+				body, err := kube.SecretApplyPatch(kube.Namespace, kube.SecretName, "", r.Data())
 				if err != nil {
 					return err
 				}
@@ -72,15 +73,15 @@ func TestRegistrationDataGolden(t *testing.T) {
 func TestRedactedHidesSecretsOnly(t *testing.T) {
 	r := testRegistration()
 	red := r.Redacted()
-	for _, k := range registrationKeys {
+	for _, k := range kube.RegistrationKeys() {
 		assert.Contains(t, red, k)
 	}
-	assert.NotContains(t, red[KeyRegCode], r.RegCode)
-	assert.NotContains(t, red[KeyInstanceData], "c2lnbmVk")
-	assert.Equal(t, r.URL, red[KeyRegistrationURL])
-	assert.Equal(t, testCertPEM, red[KeyRegistrationURLCert])
+	assert.NotContains(t, red[kube.KeyRegCode], r.RegCode)
+	assert.NotContains(t, red[kube.KeyInstanceData], "c2lnbmVk")
+	assert.Equal(t, r.URL, red[kube.KeyRegistrationURL])
+	assert.Equal(t, testCertPEM, red[kube.KeyRegistrationURLCert])
 
 	// A missing code stays visibly missing.
 	r.RegCode = ""
-	assert.Empty(t, r.Redacted()[KeyRegCode])
+	assert.Empty(t, r.Redacted()[kube.KeyRegCode])
 }

@@ -1,4 +1,4 @@
-package kube
+package kube_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/providers/failure"
 )
@@ -30,9 +31,9 @@ var (
 	t0       = time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
 )
 
-func newLease(c *fake.Clientset, holder string, now time.Time) *Lease {
-	return &Lease{
-		Leases: typed{c}, Namespace: Namespace, Name: leaseName,
+func newLease(c *fake.Clientset, holder string, now time.Time) *kube.Lease {
+	return &kube.Lease{
+		Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: leaseName,
 		Holder: holder, Duration: 10 * time.Minute,
 		Clock: clocktesting.NewFakePassiveClock(now),
 	}
@@ -41,7 +42,7 @@ func newLease(c *fake.Clientset, holder string, now time.Time) *Lease {
 // heldLease is a Lease that holder renewed at renewed for 10 minutes.
 func heldLease(holder string, renewed time.Time) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: Namespace, ResourceVersion: "7"},
+		ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace, ResourceVersion: "7"},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(holder),
 			LeaseDurationSeconds: ptr.To[int32](600),
@@ -54,7 +55,7 @@ func heldLease(holder string, renewed time.Time) *coordinationv1.Lease {
 
 func getLease(t *testing.T, c *fake.Clientset) *coordinationv1.Lease {
 	t.Helper()
-	le, err := c.CoordinationV1().Leases(Namespace).Get(context.Background(), leaseName, metav1.GetOptions{})
+	le, err := c.CoordinationV1().Leases(kube.Namespace).Get(context.Background(), leaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	return le
 }
@@ -107,7 +108,7 @@ func TestLeaseAcquire(t *testing.T) {
 		"held by a dead pod of this Job, not expired: this Job's retry takes it over": {
 			existing: func() *coordinationv1.Lease {
 				le := heldLease("job-1-aaaaa", t0.Add(-time.Minute))
-				le.Annotations = map[string]string{AnnotationLeaseJobUID: "uid-1", AnnotationLeaseJobName: "job-1"}
+				le.Annotations = map[string]string{kube.AnnotationLeaseJobUID: "uid-1", kube.AnnotationLeaseJobName: "job-1"}
 				return le
 			}(),
 			now:         t0,
@@ -118,7 +119,7 @@ func TestLeaseAcquire(t *testing.T) {
 		"held by a pod of another Job, not expired: skipped": {
 			existing: func() *coordinationv1.Lease {
 				le := heldLease("job-0-aaaaa", t0.Add(-time.Minute))
-				le.Annotations = map[string]string{AnnotationLeaseJobUID: "uid-0", AnnotationLeaseJobName: "job-0"}
+				le.Annotations = map[string]string{kube.AnnotationLeaseJobUID: "uid-0", kube.AnnotationLeaseJobName: "job-0"}
 				return le
 			}(),
 			now:     t0,
@@ -148,9 +149,9 @@ func TestLeaseAcquire(t *testing.T) {
 
 			assert.Equal(t, tc.actions, kubetest.Verbs(c, "leases"))
 			if tc.held != "" {
-				require.ErrorIs(t, err, ErrLeaseHeld)
+				require.ErrorIs(t, err, kube.ErrLeaseHeld)
 				assert.False(t, failure.IsPermanent(err))
-				var held *LeaseHeldError
+				var held *kube.LeaseHeldError
 				require.ErrorAs(t, err, &held)
 				assert.Equal(t, tc.held, held.Holder)
 				assert.Equal(t, tc.existing.Spec.RenewTime.Add(10*time.Minute), held.Until)
@@ -164,7 +165,7 @@ func TestLeaseAcquire(t *testing.T) {
 			assert.Equal(t, "pod-b", holderIdentity(got))
 			assert.Equal(t, int32(720), *got.Spec.LeaseDurationSeconds, "the run deadline and LeaseMargin, judged on another node's clock")
 			if tc.jobUID != "" {
-				assert.Equal(t, map[string]string{AnnotationLeaseJobUID: tc.jobUID, AnnotationLeaseJobName: "job-1"}, got.Annotations, "the Lease names the Job")
+				assert.Equal(t, map[string]string{kube.AnnotationLeaseJobUID: tc.jobUID, kube.AnnotationLeaseJobName: "job-1"}, got.Annotations, "the Lease names the Job")
 			}
 			assert.True(t, got.Spec.RenewTime.Time.Equal(tc.now))
 			assert.True(t, got.Spec.AcquireTime.Time.Equal(tc.now))
@@ -196,8 +197,8 @@ func TestLeaseCreateRaceLosesToFirstCreator(t *testing.T) {
 	})
 	_, err = newLease(c, "pod-b", t0.Add(time.Second)).Acquire(ctx)
 
-	require.ErrorIs(t, err, ErrLeaseHeld)
-	var held *LeaseHeldError
+	require.ErrorIs(t, err, kube.ErrLeaseHeld)
+	var held *kube.LeaseHeldError
 	require.ErrorAs(t, err, &held)
 	assert.Equal(t, "pod-a", held.Holder)
 	assert.Equal(t, "pod-a", holderIdentity(getLease(t, c)))
@@ -212,7 +213,7 @@ func TestLeaseTakeoverConflict(t *testing.T) {
 
 	release, err := newLease(c, "pod-b", t0).Acquire(context.Background())
 
-	require.ErrorIs(t, err, ErrLeaseHeld)
+	require.ErrorIs(t, err, kube.ErrLeaseHeld)
 	assert.Nil(t, release)
 }
 
@@ -224,9 +225,9 @@ func TestLeaseForbidden(t *testing.T) {
 
 	_, err := newLease(c, "pod-b", t0).Acquire(context.Background())
 
-	require.ErrorIs(t, err, ErrForbidden)
+	require.ErrorIs(t, err, kube.ErrForbidden)
 	assert.True(t, failure.IsPermanent(err))
-	var fe *ForbiddenError
+	var fe *kube.ForbiddenError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "leases/"+leaseName, fe.Resource)
 	assert.Contains(t, fe.Verbs, "create")
@@ -262,7 +263,7 @@ func TestLeaseRelease(t *testing.T) {
 			if tc.takenBy != "" {
 				le := getLease(t, c)
 				le.Spec.HolderIdentity = ptr.To(tc.takenBy)
-				_, err := c.CoordinationV1().Leases(Namespace).Update(context.Background(), le, metav1.UpdateOptions{})
+				_, err := c.CoordinationV1().Leases(kube.Namespace).Update(context.Background(), le, metav1.UpdateOptions{})
 				require.NoError(t, err)
 			}
 			if tc.cancelled {
@@ -306,11 +307,11 @@ func TestLeaseFieldManagerFitsAndDiffers(t *testing.T) {
 		}
 		return string(b) + suffix
 	}
-	a := (&Lease{Holder: long("1")}).fieldManager()
-	b := (&Lease{Holder: long("2")}).fieldManager()
+	a := kube.FieldManagerOf(&kube.Lease{Holder: long("1")})
+	b := kube.FieldManagerOf(&kube.Lease{Holder: long("2")})
 	assert.LessOrEqual(t, len(a), 128)
 	assert.NotEqual(t, a, b)
-	assert.Equal(t, FieldManager+"/pod-x", (&Lease{Holder: "pod-x"}).fieldManager())
+	assert.Equal(t, kube.FieldManager+"/pod-x", kube.FieldManagerOf(&kube.Lease{Holder: "pod-x"}))
 }
 
 // TestLeaseRecordsTheJob: a run of a Job creates the Lease naming the Job,
@@ -323,12 +324,12 @@ func TestLeaseRecordsTheJob(t *testing.T) {
 	first.JobName, first.JobUID = "job-1", "uid-1"
 	_, err := first.Acquire(ctx) // and dies without releasing
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{AnnotationLeaseJobUID: "uid-1", AnnotationLeaseJobName: "job-1"}, getLease(t, c).Annotations)
+	assert.Equal(t, map[string]string{kube.AnnotationLeaseJobUID: "uid-1", kube.AnnotationLeaseJobName: "job-1"}, getLease(t, c).Annotations)
 
 	other := newLease(c, "job-2-ccccc", t0.Add(time.Minute))
 	other.JobName, other.JobUID = "job-2", "uid-2"
 	_, err = other.Acquire(ctx)
-	require.ErrorIs(t, err, ErrLeaseHeld, "another Job's run still waits")
+	require.ErrorIs(t, err, kube.ErrLeaseHeld, "another Job's run still waits")
 
 	retry := newLease(c, "job-1-bbbbb", t0.Add(time.Minute))
 	retry.JobName, retry.JobUID = "job-1", "uid-1"

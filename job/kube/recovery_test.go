@@ -1,4 +1,4 @@
-package kube
+package kube_test
 
 import (
 	"context"
@@ -19,16 +19,18 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/providers/failure"
 )
 
-func recreateRegistration() Registration {
-	return Registration{URL: "https://smt-azure.susecloud.net", RegCode: "CODE-1", InstanceData: "<document>{}</document>", CertPEM: []byte("PEM")}
+func recreateRegistration() kube.Registration {
+	return kube.Registration{URL: "https://smt-azure.susecloud.net", RegCode: "CODE-1", InstanceData: "<document>{}</document>", CertPEM: []byte("PEM")}
 }
 
 // failedSecret is scc-registration as the operator leaves it: adopted, with
 // its finalizer.
-func failedSecret(r Registration) *corev1.Secret {
+func failedSecret(r kube.Registration) *corev1.Secret {
 	s := operatorSecret(r)
 	s.UID, s.ResourceVersion = "uid-1", "41"
 	s.Finalizers = []string{"wrangler.cattle.io/prime-registration-secrets-remove"}
@@ -61,8 +63,8 @@ func TestSecretRecreate(t *testing.T) {
 		assert.True(t, res.Deleted)
 		assert.Equal(t, 1, countVerb(c, "delete"))
 		got := getSecret(t, c)
-		assert.Equal(t, "CODE-1", string(got.Data[KeyRegCode]))
-		assert.NotContains(t, got.Labels, LabelSalt, "a new Secret: the operator salts it afresh, so a new Registration")
+		assert.Equal(t, "CODE-1", string(got.Data[kube.KeyRegCode]))
+		assert.NotContains(t, got.Labels, kube.LabelSalt, "a new Secret: the operator salts it afresh, so a new Registration")
 		assert.NotContains(t, got.Labels, "app.kubernetes.io/managed-by")
 	})
 
@@ -73,14 +75,14 @@ func TestSecretRecreate(t *testing.T) {
 		noCode.RegCode = ""
 		_, err := newStore(c, &sleeps{}).Recreate(ctx, noCode, "uid-1", "41", time.Second)
 		require.NoError(t, err)
-		assert.Equal(t, "CODE-1", string(getSecret(t, c).Data[KeyRegCode]))
+		assert.Equal(t, "CODE-1", string(getSecret(t, c).Data[kube.KeyRegCode]))
 	})
 
 	t.Run("changed since read: nothing deleted", func(t *testing.T) {
 		r := recreateRegistration()
 		c := fake.NewClientset(failedSecret(r))
 		_, err := newStore(c, &sleeps{}).Recreate(ctx, r, "uid-1", "40", time.Second)
-		require.ErrorIs(t, err, ErrSecretChanged)
+		require.ErrorIs(t, err, kube.ErrSecretChanged)
 		assert.False(t, failure.IsPermanent(err), "the next run reads afresh")
 		assert.Equal(t, 0, countVerb(c, "delete"))
 		assert.Equal(t, "uid-1", string(getSecret(t, c).UID))
@@ -93,10 +95,10 @@ func TestSecretRecreate(t *testing.T) {
 			d := a.(k8stesting.DeleteAction)
 			assert.Equal(t, types.UID("uid-1"), *d.GetDeleteOptions().Preconditions.UID)
 			assert.Equal(t, "41", *d.GetDeleteOptions().Preconditions.ResourceVersion)
-			return true, nil, apierrors.NewConflict(secretsGR, SecretName, errors.New("Precondition failed: UID in precondition: uid-1, UID in object meta: uid-9"))
+			return true, nil, apierrors.NewConflict(secretsGR, kube.SecretName, errors.New("Precondition failed: UID in precondition: uid-1, UID in object meta: uid-9"))
 		})
 		_, err := newStore(c, &sleeps{}).Recreate(ctx, r, "uid-1", "41", time.Second)
-		require.ErrorIs(t, err, ErrSecretChanged)
+		require.ErrorIs(t, err, kube.ErrSecretChanged)
 	})
 
 	t.Run("held by the finalizer: ErrSecretTerminating, never written over, and the next Write refuses too", func(t *testing.T) {
@@ -105,13 +107,13 @@ func TestSecretRecreate(t *testing.T) {
 		c.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 			s := failedSecret(r)
 			s.DeletionTimestamp = ptr.To(metav1.NewTime(time.Now()))
-			require.NoError(t, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), s, Namespace))
+			require.NoError(t, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), s, kube.Namespace))
 			return true, nil, nil
 		})
 		st := newStore(c, &sleeps{})
 		st.PollInterval = 10 * time.Millisecond
 		_, err := st.Recreate(ctx, r, "uid-1", "41", 100*time.Millisecond)
-		require.ErrorIs(t, err, ErrSecretTerminating)
+		require.ErrorIs(t, err, kube.ErrSecretTerminating)
 		assert.True(t, failure.IsPermanent(err))
 		assert.Contains(t, err.Error(), "wrangler.cattle.io/prime-registration-secrets-remove", "says what holds it")
 		assert.Equal(t, 0, countVerb(c, "patch"), "never written over")
@@ -119,7 +121,7 @@ func TestSecretRecreate(t *testing.T) {
 		other := r
 		other.RegCode = "CODE-2"
 		_, err = st.Write(ctx, other)
-		require.ErrorIs(t, err, ErrSecretTerminating, "a later run says so too")
+		require.ErrorIs(t, err, kube.ErrSecretTerminating, "a later run says so too")
 		assert.Equal(t, 0, countVerb(c, "patch"))
 	})
 }
@@ -132,7 +134,7 @@ func TestOperatorLeaseCheck(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	lease := func(holder string, renewed time.Time, secs int32) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: OperatorLeaseName, Namespace: OperatorLeaseNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: kube.OperatorLeaseName, Namespace: kube.OperatorLeaseNamespace},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(secs),
 				RenewTime: ptr.To(metav1.NewMicroTime(renewed)),
@@ -169,13 +171,13 @@ func TestOperatorLeaseCheck(t *testing.T) {
 					return true, le, nil
 				})
 			}
-			o := &OperatorLease{Leases: typed{c}, Clock: clocktesting.NewFakePassiveClock(now), Observe: 200 * time.Millisecond, Interval: 10 * time.Millisecond}
+			o := &kube.OperatorLease{Leases: kubetest.Typed(c), Clock: clocktesting.NewFakePassiveClock(now), Observe: 200 * time.Millisecond, Interval: 10 * time.Millisecond}
 			_, err := o.Check(context.Background())
 			if tc.running {
 				assert.NoError(t, err)
 				return
 			}
-			require.ErrorIs(t, err, ErrOperatorNotRunning)
+			require.ErrorIs(t, err, kube.ErrOperatorNotRunning)
 			assert.Contains(t, err.Error(), tc.says)
 		})
 	}
@@ -191,7 +193,7 @@ func TestRecoveryRecordOnTheLease(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 
-	rec := RecoveryRecord{Attempts: 2, Time: t0, Cause: "HTTP 503 Service Unavailable", Message: "API error (code: 503)", Outcome: RecoveryFailed, Target: TargetHash("CODE", "https://x")}
+	rec := kube.RecoveryRecord{Attempts: 2, Time: t0, Cause: "HTTP 503 Service Unavailable", Message: "API error (code: 503)", Outcome: kube.RecoveryFailed, Target: kube.TargetHash("CODE", "https://x")}
 	require.NoError(t, l.SaveRecovery(ctx, &rec))
 	got, ok, err := l.LoadRecovery(ctx)
 	require.NoError(t, err)
@@ -201,14 +203,14 @@ func TestRecoveryRecordOnTheLease(t *testing.T) {
 
 	assert.Equal(t, 3, got.Next(rec.Target, rec.Cause))
 	assert.Equal(t, 1, got.Next(rec.Target, "connection reset"), "another cause starts afresh")
-	assert.Equal(t, 1, got.Next(TargetHash("CODE-2", "https://x"), rec.Cause), "a new code starts afresh")
-	got.Attempts = MaxRecoveries
+	assert.Equal(t, 1, got.Next(kube.TargetHash("CODE-2", "https://x"), rec.Cause), "a new code starts afresh")
+	got.Attempts = kube.MaxRecoveries
 	assert.True(t, got.Exhausted(rec.Target, rec.Cause))
-	assert.False(t, got.Exhausted(TargetHash("CODE", "https://y"), rec.Cause), "a new URL starts afresh")
+	assert.False(t, got.Exhausted(kube.TargetHash("CODE", "https://y"), rec.Cause), "a new URL starts afresh")
 
 	require.NoError(t, l.SaveRecovery(ctx, nil))
 	_, ok, err = l.LoadRecovery(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok, "cleared")
-	assert.NotContains(t, TargetHash("CODE", "https://x"), "CODE")
+	assert.NotContains(t, kube.TargetHash("CODE", "https://x"), "CODE")
 }

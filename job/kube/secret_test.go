@@ -1,4 +1,4 @@
-package kube
+package kube_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/providers/failure"
@@ -49,7 +50,7 @@ const applyVerb = "patch:" + string(types.ApplyPatchType)
 
 // operatorSecret is the Secret after rancher/scc-operator adopted it: its
 // labels, salt and annotation, written by its own Update.
-func operatorSecret(r Registration) *corev1.Secret {
+func operatorSecret(r kube.Registration) *corev1.Secret {
 	data := map[string][]byte{}
 	for k, v := range r.Data() {
 		data[k] = []byte(v)
@@ -57,7 +58,7 @@ func operatorSecret(r Registration) *corev1.Secret {
 	data["operatorNote"] = []byte("kept")
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: SecretName, Namespace: Namespace,
+			Name: kube.SecretName, Namespace: kube.Namespace,
 			Labels: map[string]string{
 				"app.kubernetes.io/managed-by":      "rancher-scc-operator",
 				"scc.cattle.io/managed-by":          "rancher-scc-operator_secret-broker",
@@ -72,18 +73,18 @@ func operatorSecret(r Registration) *corev1.Secret {
 	}
 }
 
-func newStore(c *fake.Clientset, s *sleeps) *SecretStore {
-	return &SecretStore{Secrets: typed{c}, Namespace: Namespace, Name: SecretName, Sleep: s.sleep}
+func newStore(c *fake.Clientset, s *sleeps) *kube.SecretStore {
+	return &kube.SecretStore{Secrets: kubetest.Typed(c), Namespace: kube.Namespace, Name: kube.SecretName, Sleep: s.sleep}
 }
 
 func getSecret(t *testing.T, c *fake.Clientset) *corev1.Secret {
 	t.Helper()
-	got, err := c.CoreV1().Secrets(Namespace).Get(context.Background(), SecretName, metav1.GetOptions{})
+	got, err := c.CoreV1().Secrets(kube.Namespace).Get(context.Background(), kube.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	return got
 }
 
-func assertData(t *testing.T, want Registration, got *corev1.Secret) {
+func assertData(t *testing.T, want kube.Registration, got *corev1.Secret) {
 	t.Helper()
 	for k, v := range want.Data() {
 		assert.Equal(t, v, string(got.Data[k]), "key %s", k)
@@ -102,7 +103,7 @@ func TestSecretStoreWrite(t *testing.T) {
 		// Update, as kubectl, the Python engine or the operator do).
 		existing *corev1.Secret
 		manager  string
-		write    Registration
+		write    kube.Registration
 		changed  bool
 		actions  []string
 		check    func(t *testing.T, got *corev1.Secret)
@@ -115,7 +116,7 @@ func TestSecretStoreWrite(t *testing.T) {
 				assert.Empty(t, got.Labels, "we set no labels, least of all managed-by")
 				assert.Empty(t, got.Annotations)
 				require.Len(t, got.ManagedFields, 1)
-				assert.Equal(t, FieldManager, got.ManagedFields[0].Manager)
+				assert.Equal(t, kube.FieldManager, got.ManagedFields[0].Manager)
 				assert.Equal(t, metav1.ManagedFieldsOperationApply, got.ManagedFields[0].Operation)
 			},
 		},
@@ -142,7 +143,7 @@ func TestSecretStoreWrite(t *testing.T) {
 					managers[mf.Manager] = true
 				}
 				assert.True(t, managers["rancher-scc-operator"], "the operator still owns its labels")
-				assert.True(t, managers[FieldManager])
+				assert.True(t, managers[kube.FieldManager])
 			},
 		},
 		"created earlier by kubectl with a POST: taken over, extra keys stay": {
@@ -163,7 +164,7 @@ func TestSecretStoreWrite(t *testing.T) {
 		"one key missing: written": {
 			existing: func() *corev1.Secret {
 				s := operatorSecret(old)
-				delete(s.Data, KeyInstanceData)
+				delete(s.Data, kube.KeyInstanceData)
 				return s
 			}(),
 			manager: "rancher-scc-operator",
@@ -177,7 +178,7 @@ func TestSecretStoreWrite(t *testing.T) {
 			ctx := context.Background()
 			c := fake.NewClientset()
 			if tc.existing != nil {
-				_, err := c.CoreV1().Secrets(Namespace).Create(ctx, tc.existing, metav1.CreateOptions{FieldManager: tc.manager})
+				_, err := c.CoreV1().Secrets(kube.Namespace).Create(ctx, tc.existing, metav1.CreateOptions{FieldManager: tc.manager})
 				require.NoError(t, err)
 				c.ClearActions()
 			}
@@ -216,11 +217,11 @@ func TestSecretStoreSecondRunIsNoop(t *testing.T) {
 }
 
 func TestSecretStoreRetries(t *testing.T) {
-	conflict := apierrors.NewConflict(secretsGR, SecretName, errors.New("the object has been modified"))
+	conflict := apierrors.NewConflict(secretsGR, kube.SecretName, errors.New("the object has been modified"))
 	throttled := apierrors.NewTooManyRequests("slow down", 1)
 	unavailable := apierrors.NewServiceUnavailable("etcd leader changed")
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
-	forbidden := apierrors.NewForbidden(secretsGR, SecretName, errors.New(`User "system:serviceaccount:cattle-scc-system:registration-engine" cannot get resource "secrets"`))
+	forbidden := apierrors.NewForbidden(secretsGR, kube.SecretName, errors.New(`User "system:serviceaccount:cattle-scc-system:registration-engine" cannot get resource "secrets"`))
 	unauthorized := apierrors.NewUnauthorized("token expired")
 
 	tests := map[string]struct {
@@ -243,7 +244,7 @@ func TestSecretStoreRetries(t *testing.T) {
 			verb: "get", always: throttled,
 			sleeps: []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}, requests: 5,
 			check: func(t *testing.T, err error) {
-				assert.ErrorIs(t, err, ErrRetriesExhausted)
+				assert.ErrorIs(t, err, kube.ErrRetriesExhausted)
 				assert.True(t, apierrors.IsTooManyRequests(err))
 				assert.False(t, failure.IsPermanent(err))
 			},
@@ -252,26 +253,26 @@ func TestSecretStoreRetries(t *testing.T) {
 			verb: "get", always: forbidden, requests: 1,
 			check: func(t *testing.T, err error) {
 				assert.True(t, failure.IsPermanent(err))
-				assert.ErrorIs(t, err, ErrForbidden)
+				assert.ErrorIs(t, err, kube.ErrForbidden)
 				assert.True(t, apierrors.IsForbidden(err))
-				var fe *ForbiddenError
+				var fe *kube.ForbiddenError
 				require.ErrorAs(t, err, &fe)
 				assert.Equal(t, []string{"get", "create", "patch"}, fe.Verbs)
-				assert.Equal(t, "secrets/"+SecretName, fe.Resource)
-				assert.Equal(t, Namespace, fe.Namespace)
+				assert.Equal(t, "secrets/"+kube.SecretName, fe.Resource)
+				assert.Equal(t, kube.Namespace, fe.Namespace)
 			},
 		},
 		"403 on apply: no retry, permanent": {
 			verb: "patch", always: forbidden, requests: 1,
 			check: func(t *testing.T, err error) {
 				assert.True(t, failure.IsPermanent(err))
-				assert.ErrorIs(t, err, ErrForbidden)
+				assert.ErrorIs(t, err, kube.ErrForbidden)
 			},
 		},
 		"401: no retry, token expired, not permanent": {
 			verb: "get", always: unauthorized, requests: 1,
 			check: func(t *testing.T, err error) {
-				assert.ErrorIs(t, err, ErrUnauthorized)
+				assert.ErrorIs(t, err, kube.ErrUnauthorized)
 				assert.False(t, failure.IsPermanent(err), "a new pod gets a fresh token")
 			},
 		},
@@ -323,7 +324,7 @@ func TestSecretStoreBackoffSettings(t *testing.T) {
 
 	_, err := store.Write(context.Background(), testRegistration())
 
-	require.ErrorIs(t, err, ErrRetriesExhausted)
+	require.ErrorIs(t, err, kube.ErrRetriesExhausted)
 	assert.Equal(t, []time.Duration{time.Second, 3 * time.Second, 9 * time.Second}, s.all())
 }
 
@@ -351,7 +352,7 @@ func TestSecretStoreWrongType(t *testing.T) {
 
 	_, err := newStore(c, &sleeps{}).Write(ctx, testRegistration())
 
-	require.ErrorIs(t, err, ErrSecretType)
+	require.ErrorIs(t, err, kube.ErrSecretType)
 	assert.True(t, failure.IsPermanent(err))
 	assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "secrets"), "nothing written")
 }
@@ -369,9 +370,9 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 
 	tests := map[string]struct {
 		// before runs first, as this engine with a code (empty: no run).
-		before   *Registration
+		before   *kube.Registration
 		existing *corev1.Secret // created before the run by "rancher-scc-operator"
-		write    Registration
+		write    kube.Registration
 		changed  bool
 		actions  []string
 		wantErr  error // nil: the Secret must keep configured.RegCode
@@ -396,17 +397,17 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 		"first install, no code anywhere: permanent, nothing written": {
 			write:   none,
 			actions: []string{"get"},
-			wantErr: ErrNoRegCode,
+			wantErr: kube.ErrNoRegCode,
 		},
 		"Secret with an empty code: permanent, nothing written": {
 			existing: func() *corev1.Secret {
 				s := operatorSecret(configured)
-				s.Data[KeyRegCode] = nil
+				s.Data[kube.KeyRegCode] = nil
 				return s
 			}(),
 			write:   none,
 			actions: []string{"get"},
-			wantErr: ErrNoRegCode,
+			wantErr: kube.ErrNoRegCode,
 		},
 	}
 	for name, tc := range tests {
@@ -414,7 +415,7 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 			ctx := context.Background()
 			c := fake.NewClientset()
 			if tc.existing != nil {
-				_, err := c.CoreV1().Secrets(Namespace).Create(ctx, tc.existing, metav1.CreateOptions{FieldManager: "rancher-scc-operator"})
+				_, err := c.CoreV1().Secrets(kube.Namespace).Create(ctx, tc.existing, metav1.CreateOptions{FieldManager: "rancher-scc-operator"})
 				require.NoError(t, err)
 			}
 			store := newStore(c, &sleeps{})
@@ -423,7 +424,7 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 				_, err := store.Write(ctx, *tc.before)
 				require.NoError(t, err)
 			}
-			before, _ := c.CoreV1().Secrets(Namespace).Get(ctx, SecretName, metav1.GetOptions{})
+			before, _ := c.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
 			c.ClearActions()
 
 			// Check, which runs before CoreDNS is edited, says what Write
@@ -445,16 +446,16 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 				require.ErrorIs(t, err, tc.wantErr)
 				assert.True(t, failure.IsPermanent(err))
 				assert.False(t, changed)
-				after, _ := c.CoreV1().Secrets(Namespace).Get(ctx, SecretName, metav1.GetOptions{})
+				after, _ := c.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
 				assert.Equal(t, before, after, "nothing written")
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.changed, changed)
 			got := getSecret(t, c)
-			assert.Equal(t, configured.RegCode, string(got.Data[KeyRegCode]), "the registration code must survive a run that has none")
+			assert.Equal(t, configured.RegCode, string(got.Data[kube.KeyRegCode]), "the registration code must survive a run that has none")
 			assert.Equal(t, "refused: "+redact.Redacted, store.Redact.String("refused: "+configured.RegCode), "the kept code is redacted like a configured one")
-			assert.Equal(t, string(tc.write.CertPEM), string(got.Data[KeyRegistrationURLCert]))
+			assert.Equal(t, string(tc.write.CertPEM), string(got.Data[kube.KeyRegistrationURLCert]))
 			if tc.existing != nil {
 				assert.Equal(t, tc.existing.Labels, got.Labels)
 			}
@@ -471,16 +472,16 @@ func TestSecretStoreCheck(t *testing.T) {
 	assert.Empty(t, kubetest.Verbs(c, "secrets"), "a configured code needs no read")
 
 	c.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), SecretName, errors.New("RBAC"))
+		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), kube.SecretName, errors.New("RBAC"))
 	})
 	none := testRegistration()
 	none.RegCode = ""
 	err := newStore(c, &sleeps{}).Check(ctx, none)
-	require.ErrorIs(t, err, ErrForbidden)
+	require.ErrorIs(t, err, kube.ErrForbidden)
 	assert.True(t, failure.IsPermanent(err))
-	var forbidden *ForbiddenError
+	var forbidden *kube.ForbiddenError
 	require.ErrorAs(t, err, &forbidden)
 	assert.Equal(t, []string{"get"}, forbidden.Verbs, "Check only reads")
-	assert.Equal(t, "secrets/"+SecretName, forbidden.Resource)
-	assert.Equal(t, Namespace, forbidden.Namespace)
+	assert.Equal(t, "secrets/"+kube.SecretName, forbidden.Resource)
+	assert.Equal(t, kube.Namespace, forbidden.Namespace)
 }
