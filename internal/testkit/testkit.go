@@ -5,12 +5,15 @@
 package testkit
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,4 +65,34 @@ func WriteFile(t testing.TB, path, content string) {
 	tmp := path + ".tmp"
 	require.NoError(t, os.WriteFile(tmp, []byte(content), 0o644))
 	require.NoError(t, os.Rename(tmp, path))
+}
+
+// Sleeps records the pauses a retrier asked for, without pausing. Sleep has
+// the shape of every sleep the engine takes as a dependency and returns
+// ctx's error, as a sleep that was interrupted would.
+type Sleeps struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+// Sleep records d and returns at once.
+func (s *Sleeps) Sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	s.d = append(s.d, d)
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+// All is every pause recorded since the start or the last Reset, in order.
+func (s *Sleeps) All() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.d...)
+}
+
+// Reset forgets the recorded pauses.
+func (s *Sleeps) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.d = nil
 }

@@ -1,9 +1,11 @@
 package testkit
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,4 +25,17 @@ func TestSummaryIsTheLastLine(t *testing.T) {
 	log := `{"msg":"phase done","phase":"lease"}` + "\n" + `{"msg":"run finished","outcome":"registered"}` + "\n"
 	assert.Len(t, LogLines(t, log), 2)
 	assert.Equal(t, "registered", Summary(t, log)["outcome"])
+}
+
+func TestSleepsRecordsWithoutPausing(t *testing.T) {
+	var s Sleeps
+	start := time.Now()
+	require.NoError(t, s.Sleep(context.Background(), time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, s.Sleep(ctx, time.Minute), context.Canceled, "an interrupted sleep says so")
+	assert.Less(t, time.Since(start), time.Second)
+	assert.Equal(t, []time.Duration{time.Hour, time.Minute}, s.All())
+	s.Reset()
+	assert.Empty(t, s.All())
 }

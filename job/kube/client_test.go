@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/providers/failure"
 )
@@ -200,7 +201,7 @@ func TestSecretStoreForbiddenOverTLS(t *testing.T) {
 	clients, err := kube.NewClients(cfg)
 	require.NoError(t, err)
 
-	_, err = (&kube.SecretStore{Secrets: clients.Secrets, Sleep: (&sleeps{}).sleep}).Write(context.Background(), testRegistration())
+	_, err = (&kube.SecretStore{Secrets: clients.Secrets, Sleep: (&testkit.Sleeps{}).Sleep}).Write(context.Background(), testRegistration())
 
 	require.ErrorIs(t, err, kube.ErrForbidden)
 	assert.True(t, failure.IsPermanent(err))

@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/providers/failure"
@@ -57,7 +58,7 @@ func TestSecretRecreate(t *testing.T) {
 	t.Run("deleted, gone, written afresh without the operator's labels", func(t *testing.T) {
 		r := recreateRegistration()
 		c := fake.NewClientset(failedSecret(r))
-		st := newStore(c, &sleeps{})
+		st := newStore(c, &testkit.Sleeps{})
 		res, err := st.Recreate(ctx, r, "uid-1", "41", time.Second)
 		require.NoError(t, err)
 		assert.True(t, res.Deleted)
@@ -73,7 +74,7 @@ func TestSecretRecreate(t *testing.T) {
 		c := fake.NewClientset(failedSecret(r))
 		noCode := r
 		noCode.RegCode = ""
-		_, err := newStore(c, &sleeps{}).Recreate(ctx, noCode, "uid-1", "41", time.Second)
+		_, err := newStore(c, &testkit.Sleeps{}).Recreate(ctx, noCode, "uid-1", "41", time.Second)
 		require.NoError(t, err)
 		assert.Equal(t, "CODE-1", string(getSecret(t, c).Data[kube.KeyRegCode]))
 	})
@@ -81,7 +82,7 @@ func TestSecretRecreate(t *testing.T) {
 	t.Run("changed since read: nothing deleted", func(t *testing.T) {
 		r := recreateRegistration()
 		c := fake.NewClientset(failedSecret(r))
-		_, err := newStore(c, &sleeps{}).Recreate(ctx, r, "uid-1", "40", time.Second)
+		_, err := newStore(c, &testkit.Sleeps{}).Recreate(ctx, r, "uid-1", "40", time.Second)
 		require.ErrorIs(t, err, kube.ErrSecretChanged)
 		assert.False(t, failure.IsPermanent(err), "the next run reads afresh")
 		assert.Equal(t, 0, countVerb(c, "delete"))
@@ -97,7 +98,7 @@ func TestSecretRecreate(t *testing.T) {
 			assert.Equal(t, "41", *d.GetDeleteOptions().Preconditions.ResourceVersion)
 			return true, nil, apierrors.NewConflict(secretsGR, kube.SecretName, errors.New("Precondition failed: UID in precondition: uid-1, UID in object meta: uid-9"))
 		})
-		_, err := newStore(c, &sleeps{}).Recreate(ctx, r, "uid-1", "41", time.Second)
+		_, err := newStore(c, &testkit.Sleeps{}).Recreate(ctx, r, "uid-1", "41", time.Second)
 		require.ErrorIs(t, err, kube.ErrSecretChanged)
 	})
 
@@ -110,7 +111,7 @@ func TestSecretRecreate(t *testing.T) {
 			require.NoError(t, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), s, kube.Namespace))
 			return true, nil, nil
 		})
-		st := newStore(c, &sleeps{})
+		st := newStore(c, &testkit.Sleeps{})
 		st.PollInterval = 10 * time.Millisecond
 		_, err := st.Recreate(ctx, r, "uid-1", "41", 100*time.Millisecond)
 		require.ErrorIs(t, err, kube.ErrSecretTerminating)

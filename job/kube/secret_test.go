@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/job/redact"
@@ -26,25 +27,6 @@ import (
 )
 
 var secretsGR = schema.GroupResource{Resource: "secrets"}
-
-// sleeps records the pauses a retrier asked for, without pausing.
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.d = append(s.d, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleeps) all() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.d...)
-}
 
 const applyVerb = "patch:" + string(types.ApplyPatchType)
 
@@ -73,8 +55,8 @@ func operatorSecret(r kube.Registration) *corev1.Secret {
 	}
 }
 
-func newStore(c *fake.Clientset, s *sleeps) *kube.SecretStore {
-	return &kube.SecretStore{Secrets: kubetest.Typed(c), Namespace: kube.Namespace, Name: kube.SecretName, Sleep: s.sleep}
+func newStore(c *fake.Clientset, s *testkit.Sleeps) *kube.SecretStore {
+	return &kube.SecretStore{Secrets: kubetest.Typed(c), Namespace: kube.Namespace, Name: kube.SecretName, Sleep: s.Sleep}
 }
 
 func getSecret(t *testing.T, c *fake.Clientset) *corev1.Secret {
@@ -182,14 +164,14 @@ func TestSecretStoreWrite(t *testing.T) {
 				require.NoError(t, err)
 				c.ClearActions()
 			}
-			s := &sleeps{}
+			s := &testkit.Sleeps{}
 
 			changed, err := newStore(c, s).Write(ctx, tc.write)
 
 			require.NoError(t, err)
 			assert.Equal(t, tc.changed, changed)
 			assert.Equal(t, tc.actions, kubetest.Verbs(c, "secrets"))
-			assert.Empty(t, s.all(), "no retries")
+			assert.Empty(t, s.All(), "no retries")
 			got := getSecret(t, c)
 			assertData(t, tc.write, got)
 			if tc.check != nil {
@@ -204,7 +186,7 @@ func TestSecretStoreWrite(t *testing.T) {
 func TestSecretStoreSecondRunIsNoop(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	store := newStore(c, &sleeps{})
+	store := newStore(c, &testkit.Sleeps{})
 	changed, err := store.Write(ctx, testRegistration())
 	require.NoError(t, err)
 	require.True(t, changed)
@@ -294,11 +276,11 @@ func TestSecretStoreRetries(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			s := &sleeps{}
+			s := &testkit.Sleeps{}
 
 			changed, err := newStore(c, s).Write(context.Background(), testRegistration())
 
-			assert.Equal(t, tc.sleeps, s.all())
+			assert.Equal(t, tc.sleeps, s.All())
 			assert.Equal(t, tc.requests, calls)
 			if tc.check != nil {
 				require.Error(t, err)
@@ -318,14 +300,14 @@ func TestSecretStoreBackoffSettings(t *testing.T) {
 	c.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New("boom"))
 	})
-	s := &sleeps{}
+	s := &testkit.Sleeps{}
 	store := newStore(c, s)
 	store.RetryMax, store.RetryBackoff = 4, 3
 
 	_, err := store.Write(context.Background(), testRegistration())
 
 	require.ErrorIs(t, err, kube.ErrRetriesExhausted)
-	assert.Equal(t, []time.Duration{time.Second, 3 * time.Second, 9 * time.Second}, s.all())
+	assert.Equal(t, []time.Duration{time.Second, 3 * time.Second, 9 * time.Second}, s.All())
 }
 
 // A run cancelled (SIGTERM, deadline) while backing off stops at once.
@@ -350,7 +332,7 @@ func TestSecretStoreWrongType(t *testing.T) {
 	existing.Type = corev1.SecretTypeTLS
 	c := fake.NewClientset(existing)
 
-	_, err := newStore(c, &sleeps{}).Write(ctx, testRegistration())
+	_, err := newStore(c, &testkit.Sleeps{}).Write(ctx, testRegistration())
 
 	require.ErrorIs(t, err, kube.ErrSecretType)
 	assert.True(t, failure.IsPermanent(err))
@@ -418,7 +400,7 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 				_, err := c.CoreV1().Secrets(kube.Namespace).Create(ctx, tc.existing, metav1.CreateOptions{FieldManager: "rancher-scc-operator"})
 				require.NoError(t, err)
 			}
-			store := newStore(c, &sleeps{})
+			store := newStore(c, &testkit.Sleeps{})
 			store.Redact = redact.New()
 			if tc.before != nil {
 				_, err := store.Write(ctx, *tc.before)
@@ -468,7 +450,7 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 func TestSecretStoreCheck(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	require.NoError(t, newStore(c, &sleeps{}).Check(ctx, testRegistration()))
+	require.NoError(t, newStore(c, &testkit.Sleeps{}).Check(ctx, testRegistration()))
 	assert.Empty(t, kubetest.Verbs(c, "secrets"), "a configured code needs no read")
 
 	c.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -476,7 +458,7 @@ func TestSecretStoreCheck(t *testing.T) {
 	})
 	none := testRegistration()
 	none.RegCode = ""
-	err := newStore(c, &sleeps{}).Check(ctx, none)
+	err := newStore(c, &testkit.Sleeps{}).Check(ctx, none)
 	require.ErrorIs(t, err, kube.ErrForbidden)
 	assert.True(t, failure.IsPermanent(err))
 	var forbidden *kube.ForbiddenError

@@ -487,7 +487,7 @@ func TestFind(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, normalizeFingerprint(got.Fingerprint), fp, "the returned certificate matches the returned fingerprint")
 			}
-			assert.Equal(t, tc.wantPauses, w.recordedPauses())
+			assert.Equal(t, tc.wantPauses, w.pauses.All())
 			if tc.check != nil {
 				tc.check(t, w, got)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/regionconfig"
 )
 
@@ -45,7 +46,7 @@ type world struct {
 	mu     sync.Mutex
 	dials  map[string]int  // host → dial attempts
 	hole   map[string]bool // hosts whose dials hang until cancelled
-	pauses []time.Duration
+	pauses testkit.Sleeps
 	// hanging counts dials into a hole that have not given up yet;
 	// dialsBesideHole counts, per host, dials that began while one did.
 	hanging         int
@@ -146,7 +147,8 @@ func (w *world) reset(t testing.TB) {
 		u.Reset()
 	}
 	w.mu.Lock()
-	w.dials, w.hole, w.pauses = map[string]int{}, map[string]bool{}, nil
+	w.dials, w.hole = map[string]int{}, map[string]bool{}
+	w.pauses.Reset()
 	w.hanging, w.dialsBesideHole = 0, map[string]int{}
 	w.mu.Unlock()
 	w.log.reset()
@@ -192,7 +194,7 @@ func (w *world) finder() *Finder {
 		HealthTimeout: time.Second,
 		CertTimeout:   time.Second,
 		Dial:          w.dial,
-		Sleep:         w.sleep,
+		Sleep:         w.pauses.Sleep,
 		Shuffle:       func(int, func(i, j int)) {},
 	}
 }
@@ -247,19 +249,6 @@ func (w *world) blackHole(hosts ...string) {
 	for _, h := range hosts {
 		w.hole[h] = true
 	}
-}
-
-func (w *world) sleep(ctx context.Context, d time.Duration) error {
-	w.mu.Lock()
-	w.pauses = append(w.pauses, d)
-	w.mu.Unlock()
-	return ctx.Err()
-}
-
-func (w *world) recordedPauses() []time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]time.Duration(nil), w.pauses...)
 }
 
 // recorder is a slog.Handler that keeps warnings, which is how an operator

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
 	"github.com/rancher/registration-engine/providers/failure"
@@ -44,7 +45,7 @@ type env struct {
 	afterNew func(t *testing.T)
 
 	mu       sync.Mutex
-	sleeps   []time.Duration
+	sleeps   testkit.Sleeps
 	armTimes []time.Time
 	logs     []byte
 }
@@ -110,13 +111,8 @@ func newEnv(t *testing.T) *env {
 		HTTPClient:          client,
 		Roots:               roots,
 		AIAAllowedHosts:     []string{e.imdsHost},
-		Sleep: func(_ context.Context, d time.Duration) error {
-			e.mu.Lock()
-			e.sleeps = append(e.sleeps, d)
-			e.mu.Unlock()
-			return nil
-		},
-		Log: slog.New(slog.NewTextHandler(testWriter{t, e}, nil)),
+		Sleep:               e.sleeps.Sleep,
+		Log:                 slog.New(slog.NewTextHandler(testWriter{t, e}, nil)),
 	}
 	return e
 }
@@ -136,12 +132,6 @@ func randomClientID(t *testing.T) string {
 	require.NoError(t, err)
 	h := hex.EncodeToString(b)
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
-func (e *env) recordedSleeps() []time.Duration {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]time.Duration(nil), e.sleeps...)
 }
 
 func (e *env) armRequestTimes() []time.Time {

@@ -325,7 +325,7 @@ func TestProve(t *testing.T) {
 			setup: func(t *testing.T, e *env) { e.fake.CachedNonce.Store(1) },
 			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
 				assert.Equal(t, int32(2), e.fake.AttestedRequests.Load())
-				assert.Equal(t, []time.Duration{time.Second}, e.recordedSleeps())
+				assert.Equal(t, []time.Duration{time.Second}, e.sleeps.All())
 			},
 		},
 		"replayed nonce retried then rejected": {
@@ -333,14 +333,14 @@ func TestProve(t *testing.T) {
 			wantErr: azure.ErrNonceMismatch, permanent: false,
 			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
 				assert.Equal(t, int32(3), e.fake.AttestedRequests.Load(), "bounded by RetryMax")
-				assert.Len(t, e.recordedSleeps(), 2)
+				assert.Len(t, e.sleeps.All(), 2)
 			},
 		},
 		"IMDS 429, 410 and 500 are backed off": {
 			setup: func(t *testing.T, e *env) { e.fake.IMDS429.Store(1); e.fake.IMDS410.Store(1) },
 			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
 				// compute: 429, 410, 200 → two waits growing by VERIFY_RETRY_BACKOFF
-				s := e.recordedSleeps()
+				s := e.sleeps.All()
 				require.Len(t, s, 2)
 				assert.Equal(t, time.Second, s[0])
 				assert.Equal(t, time.Duration(float64(time.Second)*e.cfg.RetryBackoff), s[1])
