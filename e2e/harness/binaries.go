@@ -59,20 +59,14 @@ func build(dir string) error {
 	return nil
 }
 
-// EngineBin is the built engine's path.
-func EngineBin(t testing.TB) string {
-	t.Helper()
-	return built(t, bins.engine)
-}
-
-// FakecloudBin is the built fake cloud's path.
-func FakecloudBin(t testing.TB) string {
+// fakecloudBin is the built fake cloud's path.
+func fakecloudBin(t testing.TB) string {
 	t.Helper()
 	return built(t, bins.fakecloud)
 }
 
-// Root is the module's directory, for the manifests and the chart.
-func Root(t testing.TB) string {
+// root is the module's directory, for the manifests and the chart.
+func root(t testing.TB) string {
 	t.Helper()
 	return built(t, bins.root)
 }

@@ -60,7 +60,7 @@ func StartCloud(t testing.TB, faults ...string) Cloud {
 func StartCloudArgs(t testing.TB, args ...string) Cloud {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(FakecloudBin(t), append([]string{"--dir", dir}, args...)...)
+	cmd := exec.Command(fakecloudBin(t), append([]string{"--dir", dir}, args...)...)
 	// Read while the process writes it, so it is locked.
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out

@@ -39,7 +39,7 @@ const (
 	UpdateServer   = "smt-azure.susecloud.net"
 	OverlayRegCode = "E2E-REGISTRATION-CODE" // the CronJob's REGISTRATION_CODE
 	DirectRegCode  = "E2E-DIRECT-CODE"       // what RunEnv passes
-	JobNameLabel   = "batch.kubernetes.io/job-name"
+	jobNameLabel   = "batch.kubernetes.io/job-name"
 	// Deadline bounds one case on the control plane (Context).
 	Deadline = 2 * time.Minute
 )
@@ -47,16 +47,16 @@ const (
 // CorednsFixture is what kubeadm and kind put into kube-system: the coredns
 // ConfigMap with a Corefile that reloads itself, and the coredns Deployment
 // (no controller runs it; the tests read its generation and template).
-var CorednsFixture = CorednsObjects(fakecloud.KubeadmCorefile)
+var CorednsFixture = corednsObjects(fakecloud.KubeadmCorefile)
 
 // AKSCorednsFixture is AKS's kube-system: its Corefile, which imports
 // coredns-custom's keys (create coredns-custom beside it), and the same
 // Deployment.
-var AKSCorednsFixture = CorednsObjects(fakecloud.AKSCorefile)
+var AKSCorednsFixture = corednsObjects(fakecloud.AKSCorefile)
 
-// CorednsObjects are the coredns ConfigMap with corefile and CoreDNS's
+// corednsObjects are the coredns ConfigMap with corefile and CoreDNS's
 // Deployment.
-func CorednsObjects(corefile string) string {
+func corednsObjects(corefile string) string {
 	return `
 apiVersion: v1
 kind: ConfigMap
@@ -105,7 +105,7 @@ type Cluster struct {
 func SetupCluster(t *testing.T) *Cluster {
 	p := controlplane.Shared(t)
 	start := time.Now()
-	overlay := p.Kustomize(t, filepath.Join(Root(t), "manifests", "overlays", "e2e"))
+	overlay := p.Kustomize(t, filepath.Join(root(t), "manifests", "overlays", "e2e"))
 	p.Apply(t, overlay)
 	p.Apply(t, []byte(CorednsFixture))
 	e := &Cluster{Plane: p, Admin: p.AdminClient(t), Overlay: overlay}

@@ -145,7 +145,7 @@ func (e *Cluster) StartKubelet(ctx context.Context, t testing.TB, ns string, c C
 	k := &controlplane.Kubelet{
 		Plane: e.Plane, Namespace: ns, Logf: t.Logf,
 		Run: func(ctx context.Context, pod *corev1.Pod, env []string, token string) int {
-			pr := PodRun{Job: pod.Labels[JobNameLabel], Pod: pod.Name, Res: Result{Code: -1}}
+			pr := PodRun{Job: pod.Labels[jobNameLabel], Pod: pod.Name, Res: Result{Code: -1}}
 			defer func() { runs.add(pr) }()
 			if e.Admission != nil {
 				if env, pr.Err = e.Admission(ctx, pod, env); pr.Err != nil {
