@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 )
 
@@ -85,7 +86,7 @@ func StartClusterDNS(t testing.TB, client kubernetes.Interface, delay time.Durat
 	if fi, err := os.Stat(bin); bin == "" || err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 		t.Fatalf("%s=%q is not a CoreDNS binary: the process tier serves the cluster's DNS with a real CoreDNS (make test builds it with make coredns and sets %s)", CoreDNSBinEnv, bin, CoreDNSBinEnv)
 	}
-	d := &ClusterDNS{client: client, delay: delay, bin: bin, dir: t.TempDir(), port: freeUDPPort(t)}
+	d := &ClusterDNS{client: client, delay: delay, bin: bin, dir: t.TempDir(), port: testkit.FreeDNSPort(t)}
 	d.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(d.port))
 	d.log = filepath.Join(d.dir, "coredns.log")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -407,17 +408,6 @@ func lastLine(out, prefix string) string {
 		}
 	}
 	return ""
-}
-
-// freeUDPPort returns a loopback UDP port that was free a moment ago.
-func freeUDPPort(t testing.TB) int {
-	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("cluster DNS: %v", err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
 // cannotRun are the plugins the process tier leaves out: they reach beyond

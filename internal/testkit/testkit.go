@@ -8,8 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -95,4 +97,24 @@ func (s *Sleeps) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.d = nil
+}
+
+// FreeDNSPort is a loopback port that was free for both TCP and UDP a
+// moment ago: a DNS server (CoreDNS) binds the two, so a port checked for
+// one only can be taken on the other ("bind: address already in use").
+func FreeDNSPort(t testing.TB) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := l.Addr().(*net.TCPAddr).Port
+		c, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		_ = l.Close()
+		if err == nil {
+			_ = c.Close()
+			return port
+		}
+	}
+	require.FailNow(t, "no loopback port free for both TCP and UDP in 50 tries")
+	return 0
 }

@@ -2,7 +2,9 @@ package testkit
 
 import (
 	"context"
+	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,4 +40,15 @@ func TestSleepsRecordsWithoutPausing(t *testing.T) {
 	assert.Equal(t, []time.Duration{time.Hour, time.Minute}, s.All())
 	s.Reset()
 	assert.Empty(t, s.All())
+}
+
+func TestFreeDNSPortIsFreeForTCPAndUDP(t *testing.T) {
+	port := FreeDNSPort(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	require.NoError(t, err, "TCP")
+	defer l.Close()
+	c, err := net.ListenPacket("udp", addr)
+	require.NoError(t, err, "UDP")
+	defer c.Close()
 }

@@ -106,7 +106,7 @@ func TestRealCoreDNS(t *testing.T) {
 			for f, content := range tc.files {
 				writeFile(t, filepath.Join(dir, f), content)
 			}
-			port := freeUDPPort(t)
+			port := testkit.FreeDNSPort(t)
 			writeConfig(t, c, dir, port)
 			dns := startCoreDNS(t, bin, dir)
 
@@ -186,16 +186,6 @@ func writeConfig(t *testing.T, c *fake.Clientset, dir string, port int) {
 }
 
 var writeFile = testkit.WriteFile
-
-// freeUDPPort returns a loopback UDP port that was free a moment ago.
-func freeUDPPort(t *testing.T) int {
-	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := c.LocalAddr().(*net.UDPAddr).Port
-	require.NoError(t, c.Close())
-	return port
-}
 
 // realCoreDNS is a CoreDNS process serving dir/Corefile; its output goes to
 // a file beside it, shown when the test fails.
@@ -313,7 +303,7 @@ func TestRealCoreDNSCacheInFront(t *testing.T) {
 			require.NoError(t, err)
 
 			dir := t.TempDir()
-			port := freeUDPPort(t)
+			port := testkit.FreeDNSPort(t)
 			writeConfig(t, c, dir, port)
 			cluster := startCoreDNS(t, bin, dir)
 			require.Equal(t, smtIP, cluster.waitFor(ctx, t, port, smtName, smtIP))
@@ -322,7 +312,7 @@ func TestRealCoreDNSCacheInFront(t *testing.T) {
 			assert.LessOrEqual(t, answered, uint32(HostsTTL), "CoreDNS answers the engine's entry with the block's ttl, not the hosts plugin's 3600 s")
 
 			nodeDir := t.TempDir()
-			nodePort := freeUDPPort(t)
+			nodePort := testkit.FreeDNSPort(t)
 			writeFile(t, filepath.Join(nodeDir, "Corefile"), ".:"+strconv.Itoa(nodePort)+" {\n"+
 				"    bind 127.0.0.1\n"+
 				"    cache 3600 {\n        serve_stale 3600s immediate\n    }\n"+
@@ -423,7 +413,7 @@ func TestRealCoreDNSEdges(t *testing.T) {
 			"corp.server":   "susecloud.net:53 {\n    bind 127.0.0.1\n    hosts {\n        " + shadow.String() + " " + smtName + "\n    }\n}\n",
 		}))
 		dir := t.TempDir()
-		port := freeUDPPort(t)
+		port := testkit.FreeDNSPort(t)
 		writeConfig(t, c, dir, port)
 		dns := startCoreDNS(t, bin, dir)
 
@@ -443,7 +433,7 @@ func TestRealCoreDNSEdges(t *testing.T) {
 		_, err := engine.Ensure(ctx, old, oldIP)
 		require.NoError(t, err)
 		dir := t.TempDir()
-		port := freeUDPPort(t)
+		port := testkit.FreeDNSPort(t)
 		writeConfig(t, c, dir, port)
 		dns := startCoreDNS(t, bin, dir)
 		require.Equal(t, oldIP, dns.waitFor(ctx, t, port, old, oldIP), "the earlier run's entry is served")
