@@ -93,29 +93,13 @@ func TestRealCoreDNS(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, tc.corefile)}))
-			if tc.custom != nil {
-				_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm(CoreDNSCustom, tc.custom), metav1.CreateOptions{})
-				require.NoError(t, err)
-			}
-			engine := newCoreDNS(c)
-
-			_, err := engine.Ensure(ctx, smtName, smtIP)
-			require.NoError(t, err)
-			dir := t.TempDir()
-			for f, content := range tc.files {
-				writeFile(t, filepath.Join(dir, f), content)
-			}
-			port := testkit.FreeDNSPort(t)
-			writeConfig(t, c, dir, port)
-			dns := startCoreDNS(t, bin, dir)
-
-			assert.Equal(t, smtIP, dns.waitFor(ctx, t, port, smtName, smtIP), "the update server's name, as the engine wrote it")
+			sv := serveEngineEntry(ctx, t, bin, tc.corefile, tc.custom, tc.files)
+			c, engine, dir, port, dns := sv.c, sv.engine, sv.dir, sv.port, sv.dns
 			for host, want := range tc.others {
 				assert.Equal(t, netip.MustParseAddr(want), dns.waitFor(ctx, t, port, host, netip.MustParseAddr(want)), "%s still resolves", host)
 			}
 
-			// Phase 5 chose another address: the engine edits the same
+			// Another address won phase 4's race: the engine edits the same
 			// ConfigMap, the kubelet syncs it into the pod, reload loads it.
 			edit, err := engine.Ensure(ctx, smtName, newIP)
 			changed := edit.Changed
@@ -183,6 +167,41 @@ func writeConfig(t *testing.T, c *fake.Clientset, dir string, port int) {
 		}
 		writeFile(t, filepath.Join(dir, "custom", k), v)
 	}
+}
+
+// served is kube-system after the engine mapped smtName to smtIP, and a
+// real CoreDNS on port serving it from dir as the kubelet would mount it.
+type served struct {
+	c      *fake.Clientset
+	engine *CoreDNS
+	dir    string
+	port   int
+	dns    *realCoreDNS
+}
+
+// serveEngineEntry builds kube-system from corefile and, unless custom is
+// nil, coredns-custom; has the engine map smtName to smtIP; writes the
+// ConfigMaps and files beside them into a directory; and starts CoreDNS on
+// it, returning once CoreDNS answers the engine's entry.
+func serveEngineEntry(ctx context.Context, t *testing.T, bin, corefile string, custom, files map[string]string) served {
+	t.Helper()
+	c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, corefile)}))
+	if custom != nil {
+		_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm(CoreDNSCustom, custom), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	engine := newCoreDNS(c)
+	_, err := engine.Ensure(ctx, smtName, smtIP)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for f, content := range files {
+		writeFile(t, filepath.Join(dir, f), content)
+	}
+	port := testkit.FreeDNSPort(t)
+	writeConfig(t, c, dir, port)
+	dns := startCoreDNS(t, bin, dir)
+	require.Equal(t, smtIP, dns.waitFor(ctx, t, port, smtName, smtIP), "the update server's name, as the engine wrote it")
+	return served{c: c, engine: engine, dir: dir, port: port, dns: dns}
 }
 
 var writeFile = testkit.WriteFile
@@ -293,20 +312,8 @@ func TestRealCoreDNSCacheInFront(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, tc.corefile)}))
-			if tc.custom != nil {
-				_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm(CoreDNSCustom, tc.custom), metav1.CreateOptions{})
-				require.NoError(t, err)
-			}
-			engine := newCoreDNS(c)
-			_, err := engine.Ensure(ctx, smtName, smtIP)
-			require.NoError(t, err)
-
-			dir := t.TempDir()
-			port := testkit.FreeDNSPort(t)
-			writeConfig(t, c, dir, port)
-			cluster := startCoreDNS(t, bin, dir)
-			require.Equal(t, smtIP, cluster.waitFor(ctx, t, port, smtName, smtIP))
+			sv := serveEngineEntry(ctx, t, bin, tc.corefile, tc.custom, nil)
+			c, engine, dir, port, cluster := sv.c, sv.engine, sv.dir, sv.port, sv.dns
 			addr, answered := answerTTL(t, port, smtName)
 			require.Equal(t, smtIP, addr)
 			assert.LessOrEqual(t, answered, uint32(HostsTTL), "CoreDNS answers the engine's entry with the block's ttl, not the hosts plugin's 3600 s")
@@ -323,7 +330,7 @@ func TestRealCoreDNSCacheInFront(t *testing.T) {
 			require.Equal(t, smtIP, node.waitFor(ctx, t, nodePort, smtName, smtIP))
 			cached := time.Now()
 
-			// Phase 5 chose another address; the cluster's CoreDNS reloads.
+			// Another address won phase 4's race; the cluster's CoreDNS reloads.
 			edit, err := engine.Ensure(ctx, smtName, newIP)
 			require.NoError(t, err)
 			require.True(t, edit.Changed)
