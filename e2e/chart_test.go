@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +24,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
 )
@@ -34,38 +33,13 @@ import (
 // Marketplace's protected setting.
 const chartRegCode = "E2E-CHART-REGISTRATION-CODE"
 
-// helmBinary is HELM_BIN (make test sets it to the helm that
-// e2e/scripts/helm-bin.sh builds) or helm on PATH. Without it the test is
-// skipped, unless CI is set.
-func helmBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("HELM_BIN"); p != "" {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("helm"); err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("helm not found (HELM_BIN=%q, not on PATH); make helm builds it", os.Getenv("HELM_BIN"))
-	if os.Getenv(controlplane.EnvCI) != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// runHelm runs helm against the plane as its admin, with a HOME of its own.
+// runHelm runs helm against the plane as its admin and returns its output.
 func runHelm(t *testing.T, p *controlplane.Plane, helm string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", p.AdminKubeconfig)...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "HELM_CACHE_HOME=" + home + "/cache",
-		"HELM_CONFIG_HOME=" + home + "/config", "HELM_DATA_HOME=" + home + "/data"}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "helm %s:\n%s", strings.Join(args, " "), out)
+	out, err := testkit.Command(ctx, helm, append(args, "--kubeconfig", p.AdminKubeconfig)...)
+	require.NoError(t, err)
 	return string(out)
 }
 
@@ -113,7 +87,7 @@ func workloadIdentityWebhook(e *clusterEnv) func(context.Context, *corev1.Pod, [
 // Each runs on a plane of its own: the chart owns objects (the kube-system
 // Role, the CronJob) that TestCluster applies from the e2e overlay.
 func TestChartInstall(t *testing.T) {
-	helm := helmBinary(t)
+	helm := testkit.Helm(t)
 	tests := map[string]chartCase{
 		"marketplace default: the extension's managed identity": {wantMode: "managed-identity", wantTokenRequests: 1},
 		"workload identity chosen in the portal": {

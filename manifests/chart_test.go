@@ -10,7 +10,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -37,34 +36,10 @@ const (
 	chartDir       = "chart/registration-engine"
 	releaseName    = "registration-engine"
 	chartNamespace = "cattle-scc-system"
-	// envHelm names the helm binary (make test sets it to the one
-	// e2e/scripts/helm-bin.sh builds).
-	envHelm = "HELM_BIN"
 )
 
-// tool finds a binary the chart tests exec: the path candidate, else name on
-// PATH. Missing, the test is skipped, unless CI is set: make test builds
-// both, so CI must never pass by skipping.
-func tool(t *testing.T, candidate, name, build string) string {
-	t.Helper()
-	if candidate != "" {
-		if _, err := os.Stat(candidate); err == nil {
-			return candidate
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s not found (not at %q, not on PATH); %s builds it", name, candidate, build)
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
 // helmBin is HELM_BIN, or helm on PATH.
-func helmBin(t *testing.T) string { return tool(t, os.Getenv(envHelm), "helm", "make helm") }
+func helmBin(t *testing.T) string { return testkit.Helm(t) }
 
 // kubectlBin is K8S_TESTBIN/kubectl, or kubectl on PATH.
 func kubectlBin(t *testing.T) string {
@@ -73,7 +48,7 @@ func kubectlBin(t *testing.T) string {
 	if d := os.Getenv("K8S_TESTBIN"); d != "" {
 		candidate = filepath.Join(d, "kubectl")
 	}
-	return tool(t, candidate, "kubectl", "make testbin")
+	return testkit.Tool(t, candidate, "kubectl", "make testbin")
 }
 
 // run execs bin and returns its standard output; a failure fails the test
@@ -88,23 +63,7 @@ func run(t *testing.T, bin string, args ...string) []byte {
 func runErr(bin string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stderr = &stderr
-	// helm keeps caches and repositories under these; a test must not read
-	// or write the user's.
-	home, err := os.MkdirTemp("", "chart-test-home-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(home)
-	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache",
-		"HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
-	}
-	return out, nil
+	return testkit.Command(ctx, bin, args...)
 }
 
 // helmTemplate renders dir as `helm install` would, with the values files

@@ -3,10 +3,8 @@
 package kind
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/harness"
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -129,16 +128,8 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context, layout str
 // the engine's namespace, with a home of its own, and returns its stdout.
 func (c *kindCluster) helm(t *testing.T, ctx context.Context, args ...string) []byte {
 	t.Helper()
-	helm := os.Getenv("HELM_BIN")
-	require.NotEmpty(t, helm, "HELM_BIN must name the helm binary (make e2e-kind sets it)")
-	dir := t.TempDir()
-	cmd := exec.CommandContext(ctx, helm, append(args, "--namespace", kube.Namespace, "--kubeconfig", c.kubeconfig)...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "HELM_CACHE_HOME=" + dir + "/cache",
-		"HELM_CONFIG_HOME=" + dir + "/config", "HELM_DATA_HOME=" + dir + "/data"}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "helm %s:\n%s", strings.Join(args, " "), stderr.String())
+	out, err := testkit.Command(ctx, testkit.Helm(t), append(args, "--namespace", kube.Namespace, "--kubeconfig", c.kubeconfig)...)
+	require.NoError(t, err)
 	return out
 }
 

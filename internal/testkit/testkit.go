@@ -1,15 +1,19 @@
 // Package testkit holds the helpers the tests of several packages share:
 // golden files, the engine's JSON log lines, files written as the kubelet
-// swaps a volume. Only tests import it; TestProductNeverImportsIt holds the
-// binary to that.
+// swaps a volume, a sleep recorder, a port for a DNS server, and the tools
+// a test execs (helm, kubectl) with an environment of their own. Only tests
+// import it; TestProductNeverImportsIt holds the binary to that.
 package testkit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -117,4 +121,56 @@ func FreeDNSPort(t testing.TB) int {
 	}
 	require.FailNow(t, "no loopback port free for both TCP and UDP in 50 tries")
 	return 0
+}
+
+// Tool is a program a test execs: the path candidate (where make put the
+// one it built), else name on PATH. Missing, the test is skipped, unless CI
+// is set: make builds it, so CI must never pass by skipping. build names
+// what builds it ("make helm").
+func Tool(t testing.TB, candidate, name, build string) string {
+	t.Helper()
+	if candidate != "" {
+		if _, err := os.Stat(candidate); err == nil {
+			return candidate
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("%s not found (not at %q, not on PATH); %s builds it", name, candidate, build)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// Helm is HELM_BIN (make test and make e2e-kind set it to the helm that
+// e2e/scripts/helm-bin.sh builds), else helm on PATH; see Tool.
+func Helm(t testing.TB) string {
+	t.Helper()
+	return Tool(t, os.Getenv("HELM_BIN"), "helm", "make helm")
+}
+
+// Command runs bin with args and returns its standard output; its error
+// carries the command and its standard error. The environment is PATH and
+// a HOME of its own, with helm's cache, config and data homes under it:
+// nothing of the test's environment, and none of the user's caches,
+// repositories or kubeconfig, reaches the program.
+func Command(ctx context.Context, bin string, args ...string) ([]byte, error) {
+	home, err := os.MkdirTemp("", "testkit-home-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(home)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "HELM_CACHE_HOME=" + home + "/cache",
+		"HELM_CONFIG_HOME=" + home + "/config", "HELM_DATA_HOME=" + home + "/data"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
+	}
+	return out, nil
 }

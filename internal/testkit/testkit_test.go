@@ -3,6 +3,7 @@ package testkit
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -51,4 +52,20 @@ func TestFreeDNSPortIsFreeForTCPAndUDP(t *testing.T) {
 	c, err := net.ListenPacket("udp", addr)
 	require.NoError(t, err, "UDP")
 	defer c.Close()
+}
+
+func TestCommandGetsAnEnvironmentOfItsOwn(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/the/users/kubeconfig")
+	out, err := Command(context.Background(), "/bin/sh", "-c", `echo "$HOME|$KUBECONFIG|$HELM_CACHE_HOME"`)
+	require.NoError(t, err)
+	fields := strings.Split(strings.TrimSpace(string(out)), "|")
+	require.Len(t, fields, 3, "%q", out)
+	home, kubeconfig, cache := fields[0], fields[1], fields[2]
+	assert.NotEqual(t, os.Getenv("HOME"), home, "not the user's HOME")
+	assert.Empty(t, kubeconfig, "nothing of the test's environment")
+	assert.Equal(t, home+"/cache", cache)
+
+	_, err = Command(context.Background(), "/bin/sh", "-c", "echo refused >&2; exit 3")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "refused", "the error carries standard error")
 }
