@@ -24,7 +24,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
-	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/inclusterdns"
@@ -415,20 +414,9 @@ func (e *clusterEnv) testCorefile(t *testing.T, c harness.Cloud) {
 // handover wait passes, and the Role grants nothing on the Deployment.
 func (e *clusterEnv) testCorednsCustom(t *testing.T, c harness.Cloud) {
 	ctx := harness.Context(t)
-	e.ResetCoreDNS(ctx, t)
+	e.UseAKSLayout(ctx, t)
 	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
 	deps := e.Admin.AppsV1().Deployments("kube-system")
-	core, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
-	require.NoError(t, err)
-	core.Data[inclusterdns.CorefileKey] = fakecloud.AKSCorefile
-	_, err = cms.Update(ctx, core, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	_, err = cms.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom},
-		Data:       map[string]string{"log.override": "log\n"},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { e.ResetCoreDNS(context.Background(), t) })
 	core0, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	dep0, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})

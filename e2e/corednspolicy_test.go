@@ -12,11 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
@@ -197,20 +195,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 		{"Corefile: the cluster's own entry readdressed", inclusterdns.CoreDNSConfigMap,
 			corefileWith("        10.1.2.3 db.corp.internal\n", "        203.0.113.9 db.corp.internal\n")},
 	})
-	e.ResetCoreDNS(ctx, t)
-
-	// AKS's layout: AKS's Corefile, which imports coredns-custom's keys, and
-	// coredns-custom with a key of the cluster's own.
-	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.Data[inclusterdns.CorefileKey] = fakecloud.AKSCorefile
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	_, err = cms.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom},
-		Data:       map[string]string{"log.override": "log\n"},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	e.UseAKSLayout(ctx, t)
 	corefileBefore, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	own(t, "coredns-custom: first write", true, "127.0.0.11")

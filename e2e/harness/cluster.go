@@ -250,6 +250,27 @@ func (e *Cluster) ResetCoreDNS(ctx context.Context, t testing.TB) {
 	}
 }
 
+// UseAKSLayout puts kube-system into AKS's layout, from CorednsFixture: AKS's
+// Corefile, which imports coredns-custom's keys, and coredns-custom with a
+// key of the cluster's own (log.override). ResetCoreDNS undoes it when the
+// test ends.
+func (e *Cluster) UseAKSLayout(ctx context.Context, t testing.TB) {
+	t.Helper()
+	e.ResetCoreDNS(ctx, t)
+	t.Cleanup(func() { e.ResetCoreDNS(context.Background(), t) })
+	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
+	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data[inclusterdns.CorefileKey] = fakecloud.AKSCorefile
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = cms.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom},
+		Data:       map[string]string{"log.override": "log\n"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
 // OverlayObjects are the cattle-scc-system objects of the rendered overlay
 // that a copy of the CronJob needs.
 type OverlayObjects struct {

@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/inclusterdns"
@@ -20,8 +20,8 @@ import (
 )
 
 // TestCluster: what the suites arrange on the shared plane is what they
-// assume: the overlay's objects decode strictly, ResetCoreDNS undoes an
-// engine's edit, PutLease leaves a dead run's Lease, and the process
+// assume: the overlay's objects decode strictly, UseAKSLayout builds AKS's
+// kube-system and ResetCoreDNS undoes it, PutLease leaves a dead run's Lease, and the process
 // kubelet runs a Job's pod as the engine with the pod's arguments and
 // records its exit.
 func TestCluster(t *testing.T) {
@@ -36,21 +36,21 @@ func TestCluster(t *testing.T) {
 		assert.NotEmpty(t, o.Role.Rules)
 	})
 
-	t.Run("ResetCoreDNS", func(t *testing.T) {
+	t.Run("UseAKSLayout, then ResetCoreDNS", func(t *testing.T) {
 		cms := e.Admin.CoreV1().ConfigMaps("kube-system")
+		e.UseAKSLayout(ctx, t)
 		cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
-		cm.Data[inclusterdns.CorefileKey] += "# an engine's edit\n"
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		assert.Equal(t, fakecloud.AKSCorefile, cm.Data[inclusterdns.CorefileKey])
+		custom, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
 		require.NoError(t, err)
-		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom}}, metav1.CreateOptions{})
-		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"log.override": "log\n"}, custom.Data)
 
 		e.ResetCoreDNS(ctx, t)
 		cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, e.Corefile, cm.Data[inclusterdns.CorefileKey])
-		assert.NotContains(t, e.Corefile, "an engine's edit")
+		assert.NotEqual(t, fakecloud.AKSCorefile, e.Corefile)
 		_, err = cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "coredns-custom deleted: %v", err)
 	})
