@@ -255,6 +255,17 @@ func (d *realCoreDNS) output() string {
 // want (or the test's context ends), and returns the last answer.
 func (d *realCoreDNS) waitFor(ctx context.Context, t *testing.T, port int, host string, want netip.Addr) netip.Addr {
 	t.Helper()
+	last, lastErr, ok := d.ask(ctx, port, host, func(a netip.Addr) bool { return a == want })
+	if !ok {
+		t.Errorf("CoreDNS never answered %s with %s: last answer %v, error %v\ncoredns output:\n%s", host, want, last, lastErr, d.output())
+	}
+	return last
+}
+
+// ask asks CoreDNS on port for host's IPv4 address every 200 ms until done
+// holds for the answer (an invalid address when there is none), or ctx
+// ends: then ok is false. It returns the last answer and its error.
+func (d *realCoreDNS) ask(ctx context.Context, port int, host string, done func(netip.Addr) bool) (last netip.Addr, lastErr error, ok bool) {
 	r := &net.Resolver{
 		PreferGo: true,
 		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -262,23 +273,20 @@ func (d *realCoreDNS) waitFor(ctx context.Context, t *testing.T, port int, host 
 			return dialer.DialContext(ctx, "udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		},
 	}
-	var last netip.Addr
-	var lastErr error
 	for {
 		qctx, cancel := context.WithTimeout(ctx, time.Second)
 		addrs, err := r.LookupNetIP(qctx, "ip4", host+".")
 		cancel()
-		lastErr = err
+		last, lastErr = netip.Addr{}, err
 		if err == nil && len(addrs) > 0 {
 			last = addrs[0].Unmap()
-			if last == want {
-				return last
-			}
+		}
+		if done(last) {
+			return last, lastErr, true
 		}
 		select {
 		case <-ctx.Done():
-			t.Errorf("CoreDNS never answered %s with %s: last answer %v, error %v\ncoredns output:\n%s", host, want, last, lastErr, d.output())
-			return last
+			return last, lastErr, false
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -467,29 +475,9 @@ func TestRealCoreDNSEdges(t *testing.T) {
 // answers gone (or the test's context ends), and returns the last answer.
 func (d *realCoreDNS) waitGone(ctx context.Context, t *testing.T, port int, host string, gone netip.Addr) netip.Addr {
 	t.Helper()
-	r := &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var dialer net.Dialer
-			return dialer.DialContext(ctx, "udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		},
+	last, _, ok := d.ask(ctx, port, host, func(a netip.Addr) bool { return a != gone })
+	if !ok {
+		t.Errorf("CoreDNS still answers %s with %s\ncoredns output:\n%s", host, gone, d.output())
 	}
-	for {
-		qctx, cancel := context.WithTimeout(ctx, time.Second)
-		addrs, err := r.LookupNetIP(qctx, "ip4", host+".")
-		cancel()
-		var last netip.Addr
-		if err == nil && len(addrs) > 0 {
-			last = addrs[0].Unmap()
-		}
-		if last != gone {
-			return last
-		}
-		select {
-		case <-ctx.Done():
-			t.Errorf("CoreDNS still answers %s with %s\ncoredns output:\n%s", host, gone, d.output())
-			return last
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return last
 }
