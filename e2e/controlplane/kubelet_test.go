@@ -18,8 +18,6 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 )
 
-const jobNameLabel = "batch.kubernetes.io/job-name"
-
 // run is what the process kubelet handed to Run for one pod.
 type run struct {
 	pod   string
@@ -92,7 +90,7 @@ func TestKubeletRunsJobs(t *testing.T) {
 			}
 			assert.Equal(t, tc.wantFailed, done.Status.Failed, "failed pods")
 			assert.Equal(t, tc.wantSucceeded, done.Status.Succeeded, "succeeded pods")
-			pods, err := admin.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{LabelSelector: jobNameLabel + "=" + job.Name})
+			pods, err := admin.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
 			require.NoError(t, err)
 			assert.Len(t, pods.Items, tc.wantPods, "pods the Job controller created")
 
@@ -145,7 +143,7 @@ func testJob() *batchv1.Job {
 					Env: []corev1.EnvVar{
 						fieldEnv("POD_NAME", "metadata.name"),
 						fieldEnv("POD_NAMESPACE", "metadata.namespace"),
-						fieldEnv("JOB_NAME", "metadata.labels['"+jobNameLabel+"']"),
+						fieldEnv("JOB_NAME", "metadata.labels['"+batchv1.JobNameLabel+"']"),
 						{Name: "TARGET", Value: "$(POD_NAMESPACE)/scc-registration"},
 					},
 				}},

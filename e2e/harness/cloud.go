@@ -1,17 +1,16 @@
 package harness
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/e2e/controlplane"
 )
 
 // Cloud is a running fakecloud process: its directory (the env file, the
@@ -23,9 +22,12 @@ type Cloud struct {
 }
 
 // Vars is the fake cloud's environment for the engine, by name.
-func (c Cloud) Vars() map[string]string {
+func (c Cloud) Vars() map[string]string { return envMap(c.Env) }
+
+// envMap is an environment (KEY=value entries) by name; a later entry wins.
+func envMap(env []string) map[string]string {
 	m := map[string]string{}
-	for _, kv := range c.Env {
+	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		m[k] = v
 	}
@@ -60,41 +62,22 @@ func StartCloud(t testing.TB, faults ...string) Cloud {
 func StartCloudArgs(t testing.TB, args ...string) Cloud {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(fakecloudBin(t), append([]string{"--dir", dir}, args...)...)
-	// Read while the process writes it, so it is locked.
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
+	p, err := controlplane.StartProcess("fakecloud", filepath.Join(t.TempDir(), "fakecloud.log"),
+		exec.Command(fakecloudBin(t), append([]string{"--dir", dir}, args...)...))
+	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
+		if err := p.Stop(10 * time.Second); err != nil {
+			t.Errorf("%v\n%s", err, p.Tail(20))
+		}
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "fakecloud not ready: %s", out.String())
+		require.False(t, p.Exited(), "fakecloud exited before it was ready (%v):\n%s", p.ExitErr(), p.Log())
+		require.True(t, time.Now().Before(deadline), "fakecloud not ready after 10s:\n%s", p.Log())
 		time.Sleep(20 * time.Millisecond)
 	}
-	env := strings.Fields(Cloud{Dir: dir}.File(t, "env"))
-	return Cloud{Dir: dir, Env: env}
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return Cloud{Dir: dir, Env: strings.Fields(Cloud{Dir: dir}.File(t, "env"))}
 }

@@ -39,7 +39,6 @@ const (
 	UpdateServer   = "smt-azure.susecloud.net"
 	OverlayRegCode = "E2E-REGISTRATION-CODE" // the CronJob's REGISTRATION_CODE
 	DirectRegCode  = "E2E-DIRECT-CODE"       // what RunEnv passes
-	jobNameLabel   = "batch.kubernetes.io/job-name"
 	// Deadline bounds one case on the control plane (Context).
 	Deadline = 2 * time.Minute
 )

@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
@@ -63,12 +63,7 @@ var workloadIdentityOnly = []string{"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE
 // ServiceAccount volume would put it) and KUBERNETES_CA_CERT (the plane's
 // CA, that volume's ca.crt).
 func KubeletEnv(podEnv []string, c Cloud, tokenFile, caFile string) ([]string, error) {
-	cloudEnv := c.Vars()
-	pod := map[string]string{}
-	for _, kv := range podEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		pod[k] = v
-	}
+	cloudEnv, pod := c.Vars(), envMap(podEnv)
 	var errs []error
 	for k := range cloudEnv {
 		if !slices.Contains(kubeletRedirects, k) && !slices.Contains(kubeletMustMatch, k) && !slices.Contains(kubeletIgnores, k) {
@@ -145,7 +140,7 @@ func (e *Cluster) StartKubelet(ctx context.Context, t testing.TB, ns string, c C
 	k := &controlplane.Kubelet{
 		Plane: e.Plane, Namespace: ns, Logf: t.Logf,
 		Run: func(ctx context.Context, pod *corev1.Pod, env []string, token string) int {
-			pr := PodRun{Job: pod.Labels[jobNameLabel], Pod: pod.Name, Res: Result{Code: -1}}
+			pr := PodRun{Job: pod.Labels[batchv1.JobNameLabel], Pod: pod.Name, Res: Result{Code: -1}}
 			defer func() { runs.add(pr) }()
 			if e.Admission != nil {
 				if env, pr.Err = e.Admission(ctx, pod, env); pr.Err != nil {
