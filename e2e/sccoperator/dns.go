@@ -24,6 +24,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/internal/testkit"
+	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 )
 
@@ -129,16 +130,9 @@ func (d *ClusterDNS) Close() {
 // name); none when CoreDNS does not answer it (NXDOMAIN, SERVFAIL, no
 // reply), as a pod's resolver gives up.
 func (d *ClusterDNS) Lookup(ctx context.Context, host string) []netip.Addr {
-	r := &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var dialer net.Dialer
-			return dialer.DialContext(ctx, "udp", d.Addr)
-		},
-	}
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	addrs, err := r.LookupNetIP(qctx, "ip", strings.TrimSuffix(host, ".")+".")
+	addrs, err := handover.ServerResolver(d.Addr)(qctx, strings.TrimSuffix(host, ".")+".")
 	if err != nil {
 		return nil
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rancher/registration-engine/internal/testkit"
+	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
 )
 
@@ -262,24 +263,21 @@ func (d *realCoreDNS) waitFor(ctx context.Context, t *testing.T, port int, host 
 	return last
 }
 
-// ask asks CoreDNS on port for host's IPv4 address every 200 ms until done
+// ask asks CoreDNS on port for host's (first) IPv4 address every 200 ms until done
 // holds for the answer (an invalid address when there is none), or ctx
 // ends: then ok is false. It returns the last answer and its error.
 func (d *realCoreDNS) ask(ctx context.Context, port int, host string, done func(netip.Addr) bool) (last netip.Addr, lastErr error, ok bool) {
-	r := &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var dialer net.Dialer
-			return dialer.DialContext(ctx, "udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		},
-	}
+	resolve := handover.ServerResolver(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	for {
 		qctx, cancel := context.WithTimeout(ctx, time.Second)
-		addrs, err := r.LookupNetIP(qctx, "ip4", host+".")
+		addrs, err := resolve(qctx, host+".")
 		cancel()
 		last, lastErr = netip.Addr{}, err
-		if err == nil && len(addrs) > 0 {
-			last = addrs[0].Unmap()
+		for _, a := range addrs {
+			if a = a.Unmap(); a.Is4() {
+				last = a
+				break
+			}
 		}
 		if done(last) {
 			return last, lastErr, true
