@@ -42,6 +42,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 
+	engine "github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/recovery"
@@ -54,9 +55,6 @@ const (
 	fakecloudName = "fakecloud"           // its Deployment and Service
 	fakecloudHost = "fakecloud.cattle-scc-system.svc"
 	planEnv       = "MARKETPLACE_PLAN_ID"
-	// exitPermanent is the exit code the CronJob's podFailurePolicy fails
-	// the Job on.
-	exitPermanent = 2
 	// handoverEnv bounds the engine's wait, before it writes the Secret,
 	// for the update server's name to resolve through the cluster's DNS
 	// and answer TLS; 0 turns the wait off (for this test only).
@@ -149,13 +147,13 @@ func TestKind(t *testing.T) {
 		})
 		failed := controlplane.FinishedCondition(job)
 		require.Equal(t, batchv1.JobFailed, failed.Type, "the Job did not fail: %+v", job.Status)
-		assert.Equal(t, batchv1.JobReasonPodFailurePolicy, failed.Reason, "podFailurePolicy (exit %d) ended the Job: %s", exitPermanent, failed.Message)
+		assert.Equal(t, batchv1.JobReasonPodFailurePolicy, failed.Reason, "podFailurePolicy (exit %d) ended the Job: %s", engine.ExitPermanent, failed.Message)
 		assert.Equal(t, int32(1), job.Status.Failed, "one pod, no retries")
 		pods := c.jobPods(t, ctx, job.Name)
 		require.Len(t, pods, 1, "a permanent failure is not retried: pods %v", podNames(pods))
 		term := terminated(pods[0], engineName)
 		require.NotNil(t, term, "the engine container did not terminate")
-		assert.Equal(t, int32(exitPermanent), term.ExitCode)
+		assert.Equal(t, int32(engine.ExitPermanent), term.ExitCode)
 		logs := c.logs(t, ctx, pods[0].Name)
 		assert.Contains(t, logs, "not-the-plan-of-the-extension", "the log names the plan that did not match")
 		_, err := c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
@@ -275,7 +273,7 @@ func TestKind(t *testing.T) {
 		// podFailurePolicy, no retry) and the Job carries the Warning.
 		sum := c.summary(t, ctx, job.Name)
 		assert.Equal(t, "failed", sum["operator"], "the run's summary: %v", sum)
-		assert.EqualValues(t, exitPermanent, sum["exitCode"])
+		assert.EqualValues(t, engine.ExitPermanent, sum["exitCode"])
 		assert.Equal(t, batchv1.JobFailed, jobCond.Type, "a Failed Registration must not leave a Complete Job: %s", jobCond.Message)
 		assert.Equal(t, batchv1.JobReasonPodFailurePolicy, jobCond.Reason)
 		ev := c.jobEvent(t, ctx, job.Name)
@@ -537,8 +535,6 @@ type kindCluster struct {
 	cfg        *rest.Config
 	cs         kubernetes.Interface
 	dyn        dynamic.Interface
-	// version is the Kubernetes version the API server reports.
-	version string
 	// overlayEnv is the overlay's engine settings (what the fake cloud
 	// serves), read by the first chart install, before that install
 	// replaces the overlay's CronJob.
@@ -581,8 +577,7 @@ func createCluster(t *testing.T, s settings) *kindCluster {
 	require.NoError(t, err)
 	version, err := c.cs.Discovery().ServerVersion()
 	require.NoError(t, err)
-	c.version = version.GitVersion
-	t.Logf("proved: the kind tier runs on Kubernetes %s (kube-apiserver /version), node image %s", c.version, s.nodeImage)
+	t.Logf("proved: the kind tier runs on Kubernetes %s (kube-apiserver /version), node image %s", version.GitVersion, s.nodeImage)
 
 	start = time.Now()
 	nodes, err := c.provider.ListInternalNodes(s.clusterName)
