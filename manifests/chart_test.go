@@ -48,7 +48,7 @@ func kubectlBin(t *testing.T) string {
 	if d := os.Getenv("K8S_TESTBIN"); d != "" {
 		candidate = filepath.Join(d, "kubectl")
 	}
-	return testkit.Tool(t, candidate, "kubectl", "make testbin")
+	return testkit.Tool(t, "kubectl", "K8S_TESTBIN", candidate, "make testbin")
 }
 
 // run execs bin and returns its standard output; a failure fails the test

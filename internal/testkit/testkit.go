@@ -123,11 +123,11 @@ func FreeDNSPort(t testing.TB) int {
 	return 0
 }
 
-// Tool is a program a test execs: the path candidate (where make put the
-// one it built), else name on PATH. Missing, the test is skipped, unless CI
-// is set: make builds it, so CI must never pass by skipping. build names
-// what builds it ("make helm").
-func Tool(t testing.TB, candidate, name, build string) string {
+// Tool is a program a test execs: candidate, the path the variable envVar
+// gives (where make put the one it built), else name on PATH. Missing, the
+// test is skipped, unless CI is set: make builds it, so CI must never pass
+// by skipping. build names what builds it ("make helm").
+func Tool(t testing.TB, name, envVar, candidate, build string) string {
 	t.Helper()
 	if candidate != "" {
 		if _, err := os.Stat(candidate); err == nil {
@@ -137,7 +137,7 @@ func Tool(t testing.TB, candidate, name, build string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	msg := fmt.Sprintf("%s not found (not at %q, not on PATH); %s builds it", name, candidate, build)
+	msg := fmt.Sprintf("%s not found: not at %q (from %s) and not on PATH; %s builds it, and make test sets %s", name, candidate, envVar, build, envVar)
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}
@@ -149,7 +149,7 @@ func Tool(t testing.TB, candidate, name, build string) string {
 // e2e/scripts/helm-bin.sh builds), else helm on PATH; see Tool.
 func Helm(t testing.TB) string {
 	t.Helper()
-	return Tool(t, os.Getenv("HELM_BIN"), "helm", "make helm")
+	return Tool(t, "helm", "HELM_BIN", os.Getenv("HELM_BIN"), "make helm")
 }
 
 // Command runs bin with args and returns its standard output; its error
