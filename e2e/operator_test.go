@@ -23,6 +23,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // dnsDelay is how long the process tier's cluster DNS keeps a new hosts
@@ -91,7 +92,7 @@ func (o *operatorEnv) testAbsent(t *testing.T) {
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	sum := summary(t, pr.Res.Stderr)
 	assert.Equal(t, job.ExitOK, pr.Res.Code)
-	assert.Equal(t, kube.OperatorAbsent, sum["operator"], pr.Res.Stderr)
+	assert.Equal(t, operator.StateAbsent, sum["operator"], pr.Res.Stderr)
 	ev := o.jobEvent(ctx, t, "operator-absent")
 	assert.Equal(t, kube.ReasonRegistered, ev.Reason)
 	assert.Contains(t, ev.Note, "operator=absent")
@@ -118,7 +119,7 @@ func (o *operatorEnv) testRegisters(t *testing.T) {
 	sum := summary(t, pr.Res.Stderr)
 	assert.Equal(t, job.ExitOK, pr.Res.Code)
 	assert.Equal(t, job.OutcomeRegistered, sum["outcome"])
-	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.Res.Stderr)
+	assert.Equal(t, operator.StateActive, sum["operator"], pr.Res.Stderr)
 
 	// The wait was seen to wait: the first check found no name.
 	waiting := logLine(t, pr.Res.Stderr, "waiting until the update server's name resolves in the cluster and answers TLS before writing the Secret")
@@ -171,7 +172,7 @@ func (o *operatorEnv) testUnchanged(t *testing.T) {
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	sum := summary(t, pr.Res.Stderr)
 	assert.Equal(t, job.OutcomeUnchanged, sum["outcome"])
-	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.Res.Stderr)
+	assert.Equal(t, operator.StateActive, sum["operator"], pr.Res.Stderr)
 	assert.Equal(t, before, o.SecretVersion(ctx, t), "nothing written")
 	ev := o.jobEvent(ctx, t, "operator-2")
 	assert.Equal(t, kube.ReasonUnchanged, ev.Reason)
@@ -251,7 +252,7 @@ func (o *operatorEnv) testRefusedCode(t *testing.T) {
 	assert.Equal(t, batchv1.JobReasonPodFailurePolicy, cond.Reason, "exit 2 fails the Job at once")
 	assert.Equal(t, job.ExitPermanent, pr.Res.Code, pr.Res.Stderr)
 	sum := summary(t, pr.Res.Stderr)
-	assert.Equal(t, kube.OperatorFailed, sum["operator"])
+	assert.Equal(t, operator.StateFailed, sum["operator"])
 	assert.Equal(t, job.PhaseOperator, sum["failedPhase"])
 	msg, _ := sum["operatorMessage"].(string)
 	assert.NotEmpty(t, msg, "the operator's own words")
@@ -286,7 +287,7 @@ func (o *operatorEnv) testMainRevision(t *testing.T) {
 	assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	assert.Equal(t, job.ExitPermanent, pr.Res.Code, pr.Res.Stderr)
 	sum := summary(t, pr.Res.Stderr)
-	assert.Equal(t, kube.OperatorFailed, sum["operator"], pr.Res.Stderr)
+	assert.Equal(t, operator.StateFailed, sum["operator"], pr.Res.Stderr)
 	msg, _ := sum["operatorMessage"].(string)
 	assert.Contains(t, msg, "x509: certificate signed by unknown authority", "main trusts only the system roots, not registrationUrlCert")
 	assert.Empty(t, o.fc.SCCRequests(), "no request got through the TLS handshake")

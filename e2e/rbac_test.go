@@ -23,6 +23,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // manifestsBase is the kustomization whose RBAC is under test.
@@ -211,11 +212,11 @@ func TestEngineRBAC(t *testing.T) {
 		},
 		"get the operator's Lease": {
 			// Is rancher/scc-operator running? Asked before a recovery deletes.
-			method: http.MethodGet, path: leasePath(kube.OperatorLeaseNamespace, kube.OperatorLeaseName), want: http.StatusOK,
+			method: http.MethodGet, path: leasePath(operator.LeaseNamespace, operator.LeaseName), want: http.StatusOK,
 		},
 		"update the operator's Lease is refused": {
-			method: http.MethodPut, path: leasePath(kube.OperatorLeaseNamespace, kube.OperatorLeaseName), contentType: jsonType,
-			bodyFrom: asRead(leasePath(kube.OperatorLeaseNamespace, kube.OperatorLeaseName)), want: http.StatusForbidden,
+			method: http.MethodPut, path: leasePath(operator.LeaseNamespace, operator.LeaseName), contentType: jsonType,
+			bodyFrom: asRead(leasePath(operator.LeaseNamespace, operator.LeaseName)), want: http.StatusForbidden,
 		},
 		"get another kube-system Lease is refused": {
 			method: http.MethodGet, path: leasePath("kube-system", "kube-controller-manager"), want: http.StatusForbidden,

@@ -23,7 +23,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
-	"github.com/rancher/registration-engine/job/recovery"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // TestOperatorRecovery is zero touch after rancher/scc-operator fails a
@@ -95,8 +95,8 @@ func (o *operatorEnv) testRecovers(t *testing.T, name string, faults fakecloud.U
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	assert.Equal(t, job.ExitOK, pr.Res.Code, pr.Res.Stderr)
 	sum := summary(t, pr.Res.Stderr)
-	assert.Equal(t, recovery.Recovered, sum["recovery"], pr.Res.Stderr)
-	assert.Equal(t, kube.OperatorActive, sum["operator"])
+	assert.Equal(t, operator.Recovered, sum["recovery"], pr.Res.Stderr)
+	assert.Equal(t, operator.StateActive, sum["operator"])
 	assert.Equal(t, cause, sum["cause"])
 	oldName, _ := sum["replacedRegistration"].(string)
 	newName, _ := sum["registration"].(string)
@@ -149,7 +149,7 @@ func (o *operatorEnv) testActivate500(t *testing.T) {
 	pr, done := o.runJob(ctx, t, runs, "recover-activate-500")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	sum := summary(t, pr.Res.Stderr)
-	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.Res.Stderr)
+	assert.Equal(t, operator.StateActive, sum["operator"], pr.Res.Stderr)
 	regName, _ := sum["registration"].(string)
 	states := rec.States(regName)
 	var failedOnce bool
@@ -196,7 +196,7 @@ func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
 		assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.Res.String())
 		assert.Equal(t, job.ExitPermanent, pr.Res.Code, pr.Res.Stderr)
 		sum := summary(t, pr.Res.Stderr)
-		assert.Equal(t, recovery.NeedsPerson, sum["recovery"], pr.Res.Stderr)
+		assert.Equal(t, operator.NeedsPerson, sum["recovery"], pr.Res.Stderr)
 		assert.Equal(t, false, sum["recoverable"])
 		assert.Equal(t, "HTTP 401 Unauthorized", sum["cause"])
 		assert.NotContains(t, pr.Res.Stderr, "recovering the registration: deleting", "no recovery started")
@@ -217,7 +217,7 @@ func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
 	pr, done := o.runJob(ctx, t, runs, "refused-fixed")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	sum := summary(t, pr.Res.Stderr)
-	assert.Equal(t, kube.OperatorActive, sum["operator"], pr.Res.Stderr)
+	assert.Equal(t, operator.StateActive, sum["operator"], pr.Res.Stderr)
 	assert.Equal(t, job.OutcomeRegistered, sum["outcome"])
 	assert.Nil(t, sum["recovery"], "no recovery: the operator registered the new code by itself")
 	s := o.Secret(ctx, t)
@@ -238,7 +238,7 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 	t.Cleanup(func() { o.setCronJobEnv(context.Background(), t, map[string]string{"OPERATOR_RECOVERY": "true"}) })
 	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
 	pr, _ := o.runJob(ctx, t, runs, "stopped-setup")
-	require.Equal(t, recovery.NotAttempted, summary(t, pr.Res.Stderr)["recovery"], pr.Res.Stderr)
+	require.Equal(t, operator.NotAttempted, summary(t, pr.Res.Stderr)["recovery"], pr.Res.Stderr)
 	require.NoError(t, op.Stop())
 	before := o.Secret(ctx, t)
 
@@ -254,7 +254,7 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 	for _, pr := range prs {
 		assert.Equal(t, job.ExitTransient, pr.Res.Code, pr.Res.Stderr)
 		sum := summary(t, pr.Res.Stderr)
-		assert.Equal(t, recovery.OperatorDown, sum["recovery"], pr.Res.Stderr)
+		assert.Equal(t, operator.OperatorDown, sum["recovery"], pr.Res.Stderr)
 		msg, _ := sum["error"].(string)
 		assert.Contains(t, msg, "rancher/scc-operator is not running")
 		assert.Contains(t, msg, "nothing deleted")
@@ -301,21 +301,21 @@ func (o *operatorEnv) testThreeFailedRecoveries(t *testing.T) {
 		assert.Equal(t, batchv1.JobReasonPodFailurePolicy, controlplane.FinishedCondition(done).Reason, "exit 2 ends the Job: the next attempt is the next schedule's")
 		assert.Equal(t, job.ExitPermanent, pr.Res.Code, pr.Res.Stderr)
 		sum := summary(t, pr.Res.Stderr)
-		assert.Equal(t, recovery.FailedAgain, sum["recovery"], pr.Res.Stderr)
+		assert.Equal(t, operator.FailedAgain, sum["recovery"], pr.Res.Stderr)
 		assert.Equal(t, float64(i), sum["recoveryAttempt"])
 		uids = append(uids, o.Secret(ctx, t).UID)
 	}
 	assert.Len(t, slices.Compact(slices.Clone(uids)), len(uids), "each recovery wrote a new Secret: %v", uids)
 	rec := o.recoveryRecord(ctx, t)
-	assert.Equal(t, kube.MaxRecoveries, rec.Attempts)
+	assert.Equal(t, operator.MaxRecoveries, rec.Attempts)
 
 	pr, _ := o.runJob(ctx, t, runs, "again-4")
 	assert.Equal(t, job.ExitPermanent, pr.Res.Code)
 	sum := summary(t, pr.Res.Stderr)
-	assert.Equal(t, recovery.Stopped, sum["recovery"], pr.Res.Stderr)
+	assert.Equal(t, operator.Stopped, sum["recovery"], pr.Res.Stderr)
 	msg, _ := sum["error"].(string)
 	assert.Contains(t, msg, "stopped recovering: 3 recoveries in a row")
-	assert.Contains(t, msg, "annotate lease registration-engine "+kube.AnnotationRecovery+"-")
+	assert.Contains(t, msg, "annotate lease registration-engine "+operator.AnnotationRecovery+"-")
 	assert.Equal(t, uids[2], o.Secret(ctx, t).UID, "the fourth run deleted nothing")
 	t.Logf("kubectl describe job again-4:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", "again-4"))
 	t.Logf("the recovery record on the Lease:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "get", "lease", kube.LeaseName, "-o", "jsonpath={.metadata.annotations}"))
@@ -323,12 +323,12 @@ func (o *operatorEnv) testThreeFailedRecoveries(t *testing.T) {
 	// The update server answers again; a person clears the record as the
 	// README says; the next run recovers.
 	o.setUpdateFaults(fakecloud.UpdateFaults{})
-	o.Plane.Kubectl(t, "-n", kube.Namespace, "annotate", "lease", kube.LeaseName, kube.AnnotationRecovery+"-")
+	o.Plane.Kubectl(t, "-n", kube.Namespace, "annotate", "lease", kube.LeaseName, operator.AnnotationRecovery+"-")
 	pr, done := o.runJob(ctx, t, runs, "again-cleared")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
-	assert.Equal(t, recovery.Recovered, summary(t, pr.Res.Stderr)["recovery"], pr.Res.Stderr)
+	assert.Equal(t, operator.Recovered, summary(t, pr.Res.Stderr)["recovery"], pr.Res.Stderr)
 	t.Logf("proved: with every announce answered 500, three runs each recovered once and failed again (exit 2, Secret uids %v); the fourth deleted nothing and said %q; after `kubectl annotate lease %s %s-` and a healed server the next run recovered",
-		uids, msg, kube.LeaseName, kube.AnnotationRecovery)
+		uids, msg, kube.LeaseName, operator.AnnotationRecovery)
 }
 
 // recoveryContext bounds a case of several Jobs, each a whole run with its
@@ -351,10 +351,10 @@ func (o *operatorEnv) clearRecoveryRecord(ctx context.Context, t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		if _, ok := l.Annotations[kube.AnnotationRecovery]; !ok {
+		if _, ok := l.Annotations[operator.AnnotationRecovery]; !ok {
 			return true, nil
 		}
-		delete(l.Annotations, kube.AnnotationRecovery)
+		delete(l.Annotations, operator.AnnotationRecovery)
 		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
@@ -362,11 +362,11 @@ func (o *operatorEnv) clearRecoveryRecord(ctx context.Context, t *testing.T) {
 }
 
 // recoveryRecord reads the engine's recovery record.
-func (o *operatorEnv) recoveryRecord(ctx context.Context, t *testing.T) kube.RecoveryRecord {
+func (o *operatorEnv) recoveryRecord(ctx context.Context, t *testing.T) operator.Record {
 	t.Helper()
 	l, err := o.Admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, kube.LeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, ok, err := kube.ParseRecoveryRecord(l.Annotations)
+	rec, ok, err := operator.ParseRecord(l.Annotations)
 	require.NoError(t, err)
 	require.True(t, ok, "a record on the Lease: %v", l.Annotations)
 	return rec

@@ -12,15 +12,14 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
-	"github.com/rancher/registration-engine/job/recovery"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/redact"
-	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // New assembles the Job that cfg describes: production collaborators pointed
@@ -47,22 +46,15 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 			Dmidecode:      providers.RunDmidecode,
 			Log:            log,
 		},
-		Prover: func(c providers.Cloud) (providers.Prover, error) {
-			if c != providers.Azure {
-				return nil, failure.Permanent(fmt.Errorf("this is %s, but only Azure Marketplace deployments can prove their identity so far", c))
-			}
-			az := cfg.Azure
-			az.HTTPClient, az.Roots, az.Log = httpClient, roots, log
-			return azure.New(az)
-		},
+		Provers: provers(cfg, httpClient, roots, log),
 		// LoadConfig read and checked the file at start; phase 3 reports it.
-		LoadSettings: func() (regionconfig.Settings, error) { return cfg.RegionSettings, nil },
-		Finder:       &smt.Finder{Config: cfg.SMT, Log: log},
-		RegCode:      cfg.RegCode,
-		Secrets:      secrets,
-		Deadline:     cfg.RunDeadline,
-		SleepMax:     cfg.StartupSleepMax,
-		Scheduled:    ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
+		Settings:  cfg.RegionSettings,
+		Finder:    &smt.Finder{Config: cfg.SMT, Log: log},
+		RegCode:   cfg.RegCode,
+		Secrets:   secrets,
+		Deadline:  cfg.RunDeadline,
+		SleepMax:  cfg.StartupSleepMax,
+		Scheduled: ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
 	}
 
 	switch {
@@ -119,15 +111,20 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 	in.OutsidePod, in.Port, in.Domains = cfg.Kubeconfig != "", cfg.SMT.HTTPSPort, cfg.SMT.Domains
 	j.InCluster = incluster.New(in, clients, log)
 	j.SecretRef = cfg.SecretNamespace + "/" + cfg.SecretName
-	j.Operator = &kube.OperatorWatch{
+	watch := &operator.Watch{
 		Secrets:       clients.Secrets,
 		Registrations: clients.Registrations,
 		Namespace:     cfg.SecretNamespace,
 		Name:          cfg.SecretName,
 		Log:           log,
 	}
-	j.OperatorWait = cfg.OperatorWait
-	j.Recovery = recovery.New(cfg.Recovery, clients, store, lease, j.Operator, cfg.OperatorWait)
+	j.Operator = &operator.Step{
+		Watch:     watch,
+		Wait:      cfg.OperatorWait,
+		Recovery:  operator.NewRecovery(cfg.Recovery, clients, store, lease, watch, cfg.OperatorWait),
+		SecretRef: j.SecretRef,
+		CronJob:   cfg.CronJobName,
+	}
 	// The Job runs in the Secret's namespace (the manifests set
 	// REGISTRATION_SECRET_NAMESPACE from the pod's).
 	if cfg.JobName != "" && cfg.JobUID != "" {

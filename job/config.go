@@ -9,12 +9,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/incluster"
-	"github.com/rancher/registration-engine/job/recovery"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers/azure"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // Config is every setting of a run, filled once by LoadConfig from flags,
@@ -72,8 +72,8 @@ type Config struct {
 	OperatorWait time.Duration
 	// Recovery decides whether a run recovers a Registration the operator
 	// failed for a passing cause (OPERATOR_RECOVERY, OPERATOR_LEASE); its
-	// own rules are recovery.Config.Validate's.
-	Recovery recovery.Config
+	// own rules are operator.Config.Validate's.
+	Recovery operator.Config
 
 	// The run.
 	RunDeadline     time.Duration

@@ -15,11 +15,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
+	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // testRegionConfig is a valid regionserverclnt.cfg, which LoadConfig reads.
@@ -483,4 +484,24 @@ func TestLoadConfigDONOTMODIFYIsMissing(t *testing.T) {
 
 	_, err := LoadConfig(nil, env(map[string]string{"MARKETPLACE_PLAN_ID": "DONOTMODIFY-premium"}))
 	assert.NoError(t, err, "only the whole literal is the placeholder")
+}
+
+// TestLoadConfigRefusesAMetadataEndpointTheDetectorWouldRefuse: a metadata
+// override with a path, a query or credentials is refused at start, by the
+// detector's own rule (providers.CheckEndpoint), not found at run time as
+// "no cloud detected" on every run.
+func TestLoadConfigRefusesAMetadataEndpointTheDetectorWouldRefuse(t *testing.T) {
+	for name, v := range map[string]string{
+		"AZURE_IMDS_ENDPOINT":    "http://127.0.0.1:8080/metadata",
+		"GCP_METADATA_ENDPOINTS": "http://127.0.0.1:8080,http://127.0.0.1:9090?x=1",
+		"AWS_IMDS_ENDPOINTS":     "http://user:pw@127.0.0.1:8080",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadConfig([]string{"--dry-run"}, env(map[string]string{name: v, "REGISTRATION_CODE": "c"}))
+			require.ErrorIs(t, err, providers.ErrInvalidEndpoint)
+			assert.Equal(t, ExitPermanent, ExitCode(err))
+		})
+	}
+	_, err := LoadConfig([]string{"--dry-run"}, env(map[string]string{"AZURE_IMDS_ENDPOINT": "http://127.0.0.1:8080/", "REGISTRATION_CODE": "c"}))
+	assert.NoError(t, err, "a trailing slash is no path")
 }

@@ -1,24 +1,39 @@
 // Package job is the engine: one run, start to finish. main builds a Config
-// (LoadConfig), assembles a Job from it (New) and calls Run once. Run is
-// the run's table of contents: the startup sleep, the Lease, then the
-// seed's six phases, each one call into the package that does its work —
-// detect (providers), prove (providers/azure), load-config (the
-// regionserverclnt.cfg LoadConfig read and checked at start,
-// job/regionconfig), find-update-server (job/smt, whose health check races
-// the two address families through job/happyeyeballs), race-addresses (the
-// address that race reached), write-secret (job/incluster maps the name in
-// CoreDNS and waits for the handover; job/kube writes the Secret) — then
-// the operator step: what rancher/scc-operator made of it (job/kube) and,
-// for a Registration it failed, job/recovery's answer. It returns an
-// error whose class ExitCode turns into the exit code.
+// (LoadConfig), assembles a Job from it (New) and calls Run once; Run
+// returns an error whose class ExitCode turns into the exit code.
+//
+// Run reads as the design card's table of contents, each phase handing its
+// value on to the next (job.go):
+//
+//	startup sleep, Lease    job/kube (Lease)
+//	1 detect                providers (Detector: DMI, then the metadata servers)
+//	2 prove                 providers/<cloud>, chosen in provers.go
+//	3 load-config           job/regionconfig, read and checked at start
+//	4 find-update-server    job/smt, whose health check races the two
+//	5 race-addresses          address families (job/happyeyeballs)
+//	6 write-secret          job/incluster maps the name in the cluster's DNS
+//	                          (job/inclusterdns) and waits for the handover
+//	                          (job/handover); job/kube writes the Secret
+//	  operator step         job/operator: what rancher/scc-operator made of
+//	                          it, and the recovery of a Registration it failed
+//
+// Phases 3 and 5 do no work of their own in a run (LoadConfig and phase 4's
+// race did it); their log lines say which step did.
+//
+// Where a change goes:
+//   - a new cloud: providers/<cloud>/ (detection, a Config with Validate, a
+//     Prover that reports which of its evidence is secret) and one line in
+//     provers.go; its settings in settings.go.
+//   - a new consumer of the Secret (another operator reading the same
+//     values): a package beside job/operator with a Step that Run calls
+//     after the write.
+//   - a new setting: settings.go (name, variables, default, help), held
+//     whole in the owning package's Config and checked by its Validate.
 //
 // The root package only orchestrates and holds the command-line surface:
 // Config and its settings table (config.go, settings.go, parse.go,
-// help.go), where each package's own settings are held whole
-// (azure.Config, smt.Config, incluster.Config, recovery.Config) and
-// checked by that package's Validate; the Secret type that keeps codes
-// out of logs; the dry-run and file outputs; and the dispatch of the
-// subcommands, which live with their packages: `status` (job/status) and
-// `attestation inspect` (providers/azure), handed the version and the exit
-// codes from here.
+// help.go); the Secret type that keeps codes out of logs; the dry-run and
+// file outputs; and the dispatch of the subcommands, which live with their
+// packages: `status` (job/status) and `attestation inspect`
+// (providers/azure), handed the version and the exit codes from here.
 package job

@@ -3,7 +3,7 @@ package job
 import (
 	"errors"
 
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/internal/failure"
 )
 
 // Exit codes of the binary. The CronJob's podFailurePolicy turns

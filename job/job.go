@@ -2,24 +2,24 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/pause"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
-	"github.com/rancher/registration-engine/job/recovery"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
-	"github.com/rancher/registration-engine/providers/failure"
-	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // The narrow views Run has of its collaborators. Each is satisfied by one
@@ -49,10 +49,6 @@ type (
 		Check(ctx context.Context, r kube.Registration) error
 		Write(ctx context.Context, r kube.Registration) (changed bool, err error)
 	}
-	// OperatorWatcher reads what rancher/scc-operator made of the Secret.
-	OperatorWatcher interface {
-		Report(ctx context.Context, wait time.Duration) kube.OperatorReport
-	}
 	// EventRecorder records the run's outcome as an Event on its Job.
 	EventRecorder interface {
 		Record(ctx context.Context, e kube.JobEvent) error
@@ -66,28 +62,27 @@ type (
 // Job is one run's collaborators and settings, assembled by New (or by a
 // test). Zero-valued optional fields are skipped: no Lock means no Lease
 // (dry runs, runs outside a cluster), no InCluster means there is no
-// cluster to publish the name in (dry runs, --output). LoadSettings hands phase 3 the region settings; New's
-// returns those LoadConfig already read and checked.
+// cluster to publish the name in (dry runs, --output), no Operator means
+// there is no operator to read.
 type Job struct {
-	Log          *slog.Logger
-	Detector     Detector
-	Prover       func(providers.Cloud) (providers.Prover, error)
-	LoadSettings func() (regionconfig.Settings, error)
-	Finder       Finder
-	InCluster    InCluster
-	Store        Store
-	Lock         Locker
-	RegCode      Secret
-	// Operator, when set, is read after the Secret is written (waiting up
-	// to OperatorWait for active or failed) and on unchanged runs (one
-	// look). Nil: no cluster (dry run, --output).
-	Operator     OperatorWatcher
-	OperatorWait time.Duration
-	// Recovery, when set (OPERATOR_RECOVERY, in a cluster), lets a run
-	// recover a Registration the operator failed for a passing cause
-	// (job/recovery). Nil: a Failed Registration is only reported, with
-	// the remedy.
-	Recovery *recovery.Recovery
+	Log      *slog.Logger
+	Detector Detector
+	// Provers proves each cloud's identity (phase 2), by cloud: the one
+	// place a cloud is added (provers.go).
+	Provers map[providers.Cloud]ProverFactory
+	// Settings are the region settings LoadConfig read and checked at
+	// start; phase 3 reports them.
+	Settings  regionconfig.Settings
+	Finder    Finder
+	InCluster InCluster
+	Store     Store
+	Lock      Locker
+	RegCode   Secret
+	// Operator is the operator step (job/operator): after the Secret is
+	// written, or found current, what rancher/scc-operator made of it, and
+	// the recovery of a Registration it failed. Nil: no cluster (dry run,
+	// --output).
+	Operator *operator.Step
 	// Events, when set, gets one Event per run on the Job that runs it;
 	// nil when no Job is known (JOB_NAME, JOB_UID unset).
 	Events EventRecorder
@@ -131,13 +126,8 @@ type Result struct {
 	Failed  string // the phase that failed, if any
 	// Skipped says why a skipped run did nothing (who holds the Lease).
 	Skipped string
-	// Operator is what rancher/scc-operator made of the Secret; State is
-	// "" when it was not read. After a recovery it is the new
-	// Registration's report.
-	Operator kube.OperatorReport
-	// Recovery is what the run did about a Failed Registration; nil when
-	// it found none.
-	Recovery *recovery.Report
+	// Operator is what the operator step found and did (job/operator).
+	Operator operator.Outcome
 }
 
 // PhaseOperator is the failedPhase of a run whose write succeeded but whose
@@ -173,15 +163,7 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	if res.Address.IsValid() {
 		attrs = append(attrs, slog.String("address", res.Address.String()))
 	}
-	if res.Operator.State != "" {
-		attrs = append(attrs, slog.String("operator", res.Operator.State), slog.String("registration", res.Operator.Registration))
-		if res.Operator.Message != "" {
-			attrs = append(attrs, slog.String("operatorMessage", res.Operator.Message))
-		}
-	}
-	if res.Recovery != nil {
-		attrs = append(attrs, res.Recovery.Attrs()...)
-	}
+	attrs = append(attrs, res.Operator.Attrs()...)
 	if err != nil {
 		attrs = append(attrs, slog.String("failedPhase", res.Failed), slog.String("error", err.Error()))
 		log.Error("run finished", attrs...)
@@ -221,166 +203,187 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 		}()
 	}
 
-	var (
-		det      providers.Detection
-		ev       *providers.Evidence
-		settings regionconfig.Settings
-		server   smt.UpdateServer
-		addr     netip.Addr
-		written  writeFacts
-	)
-	phases := []struct {
-		name string
-		do   func(ctx context.Context) (attrs []any, err error)
-	}{
-		{"detect", func(ctx context.Context) ([]any, error) {
-			var err error
-			det, err = j.Detector.Detect(ctx)
-			res.Cloud = det.Cloud
-			return []any{slog.String("cloud", string(det.Cloud)), slog.String("source", det.Source), slog.String("endpoint", det.Endpoint)}, err
-		}},
-		{"prove", func(ctx context.Context) ([]any, error) {
-			p, err := j.Prover(det.Cloud)
-			if err != nil {
-				return nil, err
-			}
-			ev, err = p.Prove(ctx)
-			if err != nil {
-				return nil, err
-			}
-			j.Secrets.Add(documentSecrets(ev.InstanceData)...)
-			return []any{slog.String("cloud", string(ev.Cloud)), slog.String("regionHint", ev.RegionHint), slog.Int("instanceDataBytes", len(ev.InstanceData))}, nil
-		}},
-		{"load-config", func(context.Context) ([]any, error) {
-			var err error
-			settings, err = j.LoadSettings()
-			return []any{slog.Int("regionServers", len(settings.RegionServers)), slog.Bool("metadataServer", settings.MetadataServer != "")}, err
-		}},
-		{"find-update-server", func(ctx context.Context) ([]any, error) {
-			var err error
-			server, err = j.Finder.Find(ctx, settings, ev.RegionHint)
-			res.Server = server.Name
-			return []any{slog.String("server", server.Name), slog.String("region", server.Region), slog.String("ipv4", addrString(server.IPv4)), slog.String("ipv6", addrString(server.IPv6))}, err
-		}},
-		{"race-addresses", func(ctx context.Context) ([]any, error) {
-			// Phase 4's health check raced the two families (IPv6 first,
-			// IPv4 after the head start) and reports the address that
-			// answered; racing them again here would only pay IPv6's head
-			// start twice when IPv6 is a black hole.
-			if !server.Reached.IsValid() {
-				return nil, fmt.Errorf("phase 4 reported no address of %s that answered its health check", server.Name)
-			}
-			addr = server.Reached
-			res.Address = addr
-			return []any{slog.String("address", addrString(addr)), slog.String("racedIn", "find-update-server")}, nil
-		}},
-		{"write-secret", func(ctx context.Context) ([]any, error) {
-			reg := kube.Registration{
-				// The name as it is, not absolute ("name."): the trailing dot
-				// would reach the update server's Host header, and changing
-				// the URL makes the operator re-register every existing
-				// cluster. The handover's absolute lookup guards against a
-				// search-domain name shadowing it (handover.ErrShadowed).
-				URL:          "https://" + server.Name,
-				RegCode:      j.RegCode.Reveal(),
-				InstanceData: ev.InstanceData,
-				CertPEM:      server.CertPEM,
-			}
-			if err := j.Store.Check(ctx, reg); err != nil {
-				return nil, withRegCodeSources(err)
-			}
-			var attrs []any
-			written.reg, written.noHandover = reg, "no cluster (dry run or --output)"
-			if j.InCluster == nil {
-				log.Info("no cluster (dry run or --output): the name is neither mapped nor handed over", slog.String("server", server.Name), slog.String("address", addrString(addr)))
-			} else {
-				pub, err := j.InCluster.Publish(ctx, server.Name, addr, server.CertPEM)
-				if err != nil {
-					return nil, err
-				}
-				written.noHandover = pub.Skipped
-				attrs = append(attrs, pub.Attrs()...)
-			}
-			if j.RegCode == "" {
-				log.Info("no registration code configured (REGISTRATION_CODE, REG_CODE or REGCODE): the one in the Secret is kept")
-			}
-			changed, err := j.Store.Write(ctx, reg)
-			res.Changed = changed
-			return append(attrs, slog.Bool("changed", changed)), j.Recovery.WithOperatorState(ctx, withRegCodeSources(err))
-		}},
+	// The design card's six phases, each handing its value on to the next.
+	ph := &phases{log: log, secrets: j.Secrets}
+	det, err := runPhase(ctx, ph, "detect", j.detect)
+	res.Cloud = det.Cloud
+	if err != nil {
+		return ph.failed(res), err
 	}
-	for i, p := range phases {
-		t := time.Now()
-		attrs, err := p.do(ctx)
-		attrs = append([]any{slog.String("phase", p.name), slog.Int("step", i+1), slog.Int64("durationMs", time.Since(t).Milliseconds())}, attrs...)
-		if err != nil {
-			err = withCause(ctx, fmt.Errorf("phase %d %s: %w", i+1, p.name, err))
-			err = j.Secrets.Error(err)
-			log.Error("phase failed", append(attrs, slog.String("outcome", "failed"), slog.Bool("permanent", failure.IsPermanent(err)), slog.String("error", err.Error()))...)
-			res.Failed = p.name
-			return res, err
-		}
-		log.Info("phase done", append(attrs, slog.String("outcome", "ok"))...)
+	ev, err := runPhase(ctx, ph, "prove", func(ctx context.Context) (*providers.Evidence, []any, error) { return j.prove(ctx, det.Cloud) })
+	if err != nil {
+		return ph.failed(res), err
+	}
+	ph.doneBefore("load-config", "LoadConfig read and checked it at start", slog.Int("regionServers", len(j.Settings.RegionServers)), slog.Bool("metadataServer", j.Settings.MetadataServer != ""))
+	server, err := runPhase(ctx, ph, "find-update-server", func(ctx context.Context) (smt.UpdateServer, []any, error) { return j.find(ctx, ev.RegionHint) })
+	res.Server = server.Name
+	if err != nil {
+		return ph.failed(res), err
+	}
+	// Phase 4's health check raced the two families (IPv6 first, IPv4
+	// after the head start) and reports the address that answered; racing
+	// them again here would only pay IPv6's head start twice when IPv6 is
+	// a black hole.
+	res.Address = server.Reached
+	ph.doneBefore("race-addresses", "find-update-server raced them", slog.String("address", addrString(server.Reached)), slog.String("racedIn", "find-update-server"))
+	w, err := runPhase(ctx, ph, "write-secret", func(ctx context.Context) (written, []any, error) { return j.write(ctx, log, server, ev) })
+	res.Changed = w.changed
+	if err != nil {
+		return ph.failed(res), err
 	}
 	res.Outcome = OutcomeUnchanged
 	if res.Changed {
 		res.Outcome = OutcomeRegistered
 	}
-	return res, j.Secrets.Error(j.reportOperator(ctx, log, &res, server.Name, written))
+
+	// The operator step: what rancher/scc-operator made of the Secret.
+	op, err := j.Operator.Run(ctx, log, operator.Input{Changed: w.changed, Server: server.Name, Written: w.reg, Unproven: w.unproven})
+	res.Operator = op
+	if op.Rewritten {
+		res.Changed, res.Outcome = true, OutcomeRegistered
+	}
+	if err != nil {
+		res.Failed = PhaseOperator
+		return res, j.Secrets.Error(withCause(ctx, err))
+	}
+	return res, nil
 }
 
-// writeFacts is what the write-secret phase leaves for the operator
-// report: the values written and, when the handover check did not run,
+// prover is the prover of cloud c; a cloud with none registered is a
+// permanent failure that says which clouds can prove themselves.
+func (j *Job) prover(c providers.Cloud) (providers.Prover, error) {
+	if f, ok := j.Provers[c]; ok {
+		return f()
+	}
+	var known []string
+	for k := range j.Provers {
+		known = append(known, string(k))
+	}
+	slices.Sort(known)
+	return nil, failure.Permanent(fmt.Errorf("this is %s, but only Marketplace deployments on %s can prove their identity so far", c, strings.Join(known, ", ")))
+}
+
+// detect is phase 1: which cloud this is.
+func (j *Job) detect(ctx context.Context) (providers.Detection, []any, error) {
+	det, err := j.Detector.Detect(ctx)
+	return det, []any{slog.String("cloud", string(det.Cloud)), slog.String("source", det.Source), slog.String("endpoint", det.Endpoint)}, err
+}
+
+// prove is phase 2: the cloud's prover proves where the run is, and the
+// run learns which of its evidence is secret.
+func (j *Job) prove(ctx context.Context, cloud providers.Cloud) (*providers.Evidence, []any, error) {
+	p, err := j.prover(cloud)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev, err := p.Prove(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	j.Secrets.Add(ev.InstanceData)
+	j.Secrets.Add(ev.Secrets...)
+	return ev, []any{slog.String("cloud", string(ev.Cloud)), slog.String("regionHint", ev.RegionHint), slog.Int("instanceDataBytes", len(ev.InstanceData))}, nil
+}
+
+// find is phase 4 (and, in its health check, phase 5): a healthy update
+// server and the address of it that answered first.
+func (j *Job) find(ctx context.Context, regionHint string) (smt.UpdateServer, []any, error) {
+	server, err := j.Finder.Find(ctx, j.Settings, regionHint)
+	attrs := []any{slog.String("server", server.Name), slog.String("region", server.Region), slog.String("ipv4", addrString(server.IPv4)), slog.String("ipv6", addrString(server.IPv6))}
+	if err == nil && !server.Reached.IsValid() {
+		err = fmt.Errorf("no address of %s answered its health check", server.Name)
+	}
+	return server, attrs, err
+}
+
+// written is what phase 6 wrote, for the operator step: the values,
+// whether the Secret changed, and, when the handover check did not run,
 // why ("" when it passed).
-type writeFacts struct {
-	reg        kube.Registration
-	noHandover string
+type written struct {
+	reg      kube.Registration
+	changed  bool
+	unproven string
 }
 
-// reportOperator reads what the operator made of the Secret: after a write
-// it waits up to OperatorWait for active or failed, on an unchanged run it
-// looks once. A Failed Registration is job/recovery's: it recovers one a
-// retry can fix, and otherwise fails the run (failedPhase operator) with
-// the remedy, since the operator ignores the Secret until a person deletes
-// it and the Job must show it. Pending and absent leave the run
-// successful, pending with a warning.
-func (j *Job) reportOperator(ctx context.Context, log *slog.Logger, res *Result, server string, written writeFacts) error {
-	if j.Operator == nil {
-		return nil
+// write is phase 6: the name mapped in the cluster and handed over, then
+// the Secret written.
+func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServer, ev *providers.Evidence) (written, []any, error) {
+	w := written{
+		reg: kube.Registration{
+			// The name as it is, not absolute ("name."): the trailing dot
+			// would reach the update server's Host header, and changing
+			// the URL makes the operator re-register every existing
+			// cluster. The handover's absolute lookup guards against a
+			// search-domain name shadowing it (handover.ErrShadowed).
+			URL:          "https://" + server.Name,
+			RegCode:      j.RegCode.Reveal(),
+			InstanceData: ev.InstanceData,
+			CertPEM:      server.CertPEM,
+		},
+		unproven: "no cluster (dry run or --output)",
 	}
-	var wait time.Duration
-	if res.Changed {
-		wait = j.OperatorWait
+	if err := j.Store.Check(ctx, w.reg); err != nil {
+		return w, nil, withRegCodeSources(err)
 	}
-	t := time.Now()
-	rep := j.Operator.Report(ctx, wait)
-	res.Operator = rep
-	attrs := []any{slog.String("operator", rep.State), slog.String("registration", rep.Registration), slog.String("operatorMessage", rep.Message), slog.Int64("durationMs", time.Since(t).Milliseconds())}
-	switch rep.State {
-	case kube.OperatorFailed:
-		verdict := kube.ClassifyOperatorFailure(rep.Message)
-		attrs = append(attrs, slog.Bool("recoverable", verdict.Recoverable), slog.String("cause", verdict.Cause))
-		log.Error("rancher/scc-operator failed the registration", attrs...)
-		rr, err := j.Recovery.Recover(ctx, log, recovery.Failure{
-			Report: rep, Verdict: verdict, Server: server, Written: written.reg, Unproven: written.noHandover, SecretRef: j.secretRef(),
-		})
-		res.Recovery = &rr
-		if rr.Rewritten {
-			res.Changed, res.Outcome, res.Operator = true, OutcomeRegistered, rr.Operator
-		}
+	var attrs []any
+	if j.InCluster == nil {
+		log.Info("no cluster (dry run or --output): the name is neither mapped nor handed over", slog.String("server", server.Name), slog.String("address", addrString(server.Reached)))
+	} else {
+		pub, err := j.InCluster.Publish(ctx, server.Name, server.Reached, server.CertPEM)
 		if err != nil {
-			res.Failed = PhaseOperator
+			return w, nil, err
 		}
-		return err
-	case kube.OperatorPending:
-		log.Warn("rancher/scc-operator has not finished the registration", append(attrs, slog.String("operatorWait", wait.String()))...)
-	case kube.OperatorActive:
-		log.Info("rancher/scc-operator's registration", attrs...)
-		j.Recovery.Forget(ctx, log, rep)
-	default:
-		log.Info("rancher/scc-operator's registration", attrs...)
+		w.unproven = pub.Skipped
+		attrs = append(attrs, pub.Attrs()...)
 	}
-	return nil
+	if j.RegCode == "" {
+		log.Info("no registration code configured (REGISTRATION_CODE, REG_CODE or REGCODE): the one in the Secret is kept")
+	}
+	changed, err := j.Store.Write(ctx, w.reg)
+	w.changed = changed
+	return w, append(attrs, slog.Bool("changed", changed)), j.Operator.Explain(ctx, withRegCodeSources(err))
+}
+
+// phases logs the design card's six phases, numbered in the order the run
+// meets them, and remembers the one that failed.
+type phases struct {
+	log     *slog.Logger
+	secrets *redact.Registry
+	step    int
+	failure string
+}
+
+// runPhase runs the next phase, logs its line and hands its value on. Its
+// error carries the phase, the run's end (signal or deadline) and no
+// secret.
+func runPhase[T any](ctx context.Context, p *phases, name string, do func(context.Context) (T, []any, error)) (T, error) {
+	p.step++
+	t := time.Now()
+	v, attrs, err := do(ctx)
+	attrs = append([]any{slog.String("phase", name), slog.Int("step", p.step), slog.Int64("durationMs", time.Since(t).Milliseconds())}, attrs...)
+	if err != nil {
+		err = withCause(ctx, fmt.Errorf("phase %d %s: %w", p.step, name, err))
+		err = p.secrets.Error(err)
+		p.log.Error("phase failed", append(attrs, slog.String("outcome", "failed"), slog.Bool("permanent", failure.IsPermanent(err)), slog.String("error", err.Error()))...)
+		p.failure = name
+		return v, err
+	}
+	p.log.Info("phase done", append(attrs, slog.String("outcome", "ok"))...)
+	return v, nil
+}
+
+// doneBefore logs a phase whose work an earlier step did: the seed's six
+// phases stay named in the log, and the line says which step did it.
+func (p *phases) doneBefore(name, by string, attrs ...any) {
+	p.step++
+	attrs = append([]any{slog.String("phase", name), slog.Int("step", p.step), slog.Int64("durationMs", 0), slog.String("doneBy", by)}, attrs...)
+	p.log.Info("phase done", append(attrs, slog.String("outcome", "ok"))...)
+}
+
+// failed is res with the phase that failed.
+func (p *phases) failed(res Result) Result {
+	res.Failed = p.failure
+	return res
 }
 
 // recordEvent records the run's outcome on its Job. An Event that cannot
@@ -396,8 +399,8 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		// A Job that completes having done nothing must say so where
 		// `kubectl describe job` looks.
 		e.Reason, e.Note = kube.ReasonSkipped, "skipped, nothing done: "+res.Skipped
-	case res.Recovery != nil && res.Recovery.Event.Reason != "":
-		e.Warning, e.Reason, e.Action, e.Note = res.Recovery.Event.Warning, res.Recovery.Event.Reason, res.Recovery.Event.Action, res.Recovery.Event.Note
+	case hasOperatorEvent(res):
+		e, _ = res.Operator.Event()
 	case runErr != nil:
 		e.Warning, e.Reason = true, kube.ReasonFailed
 		e.Note = fmt.Sprintf("phase %s failed (exit code %d): %v", res.Failed, ExitCode(runErr), runErr)
@@ -406,8 +409,8 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		if res.Changed {
 			e.Reason, e.Note = kube.ReasonRegistered, "wrote "+j.secretRef()+" for"
 		}
-		e.Warning = res.Operator.State == kube.OperatorPending
-		e.Note += fmt.Sprintf(" https://%s (address %s)%s", res.Server, addrString(res.Address), operatorNote(res.Operator))
+		e.Warning = res.Operator.Report.State == operator.StatePending
+		e.Note += fmt.Sprintf(" https://%s (address %s)%s", res.Server, addrString(res.Address), res.Operator.Note())
 	}
 	// The note quotes peers (an error, the operator's message), which may
 	// quote a secret; the recorder redacts too, whoever calls it.
@@ -421,20 +424,11 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 	log.Debug("event recorded", slog.String("reason", e.Reason))
 }
 
-// operatorNote is the operator's answer as the Event of a successful run
-// quotes it; "" when it was not read.
-func operatorNote(rep kube.OperatorReport) string {
-	if rep.State == "" {
-		return ""
-	}
-	note := "; operator=" + rep.State
-	if rep.Registration != "" {
-		note += " registration " + rep.Registration
-	}
-	if rep.Message != "" {
-		note += ": " + rep.Message
-	}
-	return note
+// hasOperatorEvent: the operator step decided the run's Event (a Failed
+// Registration's).
+func hasOperatorEvent(res Result) bool {
+	_, ok := res.Operator.Event()
+	return ok
 }
 
 // secretRef is namespace/name of the Secret the run writes.
@@ -523,21 +517,6 @@ func (j *Job) logger() *slog.Logger {
 		return j.Log
 	}
 	return slog.New(redact.NewHandler(j.Log.Handler(), j.Secrets))
-}
-
-// documentSecrets is what of the attested document phase 2 produced is
-// secret: the document itself, and its PKCS#7 signature alone, which a peer
-// that re-serializes the document still quotes verbatim.
-func documentSecrets(doc string) []string {
-	body := strings.TrimSuffix(strings.TrimPrefix(doc, "<document>"), "</document>")
-	var d struct {
-		Signature    string `json:"signature"`
-		AttestedData struct {
-			Signature string `json:"signature"`
-		} `json:"attestedData"`
-	}
-	_ = json.Unmarshal([]byte(body), &d)
-	return []string{doc, d.Signature, d.AttestedData.Signature}
 }
 
 func addrString(a netip.Addr) string {

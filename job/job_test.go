@@ -15,16 +15,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
-	"github.com/rancher/registration-engine/job/recovery"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // recorder is every collaborator of a Job at once: it records the order of
@@ -48,7 +48,9 @@ type recorder struct {
 	// checkErr is what the Store's Check says before anything is changed.
 	checkErr error
 	// doc is the attested document phase 2 proves; unset: an empty one.
-	doc string
+	// docSecrets are the parts of it the prover reports secret.
+	doc        string
+	docSecrets []string
 }
 
 func (r *recorder) step(ctx context.Context, name string) error {
@@ -77,7 +79,7 @@ func (r *recorder) Prove(ctx context.Context) (*providers.Evidence, error) {
 	if doc == "" {
 		doc = "<document>{}</document>"
 	}
-	return &providers.Evidence{Cloud: providers.Azure, InstanceData: doc, RegionHint: "westeurope"}, nil
+	return &providers.Evidence{Cloud: providers.Azure, InstanceData: doc, RegionHint: "westeurope", Secrets: r.docSecrets}, nil
 }
 
 func (r *recorder) Find(ctx context.Context, _ regionconfig.Settings, hint string) (smt.UpdateServer, error) {
@@ -140,11 +142,8 @@ func newJob(r *recorder, logs *bytes.Buffer) *Job {
 	return &Job{
 		Log:      log,
 		Detector: r,
-		Prover:   func(providers.Cloud) (providers.Prover, error) { return r, nil },
-		LoadSettings: func() (regionconfig.Settings, error) {
-			return regionconfig.Settings{}, r.step(context.Background(), "config")
-		},
-		Finder: r,
+		Provers:  map[providers.Cloud]ProverFactory{providers.Azure: func() (providers.Prover, error) { return r, nil }},
+		Finder:   r,
 		// The real phase-6 publisher, with the recorder as CoreDNS and
 		// the handover wait.
 		InCluster: &incluster.Name{Config: incluster.Config{Map: true, Timeout: time.Minute}, Map: r, Wait: r, Log: log},
@@ -165,7 +164,7 @@ func TestRunExecutesEveryPhaseOnceInOrder(t *testing.T) {
 	res, err := newJob(r, &logs).Run(context.Background())
 	require.NoError(t, err)
 
-	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find", "dns", "handover", "write"}, r.calls)
+	assert.Equal(t, []string{"lease", "detect", "prove", "find", "dns", "handover", "write"}, r.calls)
 	assert.Equal(t, []string{"smt-azure.example 2001:db8::10 PEM kube-system/coredns"}, r.handedOver,
 		"the wait checks the name, the raced address and the certificate the Secret pins, in the CoreDNS object just edited")
 	assert.True(t, r.released)
@@ -200,7 +199,7 @@ func TestRunTakesTheAddressPhase4Reached(t *testing.T) {
 	var logs bytes.Buffer
 	res, err := newJob(r, &logs).Run(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find", "dns", "handover", "write"}, r.calls)
+	assert.Equal(t, []string{"lease", "detect", "prove", "find", "dns", "handover", "write"}, r.calls)
 	assert.Equal(t, ipv4, res.Address)
 	assert.Equal(t, []string{"smt-azure.example 192.0.2.10 PEM kube-system/coredns"}, r.handedOver)
 	var raced map[string]any
@@ -216,14 +215,15 @@ func TestRunTakesTheAddressPhase4Reached(t *testing.T) {
 }
 
 // TestRunWithoutAReachedAddressWritesNothing: a Finder that reports no
-// address that answered stops the run at phase 5, before CoreDNS or the
+// address that answered stops the run at phase 4, whose health check is
+// the race, before CoreDNS or the
 // Secret is touched.
 func TestRunWithoutAReachedAddressWritesNothing(t *testing.T) {
 	r := &recorder{changed: true, noReached: true}
 	res, err := newJob(r, &bytes.Buffer{}).Run(context.Background())
 	require.Error(t, err)
-	assert.Equal(t, "race-addresses", res.Failed)
-	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find"}, r.calls, "no CoreDNS edit, no wait, no write")
+	assert.Equal(t, "find-update-server", res.Failed, "phase 4's health check is the race: no address answered it")
+	assert.Equal(t, []string{"lease", "detect", "prove", "find"}, r.calls, "no CoreDNS edit, no wait, no write")
 	assert.Empty(t, r.written)
 }
 
@@ -239,7 +239,7 @@ func TestRunWithoutACodeChangesNothing(t *testing.T) {
 	require.ErrorIs(t, err, kube.ErrNoRegCode)
 	assert.Equal(t, ExitPermanent, ExitCode(err))
 	assert.Equal(t, "write-secret", res.Failed)
-	assert.Equal(t, []string{"lease", "detect", "prove", "config", "find"}, r.calls, "no CoreDNS edit, no handover wait, no write")
+	assert.Equal(t, []string{"lease", "detect", "prove", "find"}, r.calls, "no CoreDNS edit, no handover wait, no write")
 	assert.Contains(t, err.Error(), "set REGISTRATION_CODE (or REG_CODE or REGCODE)")
 }
 
@@ -268,15 +268,15 @@ func TestRunStopsAtTheFailingPhase(t *testing.T) {
 		},
 		"region servers down is transient": {
 			failAt: "find", err: errors.New("no region server answered"),
-			wantCalls: []string{"lease", "detect", "prove", "config", "find"}, wantPhase: "find-update-server", wantExit: ExitTransient,
+			wantCalls: []string{"lease", "detect", "prove", "find"}, wantPhase: "find-update-server", wantExit: ExitTransient,
 		},
 		"CoreDNS failure means no Secret": {
 			failAt: "dns", err: errors.New("coredns: conflict"),
-			wantCalls: []string{"lease", "detect", "prove", "config", "find", "dns"}, wantPhase: "write-secret", wantExit: ExitTransient,
+			wantCalls: []string{"lease", "detect", "prove", "find", "dns"}, wantPhase: "write-secret", wantExit: ExitTransient,
 		},
 		"name not served by CoreDNS yet means no Secret": {
 			failAt: "handover", err: &handover.NotReadyError{Name: "smt-azure.example", Step: handover.StepResolve},
-			wantCalls: []string{"lease", "detect", "prove", "config", "find", "dns", "handover"}, wantPhase: "write-secret", wantExit: ExitTransient,
+			wantCalls: []string{"lease", "detect", "prove", "find", "dns", "handover"}, wantPhase: "write-secret", wantExit: ExitTransient,
 		},
 	}
 	for name, tc := range tests {
@@ -315,7 +315,7 @@ func TestRunRecordsASkip(t *testing.T) {
 	op := &operatorFake{}
 	var logs bytes.Buffer
 	j := newJob(r, &logs)
-	j.Operator, j.Events = op, op
+	j.Operator, j.Events = op.step(), op
 	res, err := j.Run(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, OutcomeSkipped, res.Outcome)
@@ -410,9 +410,9 @@ func TestRunSaysWhyThereIsNoHandoverWait(t *testing.T) {
 		level     string
 		wantCalls []string
 	}{
-		"no in-cluster DNS mapping": {cfg: incluster.Config{Map: false, Timeout: time.Minute}, msg: "in-cluster DNS left alone", level: "INFO", wantCalls: []string{"lease", "detect", "prove", "config", "find", "write"}},
-		"not in a pod":              {cfg: incluster.Config{Map: true, OutsidePod: true, Timeout: time.Minute}, msg: "handover wait skipped", level: "INFO", wantCalls: []string{"lease", "detect", "prove", "config", "find", "dns", "write"}},
-		"turned off for a test":     {cfg: incluster.Config{Map: true}, msg: "handover wait disabled", level: "WARN", wantCalls: []string{"lease", "detect", "prove", "config", "find", "dns", "write"}},
+		"no in-cluster DNS mapping": {cfg: incluster.Config{Map: false, Timeout: time.Minute}, msg: "in-cluster DNS left alone", level: "INFO", wantCalls: []string{"lease", "detect", "prove", "find", "write"}},
+		"not in a pod":              {cfg: incluster.Config{Map: true, OutsidePod: true, Timeout: time.Minute}, msg: "handover wait skipped", level: "INFO", wantCalls: []string{"lease", "detect", "prove", "find", "dns", "write"}},
+		"turned off for a test":     {cfg: incluster.Config{Map: true}, msg: "handover wait disabled", level: "WARN", wantCalls: []string{"lease", "detect", "prove", "find", "dns", "write"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -438,15 +438,26 @@ func TestRunSaysWhyThereIsNoHandoverWait(t *testing.T) {
 
 // operatorFake answers the operator report and records the Events.
 type operatorFake struct {
-	report   kube.OperatorReport
+	report   operator.Report
 	waits    []time.Duration
 	events   []kube.JobEvent
 	eventErr error
 }
 
-func (o *operatorFake) Report(_ context.Context, wait time.Duration) kube.OperatorReport {
+// Report answers as operator.Watch does: a Failed Registration comes
+// classified.
+func (o *operatorFake) Report(_ context.Context, wait time.Duration) operator.Report {
 	o.waits = append(o.waits, wait)
-	return o.report
+	r := o.report
+	if r.State == operator.StateFailed {
+		r.Verdict = operator.Classify(r.Message)
+	}
+	return r
+}
+
+// step is the operator step reading op, with recovery off.
+func (o *operatorFake) step() *operator.Step {
+	return &operator.Step{Watch: o, Wait: 2 * time.Minute, SecretRef: "cattle-scc-system/scc-registration"}
 }
 
 func (o *operatorFake) Record(_ context.Context, e kube.JobEvent) error {
@@ -460,7 +471,7 @@ func (o *operatorFake) Record(_ context.Context, e kube.JobEvent) error {
 func TestRunReportsTheOperator(t *testing.T) {
 	tests := map[string]struct {
 		changed  bool
-		report   kube.OperatorReport
+		report   operator.Report
 		failAt   string
 		wantWait time.Duration
 		reason   string
@@ -470,30 +481,30 @@ func TestRunReportsTheOperator(t *testing.T) {
 		note     string
 	}{
 		"written, operator active": {
-			changed: true, report: kube.OperatorReport{State: kube.OperatorActive, Registration: "scc-registration-abc"},
+			changed: true, report: operator.Report{State: operator.StateActive, Registration: "scc-registration-abc"},
 			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, exit: ExitOK,
 			note: "wrote cattle-scc-system/scc-registration for https://smt-azure.example (address 2001:db8::10); operator=active registration scc-registration-abc",
 		},
 		"written, operator failed: exit 2, failedPhase operator, the remedy": {
-			changed: true, report: kube.OperatorReport{State: kube.OperatorFailed, Registration: "scc-registration-abc", Message: "401 Unknown Registration Code."},
+			changed: true, report: operator.Report{State: operator.StateFailed, Registration: "scc-registration-abc", Message: "401 Unknown Registration Code."},
 			wantWait: 2 * time.Minute, reason: kube.ReasonOperatorFailed, warning: true, exit: ExitPermanent, phase: PhaseOperator,
 			note: "kubectl -n cattle-scc-system delete secret scc-registration",
 		},
 		"written, operator pending: exit 0 with a warning": {
-			changed: true, report: kube.OperatorReport{State: kube.OperatorPending, Message: "registration scc-registration-abc not created yet"},
+			changed: true, report: operator.Report{State: operator.StatePending, Message: "registration scc-registration-abc not created yet"},
 			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, warning: true, exit: ExitOK, note: "operator=pending",
 		},
 		"written, no operator": {
-			changed: true, report: kube.OperatorReport{State: kube.OperatorAbsent, Message: "not installed"},
+			changed: true, report: operator.Report{State: operator.StateAbsent, Message: "not installed"},
 			wantWait: 2 * time.Minute, reason: kube.ReasonRegistered, exit: ExitOK, note: "operator=absent",
 		},
 		"unchanged looks once": {
-			report:   kube.OperatorReport{State: kube.OperatorActive, Registration: "scc-registration-abc"},
+			report:   operator.Report{State: operator.StateActive, Registration: "scc-registration-abc"},
 			wantWait: 0, reason: kube.ReasonUnchanged, exit: ExitOK,
 			note: "cattle-scc-system/scc-registration already current for https://smt-azure.example (address 2001:db8::10); operator=active registration scc-registration-abc",
 		},
 		"unchanged but Failed is still reported and fails": {
-			report:   kube.OperatorReport{State: kube.OperatorFailed, Registration: "scc-registration-abc", Message: "no such host"},
+			report:   operator.Report{State: operator.StateFailed, Registration: "scc-registration-abc", Message: "no such host"},
 			wantWait: 0, reason: kube.ReasonOperatorFailed, warning: true, exit: ExitPermanent, phase: PhaseOperator,
 		},
 		"the engine's own failure names its phase": {
@@ -507,7 +518,7 @@ func TestRunReportsTheOperator(t *testing.T) {
 			op := &operatorFake{report: tc.report}
 			var logs bytes.Buffer
 			j := newJob(r, &logs)
-			j.Operator, j.OperatorWait, j.Events, j.SecretRef = op, 2*time.Minute, op, "cattle-scc-system/scc-registration"
+			j.Operator, j.Events, j.SecretRef = op.step(), op, "cattle-scc-system/scc-registration"
 			res, err := j.Run(context.Background())
 			assert.Equal(t, tc.exit, ExitCode(err), "%v", err)
 			assert.Equal(t, tc.phase, res.Failed)
@@ -529,9 +540,9 @@ func TestRunReportsTheOperator(t *testing.T) {
 			if tc.report.State != "" {
 				assert.Equal(t, tc.report.State, last["operator"])
 			}
-			if tc.report.State == kube.OperatorFailed {
+			if tc.report.State == operator.StateFailed {
 				assert.Equal(t, tc.report.Message, last["operatorMessage"], "the operator's own words in the summary")
-				assert.ErrorIs(t, err, recovery.ErrOperatorFailed)
+				assert.ErrorIs(t, err, operator.ErrOperatorFailed)
 				assert.Equal(t, "ERROR", last["level"])
 			}
 		})
@@ -542,10 +553,10 @@ func TestRunReportsTheOperator(t *testing.T) {
 // run's result stands.
 func TestRunSurvivesAFailedEvent(t *testing.T) {
 	r := &recorder{changed: true}
-	op := &operatorFake{report: kube.OperatorReport{State: kube.OperatorActive}, eventErr: errors.New("forbidden")}
+	op := &operatorFake{report: operator.Report{State: operator.StateActive}, eventErr: errors.New("forbidden")}
 	var logs bytes.Buffer
 	j := newJob(r, &logs)
-	j.Operator, j.Events = op, op
+	j.Operator, j.Events = op.step(), op
 	res, err := j.Run(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, OutcomeRegistered, res.Outcome)
@@ -562,13 +573,13 @@ func TestRunRedactsTheOperatorsMessage(t *testing.T) {
 	doc := `<document>{"subscriptionId": "sub", "attestedData": {"signature": "` + sig + `"}, "offer": "urn"}</document>`
 	quotedDoc, _ := json.Marshal(doc)
 	msg := "SCC answered 422 for " + string(quotedDoc) + " with regCode REGCODE-SECRET; signature " + sig
-	r := &recorder{changed: true, doc: doc}
-	op := &operatorFake{report: kube.OperatorReport{State: kube.OperatorFailed, Registration: "scc-registration-abc", Message: msg}}
+	r := &recorder{changed: true, doc: doc, docSecrets: []string{doc, sig}}
+	op := &operatorFake{report: operator.Report{State: operator.StateFailed, Registration: "scc-registration-abc", Message: msg}}
 	var logs bytes.Buffer
 	j := newJob(r, &logs)
-	j.Operator, j.Events = op, op
+	j.Operator, j.Events = op.step(), op
 	_, err := j.Run(context.Background())
-	require.ErrorIs(t, err, recovery.ErrOperatorFailed)
+	require.ErrorIs(t, err, operator.ErrOperatorFailed)
 	require.Len(t, op.events, 1)
 	emitted := map[string]string{"logs": logs.String(), "Event note": op.events[0].Note, "error": err.Error()}
 	for where, text := range emitted {

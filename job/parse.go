@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rancher/registration-engine/job/hostname"
+	"github.com/rancher/registration-engine/providers"
 )
 
 // The settings table's small parser library: each function turns one
@@ -180,12 +181,28 @@ func endpoint(dst func(*Config) *string) func(*Config, string) error {
 	}
 }
 
-func endpoints(dst func(*Config) *[]string) func(*Config, string) error {
+// metadataEndpoint takes a cloud metadata base URL, by the detector's own
+// rule (providers.CheckEndpoint: http(s)://host[:port], no path, query or
+// credentials), so that an override the detector would refuse at run time
+// is refused at start.
+func metadataEndpoint(dst func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.TrimRight(strings.TrimSpace(v), "/")
+		if err := providers.CheckEndpoint(v); err != nil {
+			return err
+		}
+		*dst(c) = v
+		return nil
+	}
+}
+
+// metadataEndpoints is metadataEndpoint for a comma-separated list.
+func metadataEndpoints(dst func(*Config) *[]string) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		var out []string
 		for _, part := range splitList(v) {
 			part = strings.TrimRight(part, "/")
-			if err := checkURL(part); err != nil {
+			if err := providers.CheckEndpoint(part); err != nil {
 				return err
 			}
 			out = append(out, part)

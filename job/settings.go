@@ -9,6 +9,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
@@ -57,9 +58,9 @@ var settings = []setting{
 	{flag: "verify-retry-backoff", envs: []string{"VERIFY_RETRY_BACKOFF"}, def: formatFloat(azure.DefaultRetryBackoff), help: "backoff factor: IMDS waits 1s × factor^n between attempts; ARM starts at factor seconds and doubles (Retry-After wins)", set: number(azure.WantRetryBackoff, func(c *Config) *float64 { return &c.Azure.RetryBackoff })},
 
 	{group: "Cloud detection"},
-	{flag: "azure-imds-endpoint", envs: []string{"AZURE_IMDS_ENDPOINT"}, def: providers.DefaultAzureIMDS, help: "Azure IMDS base URL", set: endpoint(func(c *Config) *string { return &c.Azure.IMDSEndpoint })},
-	{flag: "gcp-metadata-endpoints", envs: []string{"GCP_METADATA_ENDPOINTS"}, def: strings.Join(providers.DefaultGCPEndpoints, ","), help: "GCP metadata base URLs, comma-separated", set: endpoints(func(c *Config) *[]string { return &c.GCPMetadataEndpoints })},
-	{flag: "aws-imds-endpoints", envs: []string{"AWS_IMDS_ENDPOINTS"}, def: strings.Join(providers.DefaultAWSEndpoints, ","), help: "AWS IMDS base URLs, comma-separated", set: endpoints(func(c *Config) *[]string { return &c.AWSIMDSEndpoints })},
+	{flag: "azure-imds-endpoint", envs: []string{"AZURE_IMDS_ENDPOINT"}, def: providers.DefaultAzureIMDS, help: "Azure IMDS base URL", set: metadataEndpoint(func(c *Config) *string { return &c.Azure.IMDSEndpoint })},
+	{flag: "gcp-metadata-endpoints", envs: []string{"GCP_METADATA_ENDPOINTS"}, def: strings.Join(providers.DefaultGCPEndpoints, ","), help: "GCP metadata base URLs, comma-separated", set: metadataEndpoints(func(c *Config) *[]string { return &c.GCPMetadataEndpoints })},
+	{flag: "aws-imds-endpoints", envs: []string{"AWS_IMDS_ENDPOINTS"}, def: strings.Join(providers.DefaultAWSEndpoints, ","), help: "AWS IMDS base URLs, comma-separated", set: metadataEndpoints(func(c *Config) *[]string { return &c.AWSIMDSEndpoints })},
 	{flag: "detect-budget", envs: []string{"DETECT_BUDGET"}, def: formatDuration(providers.DefaultBudget), help: "time for all metadata probes together", set: duration(func(c *Config) *time.Duration { return &c.DetectBudget })},
 	{flag: "dmi-dir", envs: []string{"DMI_DIR_PATH"}, def: dmi.DefaultDir, help: "directory of the DMI files sys_vendor, product_name, chassis_asset_tag", set: str(func(c *Config) *string { return &c.DMIDir })},
 
@@ -98,7 +99,7 @@ var settings = []setting{
 	{flag: "handover-dns-server", envs: []string{"HANDOVER_DNS_SERVER"}, help: "ip:port of the DNS server the handover wait asks instead of the pod's resolver (tests only)", set: addrPort(func(c *Config) *string { return &c.InCluster.DNSServer })},
 	{flag: "operator-wait", envs: []string{"OPERATOR_WAIT"}, def: formatDuration(DefaultOperatorWait), help: "after writing the Secret, wait up to this long for rancher/scc-operator's Registration to become active or fail (within the run deadline; 0 reads it once)", set: duration(func(c *Config) *time.Duration { return &c.OperatorWait })},
 	{flag: "operator-recovery", envs: []string{"OPERATOR_RECOVERY"}, def: "true", boolean: true, help: "when rancher/scc-operator failed the Registration for a cause a retry can fix (network, DNS, TLS handshake timeout, HTTP 5xx or 429) and this run proved the update server reachable, delete scc-registration and write it afresh, at most once per run and 3 times in a row per cause (false: only report it)", set: boolean(func(c *Config) *bool { return &c.Recovery.Enabled })},
-	{flag: "operator-lease", envs: []string{"OPERATOR_LEASE"}, def: kube.OperatorLeaseNamespace + "/" + kube.OperatorLeaseName, help: "namespace/name of rancher/scc-operator's leader-election Lease: a recovery deletes nothing unless it is held, renewed within the last 30s and seen renewed again within 10s", set: str(func(c *Config) *string { return &c.Recovery.OperatorLease })},
+	{flag: "operator-lease", envs: []string{"OPERATOR_LEASE"}, def: operator.LeaseNamespace + "/" + operator.LeaseName, help: "namespace/name of rancher/scc-operator's leader-election Lease: a recovery deletes nothing unless it is held, renewed within the last 30s and seen renewed again within 10s", set: str(func(c *Config) *string { return &c.Recovery.OperatorLease })},
 
 	{group: "The run"},
 	{flag: "run-deadline", envs: []string{"RUN_DEADLINE"}, def: formatDuration(DefaultRunDeadline), help: "time a run may take after the startup sleep", set: duration(func(c *Config) *time.Duration { return &c.RunDeadline })},

@@ -24,6 +24,7 @@ import (
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/regionconfig"
 )
 
@@ -141,7 +142,7 @@ func TestKustomizationsReferToExistingFiles(t *testing.T) {
 	require.Contains(t, kustomizations, "overlays/azure")
 	require.Contains(t, kustomizations, "overlays/e2e")
 
-	wantNamespace := map[string]string{"base/cattle-scc-system": kube.Namespace, "base/kube-system": "kube-system", "base/corefile-layout": "kube-system", "base/operator-lease": kube.OperatorLeaseNamespace}
+	wantNamespace := map[string]string{"base/cattle-scc-system": kube.Namespace, "base/kube-system": "kube-system", "base/corefile-layout": "kube-system", "base/operator-lease": operator.LeaseNamespace}
 	baseObjects := map[string]bool{}
 	for _, o := range objects {
 		if strings.HasPrefix(o.file, "base/") {
@@ -350,7 +351,7 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 	// In kube-system also a get of the operator's Lease, by name, and
 	// nothing else: the recovery's check that the operator runs.
 	opLease := find[*rbacv1.Role](t, objects, "base/operator-lease/role.yaml")
-	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{kube.OperatorLeaseName}, Verbs: []string{"get"}}}, opLease.Rules)
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{operator.LeaseName}, Verbs: []string{"get"}}}, opLease.Rules)
 	assert.NotContains(t, env(c), "OPERATOR_LEASE", "the default, kube-system/scc-controllers, is the Lease the Role names")
 
 	for file, roleName := range map[string]string{

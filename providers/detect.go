@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/providers/dmi"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // DefaultAzureIMDS is Azure's instance metadata service: detection probes it

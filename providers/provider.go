@@ -31,6 +31,11 @@ type Evidence struct {
 	// RegionHint is the lower-case cloud region ("westeurope"), sent to the
 	// region servers as regionHint; empty when unknown.
 	RegionHint string
+	// Secrets are the parts of the evidence that must never appear in a
+	// log, an Event or an error, besides InstanceData itself: each cloud
+	// knows its document's shape (Azure: the PKCS#7 signature alone, which
+	// a peer that re-serializes the document still quotes verbatim).
+	Secrets []string
 }
 
 // Prover proves the identity of one cloud (phase 2). It returns an error

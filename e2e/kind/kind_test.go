@@ -41,11 +41,10 @@ import (
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
-
 	engine "github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
-	"github.com/rancher/registration-engine/job/recovery"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // What manifests/overlays/e2e fixes, beside harness's CronJobName,
@@ -307,7 +306,7 @@ func TestKind(t *testing.T) {
 		require.Equal(t, batchv1.JobComplete, cond.Type, "the recovering Job did not complete: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, job.Name), "\n"))
 		took := time.Since(start)
 		sum := c.summary(t, ctx, job.Name)
-		assert.Equal(t, recovery.Recovered, sum["recovery"], "the run's summary: %v", sum)
+		assert.Equal(t, operator.Recovered, sum["recovery"], "the run's summary: %v", sum)
 		assert.Equal(t, "active", sum["operator"], "the run's summary: %v", sum)
 		assert.Equal(t, failed, sum["replacedRegistration"], "the run replaced the Failed Registration: %v", sum)
 		newName, _ := sum["registration"].(string)

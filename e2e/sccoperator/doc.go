@@ -12,14 +12,17 @@
 // and Recorder read the operator's answer: the Registration's conditions,
 // its activation and its failure message, every state it went through.
 //
-// The process tier has no cluster DNS. The operator reaches the update
-// server under its real name through Proxy, an HTTP CONNECT proxy on
-// loopback that it uses through HTTPS_PROXY (connect-ng's transport honours
-// it): the proxy answers CONNECT <name>:443 by connecting to the address the
-// name has in kube-system/coredns's hosts block (what CoreDNS would answer
-// in a pod) on the fake update server's port, and refuses everything else.
-// TLS runs end to end between the operator and the fake, so the operator
-// checks the certificate against the name exactly as in a cluster.
+// The process tier has no pod network, so the operator cannot ask the
+// cluster's DNS itself. ClusterDNS runs a real CoreDNS on kube-system's
+// ConfigMaps (the engine's HANDOVER_DNS_SERVER asks it), and the operator
+// reaches the update server under its real name through Proxy, an HTTP
+// CONNECT proxy on loopback that it uses through HTTPS_PROXY (connect-ng's
+// transport honours it): the proxy answers CONNECT <name>:443 by asking
+// that CoreDNS (ClusterDNS.Route), or a fixed table (StaticRoute), and
+// connecting to the address on the fake update server's port; it refuses
+// everything else. TLS runs end to end between the operator and the fake,
+// so the operator checks the certificate against the name exactly as in a
+// cluster.
 //
 // Only one operator runs on a machine at a time: it binds :8080 hard-coded
 // (and ignores the bind error, so a second one would run without its health

@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rancher/registration-engine/providers/failure"
-	"github.com/rancher/registration-engine/providers/pause"
+	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/pause"
 )
 
 // Defaults of Wait.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/internal/failure"
 )
 
 // Defaults used when the matching Racer field is zero.

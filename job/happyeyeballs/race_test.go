@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/internal/failure"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

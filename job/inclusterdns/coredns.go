@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/kube"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // CoreDNS objects in kube-system, as AKS, kind, k3s and kubeadm name them.

@@ -20,9 +20,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 const (

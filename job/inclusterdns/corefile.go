@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/hostname"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // HostsTTL is the TTL, in seconds, of the answers the engine's hosts block

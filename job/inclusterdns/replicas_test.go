@@ -17,9 +17,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // slice is an EndpointSlice of service in kube-system, as the

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/internal/failure"
 )
 
 // The engine's view of the Kubernetes API: the resources it uses, the calls it

@@ -52,12 +52,6 @@ var (
 	// recovery was decided on and its delete: nothing was deleted. Not
 	// permanent: the next run reads afresh.
 	ErrSecretChanged = errors.New("the registration secret changed since it was read")
-
-	// ErrOperatorNotRunning means rancher/scc-operator's Lease is not held,
-	// or was not renewed recently: a deleted Secret would wait for its
-	// finalizer indefinitely, so nothing is deleted. Not permanent: the
-	// operator may be restarting.
-	ErrOperatorNotRunning = errors.New("rancher/scc-operator is not running")
 )
 
 // LeaseHeldError says who holds the Lease and until when. It matches

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/internal/failure"
 )
 
 // ReleaseTimeout bounds the release of the Lease. Release runs after the run
@@ -292,3 +292,55 @@ func ptrMicro(t time.Time) *metav1.MicroTime {
 	m := metav1.NewMicroTime(t)
 	return &m
 }
+
+// Annotation reads one annotation of the Lease; ok is false when the Lease
+// or the annotation is absent. Other packages keep their memory here when it
+// must outlive the Secret (job/operator's recovery record).
+func (l *Lease) Annotation(ctx context.Context, key string) (value string, ok bool, err error) {
+	ns := orDefault(l.Namespace, Namespace)
+	cur, err := l.Leases.Leases(ns).Get(ctx, l.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("kube: lease %s/%s: annotation %s: %w", ns, l.Name, key, APIError(err, Access{Verbs: []string{"get"}, Resource: "leases/" + l.Name, Namespace: ns}))
+	}
+	value, ok = cur.Annotations[key]
+	return value, ok && value != "", nil
+}
+
+// SetAnnotation writes one annotation of the Lease (nil removes it), by an
+// Update carrying the resourceVersion just read, retried on conflicts: the
+// Lease is the engine's own, and this run holds it.
+func (l *Lease) SetAnnotation(ctx context.Context, key string, value *string) error {
+	ns := orDefault(l.Namespace, Namespace)
+	leases := l.Leases.Leases(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		next := cur.DeepCopy()
+		if value == nil {
+			if _, ok := next.Annotations[key]; !ok {
+				return nil
+			}
+			delete(next.Annotations, key)
+		} else {
+			if next.Annotations == nil {
+				next.Annotations = map[string]string{}
+			}
+			next.Annotations[key] = *value
+		}
+		_, err = leases.Update(ctx, next, metav1.UpdateOptions{FieldManager: l.fieldManager()})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("kube: lease %s/%s: annotation %s: %w", ns, l.Name, key, APIError(err, Access{Verbs: []string{"get", "update"}, Resource: "leases/" + l.Name, Namespace: ns}))
+	}
+	logger(l.Log).Debug("lease annotation saved", slog.String("lease", ns+"/"+l.Name), slog.String("key", key), slog.Bool("cleared", value == nil))
+	return nil
+}
+
+// Ref is namespace/name of the Lease.
+func (l *Lease) Ref() string { return orDefault(l.Namespace, Namespace) + "/" + l.Name }

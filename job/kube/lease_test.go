@@ -19,9 +19,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 const leaseName = "registration-engine"

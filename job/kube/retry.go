@@ -10,8 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/rancher/registration-engine/providers/failure"
-	"github.com/rancher/registration-engine/providers/pause"
+	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/pause"
 )
 
 // Defaults of the seed's K8S_RETRY_MAX and K8S_RETRY_BACKOFF.

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/pause"
 	"github.com/rancher/registration-engine/job/redact"
-	"github.com/rancher/registration-engine/providers/failure"
-	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // SecretStore writes the Registration into the operator's Secret (phase 6).
@@ -93,7 +93,7 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 			return APIError(err, need)
 		}
 		if cur != nil && cur.DeletionTimestamp != nil {
-			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, terminatingMessage(cur)))
+			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, TerminatingMessage(cur)))
 		}
 		if cur != nil && cur.Type != "" && cur.Type != corev1.SecretTypeOpaque {
 			return failure.Permanent(fmt.Errorf("%w: %s is %q, the operator reads an Opaque Secret and a type cannot change; delete it (which deregisters the cluster) and the next run recreates it", ErrSecretType, name, cur.Type))
@@ -189,7 +189,7 @@ func (s *SecretStore) Recreate(ctx context.Context, r Registration, uid types.UI
 			return res, wrap(fmt.Errorf("%w: read at uid %s resourceVersion %s, now uid %s resourceVersion %s; nothing deleted", ErrSecretChanged, uid, resourceVersion, cur.UID, cur.ResourceVersion))
 		}
 		if cur.DeletionTimestamp != nil {
-			return res, wrap(failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, terminatingMessage(cur))))
+			return res, wrap(failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, TerminatingMessage(cur))))
 		}
 		if r.RegCode == "" {
 			r.RegCode = s.keptCode(cur)
@@ -238,17 +238,17 @@ func (s *SecretStore) waitGone(ctx context.Context, uid types.UID, wait time.Dur
 		if pause.For(ctx, interval) != nil {
 			msg := fmt.Sprintf("still there %s after the delete", wait)
 			if last != nil {
-				msg = terminatingMessage(last)
+				msg = TerminatingMessage(last)
 			}
 			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, msg))
 		}
 	}
 }
 
-// terminatingMessage says what holds a deleted Secret: the finalizers left
+// TerminatingMessage says what holds a deleted Secret: the finalizers left
 // and since when. The operator's finalizer runs only while the operator
 // does.
-func terminatingMessage(s *corev1.Secret) string {
+func TerminatingMessage(s *corev1.Secret) string {
 	since := ""
 	if s.DeletionTimestamp != nil {
 		since = fmt.Sprintf(" since %s (%s ago)", s.DeletionTimestamp.UTC().Format(time.RFC3339), time.Since(s.DeletionTimestamp.Time).Round(time.Second))

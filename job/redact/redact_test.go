@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/internal/failure"
 )
 
 // A document shaped like Azure's attested one: quotes, a slash and angle

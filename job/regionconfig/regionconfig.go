@@ -36,7 +36,7 @@ import (
 
 	"gopkg.in/ini.v1"
 
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/internal/failure"
 )
 
 // DefaultPath is where SLES images carry the file and where the manifests

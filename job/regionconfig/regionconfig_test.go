@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/testkit"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // TestGolden pins what the engine makes of two real files: the sample the

@@ -21,8 +21,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/regionconfig"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

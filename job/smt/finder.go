@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/pause"
 	"github.com/rancher/registration-engine/job/regionconfig"
-	"github.com/rancher/registration-engine/providers/failure"
-	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // Defaults applied by Find to zero Finder fields. They are cloudregister's

@@ -12,8 +12,8 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/hostname"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // Entry is one update server as the region data describes it. Only entries
@@ -213,8 +213,10 @@ func verifyCert(body []byte, fingerprint string) ([]byte, error) {
 	if block == nil {
 		return nil, fmt.Errorf("%w: no PEM block in %d bytes", ErrNoCertificate, len(body))
 	}
-	sum := sha1.Sum(block.Bytes)
-	got := strings.ToUpper(hex.EncodeToString(sum[:]))
+	got, err := Fingerprint(body)
+	if err != nil {
+		return nil, err
+	}
 	if want := normalizeFingerprint(fingerprint); got != want {
 		return nil, fmt.Errorf("%w: certificate has %s, region data says %s", ErrFingerprint, got, fingerprint)
 	}

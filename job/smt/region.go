@@ -17,8 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/regionconfig"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // regionSource is one place region data can be asked for: a region server

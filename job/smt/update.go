@@ -12,9 +12,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/happyeyeballs"
 	"github.com/rancher/registration-engine/job/hostname"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // choose returns the first entry that passes every check, trying siblings

@@ -9,9 +9,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/providers/azure"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // Command is `registration-engine status` with what it receives from the

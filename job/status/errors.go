@@ -3,7 +3,7 @@ package status
 import (
 	"errors"
 
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/internal/failure"
 )
 
 // Errors Command.Run returns for the verdicts that are not "registered";

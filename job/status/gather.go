@@ -24,6 +24,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/providers/azure"
 )
 
@@ -250,7 +251,7 @@ func (g *gatherer) lease(ctx context.Context, pods []corev1.Pod, podsRead bool) 
 	}
 	l.Holder = ptrValue(le.Spec.HolderIdentity)
 	l.Since = microTime(le.Spec.AcquireTime)
-	if rec, ok, err := kube.ParseRecoveryRecord(le.Annotations); err != nil {
+	if rec, ok, err := operator.ParseRecord(le.Annotations); err != nil {
 		l.RecoveryError = err.Error()
 	} else if ok {
 		l.Recovery = &rec
@@ -306,7 +307,7 @@ func (g *gatherer) secret(ctx context.Context) *corev1.Secret {
 	}
 	s.RegistrationType = string(sec.Data[kube.KeyRegistrationType])
 	s.RegistrationURL = string(sec.Data[kube.KeyRegistrationURL])
-	s.Target = kube.TargetHash(string(sec.Data[kube.KeyRegCode]), s.RegistrationURL)
+	s.Target = operator.TargetHash(string(sec.Data[kube.KeyRegCode]), s.RegistrationURL)
 	if u, err := url.Parse(s.RegistrationURL); err == nil {
 		s.Host = u.Hostname()
 	}
@@ -515,14 +516,14 @@ func (g *gatherer) operator(ctx context.Context, sec *corev1.Secret) {
 		o.Leader.Alive = o.Leader.Holder != "" && leaseUntil(le).After(g.now)
 	}
 	if sec != nil {
-		_, o.Adopted = sec.Labels[kube.LabelSalt]
+		_, o.Adopted = sec.Labels[operator.LabelSalt]
 		if t, err := time.Parse(time.RFC3339, sec.Annotations[AnnotationLastProcessed]); err == nil {
 			t = t.UTC()
 			o.LastProcessed = &t
 		}
-		if suffix := sec.Labels[kube.LabelNameSuffix]; suffix != "" {
-			o.Registration = kube.RegistrationPrefix + suffix
-			want, _ := kube.RegistrationName(sec)
+		if suffix := sec.Labels[operator.LabelNameSuffix]; suffix != "" {
+			o.Registration = operator.RegistrationPrefix + suffix
+			want, _ := operator.RegistrationName(sec)
 			current := want == o.Registration
 			o.ProcessedCurrent = &current
 		}
@@ -549,28 +550,25 @@ func (g *gatherer) operator(ctx context.Context, sec *corev1.Secret) {
 // operatorState names what the operator made of the Secret: active, failed,
 // pending, absent, or "" when a refused read leaves it open. reg is the
 // Registration read, nil when there was none to read; it is judged as the
-// engine's own run judges it (kube.SCCRegistration's Failed and Active).
+// engine's own run judges it (operator.Judge).
 func operatorState(o *Operator, reg *kube.SCCRegistration) string {
 	if reg != nil {
-		if _, failed := reg.Failed(); failed {
-			return kube.OperatorFailed
-		}
-		if reg.Active() {
-			return kube.OperatorActive
+		if state, _, _ := operator.Judge(reg); state != operator.StatePending {
+			return state
 		}
 	}
 	switch {
 	case o.APIInstalled != nil && !*o.APIInstalled:
-		return kube.OperatorAbsent
+		return operator.StateAbsent
 	case !o.Adopted && (o.Leader.Access == Absent || o.Leader.Access == Read && !o.Leader.Alive):
 		// No operator has ever held its leader Lease, or none holds it now.
-		return kube.OperatorAbsent
+		return operator.StateAbsent
 	case o.Access == Forbidden || o.Access == Failed:
 		return ""
 	case !o.Adopted && o.Leader.Access != Read:
 		return ""
 	default:
-		return kube.OperatorPending
+		return operator.StatePending
 	}
 }
 
@@ -586,9 +584,8 @@ func (o *Operator) describe(reg *kube.SCCRegistration) {
 			}
 		}
 	}
-	if msg, failed := reg.Failed(); failed {
+	if state, msg, v := operator.Judge(reg); state == operator.StateFailed {
 		o.Message = msg
-		v := kube.ClassifyOperatorFailure(msg)
 		o.Cause, o.Recoverable, o.CodeRefused = v.Cause, v.Recoverable, v.CodeRefused()
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/providers/azure"
 )
 
@@ -137,9 +138,9 @@ func TestGatherOperatorState(t *testing.T) {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
 			Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}
 		if adopted {
-			s.Labels = map[string]string{kube.LabelSalt: "salt"}
-			name, _ := kube.RegistrationName(s)
-			s.Labels[kube.LabelNameSuffix] = name[len(kube.RegistrationPrefix):]
+			s.Labels = map[string]string{operator.LabelSalt: "salt"}
+			name, _ := operator.RegistrationName(s)
+			s.Labels[operator.LabelNameSuffix] = name[len(operator.RegistrationPrefix):]
 		}
 		return s
 	}
@@ -156,19 +157,19 @@ func TestGatherOperatorState(t *testing.T) {
 	}{
 		"Done and activated: active": {
 			src:   source{secret: secret(true), leader: alive, served: true, registration: &kube.SCCRegistration{Current: "Done", Activated: true, Conditions: []kube.RegistrationCondition{cond("Done", "True"), cond("Failure", "False")}}},
-			state: kube.OperatorActive, condition: []string{"Done=True", "Failure=False"},
+			state: operator.StateActive, condition: []string{"Done=True", "Failure=False"},
 		},
 		"Done without the activation: pending": {
 			src:   source{secret: secret(true), leader: alive, served: true, registration: &kube.SCCRegistration{Current: "Done", Conditions: []kube.RegistrationCondition{cond("Done", "True")}}},
-			state: kube.OperatorPending, condition: []string{"Done=True"},
+			state: operator.StatePending, condition: []string{"Done=True"},
 		},
 		"Failure=True: failed, even if activated once": {
 			src:   source{secret: secret(true), leader: alive, served: true, registration: &kube.SCCRegistration{Current: "Failure", Activated: true, Conditions: []kube.RegistrationCondition{cond("Done", "True"), cond("Failure", "True")}}},
-			state: kube.OperatorFailed, condition: []string{"Done=True", "Failure=True"},
+			state: operator.StateFailed, condition: []string{"Done=True", "Failure=True"},
 		},
 		"Registration not made yet: pending": {
 			src:   source{secret: secret(true), leader: alive, served: true},
-			state: kube.OperatorPending,
+			state: operator.StatePending,
 		},
 		"Registration read refused: unknown, not pending": {
 			src:   source{secret: secret(true), leader: alive, served: true, forbidden: map[string]bool{"registration": true}},
@@ -176,16 +177,16 @@ func TestGatherOperatorState(t *testing.T) {
 		},
 		"API not served: absent": {
 			src:   source{secret: secret(false), served: false},
-			state: kube.OperatorAbsent,
+			state: operator.StateAbsent,
 		},
 		"not adopted, no leader Lease at all: absent": {
 			src:   source{secret: secret(false), served: true},
-			state: kube.OperatorAbsent,
+			state: operator.StateAbsent,
 		},
 		"not adopted, leader Lease expired: absent": {
 			src: source{secret: secret(false), served: true, leader: &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
 				HolderIdentity: ptr.To("scc-operator-0"), LeaseDurationSeconds: ptr.To(int32(15)), RenewTime: &renewed}}},
-			state: kube.OperatorAbsent,
+			state: operator.StateAbsent,
 		},
 		"not adopted, leader Lease refused: unknown": {
 			src:   source{secret: secret(false), served: true, forbidden: map[string]bool{"leader": true}},
@@ -193,7 +194,7 @@ func TestGatherOperatorState(t *testing.T) {
 		},
 		"not adopted, a live leader: pending": {
 			src:   source{secret: secret(false), leader: alive, served: true},
-			state: kube.OperatorPending,
+			state: operator.StatePending,
 		},
 	}
 	for name, tc := range tests {
@@ -553,9 +554,9 @@ func TestGatherRecoveryRecord(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	const msg = "Cannot register system to SCC: Error: Registration server returned 'Service Unavailable' (503)"
 	rec := `{"attempts":1,"time":"2026-11-30T06:00:00Z","cause":"HTTP 503 Service Unavailable","message":"` + msg + `","outcome":"failed","registration":"scc-registration-abc","target":"0123456789ab"}`
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{kube.AnnotationRecovery: rec}}}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{operator.AnnotationRecovery: rec}}}
 	src := &source{lease: lease, registration: &kube.SCCRegistration{Name: "scc-registration-abc", Conditions: []kube.RegistrationCondition{{Type: "Failure", Status: "True", Message: msg}}},
-		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Labels: map[string]string{kube.LabelSalt: "s", kube.LabelNameSuffix: "abc"}}}}
+		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Labels: map[string]string{operator.LabelSalt: "s", operator.LabelNameSuffix: "abc"}}}}
 
 	r := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
 	require.NotNil(t, r.Lease.Recovery)
@@ -569,7 +570,7 @@ func TestGatherRecoveryRecord(t *testing.T) {
 	assert.Contains(t, out, "annotate lease registration-engine registration-engine.cattle.io/operator-recovery-")
 	assert.Contains(t, out, "(cause HTTP 503 Service Unavailable: a retry can fix it)")
 
-	lease.Annotations[kube.AnnotationRecovery] = "{not json"
+	lease.Annotations[operator.AnnotationRecovery] = "{not json"
 	r = Gather(context.Background(), src, Options{Exits: testExits, Now: now})
 	assert.Nil(t, r.Lease.Recovery)
 	assert.NotEmpty(t, r.Lease.RecoveryError)

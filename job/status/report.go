@@ -3,7 +3,7 @@ package status
 import (
 	"time"
 
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // Report is everything status found, verdict first. It is also the -o json
@@ -152,7 +152,7 @@ type Lease struct {
 	HolderGone bool `json:"holderGone,omitempty"`
 	// Recovery is the engine's record of its recoveries of Failed
 	// Registrations (the Lease's annotation); nil when there is none.
-	Recovery *kube.RecoveryRecord `json:"recovery,omitempty"`
+	Recovery *operator.Record `json:"recovery,omitempty"`
 	// RecoveryError says why the record could not be read.
 	RecoveryError string `json:"recoveryError,omitempty"`
 }
@@ -172,7 +172,7 @@ type Secret struct {
 	RegistrationURL  string         `json:"registrationUrl,omitempty"`
 	// Host is the registrationUrl's host name.
 	Host string `json:"host,omitempty"`
-	// Target is kube.TargetHash of the code and URL, which the recovery
+	// Target is operator.TargetHash of the code and URL, which the recovery
 	// record is kept for (never the code itself).
 	Target       string    `json:"target,omitempty"`
 	Certificate  *Cert     `json:"certificate,omitempty"`
@@ -247,7 +247,7 @@ type Shadow struct {
 
 // Operator is what rancher/scc-operator made of the Secret.
 type Operator struct {
-	// State is kube.OperatorActive, OperatorFailed, OperatorPending or
+	// State is operator.StateActive, OperatorFailed, OperatorPending or
 	// OperatorAbsent, as the engine's run summary names them; "" when it
 	// could not be read.
 	State string `json:"state,omitempty"`
@@ -269,7 +269,7 @@ type Operator struct {
 	// Message is the Failure condition's message, the operator's words.
 	Message string `json:"message,omitempty"`
 	// Cause and Recoverable are what the engine makes of Message
-	// (kube.ClassifyOperatorFailure): whether a run can recover it.
+	// (operator.Classify): whether a run can recover it.
 	Cause       string `json:"cause,omitempty"`
 	Recoverable bool   `json:"recoverable,omitempty"`
 	// CodeRefused: the update server refused the registration code.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // WriteJSON writes the report as one JSON document.
@@ -111,11 +112,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		if rec.Registration != "" {
 			line += " (Registration " + rec.Registration + ")"
 		}
-		lines := []string{line, fmt.Sprintf("%d of %d in a row for cause %s", rec.Attempts, kube.MaxRecoveries, rec.Cause)}
+		lines := []string{line, fmt.Sprintf("%d of %d in a row for cause %s", rec.Attempts, operator.MaxRecoveries, rec.Cause)}
 		if rec.Message != "" {
 			lines = append(lines, fmt.Sprintf("operator said: %q", rec.Message))
 		}
-		lines = append(lines, "clear it: "+kube.ClearRecoveryCommand(ns, l.Name))
+		lines = append(lines, "clear it: "+operator.ClearRecordCommand(ns, l.Name))
 		section("Recovery", lines...)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // ExpiryWarning is how long before the update server's certificate expires
@@ -59,13 +60,13 @@ type decider struct {
 }
 
 func (d decider) runNow() string {
-	return fmt.Sprintf("kubectl -n %s create job --from=cronjob/%s %s-manual-%d", d.r.Namespace, kube.CronJobName, kube.CronJobName, d.now.Unix())
+	return operator.RunNowCommand(d.r.Namespace, d.r.CronJob.Name, fmt.Sprintf("%s-manual-%d", orName(d.r.CronJob.Name), d.now.Unix()))
 }
 
 func (d decider) decide() Verdict {
 	r := d.r
 	o := r.Operator
-	if r.Secret.Access == Read && o.State == kube.OperatorActive && ptrValue(o.ProcessedCurrent) {
+	if r.Secret.Access == Read && o.State == operator.StateActive && ptrValue(o.ProcessedCurrent) {
 		if v, ok := d.registeredButAction(); ok {
 			return v
 		}
@@ -102,7 +103,7 @@ func (d decider) decide() Verdict {
 	if what, next, ok := d.dnsBroken(); ok {
 		return action(what, next)
 	}
-	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && d.permanent(*j) && o.State != kube.OperatorFailed {
+	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && d.permanent(*j) && o.State != operator.StateFailed {
 		return d.failedRun(*j)
 	}
 	return d.operator()
@@ -287,9 +288,9 @@ func (d decider) operator() Verdict {
 	o := r.Operator
 	s := r.Secret
 	switch o.State {
-	case kube.OperatorFailed:
+	case operator.StateFailed:
 		return d.operatorFailed()
-	case kube.OperatorAbsent:
+	case operator.StateAbsent:
 		why := "no operator holds its leader Lease " + o.Leader.Name
 		if o.APIInstalled != nil && !*o.APIInstalled {
 			why = "the API registrations.scc.cattle.io is not served"
@@ -298,7 +299,7 @@ func (d decider) operator() Verdict {
 		}
 		return action(fmt.Sprintf("rancher/scc-operator has not adopted %s: %s", s.Name, why),
 			"install or start rancher/scc-operator (Rancher Prime 2.12 or later installs it in cattle-scc-system)")
-	case kube.OperatorPending:
+	case operator.StatePending:
 		if !o.Adopted {
 			return notYet(fmt.Sprintf("rancher/scc-operator has not adopted %s yet (written %s)", s.Name, stampPtr(s.Written)), "wait a minute, then run status again")
 		}
@@ -334,28 +335,25 @@ func (d decider) operatorFailed() Verdict {
 	}
 	what := fmt.Sprintf("rancher/scc-operator's Registration %s failed: %q", o.Registration, msg)
 	manual := fmt.Sprintf("fix the cause, then delete and recreate %s: kubectl -n %s delete secret %s && %s", s.Name, r.Namespace, s.Name, d.runNow())
-	clear := kube.ClearRecoveryCommand(r.Namespace, r.Lease.Name)
-	if o.CodeRefused {
-		return action(what, fmt.Sprintf("needs you (%s: the update server refused the registration code, so the engine does not delete anything): put a valid code in the Secret registration-code (key regCode) or REGISTRATION_CODE, then run the engine: %s; the operator registers the new code afresh, with no delete", o.Cause, d.runNow()))
-	}
-	if !o.Recoverable {
+	clear := operator.ClearRecordCommand(r.Namespace, r.Lease.Name)
+	// What the engine's next run will do: job/operator decides, for the run
+	// and for status alike.
+	dec := operator.Decide(operator.Verdict{Recoverable: o.Recoverable, Cause: o.Cause}, r.Lease.Recovery, s.Target, r.CronJob.OperatorRecovery)
+	switch dec.Outcome {
+	case operator.NeedsPerson:
+		if o.CodeRefused {
+			return action(what, fmt.Sprintf("needs you (%s: the update server refused the registration code, so the engine does not delete anything): put a valid code in the Secret registration-code (key regCode) or REGISTRATION_CODE, then run the engine: %s; the operator registers the new code afresh, with no delete", o.Cause, d.runNow()))
+		}
 		return action(what, fmt.Sprintf("needs you (%s: another attempt with the same values fails the same way, so the engine does not delete anything): %s", o.Cause, manual))
-	}
-	if !r.CronJob.OperatorRecovery {
+	case operator.NotAttempted:
 		return action(what, fmt.Sprintf("needs you: the cause (%s) is one a retry can fix, but the CronJob sets OPERATOR_RECOVERY=false: %s", o.Cause, manual))
-	}
-	rec := r.Lease.Recovery
-	if rec != nil && rec.Exhausted(s.Target, o.Cause) {
-		return action(what, fmt.Sprintf("needs you: %d recoveries in a row, the last at %s, ended with the same cause (%s), so the engine stopped; fix what fails, then clear the record so the next run recovers: %s", rec.Attempts, stamp(rec.Time), o.Cause, clear))
+	case operator.Stopped:
+		return action(what, fmt.Sprintf("needs you: %d recoveries in a row, the last at %s, ended with the same cause (%s), so the engine stopped; fix what fails, then clear the record so the next run recovers: %s", dec.Attempt, stamp(dec.Last), o.Cause, clear))
 	}
 	if o.Leader.Access == Read && !o.Leader.Alive {
 		return action(what, fmt.Sprintf("needs you: rancher/scc-operator is not running (no live holder of %s), and the engine deletes nothing until it runs; start it, and the next run recovers (cause %s)", o.Leader.Name, o.Cause))
 	}
-	attempt := 1
-	if rec != nil {
-		attempt = rec.Next(s.Target, o.Cause)
-	}
-	return notYet(what, fmt.Sprintf("recovering automatically at the next run (attempt %d of %d, cause %s); to recover now: %s", attempt, kube.MaxRecoveries, o.Cause, d.runNow()))
+	return notYet(what, fmt.Sprintf("recovering automatically at the next run (attempt %d of %d, cause %s); to recover now: %s", dec.Attempt, operator.MaxRecoveries, o.Cause, d.runNow()))
 }
 
 func action(what, next string) Verdict {
@@ -403,4 +401,13 @@ func days(d time.Duration) string {
 	default:
 		return "less than an hour"
 	}
+}
+
+// orName is the CronJob's name, kube.CronJobName when status did not learn
+// it.
+func orName(name string) string {
+	if name == "" {
+		return kube.CronJobName
+	}
+	return name
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // registered is the report of a healthy cluster; each case changes one
@@ -23,7 +24,7 @@ func registered(now time.Time) *Report {
 			Keys:        map[string]int{"regCode": 20, "registrationUrl": 31},
 			Certificate: &Cert{NotAfter: now.Add(365 * 24 * time.Hour)}},
 		DNS:      DNS{Checked: true, Access: Read, Host: "smt-azure.susecloud.net", Addresses: []string{"10.0.0.4"}},
-		Operator: Operator{State: kube.OperatorActive, Adopted: true, ProcessedCurrent: &yes, Access: Read},
+		Operator: Operator{State: operator.StateActive, Adopted: true, ProcessedCurrent: &yes, Access: Read},
 	}
 }
 
@@ -47,7 +48,7 @@ func TestDecide(t *testing.T) {
 			r.DNS.Object, r.DNS.Addresses, r.DNS.LastRun, r.DNS.LastRunAddress = "kube-system/coredns", []string{"192.0.2.99"}, "manual-1", "::1"
 		}, wantState: StateActionNeeded, wantStart: "Registered, action needed: kube-system/coredns maps smt-azure.susecloud.net to 192.0.2.99, but the last run reached the update server at ::1 — run the engine, which rewrites the entry: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine"},
 		"entry pointing elsewhere, not registered": {change: func(r *Report) {
-			r.Operator.State, r.Operator.ProcessedCurrent = kube.OperatorPending, nil
+			r.Operator.State, r.Operator.ProcessedCurrent = operator.StatePending, nil
 			r.DNS.Object, r.DNS.Addresses, r.DNS.LastRunAddress = "kube-system/coredns", []string{"192.0.2.99"}, "::1"
 		}, wantState: StateActionNeeded, wantStart: "Not registered: kube-system/coredns maps smt-azure.susecloud.net to 192.0.2.99, but the last run reached the update server at ::1 — run the engine"},
 		"entry matching the last run": {change: func(r *Report) { r.DNS.LastRunAddress = "10.0.0.4" },
@@ -56,7 +57,7 @@ func TestDecide(t *testing.T) {
 			wantState: StateRegistered, wantStart: "Registered: "},
 		"operator behind the Secret's values": {change: func(r *Report) {
 			no := false
-			r.Operator.ProcessedCurrent, r.Operator.State = &no, kube.OperatorPending
+			r.Operator.ProcessedCurrent, r.Operator.State = &no, operator.StatePending
 		}, wantState: StateNotYet, wantStart: "Not registered yet: rancher/scc-operator has not processed scc-registration's current values"},
 		"transient failure of the last run, no Secret": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
@@ -105,10 +106,10 @@ func TestDecideFailedRegistration(t *testing.T) {
 	const target = "0123456789ab"
 	failed := func(msg string) func(r *Report) {
 		return func(r *Report) {
-			v := kube.ClassifyOperatorFailure(msg)
+			v := operator.Classify(msg)
 			r.CronJob.OperatorRecovery = true
 			r.Secret.Target = target
-			r.Operator = Operator{State: kube.OperatorFailed, Adopted: true, Access: Read, Registration: "scc-registration-abc",
+			r.Operator = Operator{State: operator.StateFailed, Adopted: true, Access: Read, Registration: "scc-registration-abc",
 				Message: msg, Cause: v.Cause, Recoverable: v.Recoverable, CodeRefused: v.CodeRefused(),
 				Leader: LeaderLease{Name: "kube-system/scc-controllers", Access: Read, Holder: "op-1", Alive: true}}
 		}
@@ -123,13 +124,13 @@ func TestDecideFailedRegistration(t *testing.T) {
 		"503: the next run recovers it": {change: []func(*Report){failed(msg503)}, wantState: StateNotYet,
 			want: "recovering automatically at the next run (attempt 1 of 3, cause HTTP 503 Service Unavailable)"},
 		"503 after one failed recovery: attempt 2": {change: []func(*Report){failed(msg503), func(r *Report) {
-			r.Lease.Recovery = &kube.RecoveryRecord{Attempts: 1, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryFailed, Target: target, Time: now.Add(-6 * time.Hour)}
+			r.Lease.Recovery = &operator.Record{Attempts: 1, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: target, Time: now.Add(-6 * time.Hour)}
 		}}, wantState: StateNotYet, want: "(attempt 2 of 3, cause HTTP 503 Service Unavailable)"},
 		"503 after three: needs you, with the command that clears the record": {change: []func(*Report){failed(msg503), func(r *Report) {
-			r.Lease.Recovery = &kube.RecoveryRecord{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryFailed, Target: target, Time: now.Add(-6 * time.Hour)}
+			r.Lease.Recovery = &operator.Record{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: target, Time: now.Add(-6 * time.Hour)}
 		}}, wantState: StateActionNeeded, want: "needs you: 3 recoveries in a row, the last at 2026-11-30T06:00:00Z, ended with the same cause (HTTP 503 Service Unavailable), so the engine stopped; fix what fails, then clear the record so the next run recovers: kubectl -n cattle-scc-system annotate lease registration-engine registration-engine.cattle.io/operator-recovery-"},
 		"three for another code do not count": {change: []func(*Report){failed(msg503), func(r *Report) {
-			r.Lease.Recovery = &kube.RecoveryRecord{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryFailed, Target: "another", Time: now}
+			r.Lease.Recovery = &operator.Record{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: "another", Time: now}
 		}}, wantState: StateNotYet, want: "attempt 1 of 3"},
 		"401: needs you, a new code": {change: []func(*Report){failed(msg401)}, wantState: StateActionNeeded,
 			want: "needs you (HTTP 401 Unauthorized: the update server refused the registration code, so the engine does not delete anything): put a valid code in the Secret registration-code"},

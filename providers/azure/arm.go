@@ -17,7 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/internal/failure"
 )
 
 const (

@@ -47,9 +47,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/pause"
 	"github.com/rancher/registration-engine/providers"
-	"github.com/rancher/registration-engine/providers/failure"
-	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // Production endpoints and the API versions the engine pins.

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/providers/azure"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // TestCredentialModes runs phase 2 in each mode against the fake cloud:

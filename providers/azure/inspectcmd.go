@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/internal/failure"
 )
 
 // ErrNotVerified is InspectCommand's error when a document was read but

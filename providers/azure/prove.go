@@ -10,8 +10,8 @@ import (
 
 	"github.com/avast/retry-go/v4"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/providers"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // Prove runs phase 2 on Azure: IMDS compute (subscription, region, node
@@ -54,10 +54,12 @@ func (p *Prover) Prove(ctx context.Context) (*providers.Evidence, error) {
 	}
 	p.log.Info("attested document verified", "phase", "prove", "region", strings.ToLower(comp.Location),
 		"durationMs", p.cfg.Clock().Sub(start).Milliseconds())
+	doc := InstanceData(comp.SubscriptionID, sig, p.urn)
 	return &providers.Evidence{
 		Cloud:        providers.Azure,
-		InstanceData: InstanceData(comp.SubscriptionID, sig, p.urn),
+		InstanceData: doc,
 		RegionHint:   strings.ToLower(comp.Location),
+		Secrets:      []string{doc, sig},
 	}, nil
 }
 

@@ -20,9 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 // signedNonce digs the signed nonce out of instanceData, as the update

@@ -1,19 +1,4 @@
-// Package recovery is the run's answer to a Registration rancher/scc-operator
-// failed. The operator never retries a Failed Registration; it asks a person
-// to delete scc-registration, let it clean up, and create it again. For a
-// cause a retry can fix (kube.ClassifyOperatorFailure), a run does that
-// itself, once, and only when this very run has shown the operator can now
-// succeed: phases 1–5 passed and the handover check found the name
-// resolving in the cluster and the update server answering TLS with the
-// pinned certificate. For any other cause, or with recovery off, it fails
-// the run with the remedy and deletes nothing.
-//
-// Recovery.Recover is the one call the operator step of package job makes
-// for a Failed Registration; Forget resets the record once a Registration
-// is active. Package job owns the exit codes: this package marks what no
-// retry can fix permanent (failure.Permanent) and leaves the rest
-// transient.
-package recovery
+package operator
 
 import (
 	"context"
@@ -26,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/kube"
-	"github.com/rancher/registration-engine/providers/failure"
 )
 
 type (
@@ -36,22 +21,20 @@ type (
 	Recreator interface {
 		Recreate(ctx context.Context, r kube.Registration, uid types.UID, resourceVersion string, goneWait time.Duration) (kube.RecreateResult, error)
 	}
-	// OperatorChecker tells whether rancher/scc-operator is running
-	// (*kube.OperatorLease).
-	OperatorChecker interface {
-		Check(ctx context.Context) (kube.OperatorLiveness, error)
+	// Checker tells whether rancher/scc-operator is running (*LeaderLease).
+	Checker interface {
+		Check(ctx context.Context) (Liveness, error)
 		Ref() string
 	}
 	// RecordStore keeps the recovery record where the Secret's deletion
-	// cannot take it (the engine's Lease, *kube.Lease).
+	// cannot take it (the engine's Lease: LeaseRecords).
 	RecordStore interface {
-		LoadRecovery(ctx context.Context) (kube.RecoveryRecord, bool, error)
-		SaveRecovery(ctx context.Context, rec *kube.RecoveryRecord) error
+		Load(ctx context.Context) (Record, bool, error)
+		Save(ctx context.Context, rec *Record) error
 	}
-	// OperatorWatcher reads what rancher/scc-operator made of the Secret
-	// written afresh (*kube.OperatorWatch).
-	OperatorWatcher interface {
-		Report(ctx context.Context, wait time.Duration) kube.OperatorReport
+	// Watcher reads what rancher/scc-operator made of the Secret (*Watch).
+	Watcher interface {
+		Report(ctx context.Context, wait time.Duration) Report
 	}
 )
 
@@ -70,7 +53,7 @@ type Config struct {
 // Validate checks OPERATOR_LEASE's shape, whether or not recovery is on.
 func (c Config) Validate() error {
 	if ns, name, ok := strings.Cut(c.OperatorLease, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return fmt.Errorf("OPERATOR_LEASE=%q: want namespace/name of rancher/scc-operator's Lease (default %s/%s)", c.OperatorLease, kube.OperatorLeaseNamespace, kube.OperatorLeaseName)
+		return fmt.Errorf("OPERATOR_LEASE=%q: want namespace/name of rancher/scc-operator's Lease (default %s/%s)", c.OperatorLease, LeaseNamespace, LeaseName)
 	}
 	return nil
 }
@@ -80,37 +63,37 @@ func (c Config) Validate() error {
 // off: Recover only reports, Forget and WithOperatorState do nothing.
 type Recovery struct {
 	Secrets  Recreator
-	Operator OperatorChecker
+	Operator Checker
 	Record   RecordStore
 	// LeaseRef is namespace/name of the Lease holding the record, for the
 	// command that clears it.
 	LeaseRef string
 	// Watch reads the new Registration, waiting up to Wait
 	// (OPERATOR_WAIT) for it to become active or fail.
-	Watch OperatorWatcher
+	Watch Watcher
 	Wait  time.Duration
 }
 
-// New assembles the production Recovery from cfg: the Secret store
+// NewRecovery assembles the production Recovery from cfg: the Secret store
 // recreates, the engine's Lease keeps the record, the operator's Lease
 // (read through clients) says whether it runs, watch reads the new
 // Registration for up to wait. It returns nil when cfg turns recovery off.
-func New(cfg Config, clients *kube.Clients, secrets *kube.SecretStore, lease *kube.Lease, watch OperatorWatcher, wait time.Duration) *Recovery {
+func NewRecovery(cfg Config, clients *kube.Clients, secrets *kube.SecretStore, lease *kube.Lease, watch Watcher, wait time.Duration) *Recovery {
 	if !cfg.Enabled {
 		return nil
 	}
 	ns, name, _ := strings.Cut(cfg.OperatorLease, "/")
 	return &Recovery{
 		Secrets:  secrets,
-		Operator: &kube.OperatorLease{Leases: clients.Leases, Namespace: ns, Name: name, Clock: clock.RealClock{}},
-		Record:   lease,
-		LeaseRef: lease.Namespace + "/" + lease.Name,
+		Operator: &LeaderLease{Leases: clients.Leases, Namespace: ns, Name: name, Clock: clock.RealClock{}},
+		Record:   LeaseRecords{Lease: lease},
+		LeaseRef: lease.Ref(),
 		Watch:    watch,
 		Wait:     wait,
 	}
 }
 
-// What a run did about a Failed Registration (Report.Outcome, and
+// What a run did about a Failed Registration (RecoveryReport.Outcome, and
 // recovery=… in the run summary).
 const (
 	// Recovered: deleted, written afresh, and the new Registration is
@@ -128,7 +111,7 @@ const (
 	// NotAttempted: recoverable, but recovery is off or this run did not
 	// prove the update server reachable; nothing deleted. Exit 2.
 	NotAttempted = "not-attempted"
-	// Stopped: kube.MaxRecoveries in a row met the same cause; nothing
+	// Stopped: MaxRecoveries in a row met the same cause; nothing
 	// deleted. Exit 2.
 	Stopped = "stopped"
 	// OperatorDown: the operator is not running; nothing deleted. Exit 1:
@@ -142,13 +125,44 @@ const (
 	Incomplete = "incomplete"
 )
 
+// Decision is what a run will do about a Failed Registration, decided from
+// what can be known before it acts: the failure's verdict, the recovery
+// record and whether recovery is on. A run acts on it (Recover); status
+// shows it. Outcome is NeedsPerson, NotAttempted or Stopped when the run
+// deletes nothing, "" when it recovers (attempt Attempt), unless the
+// operator is found not running or the handover was not proved.
+type Decision struct {
+	Outcome string
+	// Attempt is the recovery's number (1…MaxRecoveries); for Stopped, the
+	// attempts already made.
+	Attempt int
+	// Last is when the last recovery was made (Stopped).
+	Last time.Time
+}
+
+// Decide is the one owner of the rule that says whether a Failed
+// Registration is recovered. rec is nil when there is no record.
+func Decide(v Verdict, rec *Record, target string, enabled bool) Decision {
+	switch {
+	case !v.Recoverable:
+		return Decision{Outcome: NeedsPerson}
+	case !enabled:
+		return Decision{Outcome: NotAttempted}
+	case rec != nil && rec.Exhausted(target, v.Cause):
+		return Decision{Outcome: Stopped, Attempt: rec.Attempts, Last: rec.Time}
+	case rec != nil:
+		return Decision{Attempt: rec.Next(target, v.Cause)}
+	default:
+		return Decision{Attempt: 1}
+	}
+}
+
 // Failure is a Registration the operator failed, and what the run knows
 // that decides whether it may be recovered.
 type Failure struct {
-	// Report is the operator's report of the Failed Registration;
-	// Verdict its classification (kube.ClassifyOperatorFailure).
-	Report  kube.OperatorReport
-	Verdict kube.FailureVerdict
+	// Report is the operator's report of the Failed Registration, its
+	// Verdict included.
+	Report Report
 	// Server is the update server's name; Written the values this run
 	// wrote (or found current), which a recovery writes afresh.
 	Server  string
@@ -157,13 +171,15 @@ type Failure struct {
 	// reach the update server (the handover wait did not run); "" when it
 	// did and passed.
 	Unproven string
-	// SecretRef is namespace/name of the Secret, for the remedies.
+	// SecretRef is namespace/name of the Secret, CronJob the CronJob's
+	// name, for the remedies.
 	SecretRef string
+	CronJob   string
 }
 
-// Report is what a run did about a Failed Registration, for the summary,
-// the Event and tests.
-type Report struct {
+// RecoveryReport is what a run did about a Failed Registration, for the
+// summary, the Event and tests.
+type RecoveryReport struct {
 	Outcome     string
 	Cause       string
 	Recoverable bool
@@ -171,7 +187,7 @@ type Report struct {
 	// for Stopped, the attempts already made.
 	Attempt int
 	// Replaced is the report of the Failed Registration.
-	Replaced kube.OperatorReport
+	Replaced Report
 	// Took is the time from the delete to the new Registration's answer.
 	Took time.Duration
 	// Event is the run's Event.
@@ -179,11 +195,11 @@ type Report struct {
 	// Rewritten says the Secret was deleted and written afresh; Operator
 	// is then the new Registration's report.
 	Rewritten bool
-	Operator  kube.OperatorReport
+	Operator  Report
 }
 
 // Attrs are the report as the run summary's attributes.
-func (r Report) Attrs() []any {
+func (r RecoveryReport) Attrs() []any {
 	attrs := []any{slog.String("recovery", r.Outcome), slog.String("cause", r.Cause), slog.Bool("recoverable", r.Recoverable)}
 	if r.Attempt > 0 {
 		attrs = append(attrs, slog.Int("recoveryAttempt", r.Attempt))
@@ -198,51 +214,60 @@ func (r Report) Attrs() []any {
 // retry can fix and otherwise fails the run with the remedy. It is called
 // at most once per run. A nil error means the Secret was written afresh
 // and the new Registration is active or still pending.
-func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Report, error) {
-	rep, verdict, server := f.Report, f.Verdict, f.Server
-	rr := Report{Cause: verdict.Cause, Recoverable: verdict.Recoverable, Replaced: rep}
+func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (RecoveryReport, error) {
+	rep, verdict, server := f.Report, f.Report.Verdict, f.Server
+	rr := RecoveryReport{Cause: verdict.Cause, Recoverable: verdict.Recoverable, Replaced: rep}
 	failed := fmt.Sprintf("registration %s: %s (cause: %s)", rep.Registration, rep.Message, verdict.Cause)
 	warn := func(reason, note string) {
 		rr.Event = kube.JobEvent{Warning: true, Reason: reason, Action: "Recover", Note: note}
 	}
 
-	if !verdict.Recoverable {
-		rr.Outcome = NeedsPerson
-		remedy := needsPersonRemedy(verdict, f.SecretRef, server)
-		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Needs you (%s: another attempt with the same values fails the same way, so nothing was deleted). Remedy: %s", rep.Registration, rep.Message, verdict.Cause, remedy))
-		return rr, failure.Permanent(fmt.Errorf("%w: %s; needs you: another attempt with the same values fails the same way, so nothing was deleted; %s", ErrOperatorFailed, failed, remedy))
+	var (
+		prev      Record
+		hadRecord bool
+	)
+	if r != nil && f.Unproven == "" && verdict.Recoverable {
+		var err error
+		if prev, hadRecord, err = r.Record.Load(ctx); err != nil {
+			rr.Outcome = Incomplete
+			warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Not recovered: %v", rep.Registration, rep.Message, err))
+			return rr, fmt.Errorf("%w: %s; not recovered, nothing deleted: %w", ErrOperatorFailed, failed, err)
+		}
 	}
+	var recp *Record
+	if hadRecord {
+		recp = &prev
+	}
+	d := Decide(verdict, recp, rep.Target, r != nil)
 	var why string
 	switch {
-	case r == nil:
+	case d.Outcome == NeedsPerson:
+		rr.Outcome = NeedsPerson
+		remedy := needsPersonRemedy(verdict, f.SecretRef, server, f.CronJob)
+		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Needs you (%s: another attempt with the same values fails the same way, so nothing was deleted). Remedy: %s", rep.Registration, rep.Message, verdict.Cause, remedy))
+		return rr, failure.Permanent(fmt.Errorf("%w: %s; needs you: another attempt with the same values fails the same way, so nothing was deleted; %s", ErrOperatorFailed, failed, remedy))
+	case d.Outcome == NotAttempted:
 		why = "OPERATOR_RECOVERY=false"
 	case f.Unproven != "":
 		why = "this run did not check that the operator can reach the update server (" + f.Unproven + ")"
 	}
 	if why != "" {
 		rr.Outcome = NotAttempted
-		remedy := operatorRemedy(f.SecretRef, server)
+		remedy := operatorRemedy(f.SecretRef, server, f.CronJob)
 		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s (%s, which a retry can fix). Not recovered automatically: %s. Remedy: %s", rep.Registration, rep.Message, verdict.Cause, why, remedy))
 		return rr, failure.Permanent(fmt.Errorf("%w: %s; not recovered automatically: %s; %s", ErrOperatorFailed, failed, why, remedy))
 	}
-
-	prev, hadRecord, err := r.Record.LoadRecovery(ctx)
-	if err != nil {
-		rr.Outcome = Incomplete
-		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Not recovered: %v", rep.Registration, rep.Message, err))
-		return rr, fmt.Errorf("%w: %s; not recovered, nothing deleted: %w", ErrOperatorFailed, failed, err)
-	}
-	if prev.Exhausted(rep.Target, verdict.Cause) {
-		rr.Outcome, rr.Attempt = Stopped, prev.Attempts
+	if d.Outcome == Stopped {
+		rr.Outcome, rr.Attempt = Stopped, d.Attempt
 		msg := fmt.Sprintf("stopped recovering: %d recoveries in a row, the last at %s, ended with the same cause (%s), so nothing was deleted; fix what fails (the operator's log says what it met), then clear the record so the next run recovers again: %s; a new registration code or URL starts afresh by itself",
-			prev.Attempts, prev.Time.UTC().Format(time.RFC3339), verdict.Cause, r.clearRecordCommand())
+			d.Attempt, d.Last.UTC().Format(time.RFC3339), verdict.Cause, r.clearRecordCommand())
 		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Needs you: %s", rep.Registration, rep.Message, msg))
-		log.Error("not recovering the registration", slog.String("reason", msg), slog.Int("attempts", prev.Attempts))
+		log.Error("not recovering the registration", slog.String("reason", msg), slog.Int("attempts", d.Attempt))
 		return rr, failure.Permanent(fmt.Errorf("%w: %s; %s", ErrOperatorFailed, failed, msg))
 	}
-	attempt := prev.Next(rep.Target, verdict.Cause)
+	attempt := d.Attempt
 	rr.Attempt = attempt
-	of := fmt.Sprintf("%d of %d", attempt, kube.MaxRecoveries)
+	of := fmt.Sprintf("%d of %d", attempt, MaxRecoveries)
 
 	if _, err := r.Operator.Check(ctx); err != nil {
 		rr.Outcome = OperatorDown
@@ -255,14 +280,14 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 	// The attempt is recorded before the delete: a run killed halfway
 	// still counts it.
 	now := time.Now()
-	rec := kube.RecoveryRecord{Attempts: attempt, Time: now, Cause: verdict.Cause, Message: rep.Message, Outcome: kube.RecoveryIncomplete, Target: rep.Target, Registration: rep.Registration}
-	if err := r.Record.SaveRecovery(ctx, &rec); err != nil {
+	rec := Record{Attempts: attempt, Time: now, Cause: verdict.Cause, Message: rep.Message, Outcome: RecordIncomplete, Target: rep.Target, Registration: rep.Registration}
+	if err := r.Record.Save(ctx, &rec); err != nil {
 		rr.Outcome = Incomplete
 		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Not recovered: the attempt could not be recorded: %v", rep.Registration, rep.Message, err))
 		return rr, fmt.Errorf("%w: %s; not recovered, nothing deleted: the attempt could not be recorded: %w", ErrOperatorFailed, failed, err)
 	}
 	log.Warn("recovering the registration: deleting the Secret the operator failed and writing it afresh, as the operator asks",
-		slog.Int("attempt", attempt), slog.Int("maxAttempts", kube.MaxRecoveries), slog.String("cause", verdict.Cause), slog.String("registration", rep.Registration))
+		slog.Int("attempt", attempt), slog.Int("maxAttempts", MaxRecoveries), slog.String("cause", verdict.Cause), slog.String("registration", rep.Registration))
 
 	t := time.Now()
 	// 0: kube.DefaultGoneWait for the finalizer to let the Secret go.
@@ -279,7 +304,7 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 			}
 		case errors.Is(err, kube.ErrSecretTerminating):
 			rr.Outcome = Terminating
-			rec.Outcome = kube.RecoveryTerminating
+			rec.Outcome = RecordTerminating
 			r.saveRecord(ctx, log, &rec)
 			err = r.WithOperatorState(ctx, err)
 		}
@@ -293,26 +318,26 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 	rr.Took = time.Since(t)
 	rec.Registration, rec.Time = next.Registration, time.Now()
 	switch next.State {
-	case kube.OperatorActive:
+	case StateActive:
 		rr.Outcome = Recovered
-		rec.Attempts, rec.Outcome = 0, kube.RecoveryRecovered
+		rec.Attempts, rec.Outcome = 0, RecordRecovered
 		r.saveRecord(ctx, log, &rec)
 		rr.Event = kube.JobEvent{Reason: kube.ReasonOperatorRecovered, Action: "Recover", Note: fmt.Sprintf(
 			"rancher/scc-operator had failed registration %s: %s (%s, which a retry can fix). The engine deleted %s (the operator let it go after %s), wrote it afresh with the same values, and registration %s is active %s later (recovery %s)",
 			rep.Registration, rep.Message, verdict.Cause, f.SecretRef, rres.Gone.Round(time.Millisecond), next.Registration, rr.Took.Round(time.Millisecond), of)}
 		log.Info("recovered the registration", slog.String("registration", next.Registration), slog.String("replaced", rep.Registration), slog.String("replacedMessage", rep.Message), slog.Int64("recoveryMs", rr.Took.Milliseconds()), slog.Int("attempt", attempt))
 		return rr, nil
-	case kube.OperatorFailed:
+	case StateFailed:
 		rr.Outcome = FailedAgain
-		again := kube.ClassifyOperatorFailure(next.Message)
-		rec.Outcome, rec.Message = kube.RecoveryFailed, next.Message
+		again := Classify(next.Message)
+		rec.Outcome, rec.Message = RecordFailed, next.Message
 		r.saveRecord(ctx, log, &rec)
 		var then string
 		switch {
 		case !again.Recoverable:
-			then = "the new failure needs you (" + again.Cause + "): " + needsPersonRemedy(again, f.SecretRef, server)
-		case attempt >= kube.MaxRecoveries:
-			then = fmt.Sprintf("that was the last of %d: later runs do not delete the Secret for this cause until %s is cleared (%s) or the code or URL changes", kube.MaxRecoveries, kube.AnnotationRecovery, r.clearRecordCommand())
+			then = "the new failure needs you (" + again.Cause + "): " + needsPersonRemedy(again, f.SecretRef, server, f.CronJob)
+		case attempt >= MaxRecoveries:
+			then = fmt.Sprintf("that was the last of %d: later runs do not delete the Secret for this cause until %s is cleared (%s) or the code or URL changes", MaxRecoveries, AnnotationRecovery, r.clearRecordCommand())
 		default:
 			then = "the next scheduled run recovers again (this run exits 2, which ends the Job without retries: an outage outlasts a Job's retries, which would spend every attempt within minutes)"
 		}
@@ -321,7 +346,7 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 		return rr, failure.Permanent(fmt.Errorf("%w: %s", ErrOperatorFailed, msg))
 	default:
 		rr.Outcome = Pending
-		rec.Outcome = kube.RecoveryPending
+		rec.Outcome = RecordPending
 		r.saveRecord(ctx, log, &rec)
 		rr.Event = kube.JobEvent{Warning: true, Reason: kube.ReasonRegistered, Action: "Recover", Note: fmt.Sprintf(
 			"recovery %s: rancher/scc-operator had failed registration %s: %s (%s); the engine deleted %s and wrote it afresh; operator=%s: %s",
@@ -333,28 +358,28 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 
 // Forget resets the record once the operator's Registration is active: the
 // recoveries in a row that count towards MaxRecoveries ended.
-func (r *Recovery) Forget(ctx context.Context, log *slog.Logger, rep kube.OperatorReport) {
+func (r *Recovery) Forget(ctx context.Context, log *slog.Logger, rep Report) {
 	if r == nil {
 		return
 	}
-	rec, ok, err := r.Record.LoadRecovery(ctx)
+	rec, ok, err := r.Record.Load(ctx)
 	if err != nil {
 		log.Warn("could not read the recovery record", slog.String("error", err.Error()))
 		return
 	}
-	if !ok || rec.Outcome == kube.RecoveryRecovered {
+	if !ok || rec.Outcome == RecordRecovered {
 		return
 	}
-	rec.Attempts, rec.Outcome, rec.Registration, rec.Time = 0, kube.RecoveryRecovered, rep.Registration, time.Now()
+	rec.Attempts, rec.Outcome, rec.Registration, rec.Time = 0, RecordRecovered, rep.Registration, time.Now()
 	r.saveRecord(ctx, log, &rec)
 }
 
 // saveRecord writes the record; a failure is a warning (the error of the
 // run, if any, is what the user must see).
-func (r *Recovery) saveRecord(ctx context.Context, log *slog.Logger, rec *kube.RecoveryRecord) {
+func (r *Recovery) saveRecord(ctx context.Context, log *slog.Logger, rec *Record) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := r.Record.SaveRecovery(sctx, rec); err != nil {
+	if err := r.Record.Save(sctx, rec); err != nil {
 		log.Warn("could not save the recovery record", slog.String("error", err.Error()))
 	}
 }
@@ -374,24 +399,32 @@ func (r *Recovery) WithOperatorState(ctx context.Context, err error) error {
 }
 
 // needsPersonRemedy is what a person must do about a failure no retry with
-// the same values can fix; secret is namespace/name.
-func needsPersonRemedy(v kube.FailureVerdict, secret, server string) string {
+// the same values can fix; secret is namespace/name, cronJob the CronJob
+// that runs the engine.
+func needsPersonRemedy(v Verdict, secret, server, cronJob string) string {
 	switch {
 	case v.CodeRefused():
 		return "the update server refused the registration code: put a valid one in the Secret registration-code (key regCode) or REGISTRATION_CODE; the next run writes it and the operator registers afresh under a new name, with no delete"
 	case v.Untrusted:
-		return "the operator does not trust the update server's certificate: run rancher/scc-operator add-rmt-support (dad26bb) or later, which trusts registrationUrlCert (README \"Which rancher/scc-operator works\"); then " + operatorRemedy(secret, server)
+		return "the operator does not trust the update server's certificate: run rancher/scc-operator add-rmt-support (dad26bb) or later, which trusts registrationUrlCert (README \"Which rancher/scc-operator works\"); then " + operatorRemedy(secret, server, cronJob)
 	default:
-		return operatorRemedy(secret, server)
+		return operatorRemedy(secret, server, cronJob)
 	}
 }
 
 // operatorRemedy is what the operator requires before it registers again;
 // secret is namespace/name.
-func operatorRemedy(secret, server string) string {
+func operatorRemedy(secret, server, cronJob string) string {
 	ns, name, _ := strings.Cut(secret, "/")
-	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`kubectl -n %s create job --from=cronjob/%s <name>`), which writes it afresh",
-		secret, server, ns, name, ns, kube.CronJobName)
+	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`%s`), which writes it afresh",
+		secret, server, ns, name, RunNowCommand(ns, cronJob, "<name>"))
+}
+
+// RunNowCommand is the kubectl command that starts a run of the CronJob
+// ns/cronJob (kube.CronJobName when empty) now, as Job job. Remedies name
+// the CronJob the engine runs under (CRONJOB_NAME), not the default.
+func RunNowCommand(ns, cronJob, job string) string {
+	return fmt.Sprintf("kubectl -n %s create job --from=cronjob/%s %s", ns, orDefault(cronJob, kube.CronJobName), job)
 }
 
 // clearRecordCommand is the kubectl command that clears the record.
@@ -401,5 +434,5 @@ func (r *Recovery) clearRecordCommand() string {
 		ref = r.LeaseRef
 	}
 	ns, name, _ := strings.Cut(ref, "/")
-	return "`" + kube.ClearRecoveryCommand(ns, name) + "`"
+	return "`" + ClearRecordCommand(ns, name) + "`"
 }

@@ -1,4 +1,4 @@
-package kube
+package operator
 
 import (
 	"strings"
@@ -17,7 +17,7 @@ const (
 	nonRecoverable = "non-recoverable HTTP error encountered; to reregister Rancher, resolve connection issues then try again. Original error: "
 )
 
-func TestClassifyOperatorFailure(t *testing.T) {
+func TestClassify(t *testing.T) {
 	tests := map[string]struct {
 		msg         string
 		recoverable bool
@@ -117,7 +117,7 @@ func TestClassifyOperatorFailure(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			v := ClassifyOperatorFailure(tc.msg)
+			v := Classify(tc.msg)
 			assert.Equal(t, tc.recoverable, v.Recoverable, "recoverable")
 			assert.Equal(t, tc.cause, v.Cause)
 			assert.Equal(t, tc.status, v.HTTPStatus)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/rancher/registration-engine/providers/pause"
+	"github.com/rancher/registration-engine/internal/pause"
 )
 
 func TestFor(t *testing.T) {

@@ -1,7 +1,7 @@
-// Package recoverytest holds what the tests of a recovery share: one fake
-// of every collaborator job/recovery and the run's operator step talk to.
+// Package operatortest holds what the tests of the operator step share: one fake
+// of every collaborator job/operator and the run's operator step talk to.
 // Only tests import it.
-package recoverytest
+package operatortest
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // Fake is the operator (its reports and its Lease), the Secret store's
 // Recreate, the engine's Lease record and the Event recorder at once;
 // reports are handed out one per Report, the last repeated.
 type Fake struct {
-	Reports []kube.OperatorReport
+	Reports []operator.Report
 	Waits   []time.Duration
 	Events  []kube.JobEvent
 	// OperatorErr is Check's answer; RecreateErr Recreate's.
@@ -24,8 +25,8 @@ type Fake struct {
 	RecreateErr error
 	Recreated   []RecreateCall
 	// Kept is the record on the Lease; Saved every record saved.
-	Kept  *kube.RecoveryRecord
-	Saved []kube.RecoveryRecord
+	Kept  *operator.Record
+	Saved []operator.Record
 	// Checked counts the looks at the operator's Lease.
 	Checked int
 	// LoadErr is LoadRecovery's answer; SaveErr SaveRecovery's.
@@ -44,7 +45,7 @@ type RecreateCall struct {
 }
 
 // Report hands out the next report.
-func (f *Fake) Report(_ context.Context, wait time.Duration) kube.OperatorReport {
+func (f *Fake) Report(_ context.Context, wait time.Duration) operator.Report {
 	f.Waits = append(f.Waits, wait)
 	r := f.Reports[0]
 	if len(f.Reports) > 1 {
@@ -69,27 +70,27 @@ func (f *Fake) Recreate(_ context.Context, r kube.Registration, uid types.UID, r
 }
 
 // Check is the operator's Lease, renewed 2 s ago by scc-operator-7d9.
-func (f *Fake) Check(context.Context) (kube.OperatorLiveness, error) {
+func (f *Fake) Check(context.Context) (operator.Liveness, error) {
 	f.Checked++
-	return kube.OperatorLiveness{Holder: "scc-operator-7d9", Age: 2 * time.Second}, f.OperatorErr
+	return operator.Liveness{Holder: "scc-operator-7d9", Age: 2 * time.Second}, f.OperatorErr
 }
 
 // Ref names the operator's Lease.
 func (f *Fake) Ref() string { return "kube-system/scc-controllers" }
 
-// LoadRecovery returns Kept.
-func (f *Fake) LoadRecovery(context.Context) (kube.RecoveryRecord, bool, error) {
+// Load returns Kept.
+func (f *Fake) Load(context.Context) (operator.Record, bool, error) {
 	if f.LoadErr != nil {
-		return kube.RecoveryRecord{}, false, f.LoadErr
+		return operator.Record{}, false, f.LoadErr
 	}
 	if f.Kept == nil {
-		return kube.RecoveryRecord{}, false, nil
+		return operator.Record{}, false, nil
 	}
 	return *f.Kept, true, nil
 }
 
-// SaveRecovery keeps rec as Kept and in Saved; nil clears the record.
-func (f *Fake) SaveRecovery(_ context.Context, rec *kube.RecoveryRecord) error {
+// Save keeps rec as Kept and in Saved; nil clears the record.
+func (f *Fake) Save(_ context.Context, rec *operator.Record) error {
 	if rec == nil {
 		f.Kept = nil
 		return nil
@@ -114,11 +115,11 @@ const (
 
 // FailedReport is the operator's report of a Failed Registration read
 // from Secret uid-1 at resourceVersion 41.
-func FailedReport(name, msg string) kube.OperatorReport {
-	return kube.OperatorReport{State: kube.OperatorFailed, Registration: name, Message: msg, SecretUID: "uid-1", SecretResourceVersion: "41", Target: Target}
+func FailedReport(name, msg string) operator.Report {
+	return operator.Report{State: operator.StateFailed, Registration: name, Message: msg, Verdict: operator.Classify(msg), SecretUID: "uid-1", SecretResourceVersion: "41", Target: Target}
 }
 
 // ActiveReport is the operator's report of an active Registration.
-func ActiveReport(name string) kube.OperatorReport {
-	return kube.OperatorReport{State: kube.OperatorActive, Registration: name, SecretUID: "uid-2", SecretResourceVersion: "57", Target: Target}
+func ActiveReport(name string) operator.Report {
+	return operator.Report{State: operator.StateActive, Registration: name, SecretUID: "uid-2", SecretResourceVersion: "57", Target: Target}
 }

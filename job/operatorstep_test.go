@@ -10,31 +10,34 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
-	"github.com/rancher/registration-engine/job/recovery"
-	"github.com/rancher/registration-engine/job/recovery/recoverytest"
-	"github.com/rancher/registration-engine/providers/failure"
+	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/operator/operatortest"
 )
 
 // recoveryJob is a Job whose run writes the Secret (unless r says
 // unchanged) and finds the operator's answers in f, with recovery on.
-func recoveryJob(r *recorder, f *recoverytest.Fake, logs *bytes.Buffer) *Job {
+func recoveryJob(r *recorder, f *operatortest.Fake, logs *bytes.Buffer) *Job {
 	j := newJob(r, logs)
-	j.Operator, j.OperatorWait, j.Events, j.SecretRef = f, 2*time.Minute, f, "cattle-scc-system/scc-registration"
-	j.Recovery = &recovery.Recovery{Secrets: f, Operator: f, Record: f, LeaseRef: "cattle-scc-system/registration-engine", Watch: f, Wait: j.OperatorWait}
+	j.Events, j.SecretRef = f, "cattle-scc-system/scc-registration"
+	j.Operator = &operator.Step{
+		Watch: f, Wait: 2 * time.Minute, SecretRef: j.SecretRef,
+		Recovery: &operator.Recovery{Secrets: f, Operator: f, Record: f, LeaseRef: "cattle-scc-system/registration-engine", Watch: f, Wait: 2 * time.Minute},
+	}
 	return j
 }
 
 // TestRunHandsAFailedRegistrationToRecovery: the operator step hands a
-// Failed Registration to job/recovery with what this run proved, and what
+// Failed Registration to job/operator with what this run proved, and what
 // the recovery did reaches the exit code, the summary and the Job's one
-// Event; an active Registration resets the record. job/recovery's own
+// Event; an active Registration resets the record. job/operator's own
 // tests cover each of its outcomes.
 func TestRunHandsAFailedRegistrationToRecovery(t *testing.T) {
 	tests := map[string]struct {
-		reports   []kube.OperatorReport
-		record    *kube.RecoveryRecord
+		reports   []operator.Report
+		record    *operator.Record
 		operator  error
 		unchanged bool
 		noRecover bool // OPERATOR_RECOVERY=false
@@ -48,56 +51,56 @@ func TestRunHandsAFailedRegistrationToRecovery(t *testing.T) {
 		operatorS string // the summary's operator
 		reason    string
 		errText   string
-		saved     *kube.RecoveryRecord
+		saved     *operator.Record
 	}{
 		"503 then active: recovered, exit 0, the summary says registered and the new registration": {
-			reports: []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503), recoverytest.ActiveReport("scc-registration-new")},
-			exit:    ExitOK, recreated: true, recovery: recovery.Recovered, outcome: OutcomeRegistered, operatorS: kube.OperatorActive,
+			reports: []operator.Report{operatortest.FailedReport("scc-registration-old", operatortest.Msg503), operatortest.ActiveReport("scc-registration-new")},
+			exit:    ExitOK, recreated: true, recovery: operator.Recovered, outcome: OutcomeRegistered, operatorS: operator.StateActive,
 			reason: kube.ReasonOperatorRecovered,
 		},
 		"an unchanged run that finds a Failed registration recovers it too": {
 			unchanged: true,
-			reports:   []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503), recoverytest.ActiveReport("scc-registration-new")},
-			exit:      ExitOK, recreated: true, recovery: recovery.Recovered, outcome: OutcomeRegistered, operatorS: kube.OperatorActive,
+			reports:   []operator.Report{operatortest.FailedReport("scc-registration-old", operatortest.Msg503), operatortest.ActiveReport("scc-registration-new")},
+			exit:      ExitOK, recreated: true, recovery: operator.Recovered, outcome: OutcomeRegistered, operatorS: operator.StateActive,
 			reason: kube.ReasonOperatorRecovered,
 		},
 		"failed again: exit 2, failedPhase operator": {
-			reports: []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503), recoverytest.FailedReport("scc-registration-new", recoverytest.Msg503)},
-			exit:    ExitPermanent, recreated: true, recovery: recovery.FailedAgain, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: kube.OperatorFailed,
+			reports: []operator.Report{operatortest.FailedReport("scc-registration-old", operatortest.Msg503), operatortest.FailedReport("scc-registration-new", operatortest.Msg503)},
+			exit:    ExitPermanent, recreated: true, recovery: operator.FailedAgain, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: operator.StateFailed,
 			reason: kube.ReasonOperatorFailed, errText: "recovery 1 of 3 failed",
 		},
 		"the operator is not running: exit 1, nothing deleted": {
-			reports:  []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503)},
-			operator: fmt.Errorf("%w: its Lease kube-system/scc-controllers is held by nobody", kube.ErrOperatorNotRunning),
-			exit:     ExitTransient, recovery: recovery.OperatorDown, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: kube.OperatorFailed,
+			reports:  []operator.Report{operatortest.FailedReport("scc-registration-old", operatortest.Msg503)},
+			operator: fmt.Errorf("%w: its Lease kube-system/scc-controllers is held by nobody", operator.ErrOperatorNotRunning),
+			exit:     ExitTransient, recovery: operator.OperatorDown, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: operator.StateFailed,
 			reason: kube.ReasonOperatorFailed, errText: "is held by nobody",
 		},
 		"OPERATOR_RECOVERY=false: reported only": {
-			reports: []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503)}, noRecover: true,
-			exit: ExitPermanent, recovery: recovery.NotAttempted, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: kube.OperatorFailed,
+			reports: []operator.Report{operatortest.FailedReport("scc-registration-old", operatortest.Msg503)}, noRecover: true,
+			exit: ExitPermanent, recovery: operator.NotAttempted, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: operator.StateFailed,
 			reason: kube.ReasonOperatorFailed, errText: "not recovered automatically: OPERATOR_RECOVERY=false",
 		},
 		"no handover check this run: nothing deleted, the reason from phase 6": {
-			reports: []kube.OperatorReport{recoverytest.FailedReport("scc-registration-old", recoverytest.Msg503)}, noWait: true,
-			exit: ExitPermanent, recovery: recovery.NotAttempted, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: kube.OperatorFailed,
+			reports: []operator.Report{operatortest.FailedReport("scc-registration-old", operatortest.Msg503)}, noWait: true,
+			exit: ExitPermanent, recovery: operator.NotAttempted, outcome: OutcomeFailed, phase: PhaseOperator, operatorS: operator.StateFailed,
 			reason: kube.ReasonOperatorFailed, errText: "did not check that the operator can reach the update server (HANDOVER_TIMEOUT=0",
 		},
 		"an active registration resets the record": {
-			reports: []kube.OperatorReport{recoverytest.ActiveReport("scc-registration-new")},
-			record:  &kube.RecoveryRecord{Attempts: 2, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryFailed, Target: recoverytest.Target},
-			exit:    ExitOK, outcome: OutcomeRegistered, operatorS: kube.OperatorActive,
+			reports: []operator.Report{operatortest.ActiveReport("scc-registration-new")},
+			record:  &operator.Record{Attempts: 2, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: operatortest.Target},
+			exit:    ExitOK, outcome: OutcomeRegistered, operatorS: operator.StateActive,
 			reason: kube.ReasonRegistered,
-			saved:  &kube.RecoveryRecord{Attempts: 0, Cause: "HTTP 503 Service Unavailable", Outcome: kube.RecoveryRecovered, Registration: "scc-registration-new", Target: recoverytest.Target},
+			saved:  &operator.Record{Attempts: 0, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordRecovered, Registration: "scc-registration-new", Target: operatortest.Target},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			r := &recorder{changed: !tc.unchanged}
-			f := &recoverytest.Fake{Reports: tc.reports, Kept: tc.record, OperatorErr: tc.operator}
+			f := &operatortest.Fake{Reports: tc.reports, Kept: tc.record, OperatorErr: tc.operator}
 			var logs bytes.Buffer
 			j := recoveryJob(r, f, &logs)
 			if tc.noRecover {
-				j.Recovery = nil
+				j.Operator.Recovery = nil
 			}
 			if tc.noWait {
 				j.InCluster.(*incluster.Name).Config.Timeout = 0
@@ -107,7 +110,7 @@ func TestRunHandsAFailedRegistrationToRecovery(t *testing.T) {
 			if tc.errText != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.errText)
-				assert.ErrorIs(t, err, recovery.ErrOperatorFailed)
+				assert.ErrorIs(t, err, operator.ErrOperatorFailed)
 			}
 			if tc.recreated {
 				require.Len(t, f.Recreated, 1, "one recovery, never two in a run")
@@ -117,10 +120,10 @@ func TestRunHandsAFailedRegistrationToRecovery(t *testing.T) {
 				assert.Empty(t, f.Recreated, "nothing deleted")
 			}
 			if tc.recovery != "" {
-				require.NotNil(t, res.Recovery)
-				assert.Equal(t, tc.recovery, res.Recovery.Outcome)
+				require.NotNil(t, res.Operator.Recovery)
+				assert.Equal(t, tc.recovery, res.Operator.Recovery.Outcome)
 			} else {
-				assert.Nil(t, res.Recovery)
+				assert.Nil(t, res.Operator.Recovery)
 			}
 			require.Len(t, f.Events, 1, "one Event per run")
 			assert.Equal(t, tc.reason, f.Events[0].Reason)
@@ -162,11 +165,11 @@ func TestRunSaysTheSecretIsStillTerminating(t *testing.T) {
 		want     string
 	}{
 		"operator running":     {want: "rancher/scc-operator is running (Lease kube-system/scc-controllers renewed 2s ago by scc-operator-7d9) and has not let it go yet"},
-		"operator not running": {operator: fmt.Errorf("%w: its Lease kube-system/scc-controllers is held by nobody", kube.ErrOperatorNotRunning), want: "is held by nobody: start it, and it lets the Secret go"},
+		"operator not running": {operator: fmt.Errorf("%w: its Lease kube-system/scc-controllers is held by nobody", operator.ErrOperatorNotRunning), want: "is held by nobody: start it, and it lets the Secret go"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := &recorder{failAt: "write", failWith: failure.Permanent(fmt.Errorf("kube: secret cattle-scc-system/scc-registration: %w: waits for its finalizers", kube.ErrSecretTerminating))}
-			f := &recoverytest.Fake{Reports: []kube.OperatorReport{recoverytest.ActiveReport("x")}, OperatorErr: tc.operator}
+			f := &operatortest.Fake{Reports: []operator.Report{operatortest.ActiveReport("x")}, OperatorErr: tc.operator}
 			var logs bytes.Buffer
 			res, err := recoveryJob(r, f, &logs).Run(context.Background())
 			require.ErrorIs(t, err, kube.ErrSecretTerminating)

@@ -1,17 +1,16 @@
-package kube
+package operator
 
 import (
-	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 )
 
-// FailureVerdict is what the engine makes of the message rancher/scc-operator
+// Verdict is what the engine makes of the message rancher/scc-operator
 // left on a Failed Registration: can another attempt with the same values
 // succeed (Recoverable), and in a few words why (Cause).
-type FailureVerdict struct {
+type Verdict struct {
 	// Recoverable: a passing cause (the network, DNS, a TLS handshake that
 	// timed out, a reset connection, an update server answering 5xx or
 	// 429). Deleting and rewriting the Secret, once the update server
@@ -31,7 +30,7 @@ type FailureVerdict struct {
 // CodeRefused says the update server refused the registration code (401,
 // 403, 422): a new code is the remedy, and the operator registers it
 // afresh with no delete.
-func (v FailureVerdict) CodeRefused() bool {
+func (v Verdict) CodeRefused() bool {
 	return v.HTTPStatus == http.StatusUnauthorized || v.HTTPStatus == http.StatusForbidden || v.HTTPStatus == http.StatusUnprocessableEntity
 }
 
@@ -81,7 +80,7 @@ var passingCauses = []struct{ text, cause string }{
 // rancher/scc-operator main, which ignores registrationUrlCert, for ever).
 var trustFailures = []string{"x509:", "tls: failed to verify certificate"}
 
-// ClassifyOperatorFailure decides from a Failed Registration's message
+// Classify decides from a Failed Registration's message
 // whether a retry with the same values can succeed. It follows the
 // operator's own split (isNonRecoverableHTTPError): an HTTP answer of 4xx
 // other than 429, or 501, 505 or 510, is not recoverable; any other HTTP
@@ -89,16 +88,16 @@ var trustFailures = []string{"x509:", "tls: failed to verify certificate"}
 // recoverable; certificate trust errors are not. A message of no known
 // shape is not recoverable: deleting a Secret for a cause nobody understood
 // could make things worse, so a person decides.
-func ClassifyOperatorFailure(msg string) FailureVerdict {
+func Classify(msg string) Verdict {
 	if m := apiErrorCode.FindAllStringSubmatch(msg, -1); len(m) > 0 {
 		last := m[len(m)-1]
 		code, _ := strconv.Atoi(last[1] + last[2])
-		v := FailureVerdict{HTTPStatus: code, Cause: httpCause(code)}
+		v := Verdict{HTTPStatus: code, Cause: httpCause(code)}
 		v.Recoverable = !nonRecoverableStatus(code) && !strings.Contains(msg, nonRecoverablePrefix)
 		return v
 	}
 	if strings.Contains(msg, nonRecoverablePrefix) {
-		return FailureVerdict{Cause: "an HTTP error the operator calls non-recoverable"}
+		return Verdict{Cause: "an HTTP error the operator calls non-recoverable"}
 	}
 	for _, t := range trustFailures {
 		if strings.Contains(msg, t) {
@@ -106,15 +105,15 @@ func ClassifyOperatorFailure(msg string) FailureVerdict {
 			if strings.Contains(msg, "unknown authority") {
 				cause = "certificate signed by unknown authority"
 			}
-			return FailureVerdict{Cause: cause, Untrusted: true}
+			return Verdict{Cause: cause, Untrusted: true}
 		}
 	}
 	for _, p := range passingCauses {
 		if strings.Contains(msg, p.text) {
-			return FailureVerdict{Recoverable: true, Cause: p.cause}
+			return Verdict{Recoverable: true, Cause: p.cause}
 		}
 	}
-	return FailureVerdict{Cause: "unrecognised failure"}
+	return Verdict{Cause: "unrecognised failure"}
 }
 
 // nonRecoverableStatus is the operator's isNonRecoverableHTTPError over a
@@ -140,11 +139,4 @@ func httpCause(code int) string {
 		c += " " + t
 	}
 	return c
-}
-
-// ClearRecoveryCommand is the kubectl command that clears the recovery
-// record on the engine's Lease ns/name, which lets a run that stopped
-// recovering try again.
-func ClearRecoveryCommand(ns, name string) string {
-	return fmt.Sprintf("kubectl -n %s annotate lease %s %s-", ns, name, AnnotationRecovery)
 }

@@ -1,0 +1,145 @@
+package operator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rancher/registration-engine/job/kube"
+)
+
+// The memory of the engine's recoveries of Failed Registrations. It must
+// survive the Secret's deletion (a recovery deletes it), so it lives on the
+// engine's own Lease, as one annotation that a person can read and clear:
+//
+//	kubectl -n cattle-scc-system annotate lease registration-engine registration-engine.cattle.io/operator-recovery-
+const (
+	// AnnotationRecovery on the engine's Lease holds the Record as JSON.
+	AnnotationRecovery = "registration-engine.cattle.io/operator-recovery"
+	// MaxRecoveries is how many recoveries in a row that met the same
+	// cause the engine makes before it stops and leaves the cluster to a
+	// person (exit 2), until the code or the URL changes or the record is
+	// cleared.
+	MaxRecoveries = 3
+)
+
+// Outcomes a Record keeps.
+const (
+	// RecordFailed: the new Registration failed again.
+	RecordFailed = "failed"
+	// RecordPending: the new Registration was neither active nor failed
+	// when OPERATOR_WAIT ended.
+	RecordPending = "pending"
+	// RecordTerminating: the deleted Secret was still held by a finalizer
+	// when the wait for it ended.
+	RecordTerminating = "terminating"
+	// RecordIncomplete: the Secret was deleted but could not be written
+	// afresh; the next run writes it.
+	RecordIncomplete = "incomplete"
+	// RecordRecovered: the new Registration became active; Attempts is 0.
+	RecordRecovered = "recovered"
+)
+
+// Record is what the engine remembers of its recoveries.
+type Record struct {
+	// Attempts counts the recoveries in a row, for the same Target, that
+	// replaced a failure of the same Cause, with no active Registration
+	// seen in between. At MaxRecoveries the engine stops.
+	Attempts int `json:"attempts"`
+	// Time is when the last recovery was made (or the record reset).
+	Time time.Time `json:"time"`
+	// Cause is the cause of the failure the last recovery replaced
+	// (Verdict.Cause).
+	Cause string `json:"cause"`
+	// Message is the operator's last failure message: the one the last
+	// recovery ended with, else the one it replaced.
+	Message string `json:"message,omitempty"`
+	// Outcome is one of the Record constants.
+	Outcome string `json:"outcome"`
+	// Registration is the Registration the last recovery led to.
+	Registration string `json:"registration,omitempty"`
+	// Target is TargetHash of the code and URL the recoveries were for.
+	Target string `json:"target"`
+}
+
+// Exhausted says whether a recovery of a failure with cause, for target,
+// would be one too many.
+func (r Record) Exhausted(target, cause string) bool {
+	return r.Attempts >= MaxRecoveries && r.Target == target && r.Cause == cause
+}
+
+// Next is the attempt number a recovery of cause for target would be.
+func (r Record) Next(target, cause string) int {
+	if r.Target == target && r.Cause == cause && r.Outcome != RecordRecovered {
+		return r.Attempts + 1
+	}
+	return 1
+}
+
+// TargetHash names a registration code and URL without revealing the code:
+// 48 bits of their SHA-256, enough to notice a change and too few to tell
+// a code from the many that share them.
+func TargetHash(regCode, url string) string {
+	sum := sha256.Sum256([]byte(regCode + "\n" + url))
+	return hex.EncodeToString(sum[:6])
+}
+
+// ParseRecord reads the record from a Lease's annotations; ok is false
+// when there is none. A record that does not parse is an error.
+func ParseRecord(annotations map[string]string) (rec Record, ok bool, err error) {
+	raw, ok := annotations[AnnotationRecovery]
+	if !ok || raw == "" {
+		return rec, false, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return rec, false, fmt.Errorf("annotation %s: %w", AnnotationRecovery, err)
+	}
+	return rec, true, nil
+}
+
+// ClearRecordCommand is the kubectl command that clears the recovery
+// record on the engine's Lease ns/name, which lets a run that stopped
+// recovering try again.
+func ClearRecordCommand(ns, name string) string {
+	return fmt.Sprintf("kubectl -n %s annotate lease %s %s-", ns, name, AnnotationRecovery)
+}
+
+// LeaseRecords keeps the record on the engine's own Lease, which this run
+// holds and which the Secret's deletion cannot take.
+type LeaseRecords struct{ Lease *kube.Lease }
+
+// Load reads the record; ok is false when there is none.
+func (s LeaseRecords) Load(ctx context.Context) (Record, bool, error) {
+	raw, ok, err := s.Lease.Annotation(ctx, AnnotationRecovery)
+	if err != nil || !ok {
+		return Record{}, false, err
+	}
+	rec, ok, err := ParseRecord(map[string]string{AnnotationRecovery: raw})
+	if err != nil {
+		ns, name := s.ref()
+		return Record{}, false, fmt.Errorf("lease %s/%s: %w; clear it with %s", ns, name, err, ClearRecordCommand(ns, name))
+	}
+	return rec, ok, nil
+}
+
+// Save writes rec (nil removes it).
+func (s LeaseRecords) Save(ctx context.Context, rec *Record) error {
+	if rec == nil {
+		return s.Lease.SetAnnotation(ctx, AnnotationRecovery, nil)
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("recovery record: %w", err)
+	}
+	v := string(raw)
+	return s.Lease.SetAnnotation(ctx, AnnotationRecovery, &v)
+}
+
+func (s LeaseRecords) ref() (ns, name string) {
+	ns, name, _ = strings.Cut(s.Lease.Ref(), "/")
+	return ns, name
+}
