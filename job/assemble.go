@@ -121,7 +121,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 	j.Operator = &operator.Step{
 		Watch:     watch,
 		Wait:      cfg.OperatorWait,
-		Recovery:  operator.NewRecovery(cfg.Recovery, clients, store, lease, watch, cfg.OperatorWait),
+		Recovery:  operator.NewRecovery(cfg.Recovery, clients, store, lease, watch, cfg.OperatorWait, secrets.String),
 		SecretRef: j.SecretRef,
 		CronJob:   cfg.CronJobName,
 	}

@@ -179,3 +179,36 @@ func TestRunSaysTheSecretIsStillTerminating(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainDuringARecovery: a SIGTERM or the run deadline while a recovery
+// waits for the operator's finalizer to let the deleted Secret go ends the
+// run as every phase's end does (143, 124: the Job retries), not as a
+// permanent "the Secret is being deleted" (exit 2, no retry, the finalizer
+// blamed).
+func TestDrainDuringARecovery(t *testing.T) {
+	for name, tc := range map[string]struct {
+		deadline bool
+		exit     int
+	}{
+		"SIGTERM":      {exit: ExitTerminated},
+		"run deadline": {deadline: true, exit: ExitDeadline},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &operatortest.Fake{Reports: []operator.Report{operatortest.FailedReport("scc-registration-old", operatortest.Msg503)}, RecreateBlocks: true, InRecreate: make(chan struct{})}
+			var logs bytes.Buffer
+			j := recoveryJob(&recorder{changed: true}, f, &logs)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			if tc.deadline {
+				j.Deadline = 200 * time.Millisecond
+			} else {
+				go func() { <-f.InRecreate; cancel(ErrTerminated) }()
+			}
+			res, err := j.Run(ctx)
+			require.Error(t, err)
+			assert.Equal(t, tc.exit, ExitCode(err), "%v", err)
+			assert.Equal(t, PhaseOperator, res.Failed)
+			assert.False(t, failure.IsPermanent(err) && ExitCode(err) == ExitPermanent)
+		})
+	}
+}

@@ -123,11 +123,25 @@ func TestSecretRecreate(t *testing.T) {
 		require.ErrorIs(t, err, kube.ErrSecretTerminating, "a later run says so too")
 		assert.Equal(t, 0, countVerb(c, "patch"))
 	})
-}
 
-// TestOperatorLeaseCheck: "running" is a held Lease renewed within the
-// smaller of its duration and 30 s, and seen renewed again: an operator
-// stopped a moment ago without releasing its Lease looks fresh, but its
-// renewTime no longer moves.
-// TestRecoveryRecordOnTheLease: the record survives on the engine's Lease,
-// next to what the Lease itself holds, and can be cleared.
+	t.Run("a drain during the finalizer wait is the run's end, not the finalizer's", func(t *testing.T) {
+		r := recreateRegistration()
+		c := fake.NewClientset(failedSecret(r))
+		c.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+			s := failedSecret(r)
+			s.DeletionTimestamp = ptr.To(metav1.NewTime(time.Now()))
+			require.NoError(t, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), s, kube.Namespace))
+			return true, nil, nil
+		})
+		st := newStore(c, &testkit.Sleeps{})
+		st.PollInterval = 10 * time.Millisecond
+		drained := errors.New("terminated by signal")
+		dctx, cancel := context.WithCancelCause(ctx)
+		time.AfterFunc(50*time.Millisecond, func() { cancel(drained) })
+		_, err := st.Recreate(dctx, r, "uid-1", "41", time.Hour)
+		require.ErrorIs(t, err, drained, "the run's own end, which main maps to 143")
+		assert.NotErrorIs(t, err, kube.ErrSecretTerminating, "not blamed on the finalizer")
+		assert.False(t, failure.IsPermanent(err), "a drained run's Job retries")
+		assert.Equal(t, 0, countVerb(c, "patch"), "never written over")
+	})
+}

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -218,15 +219,18 @@ func (s *SecretStore) Recreate(ctx context.Context, r Registration, uid types.UI
 }
 
 // waitGone polls until the Secret of uid is gone (or replaced by another
-// one), up to wait.
+// one), up to wait. Only the end of that wait is ErrSecretTerminating
+// (permanent: the finalizer holds it); the run's own end (a signal, its
+// deadline) is returned as its cause, so that the run exits 143 or 124 and
+// its Job retries, instead of blaming the finalizer.
 func (s *SecretStore) waitGone(ctx context.Context, uid types.UID, wait time.Duration) error {
 	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	wctx, cancel := context.WithTimeoutCause(ctx, wait, errGoneWaitOver)
 	defer cancel()
 	interval := orDuration(s.PollInterval, 500*time.Millisecond)
 	var last *corev1.Secret
 	for {
-		cur, err := s.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		cur, err := s.Secrets.Secrets(ns).Get(wctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil
@@ -235,7 +239,10 @@ func (s *SecretStore) waitGone(ctx context.Context, uid types.UID, wait time.Dur
 		case err == nil:
 			last = cur
 		}
-		if pause.For(ctx, interval) != nil {
+		if pause.For(wctx, interval) != nil {
+			if cause := context.Cause(wctx); !errors.Is(cause, errGoneWaitOver) {
+				return fmt.Errorf("waiting for %s/%s to go after the delete: %w", ns, name, cause)
+			}
 			msg := fmt.Sprintf("still there %s after the delete", wait)
 			if last != nil {
 				msg = TerminatingMessage(last)
@@ -244,6 +251,9 @@ func (s *SecretStore) waitGone(ctx context.Context, uid types.UID, wait time.Dur
 		}
 	}
 }
+
+// errGoneWaitOver is the cause of waitGone's own timeout.
+var errGoneWaitOver = errors.New("the wait for the deleted secret to go is over")
 
 // TerminatingMessage says what holds a deleted Secret: the finalizers left
 // and since when. The operator's finalizer runs only while the operator

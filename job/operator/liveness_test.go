@@ -19,6 +19,10 @@ import (
 	"github.com/rancher/registration-engine/job/operator"
 )
 
+// TestOperatorLeaseCheck: "running" is a held Lease renewed within the
+// smaller of its duration and 30 s, and seen renewed again: an operator
+// stopped a moment ago without releasing its Lease looks fresh, but its
+// renewTime no longer moves.
 func TestOperatorLeaseCheck(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	lease := func(holder string, renewed time.Time, secs int32) *coordinationv1.Lease {

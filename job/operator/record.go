@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rancher/registration-engine/job/kube"
 )
@@ -20,11 +21,18 @@ import (
 const (
 	// AnnotationRecovery on the engine's Lease holds the Record as JSON.
 	AnnotationRecovery = "registration-engine.cattle.io/operator-recovery"
-	// MaxRecoveries is how many recoveries in a row that met the same
-	// cause the engine makes before it stops and leaves the cluster to a
-	// person (exit 2), until the code or the URL changes or the record is
-	// cleared.
+	// MaxRecoveries is how many recoveries in a row, for the same code and
+	// URL and with no active Registration in between, the engine makes
+	// before it stops and leaves the cluster to a person (exit 2), until the
+	// code or the URL changes or the record is cleared. The causes need not
+	// match: an update server whose failures alternate (503, then 502;
+	// refused, then a timeout) would otherwise be deleted and re-registered
+	// on every run, for ever.
 	MaxRecoveries = 3
+	// MaxRecordMessage caps the operator's message the record keeps, in
+	// bytes: a message of any size must not make the annotation, and so
+	// every later run's record write, fail.
+	MaxRecordMessage = 1024
 )
 
 // Outcomes a Record keeps.
@@ -46,9 +54,9 @@ const (
 
 // Record is what the engine remembers of its recoveries.
 type Record struct {
-	// Attempts counts the recoveries in a row, for the same Target, that
-	// replaced a failure of the same Cause, with no active Registration
-	// seen in between. At MaxRecoveries the engine stops.
+	// Attempts counts the recoveries in a row for the same Target, whatever
+	// their causes, with no active Registration seen in between. At
+	// MaxRecoveries the engine stops.
 	Attempts int `json:"attempts"`
 	// Time is when the last recovery was made (or the record reset).
 	Time time.Time `json:"time"`
@@ -56,7 +64,8 @@ type Record struct {
 	// (Verdict.Cause).
 	Cause string `json:"cause"`
 	// Message is the operator's last failure message: the one the last
-	// recovery ended with, else the one it replaced.
+	// recovery ended with, else the one it replaced; redacted by the run's
+	// secrets and cut to MaxRecordMessage bytes.
 	Message string `json:"message,omitempty"`
 	// Outcome is one of the Record constants.
 	Outcome string `json:"outcome"`
@@ -66,18 +75,35 @@ type Record struct {
 	Target string `json:"target"`
 }
 
-// Exhausted says whether a recovery of a failure with cause, for target,
-// would be one too many.
-func (r Record) Exhausted(target, cause string) bool {
-	return r.Attempts >= MaxRecoveries && r.Target == target && r.Cause == cause
+// Exhausted says whether another recovery for target would be one too
+// many.
+func (r Record) Exhausted(target string) bool {
+	return r.Attempts >= MaxRecoveries && r.Target == target && r.Outcome != RecordRecovered
 }
 
-// Next is the attempt number a recovery of cause for target would be.
-func (r Record) Next(target, cause string) int {
-	if r.Target == target && r.Cause == cause && r.Outcome != RecordRecovered {
+// Next is the attempt number a recovery for target would be.
+func (r Record) Next(target string) int {
+	if r.Target == target && r.Outcome != RecordRecovered {
 		return r.Attempts + 1
 	}
 	return 1
+}
+
+// keepMessage is msg as a record keeps it: redacted by redact (nil: as
+// it is) and cut to MaxRecordMessage bytes on a rune boundary.
+func keepMessage(msg string, redact func(string) string) string {
+	if redact != nil {
+		msg = redact(msg)
+	}
+	if len(msg) <= MaxRecordMessage {
+		return msg
+	}
+	const more = " …(cut)"
+	cut := MaxRecordMessage - len(more)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + more
 }
 
 // TargetHash names a registration code and URL without revealing the code:

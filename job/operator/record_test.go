@@ -42,12 +42,11 @@ func TestRecoveryRecordOnTheLease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "pod-1", *le.Spec.HolderIdentity, "the Lease's spec untouched")
 
-	assert.Equal(t, 3, got.Next(rec.Target, rec.Cause))
-	assert.Equal(t, 1, got.Next(rec.Target, "connection reset"), "another cause starts afresh")
-	assert.Equal(t, 1, got.Next(operator.TargetHash("CODE-2", "https://x"), rec.Cause), "a new code starts afresh")
+	assert.Equal(t, 3, got.Next(rec.Target))
+	assert.Equal(t, 1, got.Next(operator.TargetHash("CODE-2", "https://x")), "a new code starts afresh")
 	got.Attempts = operator.MaxRecoveries
-	assert.True(t, got.Exhausted(rec.Target, rec.Cause))
-	assert.False(t, got.Exhausted(operator.TargetHash("CODE", "https://y"), rec.Cause), "a new URL starts afresh")
+	assert.True(t, got.Exhausted(rec.Target))
+	assert.False(t, got.Exhausted(operator.TargetHash("CODE", "https://y")), "a new URL starts afresh")
 
 	require.NoError(t, records.Save(ctx, nil))
 	_, ok, err = records.Load(ctx)

@@ -72,13 +72,17 @@ type Recovery struct {
 	// (OPERATOR_WAIT) for it to become active or fail.
 	Watch Watcher
 	Wait  time.Duration
+	// Redact redacts the run's secrets from the operator's words before
+	// the record keeps them (the Lease is read by more than the engine);
+	// nil keeps them as they are.
+	Redact func(string) string
 }
 
 // NewRecovery assembles the production Recovery from cfg: the Secret store
 // recreates, the engine's Lease keeps the record, the operator's Lease
 // (read through clients) says whether it runs, watch reads the new
 // Registration for up to wait. It returns nil when cfg turns recovery off.
-func NewRecovery(cfg Config, clients *kube.Clients, secrets *kube.SecretStore, lease *kube.Lease, watch Watcher, wait time.Duration) *Recovery {
+func NewRecovery(cfg Config, clients *kube.Clients, secrets *kube.SecretStore, lease *kube.Lease, watch Watcher, wait time.Duration, redact func(string) string) *Recovery {
 	if !cfg.Enabled {
 		return nil
 	}
@@ -90,6 +94,7 @@ func NewRecovery(cfg Config, clients *kube.Clients, secrets *kube.SecretStore, l
 		LeaseRef: lease.Ref(),
 		Watch:    watch,
 		Wait:     wait,
+		Redact:   redact,
 	}
 }
 
@@ -111,7 +116,7 @@ const (
 	// NotAttempted: recoverable, but recovery is off or this run did not
 	// prove the update server reachable; nothing deleted. Exit 2.
 	NotAttempted = "not-attempted"
-	// Stopped: MaxRecoveries in a row met the same cause; nothing
+	// Stopped: MaxRecoveries in a row for this code and URL; nothing
 	// deleted. Exit 2.
 	Stopped = "stopped"
 	// OperatorDown: the operator is not running; nothing deleted. Exit 1:
@@ -148,10 +153,10 @@ func Decide(v Verdict, rec *Record, target string, enabled bool) Decision {
 		return Decision{Outcome: NeedsPerson}
 	case !enabled:
 		return Decision{Outcome: NotAttempted}
-	case rec != nil && rec.Exhausted(target, v.Cause):
+	case rec != nil && rec.Exhausted(target):
 		return Decision{Outcome: Stopped, Attempt: rec.Attempts, Last: rec.Time}
 	case rec != nil:
-		return Decision{Attempt: rec.Next(target, v.Cause)}
+		return Decision{Attempt: rec.Next(target)}
 	default:
 		return Decision{Attempt: 1}
 	}
@@ -259,7 +264,7 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 	}
 	if d.Outcome == Stopped {
 		rr.Outcome, rr.Attempt = Stopped, d.Attempt
-		msg := fmt.Sprintf("stopped recovering: %d recoveries in a row, the last at %s, ended with the same cause (%s), so nothing was deleted; fix what fails (the operator's log says what it met), then clear the record so the next run recovers again: %s; a new registration code or URL starts afresh by itself",
+		msg := fmt.Sprintf("stopped recovering: %d recoveries in a row, the last at %s, ended with no active registration (this failure: %s), so nothing was deleted; fix what fails (the operator's log says what it met), then clear the record so the next run recovers again: %s; a new registration code or URL starts afresh by itself",
 			d.Attempt, d.Last.UTC().Format(time.RFC3339), verdict.Cause, r.clearRecordCommand())
 		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Needs you: %s", rep.Registration, rep.Message, msg))
 		log.Error("not recovering the registration", slog.String("reason", msg), slog.Int("attempts", d.Attempt))
@@ -280,7 +285,7 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 	// The attempt is recorded before the delete: a run killed halfway
 	// still counts it.
 	now := time.Now()
-	rec := Record{Attempts: attempt, Time: now, Cause: verdict.Cause, Message: rep.Message, Outcome: RecordIncomplete, Target: rep.Target, Registration: rep.Registration}
+	rec := Record{Attempts: attempt, Time: now, Cause: verdict.Cause, Message: keepMessage(rep.Message, r.Redact), Outcome: RecordIncomplete, Target: rep.Target, Registration: rep.Registration}
 	if err := r.Record.Save(ctx, &rec); err != nil {
 		rr.Outcome = Incomplete
 		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Not recovered: the attempt could not be recorded: %v", rep.Registration, rep.Message, err))
@@ -330,14 +335,14 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 	case StateFailed:
 		rr.Outcome = FailedAgain
 		again := Classify(next.Message)
-		rec.Outcome, rec.Message = RecordFailed, next.Message
+		rec.Outcome, rec.Message = RecordFailed, keepMessage(next.Message, r.Redact)
 		r.saveRecord(ctx, log, &rec)
 		var then string
 		switch {
 		case !again.Recoverable:
 			then = "the new failure needs you (" + again.Cause + "): " + needsPersonRemedy(again, f.SecretRef, server, f.CronJob)
 		case attempt >= MaxRecoveries:
-			then = fmt.Sprintf("that was the last of %d: later runs do not delete the Secret for this cause until %s is cleared (%s) or the code or URL changes", MaxRecoveries, AnnotationRecovery, r.clearRecordCommand())
+			then = fmt.Sprintf("that was the last of %d: later runs do not delete the Secret until %s is cleared (%s) or the code or URL changes", MaxRecoveries, AnnotationRecovery, r.clearRecordCommand())
 		default:
 			then = "the next scheduled run recovers again (this run exits 2, which ends the Job without retries: an outage outlasts a Job's retries, which would spend every attempt within minutes)"
 		}

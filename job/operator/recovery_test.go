@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"unicode/utf8"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -127,18 +128,25 @@ func TestRecoverAFailedRegistration(t *testing.T) {
 			note:    []string{"not recovered, nothing deleted", "rancher/scc-operator is not running", "held by nobody"},
 			errText: []string{"nothing deleted", "is held by nobody"},
 		},
-		"three recoveries in a row met the same cause: stopped, nothing deleted": {
+		"three recoveries in a row: stopped, nothing deleted": {
 			failed: operatortest.FailedReport("scc-registration-old", operatortest.Msg503),
 			record: &operator.Record{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: operatortest.Target, Time: time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)},
 			class:  permanent, outcome: operator.Stopped,
 			reason: kube.ReasonOperatorFailed, warning: true,
 			errText: []string{"stopped recovering: 3 recoveries in a row", "2026-12-01T18:00:00Z", "kubectl -n cattle-scc-system annotate lease registration-engine registration-engine.cattle.io/operator-recovery-"},
 		},
-		"three of another cause do not stop a recovery of this one": {
+		"three in a row whose causes alternate stop too (503, then 500)": {
+			failed: operatortest.FailedReport("scc-registration-old", operatortest.Msg500),
+			record: &operator.Record{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: operatortest.Target, Time: time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)},
+			class:  permanent, outcome: operator.Stopped,
+			reason: kube.ReasonOperatorFailed, warning: true,
+			errText: []string{"stopped recovering: 3 recoveries in a row", "this failure: HTTP 500 Internal Server Error"},
+		},
+		"two of another cause count: this is the third": {
 			failed: operatortest.FailedReport("scc-registration-old", operatortest.Msg500), next: []operator.Report{operatortest.ActiveReport("scc-registration-new")},
-			record: &operator.Record{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: operatortest.Target},
+			record: &operator.Record{Attempts: 2, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: operatortest.Target},
 			class:  ok, recreated: true, checked: true, outcome: operator.Recovered, reason: kube.ReasonOperatorRecovered,
-			note: []string{"recovery 1 of 3"},
+			note: []string{"recovery 3 of 3"},
 		},
 		"three for another code or URL do not stop a recovery": {
 			failed: operatortest.FailedReport("scc-registration-old", operatortest.Msg503), next: []operator.Report{operatortest.ActiveReport("scc-registration-new")},
@@ -270,5 +278,48 @@ func TestRecoveryConfig(t *testing.T) {
 		require.Error(t, err, lease)
 		assert.True(t, strings.HasPrefix(err.Error(), fmt.Sprintf("OPERATOR_LEASE=%q: want namespace/name", lease)), err.Error())
 	}
-	assert.Nil(t, operator.NewRecovery(operator.Config{OperatorLease: "kube-system/scc-controllers"}, nil, nil, nil, nil, 0), "OPERATOR_RECOVERY=false")
+	assert.Nil(t, operator.NewRecovery(operator.Config{OperatorLease: "kube-system/scc-controllers"}, nil, nil, nil, nil, 0, nil), "OPERATOR_RECOVERY=false")
+}
+
+// TestRecoveriesStopWhenTheCausesAlternate: an update server whose
+// failures alternate (503, 502, 503, …) is recovered MaxRecoveries times in
+// a row and then left to a person, run after run: the count is per code and
+// URL, not per cause.
+func TestRecoveriesStopWhenTheCausesAlternate(t *testing.T) {
+	f := &operatortest.Fake{}
+	msgs := []string{operatortest.Msg503, operatortest.Msg500}
+	deletes := 0
+	for run := range 8 {
+		f.Reports = []operator.Report{operatortest.FailedReport("scc-registration-new", msgs[(run+1)%2])}
+		_, err := recoveryFor(f).Recover(context.Background(), slog.New(slog.DiscardHandler), failureOf(operatortest.FailedReport("scc-registration-old", msgs[run%2])))
+		require.Error(t, err)
+		deletes = len(f.Recreated)
+	}
+	assert.Equal(t, operator.MaxRecoveries, deletes, "8 runs, alternating causes: deleted %d times", deletes)
+	require.NotNil(t, f.Kept)
+	assert.Equal(t, operator.MaxRecoveries, f.Kept.Attempts)
+}
+
+// TestRecoveryRecordKeepsNoSecretAndABoundedMessage: the operator's words
+// may quote the code; the record on the Lease (which whoever may read
+// Leases reads, and status prints) keeps them redacted, and cut so that no
+// message can make the annotation too large to write.
+func TestRecoveryRecordKeepsNoSecretAndABoundedMessage(t *testing.T) {
+	long := operatortest.Msg503 + " for regCode REGCODE-SECRET " + strings.Repeat("é", 4000)
+	f := &operatortest.Fake{Reports: []operator.Report{operatortest.FailedReport("scc-registration-new", long)}}
+	r := recoveryFor(f)
+	r.Redact = func(s string) string { return strings.ReplaceAll(s, "REGCODE-SECRET", "REDACTED") }
+	_, err := r.Recover(context.Background(), slog.New(slog.DiscardHandler), failureOf(operatorFailed(long)))
+	require.Error(t, err)
+	require.NotEmpty(t, f.Saved)
+	for _, rec := range f.Saved {
+		assert.NotContains(t, rec.Message, "REGCODE-SECRET")
+		assert.Contains(t, rec.Message, "REDACTED")
+		assert.LessOrEqual(t, len(rec.Message), operator.MaxRecordMessage)
+		assert.True(t, utf8.ValidString(rec.Message), "cut on a rune boundary")
+	}
+}
+
+func operatorFailed(msg string) operator.Report {
+	return operatortest.FailedReport("scc-registration-old", msg)
 }

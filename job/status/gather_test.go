@@ -566,7 +566,7 @@ func TestGatherRecoveryRecord(t *testing.T) {
 	require.NoError(t, r.WriteText(&text))
 	out := text.String()
 	assert.Contains(t, out, "last recovery 2026-11-30T06:00:00Z: failed (Registration scc-registration-abc)")
-	assert.Contains(t, out, "1 of 3 in a row for cause HTTP 503 Service Unavailable")
+	assert.Contains(t, out, "1 of 3 in a row for this code and URL, the last for cause HTTP 503 Service Unavailable")
 	assert.Contains(t, out, "annotate lease registration-engine registration-engine.cattle.io/operator-recovery-")
 	assert.Contains(t, out, "(cause HTTP 503 Service Unavailable: a retry can fix it)")
 

@@ -112,7 +112,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if rec.Registration != "" {
 			line += " (Registration " + rec.Registration + ")"
 		}
-		lines := []string{line, fmt.Sprintf("%d of %d in a row for cause %s", rec.Attempts, operator.MaxRecoveries, rec.Cause)}
+		lines := []string{line, fmt.Sprintf("%d of %d in a row for this code and URL, the last for cause %s", rec.Attempts, operator.MaxRecoveries, rec.Cause)}
 		if rec.Message != "" {
 			lines = append(lines, fmt.Sprintf("operator said: %q", rec.Message))
 		}

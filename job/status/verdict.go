@@ -348,7 +348,7 @@ func (d decider) operatorFailed() Verdict {
 	case operator.NotAttempted:
 		return action(what, fmt.Sprintf("needs you: the cause (%s) is one a retry can fix, but the CronJob sets OPERATOR_RECOVERY=false: %s", o.Cause, manual))
 	case operator.Stopped:
-		return action(what, fmt.Sprintf("needs you: %d recoveries in a row, the last at %s, ended with the same cause (%s), so the engine stopped; fix what fails, then clear the record so the next run recovers: %s", dec.Attempt, stamp(dec.Last), o.Cause, clear))
+		return action(what, fmt.Sprintf("needs you: %d recoveries in a row, the last at %s, ended with no active registration (this failure: %s), so the engine stopped; fix what fails, then clear the record so the next run recovers: %s", dec.Attempt, stamp(dec.Last), o.Cause, clear))
 	}
 	if o.Leader.Access == Read && !o.Leader.Alive {
 		return action(what, fmt.Sprintf("needs you: rancher/scc-operator is not running (no live holder of %s), and the engine deletes nothing until it runs; start it, and the next run recovers (cause %s)", o.Leader.Name, o.Cause))

@@ -128,7 +128,7 @@ func TestDecideFailedRegistration(t *testing.T) {
 		}}, wantState: StateNotYet, want: "(attempt 2 of 3, cause HTTP 503 Service Unavailable)"},
 		"503 after three: needs you, with the command that clears the record": {change: []func(*Report){failed(msg503), func(r *Report) {
 			r.Lease.Recovery = &operator.Record{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: target, Time: now.Add(-6 * time.Hour)}
-		}}, wantState: StateActionNeeded, want: "needs you: 3 recoveries in a row, the last at 2026-11-30T06:00:00Z, ended with the same cause (HTTP 503 Service Unavailable), so the engine stopped; fix what fails, then clear the record so the next run recovers: kubectl -n cattle-scc-system annotate lease registration-engine registration-engine.cattle.io/operator-recovery-"},
+		}}, wantState: StateActionNeeded, want: "needs you: 3 recoveries in a row, the last at 2026-11-30T06:00:00Z, ended with no active registration (this failure: HTTP 503 Service Unavailable), so the engine stopped; fix what fails, then clear the record so the next run recovers: kubectl -n cattle-scc-system annotate lease registration-engine registration-engine.cattle.io/operator-recovery-"},
 		"three for another code do not count": {change: []func(*Report){failed(msg503), func(r *Report) {
 			r.Lease.Recovery = &operator.Record{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: "another", Time: now}
 		}}, wantState: StateNotYet, want: "attempt 1 of 3"},

@@ -5,6 +5,7 @@ package operatortest
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +24,11 @@ type Fake struct {
 	// OperatorErr is Check's answer; RecreateErr Recreate's.
 	OperatorErr error
 	RecreateErr error
+	// RecreateBlocks makes Recreate wait, as in the wait for the
+	// operator's finalizer, until its context ends, and return the cause
+	// as job/kube does. InRecreate is closed when it starts waiting.
+	RecreateBlocks bool
+	InRecreate     chan struct{}
 	Recreated   []RecreateCall
 	// Kept is the record on the Lease; Saved every record saved.
 	Kept  *operator.Record
@@ -61,8 +67,15 @@ func (f *Fake) Record(_ context.Context, e kube.JobEvent) error {
 }
 
 // Recreate records the call; the operator lets the Secret go in 300 ms.
-func (f *Fake) Recreate(_ context.Context, r kube.Registration, uid types.UID, rv string, _ time.Duration) (kube.RecreateResult, error) {
+func (f *Fake) Recreate(ctx context.Context, r kube.Registration, uid types.UID, rv string, _ time.Duration) (kube.RecreateResult, error) {
 	f.Recreated = append(f.Recreated, RecreateCall{r, uid, rv, len(f.Saved)})
+	if f.RecreateBlocks {
+		if f.InRecreate != nil {
+			close(f.InRecreate)
+		}
+		<-ctx.Done()
+		return kube.RecreateResult{Deleted: true}, fmt.Errorf("waiting for the deleted secret to go: %w", context.Cause(ctx))
+	}
 	if f.RecreateErr != nil {
 		return kube.RecreateResult{Deleted: true}, f.RecreateErr
 	}
