@@ -29,7 +29,7 @@ type Fake struct {
 	// as job/kube does. InRecreate is closed when it starts waiting.
 	RecreateBlocks bool
 	InRecreate     chan struct{}
-	Recreated   []RecreateCall
+	Recreated      []RecreateCall
 	// Kept is the record on the Lease; Saved every record saved.
 	Kept  *operator.Record
 	Saved []operator.Record
