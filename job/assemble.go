@@ -106,7 +106,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Clock:     clock.RealClock{},
 		Log:       log,
 	}
-	j.Lock = lease
+	j.Lock, j.Runs, j.JobName = lease, lease, cfg.JobName
 	in := cfg.InCluster
 	in.OutsidePod, in.Port, in.Domains = cfg.Kubeconfig != "", cfg.SMT.HTTPSPort, cfg.SMT.Domains
 	j.InCluster = incluster.New(in, clients, log)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/pause"
@@ -53,6 +54,11 @@ type (
 	EventRecorder interface {
 		Record(ctx context.Context, e kube.JobEvent) error
 	}
+	// RunRecorder keeps the run's verdict where it outlives Events (the
+	// engine's Lease).
+	RunRecorder interface {
+		SaveRun(ctx context.Context, r kube.RunRecord) (kube.RunRecord, error)
+	}
 	// Locker keeps two runs apart.
 	Locker interface {
 		Acquire(ctx context.Context) (release func(context.Context) error, err error)
@@ -83,6 +89,11 @@ type Job struct {
 	// the recovery of a Registration it failed. Nil: no cluster (dry run,
 	// --output).
 	Operator *operator.Step
+	// Runs, when set, keeps each run's verdict (kube.AnnotationLastRun);
+	// nil outside a cluster.
+	Runs RunRecorder
+	// JobName names the Job that runs this pod, for the run record.
+	JobName string
 	// Events, when set, gets one Event per run on the Job that runs it;
 	// nil when no Job is known (JOB_NAME, JOB_UID unset).
 	Events EventRecorder
@@ -150,8 +161,10 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 		outcome = OutcomeFailed
 	}
 	res.Outcome = outcome
-	// The Event first: the summary stays the run's last log line.
+	// The Event and the record first: the summary stays the run's last log
+	// line.
 	j.recordEvent(ctx, log, res, err)
+	j.recordRun(ctx, log, res, err)
 	attrs := []any{
 		slog.String("outcome", outcome),
 		slog.Int64("durationMs", time.Since(start).Milliseconds()),
@@ -422,6 +435,42 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		return
 	}
 	log.Debug("event recorded", slog.String("reason", e.Reason))
+}
+
+// recordRun keeps the run's verdict on the engine's Lease, where it
+// outlives the Event; a skipped run did nothing and records nothing. A
+// record that cannot be written is a warning, never a failed run.
+func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runErr error) {
+	if j.Runs == nil || res.Outcome == OutcomeSkipped {
+		return
+	}
+	rec := kube.RunRecord{
+		Time: time.Now().UTC(), Job: j.JobName, Outcome: res.Outcome, ExitCode: ExitCode(runErr),
+		Server: res.Server, Operator: res.Operator.Report.State,
+	}
+	if runErr != nil {
+		rec.Outcome, rec.Phase, rec.Permanent = OutcomeFailed, res.Failed, failure.IsPermanent(runErr)
+		rec.Error = cutString(j.Secrets.String(runErr.Error()), kube.MaxRunError)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	saved, err := j.Runs.SaveRun(rctx, rec)
+	if err != nil {
+		log.Warn("could not record the run's verdict on the engine's Lease", slog.String("error", err.Error()))
+		return
+	}
+	log.Debug("run recorded", slog.Int("consecutiveFailures", saved.ConsecutiveFailures))
+}
+
+// cutString cuts s to at most n bytes on a rune boundary.
+func cutString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // hasOperatorEvent: the operator step decided the run's Event (a Failed

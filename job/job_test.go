@@ -14,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/testkit"
@@ -21,6 +24,7 @@ import (
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
@@ -589,4 +593,50 @@ func TestRunRedactsTheOperatorsMessage(t *testing.T) {
 		}
 	}
 	assert.Contains(t, logs.String(), `"operatorMessage":"SCC answered 422 for \"REDACTED\" with regCode REDACTED; signature REDACTED"`)
+}
+
+// TestRunRecordsItsVerdictOnTheLease: each run that did something leaves
+// its verdict on the engine's Lease, where it outlives the Job's Event (the
+// API server drops Events after an hour): failures are counted from the
+// first, a success resets the count, and the error keeps no secret.
+func TestRunRecordsItsVerdictOnTheLease(t *testing.T) {
+	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: kube.Namespace}})
+	lease := &kube.Lease{Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: kube.LeaseName, Holder: "pod-1"}
+	read := func() kube.RunRecord {
+		le, err := c.CoordinationV1().Leases(kube.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
+		require.NoError(t, err)
+		rec, ok, err := kube.ParseRunRecord(le.Annotations)
+		require.NoError(t, err)
+		require.True(t, ok, "a record on the Lease")
+		return rec
+	}
+	run := func(r *recorder) {
+		j := newJob(r, &bytes.Buffer{})
+		j.Runs, j.JobName = lease, "registration-engine-29000000"
+		_, _ = j.Run(context.Background())
+	}
+	for range 2 {
+		run(&recorder{failAt: "find", failWith: errors.New("no region server answered for REGCODE-SECRET")})
+	}
+	rec := read()
+	assert.Equal(t, OutcomeFailed, rec.Outcome)
+	assert.Equal(t, "find-update-server", rec.Phase)
+	assert.Equal(t, ExitTransient, rec.ExitCode)
+	assert.Equal(t, 2, rec.ConsecutiveFailures)
+	assert.NotNil(t, rec.FailingSince)
+	assert.Nil(t, rec.LastSuccess)
+	assert.Contains(t, rec.Error, "no region server answered")
+	assert.NotContains(t, rec.Error, "REGCODE-SECRET")
+	assert.Equal(t, "registration-engine-29000000", rec.Job)
+
+	run(&recorder{changed: true})
+	rec = read()
+	assert.Equal(t, OutcomeRegistered, rec.Outcome)
+	assert.Zero(t, rec.ConsecutiveFailures)
+	assert.Nil(t, rec.FailingSince)
+	require.NotNil(t, rec.LastSuccess)
+	assert.Empty(t, rec.Error)
+
+	run(&recorder{leaseErr: &kube.LeaseHeldError{Holder: "another"}})
+	assert.Equal(t, OutcomeRegistered, read().Outcome, "a skipped run records nothing")
 }

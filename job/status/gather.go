@@ -256,6 +256,9 @@ func (g *gatherer) lease(ctx context.Context, pods []corev1.Pod, podsRead bool) 
 	} else if ok {
 		l.Recovery = &rec
 	}
+	if run, ok, err := kube.ParseRunRecord(le.Annotations); err == nil && ok {
+		l.LastRun = &run
+	}
 	until := leaseUntil(le)
 	if !until.IsZero() {
 		l.Until = &until

@@ -3,6 +3,7 @@ package status
 import (
 	"time"
 
+	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
 
@@ -155,6 +156,10 @@ type Lease struct {
 	Recovery *operator.Record `json:"recovery,omitempty"`
 	// RecoveryError says why the record could not be read.
 	RecoveryError string `json:"recoveryError,omitempty"`
+	// LastRun is the engine's record of its last run (the Lease's
+	// annotation kube.AnnotationLastRun), which outlives the run's Event;
+	// nil when there is none.
+	LastRun *kube.RunRecord `json:"lastRun,omitempty"`
 }
 
 // Secret is the operator's Secret, as far as it may be shown: never the

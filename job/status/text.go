@@ -104,6 +104,20 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		section("Lease", line)
 	}
+	if run := l.LastRun; run != nil {
+		line := fmt.Sprintf("last run %s (%s): %s, exit code %d", stamp(run.Time), Printable(orNone(run.Job)), run.Outcome, run.ExitCode)
+		lines := []string{line}
+		if run.Error != "" {
+			lines = append(lines, fmt.Sprintf("phase %s: %s", run.Phase, Printable(run.Error)))
+		}
+		switch {
+		case run.ConsecutiveFailures > 0 && run.FailingSince != nil:
+			lines = append(lines, fmt.Sprintf("%d failed in a row since %s; last success %s", run.ConsecutiveFailures, stamp(*run.FailingSince), stampPtr(run.LastSuccess)))
+		case run.LastSuccess != nil:
+			lines = append(lines, "last success "+stamp(*run.LastSuccess))
+		}
+		section("Last run", lines...)
+	}
 	switch rec := l.Recovery; {
 	case l.RecoveryError != "":
 		section("Recovery", "record unreadable: "+l.RecoveryError)
@@ -257,4 +271,11 @@ func orNever(t *time.Time) string {
 		return "never"
 	}
 	return stamp(*t)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no Job"
+	}
+	return s
 }

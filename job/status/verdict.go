@@ -17,6 +17,13 @@ import (
 // for a renewal to land and for a person to look if it does not.
 const ExpiryWarning = 14 * 24 * time.Hour
 
+// FailingWarning is how long the engine's runs may fail, transiently,
+// before status stops calling a registered cluster simply "Registered":
+// three of the CronJob's 18-hour periods, so one bad day at the update
+// servers does not page anyone, and a week of failures does not hide
+// behind an old success until the certificate or the code runs out.
+const FailingWarning = 54 * time.Hour
+
 // Decide reads the chain CronJob → run → Lease → Secret → CoreDNS →
 // operator and returns the verdict: registered (exit 0), not yet (exit 1: a
 // run or the operator is still working) or action needed (exit 2), naming
@@ -130,6 +137,11 @@ func (d decider) registeredButAction() (Verdict, bool) {
 	if j := d.lastFinished(); j != nil && j.Outcome == JobFailed && d.permanent(*j) {
 		what, next := d.failedRunText(*j)
 		return registeredAction(what, next), true
+	}
+	if run := r.Lease.LastRun; run != nil && run.ConsecutiveFailures > 0 && run.FailingSince != nil && d.now.Sub(*run.FailingSince) >= FailingWarning {
+		return registeredAction(fmt.Sprintf("the engine's runs have failed for %s (%d in a row since %s; the last, %s, in phase %s: %s)",
+			days(d.now.Sub(*run.FailingSince)), run.ConsecutiveFailures, stamp(*run.FailingSince), stamp(run.Time), run.Phase, Printable(run.Error)),
+			"the registration data is no longer kept current: fix the cause in the error, then run the engine: "+d.runNow()), true
 	}
 	if r.CronJob.Access == Read && r.CronJob.Suspended {
 		return registeredAction(fmt.Sprintf("the CronJob %s is suspended, so the registration data is no longer kept current", r.CronJob.Name),

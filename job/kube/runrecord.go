@@ -1,0 +1,97 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// AnnotationLastRun on the engine's Lease holds the RunRecord of the last
+// run that did something (a run skipped for a held Lease records nothing).
+// Events are gone after an hour; this stays until the next run, and
+// kubectl alone reads it:
+//
+//	kubectl -n cattle-scc-system get lease registration-engine -o jsonpath='{.metadata.annotations.registration-engine\.cattle\.io/last-run}'
+const AnnotationLastRun = "registration-engine.cattle.io/last-run"
+
+// MaxRunError caps the error a RunRecord keeps, in bytes.
+const MaxRunError = 1024
+
+// RunRecord is the durable verdict of the engine's last run: what it did,
+// and for how long runs have failed.
+type RunRecord struct {
+	// Time is when the run finished; Job is the Job that ran it.
+	Time time.Time `json:"time"`
+	Job  string    `json:"job,omitempty"`
+	// Outcome is registered, unchanged or failed; ExitCode the process's.
+	Outcome  string `json:"outcome"`
+	ExitCode int    `json:"exitCode"`
+	// Phase is the phase that failed, Error its error (redacted, escaped,
+	// cut to MaxRunError bytes), Permanent whether a retry can succeed.
+	Phase     string `json:"phase,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Permanent bool   `json:"permanent,omitempty"`
+	// Server is the update server the run chose; Operator what
+	// rancher/scc-operator made of the Secret.
+	Server   string `json:"server,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	// LastSuccess is the last run that ended registered or unchanged.
+	LastSuccess *time.Time `json:"lastSuccess,omitempty"`
+	// ConsecutiveFailures counts the failed runs since LastSuccess;
+	// FailingSince is the first of them.
+	ConsecutiveFailures int        `json:"consecutiveFailures"`
+	FailingSince        *time.Time `json:"failingSince,omitempty"`
+}
+
+// Next is the record of a run that ended as cur, following r (the record
+// before it, zero when there was none): the success and failure counts
+// carry over.
+func (r RunRecord) Next(cur RunRecord) RunRecord {
+	cur.LastSuccess, cur.ConsecutiveFailures, cur.FailingSince = r.LastSuccess, r.ConsecutiveFailures, r.FailingSince
+	if cur.Outcome == "failed" {
+		cur.ConsecutiveFailures++
+		if cur.FailingSince == nil {
+			t := cur.Time
+			cur.FailingSince = &t
+		}
+		return cur
+	}
+	t := cur.Time
+	cur.LastSuccess, cur.ConsecutiveFailures, cur.FailingSince = &t, 0, nil
+	return cur
+}
+
+// ParseRunRecord reads the record from a Lease's annotations; ok is false
+// when there is none.
+func ParseRunRecord(annotations map[string]string) (rec RunRecord, ok bool, err error) {
+	raw, ok := annotations[AnnotationLastRun]
+	if !ok || raw == "" {
+		return rec, false, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return rec, false, fmt.Errorf("annotation %s: %w", AnnotationLastRun, err)
+	}
+	return rec, true, nil
+}
+
+// SaveRun records cur on the Lease, carrying over the counts of the
+// record there.
+func (l *Lease) SaveRun(ctx context.Context, cur RunRecord) (RunRecord, error) {
+	var prev RunRecord
+	raw, ok, err := l.Annotation(ctx, AnnotationLastRun)
+	if err != nil {
+		return cur, err
+	}
+	if ok {
+		// A record that does not parse is replaced: the counts start again.
+		prev, _, _ = ParseRunRecord(map[string]string{AnnotationLastRun: raw})
+	}
+	next := prev.Next(cur)
+	b, err := json.Marshal(next)
+	if err != nil {
+		return next, fmt.Errorf("kube: run record: %w", err)
+	}
+	v := string(b)
+	return next, l.SetAnnotation(ctx, AnnotationLastRun, &v)
+}
