@@ -120,11 +120,11 @@ tiers: ## check that every package is in exactly one test tier (UNIT_PKGS, HARNE
 
 .PHONY: testbin
 testbin: ## build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl at K8S_VERSION (make test's control plane)
-	@K8S_VERSION=$(K8S_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_TESTBIN)
+	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_TESTBIN)
 
 .PHONY: testbin-lts
 testbin-lts: ## the same at K8S_LTS_VERSION (make e2e-lts's control plane)
-	@K8S_VERSION=$(K8S_LTS_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_LTS_TESTBIN)
+	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_LTS_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_LTS_TESTBIN)
 
 .PHONY: scc-operator
 scc-operator: ## build (or reuse) rancher/scc-operator at its pinned commits (see e2e/scripts/scc-operator.sh)
