@@ -15,10 +15,18 @@ K8S_VERSION   ?= 1.37.2
 K8S_TESTBIN   ?= $(CACHE_DIR)/k8s-testbin/v$(K8S_VERSION)
 K8S_LTS_VERSION ?= 1.34.4
 K8S_LTS_TESTBIN ?= $(CACHE_DIR)/k8s-testbin/v$(K8S_LTS_VERSION)
-# What the control-plane tier runs again on the LTS version: the engine's
-# Kubernetes surface (its Secret, Lease, CoreDNS edits, RBAC, Events, the
-# CronJob's Job) and the real operator registering from its Secret.
+# What the control-plane tier runs again on the LTS version (make e2e-lts):
+# the engine's Kubernetes surface (its Secret, Lease, CoreDNS edits, RBAC,
+# Events, the CronJob's Job) and the real operator registering from its
+# Secret.
 LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|TestStatus)$$
+# Where an end-to-end test runs. Every top-level test of E2E_PKGS runs in
+# `make test` on K8S_VERSION, except those LONG_TESTS names: they run in
+# `make e2e-long` (same version, same packages), which .ci/run runs. A new
+# test lands in `make test`; name it here when it takes more than a minute
+# on a warm two-core machine (`make test`'s budget is 6 minutes warm).
+# README "Tests" says which command proves what.
+LONG_TESTS    ?= ^(TestOperatorRecovery)$$
 # The test tiers, by package path. UNIT_PKGS: the product's packages (no
 # built binary, no control plane). HARNESS_PKGS: the end-to-end helpers whose
 # own tests need neither (e2e/kind's suite is behind the build tag e2e, so
@@ -66,12 +74,23 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 	@e2e/scripts/demo.sh "$(FAULT)"
 
 .PHONY: test
-test: tiers testbin scc-operator helm coredns ## the unit tests, the e2e helpers' own tests, then the built binaries against the fake cloud, a real control plane and rancher/scc-operator (go test -race)
+test: tiers testbin scc-operator helm coredns ## the contributor's loop: unit tests, the e2e helpers' own tests, the built binaries against the fake cloud, a real control plane (K8S_VERSION) and rancher/scc-operator; all but LONG_TESTS (go test -race)
 	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS) $(HARNESS_PKGS)
-	@echo "--- end-to-end: the built binaries, then a real kube-apiserver and rancher/scc-operator (full log: _out/e2e-test.log)"
-	@$(call e2e,$(K8S_TESTBIN),25m,e2e-test,$(E2E_PKGS))
+	@echo "--- end-to-end on Kubernetes $(K8S_VERSION): the built binaries, a real kube-apiserver and rancher/scc-operator, all but $(LONG_TESTS) (full log: _out/e2e-test.log)"
+	@$(call e2e,$(K8S_TESTBIN),20m,e2e-test,-skip '$(LONG_TESTS)' $(E2E_PKGS))
+
+.PHONY: e2e-long
+e2e-long: testbin scc-operator helm coredns ## the long end-to-end cases make test leaves out, LONG_TESTS, on K8S_VERSION (in .ci/run)
+	@echo "--- end-to-end on Kubernetes $(K8S_VERSION), the long cases: $(LONG_TESTS) (full log: _out/e2e-long.log)"
+	@$(call e2e,$(K8S_TESTBIN),20m,e2e-long,-run '$(LONG_TESTS)' $(E2E_PKGS))
+
+.PHONY: e2e-lts
+e2e-lts: testbin-lts scc-operator helm coredns ## the control-plane tier's LTS_TESTS again on Kubernetes K8S_LTS_VERSION (in .ci/run)
 	@echo "--- the control-plane tier again on Kubernetes $(K8S_LTS_VERSION) (LTS): $(LTS_TESTS) (full log: _out/e2e-lts-test.log)"
 	@$(call e2e,$(K8S_LTS_TESTBIN),15m,e2e-lts-test,-run '$(LTS_TESTS)' ./e2e)
+
+.PHONY: test-all
+test-all: test e2e-long e2e-lts e2e-kind ## every test tier .ci/run runs (lint apart): make test, e2e-long, e2e-lts, e2e-kind
 
 # e2e TESTBIN,TIMEOUT,LOG,ARGS: go test -v ARGS against the control plane in
 # TESTBIN, its whole output in _out/LOG.log and the PASS/FAIL and proved:
@@ -80,6 +99,15 @@ e2e = mkdir -p _out; set -o pipefail; \
 	CGO_ENABLED=1 K8S_TESTBIN=$(1) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) SCC_OPERATOR_DIR=$(SCC_OPERATOR_DIR) $(GO) test -race -count=1 -p 1 -v -timeout $(2) $(4) 2>&1 \
 	  | tee _out/$(3).log | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|proved:|control plane (started|stopped)|^(ok|FAIL|panic)' \
 	  || { echo "e2e tests failed; the failing part of _out/$(3).log:"; grep -B2 -A40 -- '--- FAIL' _out/$(3).log | head -300; exit 1; }
+
+.PHONY: proved
+proved: ## list, from the sources, the proved: lines each target of .ci/run logs (Kubernetes version, target, package, test, line)
+	@set -e; p="$(GO) run ./e2e/cmd/proved"; { \
+	  $$p -label '$(K8S_VERSION)	test' -skip '$(LONG_TESTS)' $(E2E_PKGS); \
+	  $$p -label '$(K8S_VERSION)	e2e-long' -run '$(LONG_TESTS)' $(E2E_PKGS); \
+	  $$p -label '$(K8S_LTS_VERSION)	e2e-lts' -run '$(LTS_TESTS)' ./e2e; \
+	  $$p -label '$(K8S_VERSION)	e2e-kind' -tags e2e ./e2e/kind; \
+	  $$p -unreached -run '^$$' $(E2E_PKGS) >/dev/null; $$p -unreached -tags e2e -run '^$$' ./e2e/kind >/dev/null; }
 
 .PHONY: unit
 unit: tiers ## only the unit tests: the product's packages, UNIT_PKGS (no end-to-end code, no built binaries, no control plane)
@@ -91,9 +119,12 @@ tiers: ## check that every package is in exactly one test tier (UNIT_PKGS, HARNE
 	  || { echo "make tiers: a package is in no test tier (<) or in two (>): add it to one of UNIT_PKGS, HARNESS_PKGS, E2E_PKGS in the Makefile"; exit 1; }
 
 .PHONY: testbin
-testbin: ## build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl for the tests, at K8S_VERSION and K8S_LTS_VERSION
-	@K8S_VERSION=$(K8S_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_TESTBIN)
-	@K8S_VERSION=$(K8S_LTS_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_LTS_TESTBIN)
+testbin: ## build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl at K8S_VERSION (make test's control plane)
+	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_TESTBIN)
+
+.PHONY: testbin-lts
+testbin-lts: ## the same at K8S_LTS_VERSION (make e2e-lts's control plane)
+	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_LTS_VERSION) e2e/scripts/k8s-testbin.sh $(K8S_LTS_TESTBIN)
 
 .PHONY: scc-operator
 scc-operator: ## build (or reuse) rancher/scc-operator at its pinned commits (see e2e/scripts/scc-operator.sh)

@@ -117,7 +117,7 @@ func (tc chartCase) run(t *testing.T, helm string) {
 		extra = append(extra, "--set", kv)
 	}
 	p := controlplane.Start(t)
-	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t)}}
+	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
 	if tc.workloadIdentity {
 		e.Admission = workloadIdentityWebhook(e)
 	}

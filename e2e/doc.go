@@ -54,9 +54,10 @@
 // environment, token and exit code; it is where the cases that need many
 // runs or a fault a pod cannot be given live: RBAC refusals, the Lease
 // between runs, every recovery path of a Failed Registration (503, reset,
-// 401, the operator stopped, three in a row), status in each state, both
-// Kubernetes versions (make test runs LTS_TESTS on the oldest supported one
-// too), both operator revisions, the chart's workload-identity install. The
+// 401, the operator stopped, three in a row; make e2e-long, LONG_TESTS),
+// status in each state, both Kubernetes versions (make e2e-lts runs
+// LTS_TESTS on the oldest supported one), both operator revisions, the
+// chart's workload-identity install. The
 // kind tier proves once, with real pods, what a process cannot: the image
 // and its user, the CronJob controller making the Job, podFailurePolicy
 // ending it on the real kubelet's exit code, the kubelet syncing CoreDNS's

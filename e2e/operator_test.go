@@ -22,6 +22,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
+	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
@@ -101,9 +102,14 @@ func (o *operatorEnv) testAbsent(t *testing.T) {
 }
 
 // testRegisters: the engine's Job waits for the name, writes the Secret,
-// and the real operator registers; the engine reports it.
+// and the real operator registers; the engine reports it. The one case of
+// the process tier at the handover's production timing (HANDOVER_SETTLE
+// left at its default, not harness.ProcessSettle): the Secret is written
+// only after the name has resolved and answered for the whole settling.
 func (o *operatorEnv) testRegisters(t *testing.T) {
 	ctx := harness.Context(t)
+	o.Settle = handover.DefaultSettle
+	t.Cleanup(func() { o.Settle = harness.ProcessSettle })
 	o.ResetCoreDNS(ctx, t)
 	o.DNS.Forget()
 	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
@@ -128,6 +134,7 @@ func (o *operatorEnv) testRegisters(t *testing.T) {
 	require.NotNil(t, handed, pr.Res.Stderr)
 	waited := time.Duration(handed["waitedMs"].(float64)) * time.Millisecond
 	assert.GreaterOrEqual(t, waited, dnsDelay-time.Second, "the Secret waited for the name")
+	assert.GreaterOrEqual(t, waited, handover.DefaultSettle, "and then for the production settling (%s)", handed["settled"])
 
 	regName, ok := sum["registration"].(string)
 	require.True(t, ok && regName != "", pr.Res.Stderr)

@@ -97,7 +97,25 @@ type Cluster struct {
 	// CoreDNS ConfigMaps: the engine's handover wait asks it as it would
 	// in a pod (HANDOVER_DNS_SERVER).
 	DNS *sccoperator.ClusterDNS
+	// Settle is the HANDOVER_SETTLE of every run RunEnv builds and every
+	// pod StartKubelet runs (a pod's own HANDOVER_SETTLE, and RunEnv's
+	// extra, win). SetupCluster sets ProcessSettle; a case that proves the
+	// handover's production timing sets handover.DefaultSettle on its own
+	// copy before it starts its kubelet.
+	Settle time.Duration
 }
+
+// ProcessSettle is the handover's settling in the process tier. The
+// settling guards against CoreDNS replicas that reload a change at
+// different moments; this tier's cluster DNS is one CoreDNS that serves a
+// change to every client at once (sccoperator.ClusterDNS), so the engine's
+// 20 s default (handover.DefaultSettle) would only add itself to every run
+// that writes the Secret: about 20 runs per make test, and as many again in
+// the recovery timelines. One check interval (2 s) still makes the wait pass
+// twice before the handover. e2e TestOperator's "the operator registers from
+// the Job's Secret" keeps the default, and the kind tier runs it with real
+// replicas.
+const ProcessSettle = 2 * time.Second
 
 // SetupCluster applies manifests/overlays/e2e and CorednsFixture to the
 // shared plane and starts the cluster's DNS for this test.
@@ -107,7 +125,7 @@ func SetupCluster(t *testing.T) *Cluster {
 	overlay := p.Kustomize(t, filepath.Join(root(t), "manifests", "overlays", "e2e"))
 	p.Apply(t, overlay)
 	p.Apply(t, []byte(CorednsFixture))
-	e := &Cluster{Plane: p, Admin: p.AdminClient(t), Overlay: overlay}
+	e := &Cluster{Plane: p, Admin: p.AdminClient(t), Overlay: overlay, Settle: ProcessSettle}
 	e.DNS = sccoperator.StartClusterDNS(t, e.Admin, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -150,6 +168,9 @@ func (e *Cluster) RunEnv(t testing.TB, c Cloud, token, podName string, extra ...
 		// A process has no cluster DNS: the handover wait asks e.DNS.
 		"HANDOVER_DNS_SERVER="+e.DNS.Addr,
 	)
+	if e.Settle > 0 {
+		env = append(env, "HANDOVER_SETTLE="+e.Settle.String())
+	}
 	return append(env, extra...)
 }
 

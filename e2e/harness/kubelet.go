@@ -133,10 +133,12 @@ func (r *PodRuns) ForJob(t testing.TB, name string) []PodRun {
 }
 
 // StartKubelet runs the Jobs' pods of namespace ns as engine processes
-// against cloud c until the test ends.
+// against cloud c until the test ends, each with HANDOVER_SETTLE=e.Settle
+// unless the pod sets its own (e.Settle as it is now).
 func (e *Cluster) StartKubelet(ctx context.Context, t testing.TB, ns string, c Cloud) *PodRuns {
 	runs := &PodRuns{}
 	dir := t.TempDir()
+	settle := e.Settle
 	k := &controlplane.Kubelet{
 		Plane: e.Plane, Namespace: ns, Logf: t.Logf,
 		Run: func(ctx context.Context, pod *corev1.Pod, env []string, token string) int {
@@ -157,6 +159,9 @@ func (e *Cluster) StartKubelet(ctx context.Context, t testing.TB, ns string, c C
 			}
 			// The pod's resolver would be the cluster's DNS; a process asks e.DNS.
 			full = append(full, "HANDOVER_DNS_SERVER="+e.DNS.Addr)
+			if _, own := envMap(env)["HANDOVER_SETTLE"]; !own && settle > 0 {
+				full = append(full, "HANDOVER_SETTLE="+settle.String())
+			}
 			wait, err := StartEngine(ctx, full, pod.Spec.Containers[0].Args...)
 			if pr.Err = err; err != nil {
 				return 1

@@ -39,12 +39,12 @@ same() { [[ -f "$1" && -f "$2" ]] && cmp -s "$1" "$2"; }
 testbin=(etcd kube-apiserver kube-controller-manager kubectl)
 testbin_current() {
   local b built
-  built=$(K8S_VERSION=$K8S_VERSION ETCD_VERSION=$ETCD_VERSION "$REPO/e2e/scripts/k8s-testbin.sh" plan "$K8S_TESTBIN" 2>/dev/null) || return 1
+  built=$(CACHE_DIR=$CACHE_DIR K8S_VERSION=$K8S_VERSION ETCD_VERSION=$ETCD_VERSION "$REPO/e2e/scripts/k8s-testbin.sh" plan "$K8S_TESTBIN" 2>/dev/null) || return 1
   [[ $built == current* ]] || return 1
   for b in "${testbin[@]}"; do same "$K8S_TESTBIN/$b" "$BINDIR/$b" || return 1; done
 }
 if group testbin; then
-  K8S_VERSION=$K8S_VERSION ETCD_VERSION=$ETCD_VERSION "$REPO/e2e/scripts/k8s-testbin.sh" "$K8S_TESTBIN" >&2
+  CACHE_DIR=$CACHE_DIR K8S_VERSION=$K8S_VERSION ETCD_VERSION=$ETCD_VERSION "$REPO/e2e/scripts/k8s-testbin.sh" "$K8S_TESTBIN" >&2
   for b in "${testbin[@]}"; do
     cmp -s "$K8S_TESTBIN/$b" "$BINDIR/$b" || cp "$K8S_TESTBIN/$b" "$BINDIR/$b"
   done
