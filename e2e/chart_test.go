@@ -376,7 +376,8 @@ func TestChartUninstallWhenCleanupCannotRun(t *testing.T) {
 	out, err := testkit.Command(ctx, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--timeout", "120s", "--kubeconfig", p.AdminKubeconfig)
 	took := time.Since(start)
 	require.Error(t, err, "helm 3.22 fails the uninstall on a failed pre-delete hook:\n%s", out)
-	assert.Contains(t, err.Error(), "DeadlineExceeded", "the reason is the hook's deadline")
+	helmErr := err.Error()
+	assert.Contains(t, helmErr, "DeadlineExceeded", "the reason is the hook's deadline")
 	assert.Less(t, took, time.Duration(deadline+30)*time.Second, "bounded by the hook's activeDeadlineSeconds, not helm's --timeout")
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := e.Admin.BatchV1().Jobs(kube.Namespace).Get(ctx, harness.CronJobName+"-cleanup", metav1.GetOptions{})
@@ -385,7 +386,7 @@ func TestChartUninstallWhenCleanupCannotRun(t *testing.T) {
 	runHelm(t, p, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--no-hooks", "--wait", "--timeout", "60s")
 	_, err = e.Admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the release is gone after --no-hooks (err %v)", err)
-	t.Logf("proved: with the cleanup hook's pod never starting, helm uninstall returned in %s (hook deadline %d s) with %q, left no hook Job, and helm uninstall --no-hooks then removed the release", took.Round(time.Millisecond), deadline, lastLineOf(err.Error()))
+	t.Logf("proved: with the cleanup hook's pod never starting, helm uninstall returned in %s (hook deadline %d s) with %q, left no hook Job, and helm uninstall --no-hooks then removed the release", took.Round(time.Millisecond), deadline, lastLineOf(helmErr))
 }
 
 func lastLineOf(s string) string {
