@@ -155,8 +155,8 @@ lint: ## gofmt, go vet, staticcheck (pinned)
 	$(BIN)/tools/staticcheck ./...
 
 .PHONY: bench
-bench: build testbin ## benchmarks side by side; rewrites docs/BENCHMARKS.md
-	@K8S_TESTBIN=$(K8S_TESTBIN) e2e/scripts/bench.sh
+bench: build testbin helm ## benchmarks side by side; rewrites docs/BENCHMARKS.md
+	@K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm e2e/scripts/bench.sh
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME (default 30s), minimizing each new input for at most FUZZMINIMIZETIME (5s)

@@ -37,6 +37,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if len(args) > 0 && args[0] == "attestation" {
 		return job.RunAttestation(ctx, args[1:], stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "cleanup" {
+		return job.RunCleanup(ctx, args[1:], getenv, stderr)
+	}
 	if len(args) > 0 && args[0] == "status" {
 		return job.RunStatus(ctx, args[1:], getenv, stdout, stderr)
 	}

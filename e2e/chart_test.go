@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
@@ -26,6 +26,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
+	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -71,25 +72,29 @@ func workloadIdentityWebhook(e *clusterEnv) func(context.Context, *corev1.Pod, [
 }
 
 // TestChartInstall installs manifests/chart/registration-engine with the
-// Marketplace bundle's values on a real kube-apiserver, runs a manual Job
-// from its CronJob against the fake cloud, and uninstalls it, once per
-// credential mode the portal offers:
+// Marketplace bundle's values on a real kube-apiserver, with the process
+// kubelet running and no manual Job: the release's own run registers, once
+// per credential mode the portal offers:
 //
 //   - the Marketplace default: the install sets only what Azure injects and
 //     what mainTemplate.json's settings carry, so the credential is the
 //     extension's managed identity (global.azure.identity.clientId), whose
 //     ARM token the run gets from the fake IMDS; no Workload Identity
-//     webhook acts on the pod;
+//     webhook acts on the pod. Then the lifecycle: an unchanged upgrade
+//     starts nothing, an upgrade with a new registration code starts a run
+//     that writes it;
 //   - workload identity, as a customer may choose: the webhook stand-in
 //     injects the IDs from the ServiceAccount's annotations, and the token
 //     comes from the fake Entra, never from IMDS.
 //
-// Each runs on a plane of its own: the chart owns objects (the kube-system
-// Role, the CronJob) that TestCluster applies from the e2e overlay.
+// Each ends with helm uninstall, whose cleanup hook removes the engine's
+// CoreDNS entry (CoreDNS stops answering the name) and its Lease. Each runs
+// on a plane of its own: the chart owns objects (the kube-system Role, the
+// CronJob) that TestCluster applies from the e2e overlay.
 func TestChartInstall(t *testing.T) {
 	helm := testkit.Helm(t)
 	tests := map[string]chartCase{
-		"marketplace default: the extension's managed identity": {wantMode: "managed-identity", wantTokenRequests: 1},
+		"marketplace default: the extension's managed identity": {wantMode: "managed-identity", wantTokenRequests: 1, lifecycle: true},
 		"workload identity chosen in the portal": {
 			set:              []string{"azure.credentialMode=workload-identity", "azure.workloadIdentity.clientId=" + fakecloud.DefaultAzureConfig().ClientID, "azure.workloadIdentity.tenantId=" + fakecloud.DefaultAzureConfig().TenantID},
 			workloadIdentity: true, wantMode: "workload-identity", wantTokenRequests: 0,
@@ -106,7 +111,9 @@ type chartCase struct {
 	// settings carry.
 	set []string
 	// workloadIdentity: the webhook stand-in acts on labelled pods.
-	workloadIdentity  bool
+	workloadIdentity bool
+	// lifecycle: also upgrade unchanged, upgrade with a new code.
+	lifecycle         bool
 	wantMode          string
 	wantTokenRequests int32
 }
@@ -142,9 +149,73 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	c := harness.StartCloud(t)
 	cloudEnv := c.Vars()
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
+	install := append(marketplaceValues(chart, cloudEnv, chartRegCode), extra...)
+	// The process kubelet runs before the install: the release's own run
+	// must start with no person, as on a cluster.
+	kubeletCtx, stopKubelet := context.WithCancel(ctx)
+	defer stopKubelet()
+	runs := e.StartKubelet(kubeletCtx, t, kube.Namespace, c)
 	start := time.Now()
-	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace,
-		"--values", filepath.Join("..", "manifests", "marketplace", "values.yaml"),
+	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace}, install...)...)
+	installed := time.Since(start)
+	manifest := runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace)
+	release := releaseObjects(t, manifest)
+	require.NotEmpty(t, release)
+
+	// No manual Job: the install's run, named by its inputs, registers.
+	first := runJobOf(t, release)
+	pr := e.completedRun(ctx, t, runs, first)
+	registered := time.Since(start)
+	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"])
+	assert.Equal(t, "starting without a startup sleep", logLine(t, pr.Res.Stderr, "starting without a startup sleep")["msg"], "the install's run does not sleep")
+	tokens := identityTokenRequests(t, c)
+	assert.Equal(t, tc.wantTokenRequests, tokens, "managed identity token requests IMDS answered")
+	assert.Equal(t, tc.wantMode, logLine(t, pr.Res.Stderr, "azure token acquired")["credentialMode"], "the credential the run used")
+	before := e.Secret(ctx, t)
+	harness.AssertRegistration(t, before, chartRegCode)
+	t.Logf("proved: helm install (Marketplace values, credential mode %s) exited 0 in %s and, with no manual Job, the release's run %s registered %s %s after the install started (pod ran %s)",
+		tc.wantMode, installed.Round(time.Millisecond), first, kube.SecretName, registered.Round(time.Millisecond), pr.Res.Took.Round(time.Millisecond))
+	if !tc.lifecycle {
+		tc.uninstall(ctx, t, p, e, helm, release, before, registered)
+		return
+	}
+
+	// An upgrade with nothing a run reads changed starts nothing.
+	runHelm(t, p, helm, append([]string{"upgrade", "registration-engine", chart, "--namespace", kube.Namespace}, install...)...)
+	unchanged := releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace))
+	assert.Equal(t, first, runJobOfOrEmpty(unchanged), "the finished run's Job stays in the release, unchanged, until its TTL")
+	time.Sleep(3 * time.Second)
+	jobs, err := e.Admin.BatchV1().Jobs(kube.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, j := range jobs.Items {
+		assert.Equal(t, first, j.Name, "an unchanged upgrade started a Job")
+	}
+	assert.Len(t, runs.ForJob(t, first), 1, "the run Job ran no second pod")
+	t.Logf("proved: helm upgrade with the same values started no run (the namespace holds only %s, with its one pod)", first)
+
+	// An upgrade with a new registration code: a run at once, which writes
+	// the new code (the operator re-registers on a new regCode by itself).
+	const newCode = "E2E-CHART-REGISTRATION-CODE-2"
+	start = time.Now()
+	runHelm(t, p, helm, append([]string{"upgrade", "registration-engine", chart, "--namespace", kube.Namespace}, append(install, "--set", "registrationCode="+newCode)...)...)
+	release = releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace))
+	second := runJobOf(t, release)
+	require.NotEqual(t, first, second, "a new code, a new run")
+	pr = e.completedRun(ctx, t, runs, second)
+	rerun := time.Since(start)
+	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"])
+	after := e.Secret(ctx, t)
+	harness.AssertRegistration(t, after, newCode)
+	t.Logf("proved: helm upgrade with a new registration code started run %s, which wrote the new code into %s %s after the upgrade started", second, kube.SecretName, rerun.Round(time.Millisecond))
+
+	tc.uninstall(ctx, t, p, e, helm, release, after, registered)
+}
+
+// marketplaceValues are the helm flags of a Marketplace install: the
+// bundle's values, what Azure injects, and mainTemplate.json's settings.
+func marketplaceValues(chart string, cloudEnv map[string]string, regCode string) []string {
+	return []string{
+		"--values", filepath.Join(chart, "..", "..", "marketplace", "values.yaml"),
 		// What Azure injects at deployment.
 		"--set", "global.azure.identity.clientId=" + fakecloud.DefaultAzureConfig().ManagedIdentityClientID,
 		"--set", "global.azure.extension.resourceId=" + cloudEnv["EXTENSION_RESOURCE_ID"],
@@ -156,50 +227,174 @@ func (tc chartCase) run(t *testing.T, helm string) {
 		// customer's identity choice, the protected registration code.
 		"--set", "marketplace.publisherId=" + cloudEnv["MARKETPLACE_PUBLISHER_ID"],
 		"--set", "marketplace.offerId=" + cloudEnv["MARKETPLACE_OFFER_ID"],
-		"--set", "registrationCode=" + chartRegCode,
-	}, extra...)...)
-	installed := time.Since(start)
-	manifest := runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace)
-	release := releaseObjects(t, manifest)
-	require.NotEmpty(t, release)
+		"--set", "registrationCode=" + regCode,
+	}
+}
 
-	// A manual run, as the NOTES tell the user.
-	runs := e.StartKubelet(ctx, t, kube.Namespace, c)
-	const name = "manual-chart"
-	p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
-	pr := e.completedRun(ctx, t, runs, name)
-	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"])
-	tokens := identityTokenRequests(t, c)
-	assert.Equal(t, tc.wantTokenRequests, tokens, "managed identity token requests IMDS answered")
-	assert.Equal(t, tc.wantMode, logLine(t, pr.Res.Stderr, "azure token acquired")["credentialMode"], "the credential the run used")
-	before := e.Secret(ctx, t)
-	harness.AssertRegistration(t, before, chartRegCode)
+// runJobOfOrEmpty is the name of the release's run Job, or "".
+func runJobOfOrEmpty(release []releaseObject) string {
+	for _, o := range release {
+		if o.gvr.Resource == "jobs" && strings.HasPrefix(o.name, harness.CronJobName+"-run-") {
+			return o.name
+		}
+	}
+	return ""
+}
 
-	// Uninstall: every object of the release goes, the operator's Secret
-	// stays.
-	runHelm(t, p, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--wait", "--timeout", "60s")
+// runJobOf is the name of the release's run Job; the test fails without
+// one.
+func runJobOf(t *testing.T, release []releaseObject) string {
+	t.Helper()
+	name := runJobOfOrEmpty(release)
+	require.NotEmpty(t, name, "the release has a run Job")
+	return name
+}
+
+// uninstall: the cleanup hook removes the engine's CoreDNS entry and its
+// Lease, CoreDNS stops answering the name, every object of the release
+// goes, and the operator's Secret and the customer's own coredns-custom
+// key stay.
+func (tc chartCase) uninstall(ctx context.Context, t *testing.T, p *controlplane.Plane, e *clusterEnv, helm string, release []releaseObject, secret *corev1.Secret, registered time.Duration) {
+	require.NotEmpty(t, e.DNS.Lookup(ctx, harness.UpdateServer), "precondition: CoreDNS answers the update server's name")
+	start := time.Now()
+	runHelm(t, p, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--wait", "--timeout", "120s")
+	took := time.Since(start)
+	assert.Less(t, took, 90*time.Second, "helm uninstall, cleanup hook included, is bounded")
 	dyn, err := dynamic.NewForConfig(p.Admin)
 	require.NoError(t, err)
 	for _, o := range release {
 		_, err := dyn.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "%s %s/%s survived helm uninstall (err %v)", o.gvr.Resource, o.namespace, o.name, err)
 	}
-	// The manual Job belonged to the CronJob: the garbage collector takes it.
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := e.Admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	}), "the manual Job outlived its CronJob")
-	after := e.Secret(ctx, t)
-	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "helm uninstall must not touch the operator's Secret")
-	harness.AssertRegistration(t, after, chartRegCode)
-	// What else the engine wrote at run time, and therefore stays: its
-	// released Lease.
-	lease, err := e.Admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+	custom, err := e.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns-custom", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Empty(t, ptr.Deref(lease.Spec.HolderIdentity, ""), "released at the end of the run")
+	assert.Equal(t, map[string]string{"log.override": "log\n"}, custom.Data, "the engine's key gone, the customer's kept")
+	_, err = e.Admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the Lease went with the release (err %v)", err)
+	var gone time.Duration
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		gone = time.Since(start)
+		return len(e.DNS.Lookup(ctx, harness.UpdateServer)) == 0, nil
+	}), "CoreDNS still answers the update server's name after helm uninstall")
+	hooks, err := e.Admin.BatchV1().Jobs(kube.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, hooks.Items, "no Job left behind (the cleanup hook deletes itself)")
+	after := e.Secret(ctx, t)
+	assert.Equal(t, secret.ResourceVersion, after.ResourceVersion, "helm uninstall must not touch the operator's Secret")
+	t.Logf("proved: helm uninstall finished in %s; its cleanup hook removed coredns-custom key %s (the customer's log.override kept) and the Lease, CoreDNS stopped answering %s %s after the uninstall started, and %s stayed", took.Round(time.Millisecond), inclusterdns.DefaultHostsKey, harness.UpdateServer, gone.Round(time.Millisecond), kube.SecretName)
+}
 
-	t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace values (%d objects, %s), a manual Job from its CronJob completed with credential mode %s (%d token requests to IMDS) and wrote %s with the protected registration code, and helm uninstall removed all %d objects and the Job but left %s (and the released Lease) in place (pod ran %s)",
-		len(release), installed.Round(time.Millisecond), tc.wantMode, tokens, kube.SecretName, len(release), kube.SecretName, pr.Res.Took.Round(time.Millisecond))
+// TestChartInstallWhileUpdateServersFail: the Marketplace installs while
+// SUSE's update servers fail (every certificate mismatches its
+// fingerprint). helm install still exits 0 at once: the run is no hook,
+// and Helm waits for neither it nor its pods. The run's failure is on its
+// Job (Failed, a RegistrationFailed Event per pod); once the servers
+// recover, the next run registers.
+func TestChartInstallWhileUpdateServersFail(t *testing.T) {
+	helm := testkit.Helm(t)
+	p := controlplane.Start(t)
+	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	p.Apply(t, []byte(harness.AKSCorednsFixture))
+	_, err = e.Admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"log.override": "log\n"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	e.DNS = sccoperator.StartClusterDNS(t, e.Admin, 0)
+	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer, Faults: []string{"wrong-fingerprint"}})
+	require.NoError(t, err)
+	t.Cleanup(fc.Stop)
+	c := harness.Cloud{Dir: t.TempDir(), Env: fc.Environ()}
+	runs := e.StartKubelet(ctx, t, kube.Namespace, c)
+	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
+
+	start := time.Now()
+	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace, "--wait", "--timeout", "60s"},
+		marketplaceValues(chart, c.Vars(), chartRegCode)...)...)
+	installed := time.Since(start)
+	first := runJobOf(t, releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace)))
+	done := controlplane.WaitJobFinished(ctx, t, e.Admin, kube.Namespace, first)
+	cond := controlplane.FinishedCondition(done)
+	require.NotNil(t, cond)
+	assert.Equal(t, batchv1.JobFailed, cond.Type, "the run failed while the update servers did")
+	failedAfter := time.Since(start)
+	assert.Less(t, installed, failedAfter, "helm install returned before the run finished: it does not wait for it")
+	status := runHelm(t, p, helm, "status", "registration-engine", "--namespace", kube.Namespace)
+	assert.Contains(t, status, "STATUS: deployed", "the release is installed, whatever the run did")
+	events, err := e.Admin.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var failed int
+	for _, ev := range events.Items {
+		if ev.Regarding.Name == first && ev.Reason == kube.ReasonFailed {
+			failed++
+		}
+	}
+	assert.Positive(t, failed, "the failure is on the run's Job")
+	pods := runs.ForJob(t, first)
+	require.NotEmpty(t, pods)
+	assert.Equal(t, job.OutcomeFailed, summary(t, pods[0].Res.Stderr)["outcome"])
+
+	// The servers recover; the next run (here started by hand instead of
+	// waiting for the schedule) registers.
+	for _, u := range fc.Updates {
+		u.SetFaults(fakecloud.UpdateFaults{})
+	}
+	const next = "next-run"
+	p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, next)
+	pr := e.completedRun(ctx, t, runs, next)
+	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"])
+	harness.AssertRegistration(t, e.Secret(ctx, t), chartRegCode)
+	t.Logf("proved: with every update server failing, helm install --wait exited 0 in %s (STATUS: deployed); the release's run %s failed (%d pods, %d RegistrationFailed Events on the Job, Job Failed %s after the install started); once the servers recovered the next run registered",
+		installed.Round(time.Millisecond), first, len(pods), failed, failedAfter.Round(time.Millisecond))
+}
+
+// TestChartUninstallWhenCleanupCannotRun: helm uninstall when the cleanup
+// hook's pod never starts (no kubelet runs it). Helm 3.22 fails an
+// uninstall whose pre-delete hook Job fails (pkg/action/uninstall.go,
+// hooks.go), so this proves the bound: helm returns within the hook's
+// activeDeadlineSeconds with the reason, leaves no hook Job behind, and
+// helm uninstall --no-hooks then finishes.
+func TestChartUninstallWhenCleanupCannotRun(t *testing.T) {
+	helm := testkit.Helm(t)
+	p := controlplane.Start(t)
+	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	p.Apply(t, []byte(harness.AKSCorednsFixture))
+	c := harness.StartCloud(t)
+	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
+	const deadline = 15
+	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace,
+		"--set", fmt.Sprintf("cleanupDeadlineSeconds=%d", deadline)}, marketplaceValues(chart, c.Vars(), chartRegCode)...)...)
+
+	start := time.Now()
+	out, err := testkit.Command(ctx, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--timeout", "120s", "--kubeconfig", p.AdminKubeconfig)
+	took := time.Since(start)
+	require.Error(t, err, "helm 3.22 fails the uninstall on a failed pre-delete hook:\n%s", out)
+	helmErr := err.Error()
+	assert.Contains(t, helmErr, "DeadlineExceeded", "the reason is the hook's deadline")
+	assert.Less(t, took, time.Duration(deadline+30)*time.Second, "bounded by the hook's activeDeadlineSeconds, not helm's --timeout")
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := e.Admin.BatchV1().Jobs(kube.Namespace).Get(ctx, harness.CronJobName+"-cleanup", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}), "the failed hook Job is deleted (hook-failed)")
+	runHelm(t, p, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--no-hooks", "--wait", "--timeout", "60s")
+	_, err = e.Admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the release is gone after --no-hooks (err %v)", err)
+	t.Logf("proved: with the cleanup hook's pod never starting, helm uninstall returned in %s (hook deadline %d s) with %q, left no hook Job, and helm uninstall --no-hooks then removed the release", took.Round(time.Millisecond), deadline, lastLineOf(helmErr))
+}
+
+func lastLineOf(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }
 
 // releaseObject is one object of a release's manifest.
@@ -215,7 +410,7 @@ func releaseObjects(t *testing.T, manifest string) []releaseObject {
 		"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings",
 		"ConfigMap": "configmaps", "Secret": "secrets", "CronJob": "cronjobs",
 		"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
-		"ValidatingAdmissionPolicy": "validatingadmissionpolicies", "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+		"Job": "jobs", "ValidatingAdmissionPolicy": "validatingadmissionpolicies", "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
 	}
 	var out []releaseObject
 	for _, doc := range strings.Split(manifest, "\n---") {

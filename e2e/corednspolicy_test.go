@@ -195,6 +195,12 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 		{"Corefile: the cluster's own entry readdressed", inclusterdns.CoreDNSConfigMap,
 			corefileWith("        10.1.2.3 db.corp.internal\n", "        203.0.113.9 db.corp.internal\n")},
 	})
+	// At uninstall (registration-engine cleanup) the engine takes its own
+	// entry and zone out again; the block's frame and the cluster's lines
+	// stay.
+	cleaned, removed := inclusterdns.RemoveCorefileHostsEntries(corefile, []string{"susecloud.net"})
+	require.Len(t, removed, 1)
+	ownRaw(t, "Corefile: the engine's entry and zone removed (cleanup at uninstall)", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, cleaned))
 	e.UseAKSLayout(ctx, t)
 	corefileBefore, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -225,6 +231,10 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 		{"coredns-custom: an owner reference for the garbage collector", inclusterdns.CoreDNSCustom,
 			`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"00000000-0000-0000-0000-000000000000"}]}}`},
 	})
+	refuse(t, []hostile{
+		{"coredns-custom: another key removed", inclusterdns.CoreDNSCustom, `{"data":{"log.override":null}}`},
+	})
+	ownRaw(t, "coredns-custom: the engine's key removed (cleanup at uninstall)", inclusterdns.CoreDNSCustom, `{"data":{"`+inclusterdns.DefaultHostsKey+`":null}}`)
 	corefileAfter, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, corefileBefore.ResourceVersion, corefileAfter.ResourceVersion, "with coredns-custom the engine never writes the Corefile")

@@ -17,6 +17,8 @@ Usage:
   registration-engine [flags]
   registration-engine status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [-o text|json]
   registration-engine attestation inspect [--at RFC3339] [--roots PEM] [--intermediates PEM] [--offline] FILE|-
+  registration-engine cleanup [--kubeconfig FILE]   (the chart's uninstall hook: removes the
+      engine's CoreDNS entry and its Lease; always exits 0, logs what it could not do)
 
 Every flag can also be set by the environment variable(s) beside it; a flag
 wins over the environment, the environment over the default.

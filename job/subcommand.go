@@ -40,6 +40,10 @@ func RunAttestation(ctx context.Context, args []string, stdin io.Reader, stdout,
 	return err
 }
 
+// RunCleanup (cleanup.go) is `registration-engine cleanup`: unlike the
+// others it always exits 0, since it runs as the chart's pre-delete hook
+// and a failed hook fails the whole helm uninstall.
+
 // printProblem writes err on stderr for the person at the terminal, unless
 // it is nil or one of verdicts, whose report on stdout already says it: a
 // subcommand's exit code alone does not say what to fix.

@@ -75,6 +75,8 @@ func typed(kind string) any {
 		return &rbacv1.ClusterRoleBinding{}
 	case "CronJob":
 		return &batchv1.CronJob{}
+	case "Job": // the chart's run at install and its cleanup hook
+		return &batchv1.Job{}
 	case "Service": // overlays/e2e: the fake cloud
 		return &corev1.Service{}
 	case "Deployment":
@@ -318,9 +320,10 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 	// Exactly the verbs the engine calls, nothing more: server-side apply
 	// (get, then a patch that creates by name, so create too); the Lease is
 	// also taken over and released with update. The Secret is never updated;
-	// it is deleted only to recover a Failed Registration.
+	// it is deleted only to recover a Failed Registration. The Lease is
+	// deleted by `registration-engine cleanup` at uninstall.
 	assert.ElementsMatch(t, []string{"get", "create", "patch", "delete"}, rules["secrets"].Verbs, "secrets")
-	assert.ElementsMatch(t, []string{"get", "create", "update", "patch"}, rules["leases"].Verbs, "leases")
+	assert.ElementsMatch(t, []string{"get", "create", "update", "patch", "delete"}, rules["leases"].Verbs, "leases")
 	assert.Len(t, rules, 3)
 
 	// Cluster-wide, only a read of the operator's Registrations.

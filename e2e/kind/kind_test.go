@@ -348,10 +348,10 @@ func TestKind(t *testing.T) {
 		c.deregister(t, ctx, rec, recovered)
 		c.resetCoreDNS(t, ctx, pristine)
 		// kind's CoreDNS is kubeadm's: the Corefile layout's grants.
-		c.installChart(t, ctx, "corefile")
-
 		start := time.Now()
-		job := c.runJob(t, ctx, "chart-1", nil)
+		c.installChart(t, ctx, "corefile")
+		// No manual Job: the release's own run.
+		job := c.releaseRun(t, ctx)
 		took := time.Since(start)
 		cond := controlplane.FinishedCondition(job)
 		require.Equal(t, batchv1.JobComplete, cond.Type, "the chart's Job did not complete: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, job.Name), "\n"))
@@ -366,7 +366,7 @@ func TestKind(t *testing.T) {
 		chartRegistered = name
 		announce := c.announce(t, ctx, chartRegCode)
 		assert.Equal(t, harness.UpdateServer, announce.ServerName)
-		t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace bundle's values and Azure's injected ones → Job %s from its CronJob (%.0fs, credentialMode %v, summary operator=%v) → rancher/scc-operator %.7s registered with the chart's code %s: Registration %s Done, activated=%t, never Failure (%d states)",
+		t.Logf("proved: helm install of manifests/chart/registration-engine with the Marketplace bundle's values and Azure's injected ones, no manual Job → the release's Job %s (%.0fs from install, credentialMode %v, summary operator=%v) → rancher/scc-operator %.7s registered with the chart's code %s: Registration %s Done, activated=%t, never Failure (%d states)",
 			job.Name, took.Seconds(), token["credentialMode"], sum["operator"], sccoperator.CommitRMT, announce.RegCode, name, final.Activated, states)
 	})
 
@@ -389,7 +389,7 @@ func TestKind(t *testing.T) {
 
 		installed := time.Now()
 		c.installChart(t, ctx, "aks") // the chart's default
-		job := c.runJob(t, ctx, "chart-aks-1", nil)
+		job := c.releaseRun(t, ctx)
 		cond := controlplane.FinishedCondition(job)
 		require.Equal(t, batchv1.JobComplete, cond.Type, "the chart's Job did not complete: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, job.Name), "\n"))
 		name, final, states := c.activeRegistration(t, ctx, rec)
@@ -424,7 +424,53 @@ func TestKind(t *testing.T) {
 		assert.Equal(t, http.StatusCreated, announces[1].Status)
 		t.Logf("proved: on AKS's CoreDNS layout (AKS's Corefile importing custom/*.override and custom/*.server, coredns-custom mounted optional at /etc/coredns/custom, an addon-manager stand-in reconciling coredns) helm install of the chart with the Marketplace values → Job %s → rancher/scc-operator %.7s: Registration %s Done, activated=%t, never Failure (%d states), %.0fs from install to active; the engine's entry %q only in coredns-custom key %s, coredns at resourceVersion %s unchanged (%d reverts), the customer's keys %v untouched",
 			job.Name, sccoperator.CommitRMT, name, final.Activated, states, toActive.Seconds(), strings.TrimSpace(entry), inclusterdns.DefaultHostsKey, core.ResourceVersion, len(reverted), slices.Sorted(maps.Keys(aksUserKeys)))
+
+		// helm uninstall: the cleanup hook takes the engine's key out of
+		// coredns-custom; CoreDNS stops answering the name.
+		started := time.Now()
+		c.uninstallChart(t, ctx)
+		uninstalled := time.Since(started)
+		custom, err = c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.NotContains(t, custom.Data, inclusterdns.DefaultHostsKey, "the engine's key removed at uninstall")
+		for k, v := range aksUserKeys {
+			assert.Equal(t, v, custom.Data[k], "the customer's key %s is untouched by the uninstall", k)
+		}
+		var gone time.Duration
+		for deadline := time.Now().Add(4 * time.Minute); ; {
+			if _, ok := c.resolve(t, ctx, harness.UpdateServer, 1); !ok {
+				gone = time.Since(started)
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "CoreDNS still answers %s 4 minutes after helm uninstall", harness.UpdateServer)
+			time.Sleep(5 * time.Second)
+		}
+		_, err = c.cs.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "the Lease went at uninstall (err %v)", err)
+		t.Logf("proved: helm uninstall on AKS's layout finished in %.0fs; its cleanup hook removed coredns-custom key %s (the customer's keys %v untouched) and the Lease; CoreDNS stopped answering %s %.0fs after the uninstall started",
+			uninstalled.Seconds(), inclusterdns.DefaultHostsKey, slices.Sorted(maps.Keys(aksUserKeys)), harness.UpdateServer, gone.Seconds())
 	})
+}
+
+// releaseRun waits for the run the chart's release started at install
+// (registration-engine-run-<hash>) to complete or fail.
+func (c *kindCluster) releaseRun(t *testing.T, ctx context.Context) *batchv1.Job {
+	t.Helper()
+	var name string
+	require.Eventually(t, func() bool {
+		jobs, err := c.cs.BatchV1().Jobs(kube.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, j := range jobs.Items {
+			if strings.HasPrefix(j.Name, harness.CronJobName+"-run-") && j.DeletionTimestamp == nil {
+				name = j.Name
+				return true
+			}
+		}
+		return false
+	}, time.Minute, time.Second, "helm install started no run Job")
+	return controlplane.WaitJobFinishedWithin(ctx, t, c.cs, kube.Namespace, name, jobBound)
 }
 
 // activeRegistration waits for the operator's Registration of the Secret

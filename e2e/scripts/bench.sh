@@ -86,4 +86,10 @@ go build -o "$out/spawn" ./e2e/cmd/benchrun/spawn
   --revision "$(git describe --tags --always --dirty 2>/dev/null || echo unknown)" \
   --started "$started" \
   --out docs/BENCHMARKS.md
+# The fleet's load at the region servers: helm renders each cluster's
+# schedule (benchrun rewrote the file; this adds its section).
+if [[ -n "${HELM_BIN:-}" && -x "${HELM_BIN}" ]]; then
+  echo "== bench: fleet load (e2e/cmd/fleetsim, 1000 clusters)"
+  go run ./e2e/cmd/fleetsim -helm "$HELM_BIN" -clusters 1000 -days 6 -seed 1 -update docs/BENCHMARKS.md
+fi
 echo "== bench: done in $(( $(date +%s) - started )) s; see docs/BENCHMARKS.md"

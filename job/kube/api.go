@@ -42,11 +42,13 @@ type (
 		Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
 		Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.ConfigMap, error)
 	}
-	// LeaseInterface reads, applies and updates one namespace's Leases.
+	// LeaseInterface reads, applies and updates one namespace's Leases,
+	// and deletes the engine's at uninstall (registration-engine cleanup).
 	LeaseInterface interface {
 		Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
 		Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*coordinationv1.Lease, error)
 		Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
+		Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	}
 
 	// EndpointSliceInterface lists one namespace's EndpointSlices: the

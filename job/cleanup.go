@@ -1,0 +1,164 @@
+package job
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/smt"
+	"github.com/rancher/registration-engine/providers/pause"
+)
+
+// CleanupTimeout bounds `registration-engine cleanup` as a whole. The
+// chart's pre-delete hook gives its Job a deadline a little longer
+// (activeDeadlineSeconds), so the process, not the deadline, ends the pod.
+const CleanupTimeout = 45 * time.Second
+
+// cleanupLeaseWait is how long cleanup waits for a run that holds the Lease
+// to finish, so that the run does not write the CoreDNS entry again right
+// after cleanup removed it. A run takes about two minutes at most when
+// CoreDNS reloads slowly; cleanup does not wait that long: helm uninstall
+// deletes the CronJob and its Jobs right after, which stops that run.
+const cleanupLeaseWait = 20 * time.Second
+
+// CleanupReport is what `registration-engine cleanup` did.
+type CleanupReport struct {
+	// Removed is the engine's CoreDNS configuration taken out.
+	Removed inclusterdns.Removal
+	// LeaseDeleted: the engine's Lease was there and is gone.
+	LeaseDeleted bool
+	// Problems are what cleanup could not do, each with its reason.
+	Problems []error
+}
+
+// RunCleanup is `registration-engine cleanup`, what the chart's pre-delete
+// hook runs at helm uninstall: it removes what the engine wrote outside
+// its own release and that would otherwise keep acting after it, the
+// update server's hosts entry in CoreDNS (the engine's coredns-custom key,
+// or its entries in the Corefile) and the engine's Lease. The Secret
+// scc-registration stays: it is rancher/scc-operator's, which keeps it
+// behind its finalizer.
+//
+// It always returns nil and logs what it could not do, with the reason:
+// Helm 3 fails a whole uninstall on a failed pre-delete hook and leaves the
+// release half-deleted, which is worse than an entry left behind. Only a
+// flag it does not know is an error. It reads the engine's own variables
+// (the pod template is the CronJob's), nothing else: a configuration that
+// would stop a run (a placeholder, a missing region-server file) does not
+// stop the cleanup.
+func RunCleanup(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("registration-engine cleanup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", getenv("KUBECONFIG"), "kubeconfig, for a cleanup from a workstation (default: in-cluster)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("cleanup: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With(slog.String("phase", "cleanup"))
+	ctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
+	defer cancel()
+	start := time.Now()
+
+	rep := cleanup(ctx, log, *kubeconfig, getenv)
+	attrs := []any{
+		slog.String("removedKey", rep.Removed.CustomKey),
+		slog.Any("removedEntries", rep.Removed.Corefile),
+		slog.Bool("leaseDeleted", rep.LeaseDeleted),
+		slog.Int64("durationMs", time.Since(start).Milliseconds()),
+	}
+	if len(rep.Problems) > 0 {
+		attrs = append(attrs, slog.String("error", errors.Join(rep.Problems...).Error()))
+		log.Warn("cleanup finished with problems: remove what remains by hand (README \"Uninstalling\")", attrs...)
+		return nil
+	}
+	log.Info("cleanup finished", attrs...)
+	return nil
+}
+
+func cleanup(ctx context.Context, log *slog.Logger, kubeconfig string, getenv func(string) string) CleanupReport {
+	var rep CleanupReport
+	rc, err := kube.RESTConfig(kube.ClientOptions{
+		Kubeconfig: kubeconfig,
+		Host:       getenv("KUBERNETES_SERVICE_HOST"),
+		Port:       getenv("KUBERNETES_SERVICE_PORT"),
+		TokenFile:  getenv("KUBERNETES_TOKEN"),
+		CACert:     getenv("KUBERNETES_CA_CERT"),
+		UserAgent:  "registration-engine/" + Version + " cleanup",
+	}, log)
+	if err != nil {
+		rep.Problems = append(rep.Problems, err)
+		return rep
+	}
+	clients, err := kube.NewClients(rc)
+	if err != nil {
+		rep.Problems = append(rep.Problems, err)
+		return rep
+	}
+	ns := cmp.Or(getenv("REGISTRATION_SECRET_NAMESPACE"), getenv("POD_NAMESPACE"), kube.Namespace)
+	leaseName := cmp.Or(getenv("LEASE_NAME"), kube.LeaseName)
+	holder := cmp.Or(getenv("POD_NAME"), "registration-engine-cleanup")
+
+	// Wait, briefly, for a run that holds the Lease: it could write the
+	// entry again after it is removed.
+	lease := &kube.Lease{Leases: clients.Leases, Namespace: ns, Name: leaseName, Holder: holder,
+		Duration: time.Minute, Clock: clock.RealClock{}, Log: log}
+	waitCtx, waitCancel := context.WithTimeout(ctx, cleanupLeaseWait)
+	for {
+		_, err := lease.Acquire(waitCtx)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, kube.ErrLeaseHeld) {
+			log.Warn("cleanup: cannot take the Lease; removing the entry anyway", slog.String("error", err.Error()))
+			break
+		}
+		if pause.For(waitCtx, 2*time.Second) != nil {
+			log.Warn("cleanup: a run still holds the Lease; removing the entry anyway (helm uninstall stops that run next)", slog.String("error", err.Error()))
+			break
+		}
+	}
+	waitCancel()
+
+	if dnsOn, err := strconv.ParseBool(cmp.Or(getenv("IN_CLUSTER_DNS"), "true")); err != nil || dnsOn {
+		domains := smt.DefaultDomains
+		if getenv("UPDATE_SERVER_DOMAINS") != "" {
+			domains = nil
+		}
+		for _, d := range strings.Split(getenv("UPDATE_SERVER_DOMAINS"), ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				domains = append(domains, d)
+			}
+		}
+		dns := &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps, Domains: domains, Log: log}
+		rep.Removed, err = dns.Remove(ctx)
+		if err != nil {
+			rep.Problems = append(rep.Problems, err)
+		}
+	}
+
+	err = clients.Leases.Leases(ns).Delete(ctx, leaseName, metav1.DeleteOptions{})
+	switch {
+	case err == nil:
+		rep.LeaseDeleted = true
+	case apierrors.IsNotFound(err):
+	default:
+		rep.Problems = append(rep.Problems, fmt.Errorf("lease %s/%s: %w", ns, leaseName,
+			kube.APIError(err, kube.Access{Verbs: []string{"delete"}, Resource: "leases/" + leaseName, Namespace: ns})))
+	}
+	return rep
+}

@@ -1,0 +1,214 @@
+{{/*
+The spec of every Job that runs the engine: the CronJob's jobTemplate, the
+run after an install or an upgrade that changes what a run reads
+(run-job.yaml), and, with args ["cleanup"], the uninstall hook
+(cleanup-job.yaml). One source, so that a run started by the release is the
+run the schedule starts. Called with (dict "root" $ "args" (list …));
+args may be omitted.
+*/}}
+{{- define "registration-engine.jobSpec" -}}
+{{- $args := .args -}}
+{{- with .root -}}
+{{- $name := include "registration-engine.name" . -}}
+# Retries for transient failures (exit 1, 124). Permanent failures
+# (exit 2) fail at once, below.
+backoffLimit: 2
+# The pod that sleeps starts within 15 min of the schedule, sleeps up to
+# startupSleepMax (1 h) and runs up to runDeadline (10 min); retries do
+# not sleep. 85 min + ~22 min < 2 h.
+activeDeadlineSeconds: 7200
+# Keep a finished Job (and its pod's log) for three days.
+ttlSecondsAfterFinished: 259200
+podFailurePolicy:
+  rules:
+    # Exit 2: permanent (bad configuration, no supported cloud, a plan
+    # mismatch, RBAC). Another pod would fail the same way.
+    - action: FailJob
+      onExitCodes:
+        containerName: {{ $name }}
+        operator: In
+        values: [2]
+    # Evicted, preempted or drained: not the run's fault.
+    - action: Ignore
+      onPodConditions:
+        - type: DisruptionTarget
+template:
+  {{- include "registration-engine.podTemplate" (dict "root" . "args" $args) | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The engine's pod template (metadata and spec), for every Job that runs it:
+see registration-engine.jobSpec. Called with (dict "root" $ "args" (list …)).
+*/}}
+{{- define "registration-engine.podTemplate" -}}
+{{- $args := .args -}}
+{{- with .root -}}
+{{- $mode := include "registration-engine.credentialMode" . -}}
+{{- $name := include "registration-engine.name" . -}}
+metadata:
+  labels:
+    {{- include "registration-engine.labels" . | nindent 4 }}
+    {{- if eq $mode "workload-identity" }}
+    # Makes the Workload Identity webhook inject the federated token
+    # and AZURE_CLIENT_ID / AZURE_TENANT_ID / AZURE_FEDERATED_TOKEN_FILE.
+    azure.workload.identity/use: "true"
+    {{- end }}
+    {{- if .Values.marketplace.billingLabel }}
+    azure-extensions-usage-release-identifier: {{ .Release.Name }}
+    {{- end }}
+spec:
+  serviceAccountName: {{ $name }}
+  restartPolicy: Never
+  # SIGTERM cancels the run; the Lease is released within 5 s.
+  terminationGracePeriodSeconds: 30
+  {{- with .Values.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if not .Values.architectures }}
+  {{- fail "architectures is empty: list the kubernetes.io/arch values the engine's image carries (amd64, arm64), or the pod may land on a node where it dies with exec format error" }}
+  {{- end }}
+  # Only nodes whose architecture the image carries.
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+          - matchExpressions:
+              - key: kubernetes.io/arch
+                operator: In
+                values:
+                  {{- toYaml .Values.architectures | nindent 18 }}
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 65532
+    runAsGroup: 65532
+    seccompProfile:
+      type: RuntimeDefault
+  containers:
+    - name: {{ $name }}
+      image: {{ include "registration-engine.image" . | quote }}
+      imagePullPolicy: {{ .Values.image.pullPolicy }}
+      {{- with $args }}
+      args: {{ toJson . }}
+      {{- end }}
+      env:
+        # workload-identity: the webhook injects AZURE_CLIENT_ID.
+        # managed-identity: the extension's identity, through IMDS.
+        - name: AZURE_CREDENTIAL_MODE
+          value: {{ $mode }}
+        {{- if eq $mode "managed-identity" }}
+        - name: AZURE_CLIENT_ID
+          value: {{ include "registration-engine.managedIdentityClientId" . | quote }}
+        {{- end }}
+        # The cluster extension whose Marketplace plan proves this is
+        # a PAYG deployment, and the plan it must carry.
+        - name: EXTENSION_RESOURCE_ID
+          value: {{ include "registration-engine.extensionResourceId" . | quote }}
+        - name: MARKETPLACE_PUBLISHER_ID
+          value: {{ .Values.marketplace.publisherId | quote }}
+        - name: MARKETPLACE_OFFER_ID
+          value: {{ .Values.marketplace.offerId | quote }}
+        - name: MARKETPLACE_PLAN_ID
+          value: {{ include "registration-engine.planId" . | quote }}
+        # Optional, so that a missing Secret is a warning in the log,
+        # not a pod that never starts.
+        - name: REGISTRATION_CODE
+          valueFrom:
+            secretKeyRef:
+              name: registration-code
+              key: regCode
+              optional: true
+        # The Lease holder, and what the logs name.
+        - name: POD_NAME
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.name
+        - name: POD_NAMESPACE
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.namespace
+        # Only a Job the CronJob scheduled takes the startup sleep.
+        - name: JOB_NAME
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.labels['batch.kubernetes.io/job-name']
+        # With JOB_NAME, the Job each run records its Event on.
+        - name: JOB_UID
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.labels['batch.kubernetes.io/controller-uid']
+        - name: CRONJOB_NAME
+          value: {{ $name }}
+        # The Role is limited to exactly these names.
+        - name: REGISTRATION_SECRET_NAME
+          value: scc-registration
+        - name: REGISTRATION_SECRET_NAMESPACE
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.namespace
+        - name: LEASE_NAME
+          value: registration-engine
+        - name: REGIONSRV_CONFIG
+          value: /etc/regionserverclnt.cfg
+        - name: RUN_DEADLINE
+          value: {{ .Values.runDeadline | quote }}
+        - name: STARTUP_SLEEP_MAX
+          value: {{ .Values.startupSleepMax | quote }}
+        - name: IN_CLUSTER_DNS
+          value: {{ .Values.inClusterDNS | toString | quote }}
+        # The admission policy admits CoreDNS entries only for names
+        # under these (coredns-policy.yaml).
+        - name: UPDATE_SERVER_DOMAINS
+          value: {{ include "registration-engine.updateServerDomains" . | quote }}
+        - name: OPERATOR_RECOVERY
+          value: {{ .Values.operatorRecovery | toString | quote }}
+        - name: LOG_LEVEL
+          value: {{ .Values.logLevel | quote }}
+        # Lets the Go runtime collect garbage before the memory limit
+        # kills the pod.
+        - name: GOMEMLIMIT
+          value: 48MiB
+        {{- with .Values.extraEnv }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      resources:
+        {{- toYaml .Values.resources | nindent 8 }}
+      securityContext:
+        runAsNonRoot: true
+        allowPrivilegeEscalation: false
+        readOnlyRootFilesystem: true
+        capabilities:
+          drop: ["ALL"]
+      volumeMounts:
+        - name: regionserverclnt-config
+          mountPath: /etc/regionserverclnt.cfg
+          subPath: regionserverclnt.cfg
+          readOnly: true
+        # certLocation: one <regionsrv entry>.pem per region server.
+        - name: region-server-certs
+          mountPath: /usr/lib/regionService/certs
+          readOnly: true
+        {{- with .Values.extraVolumeMounts }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+  volumes:
+    - name: regionserverclnt-config
+      configMap:
+        name: regionserverclnt-config
+    # Optional, so that a missing ConfigMap shows up as "no
+    # certificate for region server …" in the log rather than a pod
+    # stuck in ContainerCreating.
+    - name: region-server-certs
+      configMap:
+        name: region-server-certs
+        optional: true
+    {{- with .Values.extraVolumes }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end }}
+{{- end }}

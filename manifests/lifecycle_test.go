@@ -1,0 +1,109 @@
+package manifests
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+)
+
+// runJob returns the rendering's run Job (registration-engine-run-<hash>),
+// or nil.
+func runJob(t *testing.T, objs map[string]rendered) *batchv1.Job {
+	t.Helper()
+	for k, o := range objs {
+		if strings.HasPrefix(k, "Job/"+chartNamespace+"/registration-engine-run-") {
+			j, ok := o.typed.(*batchv1.Job)
+			require.True(t, ok)
+			return j
+		}
+	}
+	return nil
+}
+
+// The run after an install is the CronJob's run: the same Job spec (one
+// template renders both), named by a hash of what a run reads, and not a
+// Helm hook (Helm would wait for it and fail an atomic install with it).
+// The cleanup at uninstall is a bounded pre-delete hook of the same pod
+// template with args ["cleanup"].
+func TestChartLifecycleJobs(t *testing.T) {
+	objs := splitObjects(t, helmTemplate(t, chartDir, goldenValueSets["marketplace"]))
+	cj, _ := chartCronJob(t, objs)
+	run := runJob(t, objs)
+	require.NotNil(t, run, "helm install renders the run Job")
+	assert.Equal(t, cj.Spec.JobTemplate.Spec, run.Spec, "the run Job's spec is the CronJob's")
+	assert.Empty(t, run.Annotations["helm.sh/hook"], "the run is no hook")
+	hash := strings.TrimPrefix(run.Name, "registration-engine-run-")
+	assert.Equal(t, hash, cj.Annotations["registration-engine.cattle.io/run-inputs"], "the CronJob records the run's inputs")
+	assert.Regexp(t, "^[0-9a-f]{10}$", hash)
+
+	cleanup := renderedAs[*batchv1.Job](t, objs, "Job/"+chartNamespace+"/registration-engine-cleanup")
+	assert.Equal(t, "pre-delete", cleanup.Annotations["helm.sh/hook"])
+	assert.Contains(t, cleanup.Annotations["helm.sh/hook-delete-policy"], "hook-failed", "a failed hook leaves no Job")
+	require.NotNil(t, cleanup.Spec.ActiveDeadlineSeconds, "the hook is bounded")
+	assert.EqualValues(t, 90, *cleanup.Spec.ActiveDeadlineSeconds)
+	assert.Equal(t, []string{"cleanup"}, cleanup.Spec.Template.Spec.Containers[0].Args)
+	pod := cleanup.Spec.Template.Spec
+	pod.Containers[0].Args = nil
+	assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec, pod, "the hook's pod is the CronJob's but for its args")
+
+	tests := map[string]struct {
+		set     []string
+		changed bool
+	}{
+		"a new registration code":  {[]string{"registrationCode=OTHER"}, true},
+		"another plan":             {[]string{"global.azure.marketplace.planId=other"}, true},
+		"another region server":    {[]string{"regionServers={203.0.113.9}"}, true},
+		"another image":            {[]string{"global.azure.images.engine.digest=sha256:" + strings.Repeat("1", 64)}, true},
+		"another credentials mode": {[]string{"azure.credentialMode=workload-identity"}, true},
+		"another schedule":         {[]string{"schedule=5 1 * * *"}, false},
+		"nothing":                  {nil, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			other := runJob(t, splitObjects(t, helmTemplate(t, chartDir, goldenValueSets["marketplace"], tc.set...)))
+			require.NotNil(t, other)
+			assert.Equal(t, tc.changed, other.Name != run.Name, "a run Job of its own: %s vs %s", other.Name, run.Name)
+		})
+	}
+
+	off := splitObjects(t, helmTemplate(t, chartDir, goldenValueSets["marketplace"], "runOnChange=false", "cleanupOnUninstall=false"))
+	assert.Nil(t, runJob(t, off))
+	assert.NotContains(t, off, "Job/"+chartNamespace+"/registration-engine-cleanup")
+}
+
+var chosenSchedule = regexp.MustCompile(`^([0-9]{1,2}) ([0-9]{1,2}),([0-9]{1,2}) \* \* \*$`)
+
+// TestChartSchedule: with schedule empty each cluster gets its own minute
+// and hour in the shape of "0 */18 * * *" (runs 18 h then 6 h apart), the
+// same for the same cluster on every rendering; a user's schedule wins.
+func TestChartSchedule(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range 8 {
+		id := "/subscriptions/00000000-0000-0000-0000-00000000000" + strconv.Itoa(i) + "/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks/providers/Microsoft.KubernetesConfiguration/extensions/rancher"
+		set := "global.azure.extension.resourceId=" + id
+		cj, _ := chartCronJob(t, splitObjects(t, helmTemplate(t, chartDir, goldenValueSets["marketplace"], set)))
+		m := chosenSchedule.FindStringSubmatch(cj.Spec.Schedule)
+		require.NotNil(t, m, "schedule %q", cj.Spec.Schedule)
+		minute, _ := strconv.Atoi(m[1])
+		h1, _ := strconv.Atoi(m[2])
+		h2, _ := strconv.Atoi(m[3])
+		assert.Less(t, minute, 60)
+		assert.Less(t, h1, h2)
+		assert.Contains(t, []int{6, 18}, h2-h1, "18 h then 6 h apart: %s", cj.Spec.Schedule)
+		offset, err := strconv.Atoi(cj.Annotations["registration-engine.cattle.io/schedule-offset"])
+		require.NoError(t, err)
+		assert.Equal(t, offset%60, minute, "the offset the next upgrade keeps is this schedule's")
+		again, _ := chartCronJob(t, splitObjects(t, helmTemplate(t, chartDir, goldenValueSets["marketplace"], set)))
+		assert.Equal(t, cj.Spec.Schedule, again.Spec.Schedule, "the same cluster, the same schedule")
+		seen[cj.Spec.Schedule] = true
+	}
+	assert.Greater(t, len(seen), 4, "clusters get schedules of their own")
+
+	cj, _ := chartCronJob(t, splitObjects(t, helmTemplate(t, chartDir, goldenValueSets["marketplace"], "schedule=0 */18 * * *")))
+	assert.Equal(t, "0 */18 * * *", cj.Spec.Schedule, "a user-set schedule wins")
+}
