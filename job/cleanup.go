@@ -16,10 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/rancher/registration-engine/internal/pause"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/smt"
-	"github.com/rancher/registration-engine/providers/pause"
 )
 
 // CleanupTimeout bounds `registration-engine cleanup` as a whole. The
