@@ -411,6 +411,12 @@ that helm template, lint and install name every problem in one error
 {{- end -}}
 
 {{- if $problems -}}
-  {{- fail (printf "\n%d value(s) to fix:\n- %s" (len $problems) (join "\n- " $problems)) -}}
+  {{- $msg := printf "\n%d value(s) to fix:\n- %s" (len $problems) (join "\n- " $problems) -}}
+  {{- fail $msg -}}
+  {{- /* Reached only under helm lint, whose fail logs "[INFO] Fail" and
+  carries on (the engine's LintMode), so that lint would pass: an include
+  of a template that cannot exist is a render error lint reports, the
+  message in its name. */ -}}
+  {{- include (printf "registration-engine refuses these values:%s" $msg) . -}}
 {{- end -}}
 {{- end }}
