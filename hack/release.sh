@@ -105,8 +105,11 @@ fi
 
 (
   cd "$out"
-  shopt -s nullglob
-  sha256sum -- registration-engine-"$version".tgz registration-engine-marketplace-"$version".tar.gz registration-engine-"$version"-linux-* > SHA256SUMS
+  files=()
+  for f in registration-engine-"$version".tgz registration-engine-marketplace-"$version".tar.gz registration-engine-"$version"-linux-*; do
+    [[ -e $f ]] && files+=("$f")
+  done
+  sha256sum -- "${files[@]}" > SHA256SUMS
 )
 echo "release: SHA256SUMS"
 echo "release: $version in $out"
