@@ -36,6 +36,23 @@ ENTRYPOINT ["/fakecloud"]
 # The engine. The base must carry a CA bundle (distroless/static does) for
 # Entra and ARM; it needs no shell.
 FROM --platform=linux/${TARGETARCH:-amd64} ${BASE_IMAGE}
+# OCI annotations (image-spec annotations.md): what a registry, a scanner
+# or `docker inspect` shows. hack/release.sh passes the version (VERSION),
+# the commit (REVISION) and the commit's time (CREATED).
+ARG BASE_IMAGE
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG CREATED=
+LABEL org.opencontainers.image.title="registration-engine" \
+      org.opencontainers.image.description="Registers a Pay-As-You-Go Rancher cluster with SUSE's update infrastructure" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="https://github.com/rancher/registration-engine" \
+      org.opencontainers.image.url="https://github.com/rancher/registration-engine" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.vendor="SUSE" \
+      org.opencontainers.image.base.name="${BASE_IMAGE}"
 COPY --from=build /out/registration-engine /registration-engine
 USER 65532:65532
 ENTRYPOINT ["/registration-engine"]

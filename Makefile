@@ -139,9 +139,9 @@ helm: ## build (or reuse) helm for the chart tests
 	@HELM_VERSION=$(HELM_VERSION) e2e/scripts/helm-bin.sh $(HELM_DIR)
 
 .PHONY: chart
-chart: helm ## lint and render the Helm chart with its default values
-	$(HELM_DIR)/helm lint manifests/chart/registration-engine
-	$(HELM_DIR)/helm template registration-engine manifests/chart/registration-engine -n cattle-scc-system >/dev/null
+chart: helm ## lint and render the Helm chart with its default values and the least an install must set (it refuses fewer)
+	$(HELM_DIR)/helm lint --strict manifests/chart/registration-engine --values manifests/testdata/chart/minimal.yaml
+	$(HELM_DIR)/helm template registration-engine manifests/chart/registration-engine -n cattle-scc-system --values manifests/testdata/chart/minimal.yaml >/dev/null
 
 .PHONY: e2e-kind
 e2e-kind: helm ## the kind tier: Docker, the images and a kind node built here, then go test -tags e2e ./e2e/kind
@@ -198,3 +198,28 @@ manifests: testbin ## render every kustomize overlay
 .PHONY: clean
 clean: ## remove build output (the control-plane cache stays)
 	rm -rf $(BIN) _out
+
+# --- releases: one version, in VERSION (README "Releasing").
+RELEASE_VERSION := $(shell tr -d '[:space:]' < VERSION)
+RELEASE_DIR   ?= _out/release/$(RELEASE_VERSION)
+# RELEASE_IMAGE=0 skips the image (where docker does not run); the rest of
+# the release needs no docker. RELEASE_ARCHS: the binaries' and the image's.
+RELEASE_IMAGE ?= 1
+RELEASE_ARCHS ?= $(IMAGE_ARCHS)
+RELEASE_IMAGE_REPO ?= registration-engine
+# The SBOM generator: CycloneDX's own, for Go modules, pinned like staticcheck.
+CYCLONEDX_GOMOD := github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+
+.PHONY: stamp
+stamp: ## write VERSION into the chart's Chart.yaml (version, appVersion) and the bundle's manifest.yaml
+	@hack/release.sh stamp
+
+.PHONY: sbom-tool
+sbom-tool: ## install cyclonedx-gomod (pinned) under bin/tools
+	@test -x $(BIN)/tools/cyclonedx-gomod || GOBIN=$(BIN)/tools $(GO) install $(CYCLONEDX_GOMOD)
+
+.PHONY: release
+release: stamp helm sbom-tool ## the release of VERSION in RELEASE_DIR: chart package, binaries and SBOMs, image (RELEASE_IMAGE=0 skips it), bundle (with ENGINE_DIGEST)
+	HELM=$(HELM_DIR)/helm CYCLONEDX_GOMOD=$(BIN)/tools/cyclonedx-gomod RELEASE_ARCHS="$(RELEASE_ARCHS)" \
+	  RELEASE_IMAGE=$(RELEASE_IMAGE) IMAGE_REPO=$(RELEASE_IMAGE_REPO) BUILD_IMAGE=$(BUILD_IMAGE) BASE_IMAGE=$(BASE_IMAGE) \
+	  VERSION=$(RELEASE_VERSION) hack/release.sh build $(RELEASE_DIR)

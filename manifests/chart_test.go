@@ -143,10 +143,15 @@ func chartCronJob(t *testing.T, objs map[string]rendered) (*batchv1.CronJob, *co
 	return cj, &cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
 }
 
+// minimal is the least a helm install outside the Marketplace sets: the
+// image, the identity, the extension and the plan. The chart refuses to
+// render without them (TestChartRefusals).
+var minimal = []string{"testdata/chart/minimal.yaml"}
+
 // The value sets of the golden renderings: testdata/chart/<name>.golden.
 var goldenValueSets = map[string][]string{
-	// What `helm install registration-engine manifests/chart/registration-engine` renders.
-	"default": nil,
+	// The chart's defaults with what `helm install` must be given (README, "With Helm").
+	"default": minimal,
 	// The bundle's values.yaml and what Azure adds at deployment.
 	"marketplace": {"marketplace/values.yaml", "testdata/chart/marketplace.yaml"},
 	// Rancher's registry convention, outside the Marketplace.
@@ -192,8 +197,34 @@ func TestChartGolden(t *testing.T) {
 // the same objects, field for field: whoever changes one (RBAC, the CronJob,
 // the region servers) must change the other.
 func TestChartMatchesAzureOverlay(t *testing.T) {
-	chart := splitObjects(t, helmTemplate(t, chartDir, nil))
-	overlay := splitObjects(t, run(t, kubectlBin(t), "kustomize", "overlays/azure"))
+	chart := splitObjects(t, helmTemplate(t, chartDir, minimal, "image.tag=latest"))
+	for _, o := range chart {
+		dropHelmLabels(o.obj)
+	}
+	// The overlay with its REPLACE-ME filled in as minimal.yaml fills the
+	// chart's.
+	var filled struct {
+		Azure struct {
+			WorkloadIdentity    struct{ ClientID, TenantID string } `json:"workloadIdentity"`
+			ExtensionResourceID string                              `json:"extensionResourceId"`
+		} `json:"azure"`
+		Marketplace struct{ PublisherID, OfferID, PlanID string } `json:"marketplace"`
+	}
+	data, err := os.ReadFile(minimal[0])
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &filled))
+	overlayYAML := string(run(t, kubectlBin(t), "kustomize", "overlays/azure"))
+	extensionPlaceholder := "/subscriptions/REPLACE-ME/resourceGroups/REPLACE-ME/providers/Microsoft.ContainerService/managedClusters/REPLACE-ME/providers/Microsoft.KubernetesConfiguration/extensions/REPLACE-ME"
+	overlayYAML = strings.NewReplacer(
+		extensionPlaceholder, filled.Azure.ExtensionResourceID,
+		"REPLACE-ME-client-id", filled.Azure.WorkloadIdentity.ClientID,
+		"REPLACE-ME-tenant-id", filled.Azure.WorkloadIdentity.TenantID,
+		"REPLACE-ME-publisher", filled.Marketplace.PublisherID,
+		"REPLACE-ME-offer", filled.Marketplace.OfferID,
+		"REPLACE-ME-plan", filled.Marketplace.PlanID,
+	).Replace(overlayYAML)
+	require.NotContains(t, overlayYAML, "REPLACE-ME", "a placeholder of the overlay this test does not fill")
+	overlay := splitObjects(t, []byte(overlayYAML))
 	// What only a release has (README "Installing", "Uninstalling"): the
 	// run at install and the cleanup hook, and on the CronJob the schedule
 	// chosen per install with what the next upgrade compares. kubectl
@@ -232,6 +263,33 @@ func TestChartMatchesAzureOverlay(t *testing.T) {
 	assert.Empty(t, problems, "chart (helm template %s) and overlay (kubectl kustomize overlays/azure) differ; change both:\n%s",
 		chartDir, strings.Join(problems, "\n"))
 	assert.Len(t, chart, 13, "besides the run Job and the cleanup hook: SA, three Roles, three RoleBindings (the engine's, CoreDNS's, the operator's Lease), the ClusterRole and its binding, the ConfigMap, the CronJob, the CoreDNS admission policy and its binding")
+}
+
+// helmLabels are the labels only a Helm release has (the release, the
+// chart, its version): the overlay carries app.kubernetes.io/name alone.
+var helmLabels = []string{"app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/component",
+	"app.kubernetes.io/part-of", "app.kubernetes.io/managed-by", "helm.sh/chart"}
+
+// dropHelmLabels deletes helmLabels from every metadata.labels in obj
+// (the object's, a CronJob's Job template's, a pod template's).
+func dropHelmLabels(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if md, ok := x["metadata"].(map[string]any); ok {
+			if l, ok := md["labels"].(map[string]any); ok {
+				for _, k := range helmLabels {
+					delete(l, k)
+				}
+			}
+		}
+		for _, e := range x {
+			dropHelmLabels(e)
+		}
+	case []any:
+		for _, e := range x {
+			dropHelmLabels(e)
+		}
+	}
 }
 
 // diffValues lists the differences between chart value a and overlay value
@@ -397,14 +455,14 @@ func TestChartImagesGoThroughTheHelper(t *testing.T) {
 			set:  []string{"image.repository=rancher/registration-engine", "image.tag=v9"},
 			want: "rancher/registration-engine:v9",
 		},
-		"tag defaults to appVersion": {
+		"tag defaults to appVersion, which is VERSION": {
 			set:  []string{"image.tag="},
-			want: "registration-engine:0.1.0",
+			want: "registration-engine:" + releaseVersion(t),
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			objs := splitObjects(t, helmTemplate(t, chartDir, nil, tc.set...))
+			objs := splitObjects(t, helmTemplate(t, chartDir, minimal, tc.set...))
 			n := 0
 			for _, o := range objs {
 				for _, img := range imagesOf(o.obj) {
@@ -465,7 +523,7 @@ func TestChartValues(t *testing.T) {
 		wantErr string
 		check   check
 	}{
-		"defaults: Workload Identity, the overlay's placeholders": {
+		"the least an install sets: Workload Identity": {
 			check: workloadIdentity,
 		},
 		"Azure injected a client ID: managed identity": {
@@ -510,11 +568,11 @@ func TestChartValues(t *testing.T) {
 		},
 		"unknown credential mode": {
 			set:     []string{"azure.credentialMode=client-secret"},
-			wantErr: `azure.credentialMode "client-secret": use workload-identity or managed-identity`,
+			wantErr: `at '/azure/credentialMode': value must be one of '', 'workload-identity', 'managed-identity'`,
 		},
 		"managed identity without a client ID": {
 			set:     []string{"azure.credentialMode=managed-identity"},
-			wantErr: "managed-identity mode needs global.azure.identity.clientId",
+			wantErr: "global.azure.identity.clientId is not set: managed-identity mode reads it from Azure's injected values",
 		},
 		"Marketplace image without digest or tag": {
 			set:     []string{"global.azure.images.engine.registry=acr.example", "global.azure.images.engine.image=e"},
@@ -600,7 +658,7 @@ func TestChartValues(t *testing.T) {
 		},
 		"unknown CoreDNS layout": {
 			set:     []string{"coreDNSLayout=kubeadm"},
-			wantErr: `coreDNSLayout "kubeadm": use aks or corefile`,
+			wantErr: `at '/coreDNSLayout': value must be one of 'aks', 'corefile'`,
 		},
 		"updateServerDomains reach the engine and the admission policy": {
 			set: []string{"updateServerDomains={susecloud.net,smt.example.org}"},
@@ -618,7 +676,7 @@ func TestChartValues(t *testing.T) {
 		},
 		"an update server domain that is no DNS name": {
 			set:     []string{"updateServerDomains={susecloud.net']}"},
-			wantErr: `updateServerDomains: "susecloud.net']" is not a lower-case DNS name with a dot`,
+			wantErr: `at '/updateServerDomains/0': 'susecloud.net\']' does not match pattern`,
 		},
 		"the admission policy binds the release's ServiceAccount": {
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
@@ -628,17 +686,21 @@ func TestChartValues(t *testing.T) {
 			},
 		},
 		"region-server certificates from the values": {
-			set: []string{"regionServerCerts.23\\.100\\.36\\.229\\.pem=PEM-A"},
+			set: []string{"regionServerCerts.23\\.100\\.36\\.229\\.pem=-----BEGIN CERTIFICATE-----A"},
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
 				cm := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/region-server-certs")
-				assert.Equal(t, map[string]string{"23.100.36.229.pem": "PEM-A\n"}, cm.Data)
+				assert.Equal(t, map[string]string{"23.100.36.229.pem": "-----BEGIN CERTIFICATE-----A\n"}, cm.Data)
 			},
 		},
 	}
 	helm := helmBin(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			out, err := helmTemplateErr(helm, chartDir, tc.files, tc.set...)
+			files := tc.files
+			if files == nil {
+				files = minimal
+			}
+			out, err := helmTemplateErr(helm, chartDir, files, tc.set...)
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
@@ -664,9 +726,9 @@ func TestChartShipsCertificateFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "certs", "40.121.202.140.pem"), []byte("PEM-FILE-B\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "certs", "52.187.53.250.pem"), []byte("PEM-FILE-C\n"), 0o644))
 
-	objs := splitObjects(t, helmTemplate(t, dir, nil, "regionServerCerts.52\\.187\\.53\\.250\\.pem=PEM-VALUE-C"))
+	objs := splitObjects(t, helmTemplate(t, dir, minimal, "regionServerCerts.52\\.187\\.53\\.250\\.pem=-----BEGIN CERTIFICATE-----VALUE-C"))
 	cm := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/region-server-certs")
-	assert.Equal(t, map[string]string{"40.121.202.140.pem": "PEM-FILE-B\n", "52.187.53.250.pem": "PEM-VALUE-C\n"}, cm.Data)
+	assert.Equal(t, map[string]string{"40.121.202.140.pem": "PEM-FILE-B\n", "52.187.53.250.pem": "-----BEGIN CERTIFICATE-----VALUE-C\n"}, cm.Data)
 
 	// And the CronJob mounts that ConfigMap at the certLocation of the
 	// rendered regionserverclnt.cfg.
@@ -760,10 +822,10 @@ func TestChartSchedulesOnlyWhereTheImageRuns(t *testing.T) {
 		set   []string
 		want  []string
 	}{
-		"chart defaults":                       {want: both},
+		"chart defaults":                       {files: minimal, want: both},
 		"Marketplace bundle, as Azure runs it": {files: goldenValueSets["marketplace"], want: amd64},
 		"Rancher install":                      {files: goldenValueSets["rancher"], want: both},
-		"an arm64-only image":                  {set: []string{"architectures={arm64}"}, want: []string{"arm64"}},
+		"an arm64-only image":                  {files: minimal, set: []string{"architectures={arm64}"}, want: []string{"arm64"}},
 	}
 	helm := helmBin(t)
 	for name, tc := range chart {
@@ -777,7 +839,7 @@ func TestChartSchedulesOnlyWhereTheImageRuns(t *testing.T) {
 		})
 	}
 	t.Run("an empty list is refused", func(t *testing.T) {
-		_, err := helmTemplateErr(helm, chartDir, nil, "architectures=null")
+		_, err := helmTemplateErr(helm, chartDir, minimal, "architectures=null")
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "architectures is empty: list the kubernetes.io/arch values the engine's image carries")
 	})
@@ -799,6 +861,287 @@ func TestKustomizeSchedulesOnlyWhereTheImageRuns(t *testing.T) {
 					assert.Equal(t, amd64, schedulableArchitectures(t, d.Spec.Template.Spec), "%s: its image is built for amd64 only", k)
 				}
 			}
+		})
+	}
+}
+
+// releaseVersion is the one version source, VERSION at the repository's
+// root.
+func releaseVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "VERSION"))
+	require.NoError(t, err)
+	return strings.TrimSpace(string(data))
+}
+
+// helmStderr is what helm printed on its standard error, from runErr's
+// error (testkit.Command appends it after the exit status).
+func helmStderr(err error) string {
+	_, after, _ := strings.Cut(err.Error(), "\n")
+	return strings.TrimSpace(after)
+}
+
+var (
+	templateLine = regexp.MustCompile(`(\.(?:tpl|yaml)):\d+:\d+`)
+	nonWord      = regexp.MustCompile(`[^a-z0-9]+`)
+)
+
+// Values the chart refuses before anything reaches a cluster, each with the
+// value named in the message: helm template and helm lint --strict fail
+// alike. Without the refusal each would fail only at the first scheduled
+// run, hours after the install, or never fire. The messages are golden:
+// testdata/chart/refusals/<name>.golden (go test -run TestChartRefusals
+// -update rewrites them).
+func TestChartRefusals(t *testing.T) {
+	marketplace := goldenValueSets["marketplace"]
+	tests := map[string]struct {
+		files []string
+		set   []string
+		// names are what the message must name, each value at fault.
+		names []string
+	}{
+		"defaults: no image, the REPLACE-ME placeholders": {
+			names: []string{"image.repository", "azure.workloadIdentity.clientId", "azure.workloadIdentity.tenantId",
+				"azure.extensionResourceId", "marketplace.publisherId", "marketplace.offerId", "marketplace.planId"},
+		},
+		"one placeholder left": {files: minimal, set: []string{"marketplace.offerId=REPLACE-ME-offer"}, names: []string{"marketplace.offerId"}},
+		"Marketplace bundle not staged": {
+			files: []string{"marketplace/values.yaml"}, set: azureInjected,
+			names: []string{"global.azure.images.engine.image", "global.azure.images.engine.registry", "global.azure.images.engine.digest"},
+		},
+		"Marketplace: publisher and offer not passed": {
+			files: marketplace, set: []string{"marketplace.publisherId=", "marketplace.offerId="},
+			names: []string{"marketplace.publisherId", "marketplace.offerId"},
+		},
+		"Marketplace: no injected plan, the chart's placeholder": {
+			files: marketplace, set: []string{"global.azure.marketplace.planId=", "marketplace.planId=REPLACE-ME-plan"},
+			names: []string{"marketplace.planId"},
+		},
+		"negative run deadline":            {files: minimal, set: []string{"runDeadline=-5m"}, names: []string{"runDeadline"}},
+		"zero run deadline":                {files: minimal, set: []string{"runDeadline=0s"}, names: []string{"runDeadline"}},
+		"a duration the chart cannot read": {files: minimal, set: []string{"startupSleepMax=an hour"}, names: []string{"startupSleepMax"}},
+		"unknown log level":                {files: minimal, set: []string{"logLevel=verbose"}, names: []string{"logLevel"}},
+		"unknown log format":               {files: minimal, set: []string{"logFormat=xml"}, names: []string{"logFormat"}},
+		"schedule is no cron":              {files: minimal, set: []string{"schedule=garbage"}, names: []string{"schedule"}},
+		"schedule hour out of range":       {files: minimal, set: []string{"schedule=0 24 * * *"}, names: []string{"schedule"}},
+		"schedule with a time zone":        {files: minimal, set: []string{"schedule=CRON_TZ=Europe/Berlin 0 3 * * *"}, names: []string{"schedule"}},
+		"sleep beyond the Job's deadline": {
+			files: minimal, set: []string{"startupSleepMax=3h", "jobDeadline=2h"},
+			names: []string{"jobDeadline", "startupSleepMax"},
+		},
+		"client ID that is no GUID":   {files: minimal, set: []string{"azure.workloadIdentity.clientId=my-app"}, names: []string{"clientId"}},
+		"unknown pull policy":         {files: minimal, set: []string{"image.pullPolicy=Sometimes"}, names: []string{"pullPolicy"}},
+		"an architecture not built":   {files: minimal, set: []string{"architectures={s390x}"}, names: []string{"architectures"}},
+		"a misspelt value":            {files: minimal, set: []string{"runDeadLine=5m"}, names: []string{"runDeadLine"}},
+		"unknown credential mode":     {files: minimal, set: []string{"azure.credentialMode=client-secret"}, names: []string{"credentialMode"}},
+		"unknown CoreDNS layout":      {files: minimal, set: []string{"coreDNSLayout=kubeadm"}, names: []string{"coreDNSLayout"}},
+		"a pull secret with no name":  {files: minimal, set: []string{"imagePullSecrets[0].namespace=x"}, names: []string{"imagePullSecrets"}},
+		"a pod label that is no text": {files: minimal, set: []string{"podLabels.tier=1"}, names: []string{"podLabels"}},
+	}
+	helm := helmBin(t)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := helmTemplateErr(helm, chartDir, tc.files, tc.set...)
+			require.Error(t, err, "helm template accepted %v %v", tc.files, tc.set)
+			msg := helmStderr(err)
+			for _, n := range tc.names {
+				assert.Contains(t, msg, n, "helm template's message names the value")
+			}
+
+			args := []string{"lint", "--strict", chartDir, "--namespace", chartNamespace}
+			for _, f := range tc.files {
+				args = append(args, "--values", f)
+			}
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			out, err := runErr(helm, args...)
+			require.Error(t, err, "helm lint --strict accepted %v %v:\n%s", tc.files, tc.set, out)
+			var lint []string
+			for _, l := range strings.Split(string(out), "\n") {
+				if strings.Contains(l, "[ERROR]") {
+					lint = append(lint, l)
+				}
+			}
+			require.NotEmpty(t, lint, "helm lint --strict names an error:\n%s", out)
+			for _, n := range tc.names {
+				assert.Contains(t, strings.Join(lint, "\n"), n, "helm lint's message names the value")
+			}
+
+			// Template line numbers left out: they move with every edit
+			// of the templates, the messages do not.
+			golden := templateLine.ReplaceAllString(fmt.Sprintf("helm template %s\n%s\n\nhelm lint --strict\n%s\n",
+				strings.Join(append(slices.Clone(tc.files), tc.set...), " "), msg, strings.Join(lint, "\n")), "$1")
+			file := strings.Trim(nonWord.ReplaceAllString(strings.ToLower(name), "-"), "-") + ".golden"
+			testkit.Golden(t, filepath.Join("testdata", "chart", "refusals", file), []byte(golden))
+		})
+	}
+}
+
+// The values each of which is checked by values.schema.json: every value
+// of values.yaml has a schema entry, and the schema knows no value
+// values.yaml lacks, so a value added to one is added to the other.
+func TestChartSchemaCoversEveryValue(t *testing.T) {
+	var schema struct {
+		AdditionalProperties *bool                      `json:"additionalProperties"`
+		Properties           map[string]json.RawMessage `json:"properties"`
+	}
+	readJSON(t, filepath.Join(chartDir, "values.schema.json"), &schema)
+	require.NotNil(t, schema.AdditionalProperties)
+	assert.False(t, *schema.AdditionalProperties, "a misspelt value is refused, not ignored")
+	values := readValues(t, filepath.Join(chartDir, "values.yaml"))
+	assert.ElementsMatch(t, slices.Collect(maps.Keys(values)), slices.Collect(maps.Keys(schema.Properties)),
+		"values.yaml's top-level values and values.schema.json's properties")
+}
+
+// Every object the chart renders, whatever the values, carries the
+// standard labels, so `kubectl get -l app.kubernetes.io/instance=<release>`
+// finds all of a release; none is the Secret scc-registration, which the
+// engine writes and rancher/scc-operator adopts only without
+// app.kubernetes.io/managed-by.
+func TestChartLabels(t *testing.T) {
+	version := releaseVersion(t)
+	want := map[string]string{
+		"app.kubernetes.io/name":       "registration-engine",
+		"app.kubernetes.io/instance":   releaseName,
+		"app.kubernetes.io/version":    version,
+		"app.kubernetes.io/component":  "registration",
+		"app.kubernetes.io/part-of":    "rancher",
+		"app.kubernetes.io/managed-by": "Helm",
+		"helm.sh/chart":                "registration-engine-" + version,
+	}
+	sets := map[string]struct {
+		files []string
+		set   []string
+	}{
+		"minimal":     {files: minimal},
+		"marketplace": {files: goldenValueSets["marketplace"]},
+		"rancher":     {files: goldenValueSets["rancher"]},
+		// Every optional object: the registration code, the certificates,
+		// the Corefile's Role.
+		"every object": {files: minimal, set: []string{"registrationCode=C", "coreDNSLayout=corefile", "regionServerCerts.a\\.pem=-----BEGIN CERTIFICATE-----"}},
+	}
+	for name, tc := range sets {
+		t.Run(name, func(t *testing.T) {
+			objs := splitObjects(t, helmTemplate(t, chartDir, tc.files, tc.set...))
+			require.NotEmpty(t, objs)
+			for k, o := range objs {
+				labels := o.typed.(metav1.Object).GetLabels()
+				for lk, lv := range want {
+					assert.Equal(t, lv, labels[lk], "%s: label %s", k, lk)
+				}
+				assert.NotEqual(t, "scc-registration", o.name, "%s: the engine writes scc-registration; a chart-managed one would never be adopted by rancher/scc-operator", k)
+			}
+			if name == "every object" {
+				assert.Len(t, objs, 19, "the objects the test means to cover (with the run at install and the cleanup hook)")
+			}
+			// The engine's pods carry them too, so that a pod's log or an
+			// Event on it leads back to the release.
+			cj, _ := chartCronJob(t, objs)
+			for _, l := range []map[string]string{cj.Spec.JobTemplate.Labels, cj.Spec.JobTemplate.Spec.Template.Labels} {
+				for lk, lv := range want {
+					assert.Equal(t, lv, l[lk], "the CronJob's Job and pod templates: label %s", lk)
+				}
+			}
+		})
+	}
+}
+
+// The pod values reach the engine's pod; the chart's own labels cannot be
+// replaced by podLabels.
+func TestChartPodValues(t *testing.T) {
+	out := helmTemplate(t, chartDir, minimal,
+		"imagePullSecrets[0].name=private-registry", "priorityClassName=system-cluster-critical",
+		"podLabels.team=platform", "podLabels.app\\.kubernetes\\.io/name=other",
+		"podAnnotations.example\\.com/owner=ops", "logFormat=text")
+	cj, c := chartCronJob(t, splitObjects(t, out))
+	pod := cj.Spec.JobTemplate.Spec.Template
+	assert.Equal(t, []corev1.LocalObjectReference{{Name: "private-registry"}}, pod.Spec.ImagePullSecrets)
+	assert.Equal(t, "system-cluster-critical", pod.Spec.PriorityClassName)
+	assert.Equal(t, "platform", pod.Labels["team"])
+	assert.Equal(t, "registration-engine", pod.Labels["app.kubernetes.io/name"], "podLabels do not replace the chart's")
+	assert.Equal(t, "true", pod.Labels["azure.workload.identity/use"])
+	assert.Equal(t, map[string]string{"example.com/owner": "ops"}, pod.Annotations)
+	assert.Equal(t, "text", env(c)["LOG_FORMAT"].Value, "the engine's LOG_FORMAT setting")
+
+	// And none of it by default.
+	cj, c = chartCronJob(t, splitObjects(t, helmTemplate(t, chartDir, minimal)))
+	pod = cj.Spec.JobTemplate.Spec.Template
+	assert.Empty(t, pod.Spec.ImagePullSecrets)
+	assert.Empty(t, pod.Spec.PriorityClassName)
+	assert.Empty(t, pod.Annotations)
+	assert.Equal(t, "json", env(c)["LOG_FORMAT"].Value)
+}
+
+// The Job's deadline follows the startup sleep and the run deadline, so a
+// long sleep no longer meets a fixed 2 h and dies in its sleep.
+func TestChartJobDeadline(t *testing.T) {
+	tests := map[string]struct {
+		set  []string
+		want int64
+	}{
+		// 15 + 60 + 10 + 2 × 11 = 107 min, rounded up to the hour.
+		"defaults":    {want: 7200},
+		"a 3 h sleep": {set: []string{"startupSleepMax=3h"}, want: 4 * 3600},
+		"no sleep":    {set: []string{"startupSleepMax=0"}, want: 3600},
+		// 15 + 90 + 90 + 2 × 91 min = 6 h 17 min.
+		"seconds and composite forms":   {set: []string{"startupSleepMax=5400", "runDeadline=1h30m"}, want: 7 * 3600},
+		"jobDeadline set":               {set: []string{"jobDeadline=5h"}, want: 5 * 3600},
+		"jobDeadline just long enough":  {set: []string{"jobDeadline=107m"}, want: 107 * 60},
+		"jobDeadline in plain seconds":  {set: []string{"jobDeadline=9000"}, want: 9000},
+		"run deadline in plain seconds": {set: []string{"runDeadline=600"}, want: 7200},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cj, _ := chartCronJob(t, splitObjects(t, helmTemplate(t, chartDir, minimal, tc.set...)))
+			require.NotNil(t, cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds)
+			assert.Equal(t, tc.want, *cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds)
+		})
+	}
+}
+
+// NOTES.txt, which helm install prints, says the schedule the CronJob got.
+// helm template does not render NOTES.txt and helm install needs a
+// cluster, so the test renders the file's text with helm's engine through
+// a copy of the chart that holds it as a ConfigMap's data.
+func TestChartNotes(t *testing.T) {
+	tests := map[string]struct {
+		set  []string
+		want []string
+	}{
+		"the default: a per-install schedule, 18 h and 6 h apart": {want: []string{" UTC (gaps of ", " h and ",
+			"first sleeps a random while of up to 1h; a run takes up to 10m,\nand its Job is stopped after 2h."}},
+		"the design card's schedule": {set: []string{"schedule=0 */18 * * *"}, want: []string{"runs every day at 00:00 and 18:00 UTC (gaps of 18 h and 6 h)"}},
+		"every 6 h at half past": {set: []string{"schedule=30 */6 * * *"}, want: []string{"every day at 00:30, 06:30, 12:30 and 18:30 UTC (every 6 h)"}},
+		"once a day":             {set: []string{"schedule=15 3 * * *", "startupSleepMax=0"}, want: []string{"every day at 03:15 UTC", "A run takes up to 10m, and its Job is stopped after 1h."}},
+		"a list and a range":     {set: []string{"schedule=0 1\\,4-5 * * *"}, want: []string{"every day at 01:00, 04:00 and 05:00 UTC (gaps of 3 h, 1 h and 20 h)"}},
+		"weekly":                 {set: []string{"schedule=0 3 * * 1"}, want: []string{`on the cron schedule "0 3 * * 1" (UTC)`}},
+		"a macro":                {set: []string{"schedule=@daily"}, want: []string{`on the cron schedule "@daily" (UTC)`}},
+	}
+	dir := filepath.Join(t.TempDir(), "registration-engine")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(chartDir)))
+	notes, err := os.ReadFile(filepath.Join(chartDir, "templates", "NOTES.txt"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "templates", "_notes_under_test.tpl"),
+		[]byte(`{{- define "notes-under-test" -}}`+string(notes)+`{{- end }}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "templates", "notes-under-test.yaml"),
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes-under-test\ndata:\n  notes: {{ include \"notes-under-test\" . | quote }}\n"), 0o644))
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"template", releaseName, dir, "--namespace", chartNamespace, "--values", minimal[0], "--show-only", "templates/notes-under-test.yaml"}
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			out, err := runErr(helmBin(t), args...)
+			require.NoError(t, err)
+			var cm corev1.ConfigMap
+			require.NoError(t, yaml.Unmarshal(out, &cm))
+			notes := cm.Data["notes"]
+			require.NotEmpty(t, notes)
+			for _, w := range tc.want {
+				assert.Contains(t, notes, w)
+			}
+			assert.NotContains(t, notes, "REPLACE-ME")
 		})
 	}
 }

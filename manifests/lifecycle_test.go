@@ -59,7 +59,7 @@ func TestChartLifecycleJobs(t *testing.T) {
 		"another plan":             {[]string{"global.azure.marketplace.planId=other"}, true},
 		"another region server":    {[]string{"regionServers={203.0.113.9}"}, true},
 		"another image":            {[]string{"global.azure.images.engine.digest=sha256:" + strings.Repeat("1", 64)}, true},
-		"another credentials mode": {[]string{"azure.credentialMode=workload-identity"}, true},
+		"another credentials mode": {[]string{"azure.credentialMode=workload-identity", "azure.workloadIdentity.clientId=5e2a1a4c-0000-4000-8000-00000000c11e", "azure.workloadIdentity.tenantId=72f988bf-86f1-41af-91ab-2d7cd011db47"}, true},
 		"another schedule":         {[]string{"schedule=5 1 * * *"}, false},
 		"nothing":                  {nil, false},
 	}

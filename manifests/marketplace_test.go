@@ -301,9 +301,13 @@ func TestMarketplaceStagedBundle(t *testing.T) {
 	out := t.TempDir()
 	digest := "sha256:" + strings.Repeat("cd", 32)
 	cmd := exec.Command("marketplace/stage.sh", out)
-	cmd.Env = append(os.Environ(), "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine", "ENGINE_DIGEST="+digest)
+	cmd.Env = append(os.Environ(), "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine", "ENGINE_DIGEST="+digest,
+		"REGION_SERVER_CERTS="+regionServerCertsDir(t))
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
+	for _, server := range bundleRegionServers(t) {
+		assert.FileExists(t, filepath.Join(out, "registration-engine", "certs", server+".pem"), "the bundle's chart carries every region server's certificate")
+	}
 
 	m := loadBundleManifest(t)
 	assert.DirExists(t, filepath.Join(out, m.HelmChart), "an unpacked chart, no .tgz")
@@ -357,4 +361,62 @@ func TestMarketplaceStagedBundle(t *testing.T) {
 	require.NotNil(t, e["REGISTRATION_CODE"].ValueFrom)
 	require.NotNil(t, e["REGISTRATION_CODE"].ValueFrom.SecretKeyRef)
 	assert.Equal(t, secret.Name, e["REGISTRATION_CODE"].ValueFrom.SecretKeyRef.Name, "which the CronJob reads")
+}
+
+// bundleRegionServers is regionServers of the bundle's values.yaml.
+func bundleRegionServers(t *testing.T) []string {
+	t.Helper()
+	var servers []string
+	for _, s := range readValues(t, "marketplace/values.yaml")["regionServers"].([]any) {
+		servers = append(servers, s.(string))
+	}
+	require.NotEmpty(t, servers)
+	return servers
+}
+
+// regionServerCertsDir is a directory as regionServiceCertsAzure installs
+// it: <server>.pem for each of the bundle's region servers (stand-ins; the
+// staging checks names and PEM form, not whose key they hold).
+func regionServerCertsDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	pem := "-----BEGIN CERTIFICATE-----\nMIIBstand-in\n-----END CERTIFICATE-----\n"
+	for _, s := range bundleRegionServers(t) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, s+".pem"), []byte(pem), 0o644))
+	}
+	return dir
+}
+
+// A bundle staged without the region servers' certificates would skip every
+// region server on every run, and a Marketplace install has no manual step
+// to add them: stage.sh refuses it, naming the servers, and leaves no chart
+// behind for cpa to package.
+func TestMarketplaceStageRefusesMissingCertificates(t *testing.T) {
+	servers := bundleRegionServers(t)
+	partial := regionServerCertsDir(t)
+	require.NoError(t, os.Remove(filepath.Join(partial, servers[1]+".pem")))
+	notPEM := regionServerCertsDir(t)
+	require.NoError(t, os.WriteFile(filepath.Join(notPEM, servers[0]+".pem"), []byte("not a certificate\n"), 0o644))
+	tests := map[string]struct {
+		certs   string
+		missing []string
+	}{
+		"none (the repository ships none)": {certs: "", missing: servers},
+		"one missing":                      {certs: partial, missing: servers[1:2]},
+		"one that is no PEM certificate":   {certs: notPEM, missing: servers[:1]},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			out := t.TempDir()
+			cmd := exec.Command("marketplace/stage.sh", out)
+			cmd.Env = append(os.Environ(), "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine",
+				"ENGINE_DIGEST=sha256:"+strings.Repeat("cd", 32), "REGION_SERVER_CERTS="+tc.certs)
+			b, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "%s", b)
+			assert.Equal(t, 2, exit.ExitCode())
+			assert.Contains(t, string(b), "refusing the bundle: no certificate <server>.pem for region server(s) "+strings.Join(tc.missing, " ")+";")
+			assert.NoDirExists(t, filepath.Join(out, "registration-engine"))
+		})
+	}
 }

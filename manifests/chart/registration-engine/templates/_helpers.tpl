@@ -6,8 +6,40 @@ expect these.
 */}}
 {{- define "registration-engine.name" -}}registration-engine{{- end }}
 
+{{/*
+The labels of every object the chart renders (Kubernetes' recommended
+app.kubernetes.io/* and Helm's helm.sh/chart): kubectl get -l
+app.kubernetes.io/instance=<release> finds all of a release. A template the
+chart gains includes this, and a test checks every rendered object carries
+them. Never put them on the Secret scc-registration: rancher/scc-operator
+refuses to adopt a Secret labelled app.kubernetes.io/managed-by, and the
+engine, not the chart, writes that one.
+*/}}
 {{- define "registration-engine.labels" -}}
 app.kubernetes.io/name: {{ include "registration-engine.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/component: registration
+app.kubernetes.io/part-of: rancher
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The labels of the engine's pods: the chart's, podLabels (which cannot
+replace the chart's), and those Azure acts on. A YAML map.
+*/}}
+{{- define "registration-engine.podLabels" -}}
+{{- $labels := merge (include "registration-engine.labels" . | fromYaml) (deepCopy (.Values.podLabels | default dict)) -}}
+{{- if eq (include "registration-engine.credentialMode" .) "workload-identity" -}}
+  {{- /* Makes the Workload Identity webhook inject the federated token
+  and AZURE_CLIENT_ID / AZURE_TENANT_ID / AZURE_FEDERATED_TOKEN_FILE. */ -}}
+  {{- $_ := set $labels "azure.workload.identity/use" "true" -}}
+{{- end -}}
+{{- if .Values.marketplace.billingLabel -}}
+  {{- $_ := set $labels "azure-extensions-usage-release-identifier" .Release.Name -}}
+{{- end -}}
+{{- toYaml $labels -}}
 {{- end }}
 
 {{/*
@@ -130,4 +162,253 @@ updateServerDomains as the elements of a CEL list: 'a.example', 'b.example'.
   {{- $out = append $out (printf "'%s'" .) -}}
 {{- end -}}
 {{- join ", " $out -}}
+{{- end }}
+
+{{/*
+A duration value (startupSleepMax, runDeadline, jobDeadline) in seconds, or
+"" when it is none. The chart takes what values.schema.json lets through:
+whole hours, minutes and seconds ("1h", "90m", "1h30m", "45s") or plain
+seconds (3600), the forms the engine also reads. Called with (list name
+value).
+*/}}
+{{- define "registration-engine.seconds" -}}
+{{- $v := toString (index . 1) | trim -}}
+{{- if regexMatch "^[0-9]+$" $v -}}
+  {{- $v -}}
+{{- else if and $v (regexMatch "^([0-9]+h)?([0-9]+m)?([0-9]+s)?$" $v) -}}
+  {{- $h := regexFind "[0-9]+h" $v | trimSuffix "h" | default "0" | atoi -}}
+  {{- $m := regexFind "[0-9]+m" $v | trimSuffix "m" | default "0" | atoi -}}
+  {{- $s := regexFind "[0-9]+s" $v | trimSuffix "s" | default "0" | atoi -}}
+  {{- add (mul $h 3600) (mul $m 60) $s -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Seconds as a duration a person reads: 6420 → 1h47m.
+*/}}
+{{- define "registration-engine.human" -}}
+{{- $s := int . -}}
+{{- $out := "" -}}
+{{- if ge $s 3600 }}{{ $out = printf "%dh" (div $s 3600) }}{{ end -}}
+{{- if mod (div $s 60) 60 }}{{ $out = printf "%s%dm" $out (mod (div $s 60) 60) }}{{ end -}}
+{{- if mod $s 60 }}{{ $out = printf "%s%ds" $out (mod $s 60) }}{{ end -}}
+{{- $out | default "0s" -}}
+{{- end }}
+
+{{/*
+What a scheduled Job needs before its activeDeadlineSeconds, in seconds:
+its pod may start up to 15 min after the schedule (image pull, a busy
+node), sleeps up to startupSleepMax, runs up to runDeadline, and its two
+retries (backoffLimit) run up to runDeadline each after about a minute of
+backoff, without sleeping.
+*/}}
+{{- define "registration-engine.jobNeeds" -}}
+{{- $sleep := include "registration-engine.seconds" (list "startupSleepMax" .Values.startupSleepMax) | default "0" | atoi -}}
+{{- $run := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) | default "0" | atoi -}}
+{{- add 900 $sleep $run (mul 2 (add $run 60)) -}}
+{{- end }}
+
+{{/*
+The Job's activeDeadlineSeconds: jobDeadline when set (validate refuses
+one shorter than jobNeeds), else what a run needs rounded up to the hour:
+2 h for the defaults (1 h sleep, 10 min run).
+*/}}
+{{- define "registration-engine.activeDeadlineSeconds" -}}
+{{- $set := include "registration-engine.seconds" (list "jobDeadline" .Values.jobDeadline) -}}
+{{- if $set -}}
+  {{- $set -}}
+{{- else -}}
+  {{- $needs := include "registration-engine.jobNeeds" . | atoi -}}
+  {{- mul (div (add $needs 3599) 3600) 3600 -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+What is wrong with a cron schedule, or "". Kubernetes takes five fields
+(minute hour day-of-month month day-of-week) or a macro; its API server
+refuses anything else at install, after helm has already created the
+release's other objects, and a value out of range never fires.
+*/}}
+{{- define "registration-engine.scheduleProblem" -}}
+{{- $s := . -}}
+{{- $macros := list "@yearly" "@annually" "@monthly" "@weekly" "@daily" "@midnight" "@hourly" -}}
+{{- if hasPrefix "@" $s -}}
+  {{- if not (or (has (lower $s) $macros) (regexMatch "^@every ([0-9]+(h|m|s))+$" $s)) -}}
+    {{- printf "schedule %q: unknown macro; use five fields, @every <duration> or one of %s" $s (join ", " $macros) -}}
+  {{- end -}}
+{{- else if regexMatch "^(CRON_)?TZ=" $s -}}
+  {{- printf "schedule %q: no time zone in the schedule; the chart sets the CronJob's timeZone to Etc/UTC" $s -}}
+{{- else -}}
+  {{- $fields := regexSplit "\\s+" $s -1 -}}
+  {{- if ne (len $fields) 5 -}}
+    {{- printf "schedule %q: %d field(s), want 5 (minute hour day-of-month month day-of-week, e.g. \"0 */18 * * *\") or a macro such as @daily" $s (len $fields) -}}
+  {{- else -}}
+    {{- $specs := list (list "minute" 0 59) (list "hour" 0 23) (list "day-of-month" 1 31) (list "month" 1 12) (list "day-of-week" 0 7) -}}
+    {{- $problem := "" -}}
+    {{- range $i, $field := $fields -}}
+      {{- $spec := index $specs $i -}}
+      {{- $name := index $spec 0 -}}
+      {{- $names := "" -}}
+      {{- if eq $i 3 }}{{ $names = "|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec" }}{{ end -}}
+      {{- if eq $i 4 }}{{ $names = "|sun|mon|tue|wed|thu|fri|sat" }}{{ end -}}
+      {{- $any := ternary "[*?]" "[*]" (or (eq $i 2) (eq $i 4)) -}}
+      {{- $atom := printf "([0-9]+%s)" $names -}}
+      {{- $item := printf "^(%s|%s(-%s)?)(/[0-9]+)?$" $any $atom $atom -}}
+      {{- range splitList "," (lower $field) -}}
+        {{- if $problem -}}
+        {{- else if not (regexMatch $item .) -}}
+          {{- $problem = printf "schedule %q: %s field %q is not a number, range, list, step or *" $s $name $field -}}
+        {{- else -}}
+          {{- range regexFindAll "[0-9]+" (regexReplaceAll "/[0-9]+$" . "") -1 -}}
+            {{- if and (not $problem) (or (lt (atoi .) (index $spec 1)) (gt (atoi .) (index $spec 2))) -}}
+              {{- $problem = printf "schedule %q: %s %s is out of range %d-%d" $s $name . (index $spec 1) (index $spec 2) -}}
+            {{- end -}}
+          {{- end -}}
+          {{- if and (not $problem) (regexMatch "/0+$" .) -}}
+            {{- $problem = printf "schedule %q: %s field %q steps by 0" $s $name $field -}}
+          {{- end -}}
+        {{- end -}}
+      {{- end -}}
+    {{- end -}}
+    {{- $problem -}}
+  {{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The schedule as a person reads it, for NOTES.txt: "every day at 00:00 and
+18:00 UTC (gaps of 18 h and 6 h)" for a fixed minute and an hour field of
+numbers, ranges and steps; the cron expression itself otherwise.
+*/}}
+{{- define "registration-engine.scheduleText" -}}
+{{- $s := include "registration-engine.schedule" . -}}
+{{- $f := regexSplit "\\s+" $s -1 -}}
+{{- if and (eq (len $f) 5) (regexMatch "^[0-9]+$" (index $f 0)) (eq (index $f 2) "*") (eq (index $f 3) "*") (eq (index $f 4) "*") (ne (index $f 1) "*") -}}
+  {{- $hours := list -}}
+  {{- range splitList "," (index $f 1) -}}
+    {{- $step := 1 -}}
+    {{- $r := . -}}
+    {{- if contains "/" . }}{{ $step = splitList "/" . | last | atoi }}{{ $r = splitList "/" . | first }}{{ end -}}
+    {{- $lo := 0 }}{{ $hi := 23 -}}
+    {{- if ne $r "*" -}}
+      {{- $lo = splitList "-" $r | first | atoi -}}
+      {{- $hi = ternary (splitList "-" $r | last | atoi) (ternary 23 $lo (contains "/" .)) (contains "-" $r) -}}
+    {{- end -}}
+    {{- range untilStep $lo (add $hi 1 | int) $step -}}
+      {{- $hours = append $hours (printf "%02d" .) -}}
+    {{- end -}}
+  {{- end -}}
+  {{- $hours = $hours | uniq | sortAlpha -}}
+  {{- $times := list -}}
+  {{- range $hours }}{{ $times = append $times (printf "%s:%02d" . (index $f 0 | atoi)) }}{{ end -}}
+  {{- $gaps := list -}}
+  {{- range $i, $h := $hours -}}
+    {{- $next := add 24 (first $hours | atoi) -}}
+    {{- if lt (add $i 1 | int) (len $hours) }}{{ $next = index $hours (add $i 1 | int) | atoi }}{{ end -}}
+    {{- $gaps = append $gaps (printf "%d h" (sub $next ($h | atoi))) -}}
+  {{- end -}}
+  {{- $when := $times | first -}}
+  {{- if gt (len $times) 1 }}{{ $when = printf "%s and %s" (initial $times | join ", ") (last $times) }}{{ end -}}
+  {{- printf "every day at %s UTC" $when -}}
+  {{- if gt (len $times) 1 -}}
+    {{- if eq (len ($gaps | uniq)) 1 -}}
+      {{- printf " (every %s)" (first $gaps) -}}
+    {{- else -}}
+      {{- printf " (gaps of %s and %s)" (initial $gaps | join ", ") (last $gaps) -}}
+    {{- end -}}
+  {{- end -}}
+{{- else -}}
+  {{- printf "on the cron schedule %q (UTC)" $s -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+What is wrong with a value the engine reads, or "": empty, a REPLACE-ME
+placeholder of values.yaml, or a @…@ placeholder that
+manifests/marketplace/stage.sh fills in (a bundle that was not staged).
+DONOTMODIFY passes: the Marketplace bundle ships it and Azure replaces it
+at deployment; container-package-app renders the bundle's chart with it.
+Called with (list name value what-to-set).
+*/}}
+{{- define "registration-engine.placeholderProblem" -}}
+{{- $name := index . 0 -}}
+{{- $v := toString (index . 1 | default "") -}}
+{{- if not $v -}}
+  {{- printf "%s is not set: %s" $name (index . 2) -}}
+{{- else if contains "REPLACE-ME" $v -}}
+  {{- printf "%s is still the placeholder %q: %s" $name $v (index . 2) -}}
+{{- else if regexMatch "@[A-Z_]+@" $v -}}
+  {{- printf "%s is still the placeholder %q: stage the bundle with manifests/marketplace/stage.sh, which fills it in" $name $v -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Every cross-value rule values.schema.json cannot say, checked at once so
+that helm template, lint and install name every problem in one error
+(templates/validate.yaml includes this). Each message names the value.
+*/}}
+{{- define "registration-engine.validate" -}}
+{{- $problems := list -}}
+{{- $azure := include "registration-engine.azure" . | fromYaml -}}
+{{- $checks := list -}}
+
+{{- /* The image: the Marketplace's, or one the cluster can pull. */ -}}
+{{- $img := dig "images" "engine" dict $azure -}}
+{{- if $img.image -}}
+  {{- $checks = append $checks (list "global.azure.images.engine.image" $img.image "the engine's repository in the publisher's registry") -}}
+  {{- range $k := list "registry" "digest" "tag" -}}
+    {{- if regexMatch "@[A-Z_]+@" (toString (index $img $k | default "")) -}}
+      {{- $checks = append $checks (list (printf "global.azure.images.engine.%s" $k) (index $img $k) "") -}}
+    {{- end -}}
+  {{- end -}}
+{{- else -}}
+  {{- $checks = append $checks (list "image.repository" .Values.image.repository (printf "set it to the engine's image in a registry this cluster pulls from (make release builds it; image.tag defaults to the chart's appVersion %s), or install the Azure Marketplace bundle, which sets global.azure.images.engine" .Chart.AppVersion)) -}}
+{{- end -}}
+
+{{- /* The identity the engine reads the extension's plan with. */ -}}
+{{- $mode := include "registration-engine.credentialMode" . -}}
+{{- if eq $mode "workload-identity" -}}
+  {{- $checks = append $checks (list "azure.workloadIdentity.clientId" .Values.azure.workloadIdentity.clientId "the client ID of the managed identity or app registration federated with system:serviceaccount:<namespace>:registration-engine") -}}
+  {{- $checks = append $checks (list "azure.workloadIdentity.tenantId" .Values.azure.workloadIdentity.tenantId "its Entra tenant ID") -}}
+{{- else -}}
+  {{- $checks = append $checks (list "global.azure.identity.clientId" (dig "identity" "clientId" "" $azure) "managed-identity mode reads it from Azure's injected values") -}}
+{{- end -}}
+
+{{- /* The plan the extension must carry. */ -}}
+{{- $extName := ternary "global.azure.extension.resourceId" "azure.extensionResourceId" (not (empty (dig "extension" "resourceId" "" $azure))) -}}
+{{- $checks = append $checks (list $extName (include "registration-engine.extensionResourceId" .) "the ARM resource ID of the cluster extension whose Marketplace plan proves this deployment (/subscriptions/…/providers/Microsoft.KubernetesConfiguration/extensions/<name>)") -}}
+{{- $checks = append $checks (list "marketplace.publisherId" .Values.marketplace.publisherId "the plan's publisher (the Marketplace bundle's mainTemplate.json passes it)") -}}
+{{- $checks = append $checks (list "marketplace.offerId" .Values.marketplace.offerId "the plan's offer ID (the Marketplace bundle's mainTemplate.json passes it)") -}}
+{{- $planName := ternary "global.azure.marketplace.planId" "marketplace.planId" (not (empty (dig "marketplace" "planId" "" $azure))) -}}
+{{- $checks = append $checks (list $planName (include "registration-engine.planId" .) "the plan's ID (Azure injects global.azure.marketplace.planId)") -}}
+
+{{- range $checks -}}
+  {{- with include "registration-engine.placeholderProblem" . -}}
+    {{- $problems = append $problems . -}}
+  {{- end -}}
+{{- end -}}
+
+{{- /* The schedule and the time a scheduled Job takes. */ -}}
+{{- with include "registration-engine.scheduleProblem" (include "registration-engine.schedule" .) -}}
+  {{- $problems = append $problems . -}}
+{{- end -}}
+{{- $run := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) -}}
+{{- if and $run (eq ($run | atoi) 0) -}}
+  {{- $problems = append $problems (printf "runDeadline %v: a run needs time; the engine refuses 0 (default 10m)" .Values.runDeadline) -}}
+{{- end -}}
+{{- $deadline := include "registration-engine.seconds" (list "jobDeadline" .Values.jobDeadline) -}}
+{{- $needs := include "registration-engine.jobNeeds" . | atoi -}}
+{{- if and $deadline (lt ($deadline | atoi) $needs) -}}
+  {{- $problems = append $problems (printf "jobDeadline %v is shorter than a scheduled run may take, %s (15m for the pod to start + startupSleepMax %v + runDeadline %v + 2 retries of runDeadline and 1m backoff each): the Job would be killed in its sleep or its retries; raise jobDeadline (or leave it empty: the chart then derives it) or lower startupSleepMax" .Values.jobDeadline (include "registration-engine.human" $needs) .Values.startupSleepMax .Values.runDeadline) -}}
+{{- end -}}
+
+{{- if $problems -}}
+  {{- $msg := printf "\n%d value(s) to fix:\n- %s" (len $problems) (join "\n- " $problems) -}}
+  {{- fail $msg -}}
+  {{- /* Reached only under helm lint, whose fail logs "[INFO] Fail" and
+  carries on (the engine's LintMode), so that lint would pass: an include
+  of a template that cannot exist is a render error lint reports, the
+  message in its name. */ -}}
+  {{- include (printf "registration-engine refuses these values:%s" $msg) . -}}
+{{- end -}}
 {{- end }}

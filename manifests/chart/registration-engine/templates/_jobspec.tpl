@@ -14,9 +14,10 @@ args may be omitted.
 # (exit 2) fail at once, below.
 backoffLimit: 2
 # The pod that sleeps starts within 15 min of the schedule, sleeps up to
-# startupSleepMax (1 h) and runs up to runDeadline (10 min); retries do
-# not sleep. 85 min + ~22 min < 2 h.
-activeDeadlineSeconds: 7200
+# startupSleepMax and runs up to runDeadline; retries do not sleep.
+# jobDeadline, or that rounded up to the hour: 2 h for the defaults
+# (15 + 60 + 10 + 2 × 11 min = 107 min).
+activeDeadlineSeconds: {{ include "registration-engine.activeDeadlineSeconds" . }}
 # Keep a finished Job (and its pod's log) for three days.
 ttlSecondsAfterFinished: 259200
 podFailurePolicy:
@@ -47,18 +48,23 @@ see registration-engine.jobSpec. Called with (dict "root" $ "args" (list …)).
 {{- $mode := include "registration-engine.credentialMode" . -}}
 {{- $name := include "registration-engine.name" . -}}
 metadata:
+  # The chart's labels, podLabels, azure.workload.identity/use (the
+  # Workload Identity webhook) and the billing label when asked for.
   labels:
-    {{- include "registration-engine.labels" . | nindent 4 }}
-    {{- if eq $mode "workload-identity" }}
-    # Makes the Workload Identity webhook inject the federated token
-    # and AZURE_CLIENT_ID / AZURE_TENANT_ID / AZURE_FEDERATED_TOKEN_FILE.
-    azure.workload.identity/use: "true"
-    {{- end }}
-    {{- if .Values.marketplace.billingLabel }}
-    azure-extensions-usage-release-identifier: {{ .Release.Name }}
-    {{- end }}
+    {{- include "registration-engine.podLabels" . | nindent 4 }}
+  {{- with .Values.podAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
 spec:
   serviceAccountName: {{ $name }}
+  {{- with .Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.priorityClassName }}
+  priorityClassName: {{ . }}
+  {{- end }}
   restartPolicy: Never
   # SIGTERM cancels the run; the Lease is released within 5 s.
   terminationGracePeriodSeconds: 30
@@ -169,6 +175,8 @@ spec:
           value: {{ .Values.operatorRecovery | toString | quote }}
         - name: LOG_LEVEL
           value: {{ .Values.logLevel | quote }}
+        - name: LOG_FORMAT
+          value: {{ .Values.logFormat | quote }}
         # Lets the Go runtime collect garbage before the memory limit
         # kills the pod.
         - name: GOMEMLIMIT

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds a release from the one version source, the file VERSION (#.#.#, what
+# the Marketplace bundle demands):
+#
+#   hack/release.sh stamp            writes VERSION into the chart's Chart.yaml
+#                                    (version, appVersion) and the bundle's
+#                                    manifest.yaml (version); a test fails
+#                                    while they disagree
+#   hack/release.sh build OUTDIR     the release in OUTDIR, from stamped copies
+#                                    (the tree is not changed):
+#     registration-engine-<v>.tgz              helm package of the chart
+#     registration-engine-<v>-linux-<arch>     the engine, job.Version=<v>
+#     registration-engine-<v>-linux-<arch>.cdx.json   its SBOM (CycloneDX)
+#     registration-engine-marketplace-<v>.tar.gz      the staged bundle, when
+#                                    ENGINE_DIGEST names the pushed image
+#     SHA256SUMS
+#   and, unless RELEASE_IMAGE=0, the image IMAGE_REPO:<v>-<arch> per arch
+#   with OCI labels (org.opencontainers.image.*).
+#
+# Environment: HELM (helm), CYCLONEDX_GOMOD (cyclonedx-gomod), RELEASE_ARCHS
+# (amd64 arm64), IMAGE_REPO (registration-engine), BUILD_IMAGE, BASE_IMAGE;
+# for the bundle REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and
+# REGION_SERVER_CERTS (see manifests/marketplace/stage.sh). VERSION in the
+# environment replaces the file's (a test stamps a version of its own).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+version=${VERSION:-$(tr -d '[:space:]' < VERSION)}
+[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "release: VERSION $version is not #.#.# (the Marketplace bundle's version format)" >&2; exit 2; }
+chart=manifests/chart/registration-engine
+bundle_manifest=manifests/marketplace/manifest.yaml
+
+# stamp_chart DIR: Chart.yaml's version and appVersion.
+stamp_chart() {
+  sed -i -E -e "s/^version: .*/version: $version/" -e "s/^appVersion: .*/appVersion: \"$version\"/" "$1/Chart.yaml"
+}
+stamp_manifest() {
+  sed -i -E "s/^version: .*/version: $version/" "$1"
+}
+
+case ${1:-} in
+stamp)
+  stamp_chart "$chart"
+  stamp_manifest "$bundle_manifest"
+  echo "release: stamped $version into $chart/Chart.yaml (version, appVersion) and $bundle_manifest (version)"
+  exit 0
+  ;;
+build) out=${2:?usage: $0 build OUTDIR} ;;
+*) echo "usage: $0 stamp | build OUTDIR" >&2; exit 2 ;;
+esac
+
+grep -qE "^## \[?$version\]?" CHANGELOG.md || { echo "release: CHANGELOG.md has no section for $version (## [$version])" >&2; exit 2; }
+helm=${HELM:-helm}
+cdx=${CYCLONEDX_GOMOD:-cyclonedx-gomod}
+archs=${RELEASE_ARCHS:-amd64 arm64}
+revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+# The build time is the commit's, so that two builds of one commit agree.
+created=$(date -u -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)" +%Y-%m-%dT%H:%M:%SZ)
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The chart: a stamped copy with the LICENSE, packaged.
+cp -R "$chart" "$work/registration-engine"
+cp LICENSE "$work/registration-engine/LICENSE"
+stamp_chart "$work/registration-engine"
+"$helm" package "$work/registration-engine" --destination "$out" >/dev/null
+echo "release: chart $(cd "$out" && ls registration-engine-"$version".tgz) (version $version, appVersion $version)"
+
+# The binaries and their SBOMs: what the image carries, per architecture.
+for arch in $archs; do
+  bin="$out/registration-engine-$version-linux-$arch"
+  CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath \
+    -ldflags "-s -w -X github.com/rancher/registration-engine/job.Version=$version" -o "$bin" .
+  "$cdx" bin -json -version "v$version" -output "$bin.cdx.json" "$bin"
+  echo "release: binary $(basename "$bin") and its SBOM $(basename "$bin").cdx.json"
+done
+
+# The Marketplace bundle, once the image is pushed and its digest known.
+if [[ -n ${ENGINE_DIGEST:-} ]]; then
+  CHART_DIR="$work/registration-engine" VERSION=$version manifests/marketplace/stage.sh "$work/bundle" >/dev/null
+  tar -C "$work/bundle" -czf "$out/registration-engine-marketplace-$version.tar.gz" .
+  echo "release: bundle registration-engine-marketplace-$version.tar.gz (manifest.yaml version $version, image $ENGINE_IMAGE@$ENGINE_DIGEST)"
+else
+  echo "release: bundle skipped: push the image, then run again with REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS (manifests/marketplace/stage.sh)"
+fi
+
+# The image, per architecture, as make image names them (IMAGE-<arch>), so
+# that make image-push IMAGE=<repo>:<v> pushes them and their list.
+if [[ ${RELEASE_IMAGE:-1} != 0 ]]; then
+  repo=${IMAGE_REPO:-registration-engine}
+  for arch in $archs; do
+    tag="$repo:$version-$arch"
+    docker build --platform "linux/$arch" --build-arg TARGETARCH="$arch" \
+      --build-arg BUILD_IMAGE="${BUILD_IMAGE:-golang:1.26}" --build-arg BASE_IMAGE="${BASE_IMAGE:-gcr.io/distroless/static-debian13:nonroot}" \
+      --build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg CREATED="$created" -t "$tag" .
+    echo "release: image $tag"
+    docker image inspect -f '{{range $k, $v := .Config.Labels}}  {{$k}}={{$v}}{{println}}{{end}}' "$tag"
+  done
+else
+  echo "release: image skipped (RELEASE_IMAGE=0)"
+fi
+
+(
+  cd "$out"
+  files=()
+  for f in registration-engine-"$version".tgz registration-engine-marketplace-"$version".tar.gz registration-engine-"$version"-linux-*; do
+    [[ -e $f ]] && files+=("$f")
+  done
+  sha256sum -- "${files[@]}" > SHA256SUMS
+)
+echo "release: SHA256SUMS"
+echo "release: $version in $out"

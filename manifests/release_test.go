@@ -1,0 +1,183 @@
+package manifests
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rancher/registration-engine/internal/testkit"
+)
+
+// What carries the version beside VERSION: the chart's version and
+// appVersion (the image tag it defaults to) and the bundle's version, which
+// Azure compares when it auto-upgrades an extension. They agree, and
+// CHANGELOG.md says what the version brought.
+func TestVersionsAgree(t *testing.T) {
+	version := releaseVersion(t)
+	assert.Regexp(t, `^[0-9]+\.[0-9]+\.[0-9]+$`, version, "VERSION is #.#.#, the bundle's format")
+	var chart struct{ Version, AppVersion string }
+	data, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &chart))
+	assert.Equal(t, version, chart.Version, "Chart.yaml version: make stamp writes VERSION there")
+	assert.Equal(t, version, chart.AppVersion, "Chart.yaml appVersion: make stamp writes VERSION there")
+	assert.Equal(t, version, loadBundleManifest(t).Version, "marketplace/manifest.yaml version: make stamp writes VERSION there")
+	changelog, err := os.ReadFile(filepath.Join("..", "CHANGELOG.md"))
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^## \[`+regexp.QuoteMeta(version)+`\]`, string(changelog), "CHANGELOG.md has a section for VERSION")
+	license, err := os.ReadFile(filepath.Join("..", "LICENSE"))
+	require.NoError(t, err)
+	assert.Contains(t, string(license), "Apache License\n                           Version 2.0, January 2004")
+	assert.Contains(t, string(license), "END OF TERMS AND CONDITIONS", "the full text")
+}
+
+// hack/release.sh stamp writes VERSION where the chart and the bundle keep
+// their versions, and nothing else (run on a copy of those files).
+func TestReleaseStamp(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"hack/release.sh", "manifests/chart/registration-engine/Chart.yaml", "manifests/marketplace/manifest.yaml"} {
+		data, err := os.ReadFile(filepath.Join("..", f))
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, f), data, 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, "VERSION"), []byte("9.8.7\n"), 0o644))
+	out, err := exec.Command(filepath.Join(root, "hack", "release.sh"), "stamp").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	chartBefore, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	require.NoError(t, err)
+	chartAfter, err := os.ReadFile(filepath.Join(root, "manifests/chart/registration-engine/Chart.yaml"))
+	require.NoError(t, err)
+	v := releaseVersion(t)
+	want := strings.Replace(strings.Replace(string(chartBefore), "\nversion: "+v+"\n", "\nversion: 9.8.7\n", 1), "\nappVersion: \""+v+"\"\n", "\nappVersion: \"9.8.7\"\n", 1)
+	assert.Equal(t, want, string(chartAfter), "only version and appVersion change")
+	manifest, err := os.ReadFile(filepath.Join(root, "manifests/marketplace/manifest.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(manifest), "\nversion: 9.8.7\n")
+
+	require.NoError(t, os.WriteFile(filepath.Join(root, "VERSION"), []byte("1.2\n"), 0o644))
+	out, err = exec.Command(filepath.Join(root, "hack", "release.sh"), "stamp").CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "VERSION 1.2 is not #.#.#")
+}
+
+// cyclonedxBin is CYCLONEDX_GOMOD, bin/tools/cyclonedx-gomod (make
+// sbom-tool), or cyclonedx-gomod on PATH.
+func cyclonedxBin(t *testing.T) string {
+	t.Helper()
+	candidate := os.Getenv("CYCLONEDX_GOMOD")
+	if candidate == "" {
+		candidate, _ = filepath.Abs(filepath.Join("..", "bin", "tools", "cyclonedx-gomod"))
+	}
+	return testkit.Tool(t, "cyclonedx-gomod", "CYCLONEDX_GOMOD", candidate, "make sbom-tool")
+}
+
+// What make release builds without docker (RELEASE_IMAGE=0), for one
+// architecture: the chart package, the binary with its SBOM, the bundle,
+// the checksums, all at VERSION.
+func TestReleaseBuild(t *testing.T) {
+	helm, cdx := helmBin(t), cyclonedxBin(t)
+	version := releaseVersion(t)
+	out := t.TempDir()
+	cmd := exec.Command(filepath.Join("..", "hack", "release.sh"), "build", out)
+	cmd.Env = append(os.Environ(), "HELM="+helm, "CYCLONEDX_GOMOD="+cdx, "RELEASE_ARCHS=amd64", "RELEASE_IMAGE=0",
+		"REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine", "ENGINE_DIGEST=sha256:"+strings.Repeat("ab", 32),
+		"REGION_SERVER_CERTS="+regionServerCertsDir(t))
+	log, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", log)
+	t.Logf("%s", log)
+
+	// The chart package: stamped, with the LICENSE and the schema.
+	chart := untar(t, filepath.Join(out, "registration-engine-"+version+".tgz"))
+	var meta struct{ Version, AppVersion string }
+	require.NoError(t, yaml.Unmarshal(chart["registration-engine/Chart.yaml"], &meta))
+	assert.Equal(t, version, meta.Version)
+	assert.Equal(t, version, meta.AppVersion)
+	for _, f := range []string{"registration-engine/LICENSE", "registration-engine/values.schema.json", "registration-engine/templates/validate.yaml"} {
+		assert.Contains(t, chart, f)
+	}
+
+	// The binary says its version.
+	bin := filepath.Join(out, "registration-engine-"+version+"-linux-amd64")
+	v, err := exec.Command(bin, "--version").CombinedOutput()
+	require.NoError(t, err, "%s", v)
+	assert.Contains(t, string(v), version)
+
+	// Its SBOM: CycloneDX, the engine at v<VERSION>, its modules.
+	var sbom struct {
+		BOMFormat, SpecVersion string
+		Metadata               struct {
+			Component struct{ Name, Version, Purl string }
+		}
+		Components []struct{ Name, Version, Purl string }
+	}
+	data, err := os.ReadFile(bin + ".cdx.json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &sbom))
+	assert.Equal(t, "CycloneDX", sbom.BOMFormat)
+	assert.Equal(t, "github.com/rancher/registration-engine", sbom.Metadata.Component.Name)
+	assert.Equal(t, "v"+version, sbom.Metadata.Component.Version)
+	var names []string
+	for _, c := range sbom.Components {
+		names = append(names, c.Name)
+	}
+	assert.Contains(t, names, "k8s.io/client-go", "the modules compiled in")
+
+	// The bundle: stamped manifest, the chart with its certificates.
+	bundle := untar(t, filepath.Join(out, "registration-engine-marketplace-"+version+".tar.gz"))
+	var manifest bundleManifest
+	require.NoError(t, yaml.UnmarshalStrict(bundle["./manifest.yaml"], &manifest))
+	assert.Equal(t, version, manifest.Version)
+	require.NoError(t, yaml.Unmarshal(bundle["./registration-engine/Chart.yaml"], &meta))
+	assert.Equal(t, version, meta.Version)
+	for _, s := range bundleRegionServers(t) {
+		assert.Contains(t, bundle, "./registration-engine/certs/"+s+".pem")
+	}
+
+	sums, err := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	require.NoError(t, err)
+	for _, f := range []string{"registration-engine-" + version + ".tgz", "registration-engine-marketplace-" + version + ".tar.gz",
+		"registration-engine-" + version + "-linux-amd64", "registration-engine-" + version + "-linux-amd64.cdx.json"} {
+		assert.Contains(t, string(sums), "  "+f+"\n")
+	}
+	assert.Contains(t, string(log), "release: image skipped (RELEASE_IMAGE=0)")
+}
+
+// untar reads a .tar.gz into file name → content.
+func untar(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	files := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		data, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		files[h.Name] = data
+	}
+	return files
+}
