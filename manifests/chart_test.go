@@ -461,6 +461,23 @@ func TestChartValues(t *testing.T) {
 				assert.Empty(t, sa.Annotations)
 			},
 		},
+		// AKS's IMDS restriction: the engine's pod on the node's network,
+		// still asking the cluster's DNS (the handover check).
+		"hostNetwork for a cluster with IMDS restriction": {
+			set: []string{"hostNetwork=true"},
+			check: func(t *testing.T, _ map[string]rendered, cj *batchv1.CronJob, _ *corev1.Container) {
+				pod := cj.Spec.JobTemplate.Spec.Template.Spec
+				assert.True(t, pod.HostNetwork)
+				assert.Equal(t, corev1.DNSClusterFirstWithHostNet, pod.DNSPolicy)
+			},
+		},
+		"hostNetwork off by default": {
+			check: func(t *testing.T, _ map[string]rendered, cj *batchv1.CronJob, _ *corev1.Container) {
+				pod := cj.Spec.JobTemplate.Spec.Template.Spec
+				assert.False(t, pod.HostNetwork)
+				assert.Empty(t, pod.DNSPolicy, "the default ClusterFirst")
+			},
+		},
 		"Azure injected a client ID, the customer chose Workload Identity": {
 			set:   append(slices.Clone(azureInjected), "azure.credentialMode=workload-identity"),
 			check: workloadIdentity,

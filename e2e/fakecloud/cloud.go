@@ -186,6 +186,12 @@ var Faults = []Fault{
 		}
 		return nil
 	}},
+	{"imds-restricted", "every connect to IMDS is dropped, as AKS's IMDS restriction drops a non-hostNetwork pod's packets to 169.254.169.254: detection falls back to DMI, phase 2 fails permanently naming the restriction and the chart value hostNetwork (start-up only)", func(c *Cloud) error {
+		if !c.starting {
+			return errors.New("fakecloud: imds-restricted can only be chosen at start")
+		}
+		return nil
+	}},
 	{"ipv6-blackhole", "the update server's IPv6 address never answers a connect: succeeds over IPv4 (start-up only)", func(c *Cloud) error {
 		if !c.starting {
 			return errors.New("fakecloud: ipv6-blackhole can only be chosen at start")
@@ -411,6 +417,19 @@ httpsOnly = true
 		"STARTUP_SLEEP_MAX":          "0",
 		"VERIFY_RETRY_BACKOFF":       "1",
 	}
+	if slices.Contains(opts.Faults, "imds-restricted") {
+		// The metadata endpoints point at a black hole on the same host: a
+		// connect hangs until the client gives up, with no RST, as a pod's
+		// SYN to 169.254.169.254 does on a node with the restriction.
+		hole, stop, err := imdsBlackhole(opts.Host)
+		if err != nil {
+			return nil, fmt.Errorf("fakecloud: imds-restricted: %w", err)
+		}
+		c.stops = append(c.stops, stop)
+		for _, k := range []string{"AZURE_IMDS_ENDPOINT", "GCP_METADATA_ENDPOINTS", "AWS_IMDS_ENDPOINTS"} {
+			c.env[k] = "http://" + hole
+		}
+	}
 	if ip, err := netip.ParseAddr(opts.UpdateIPs[0]); err == nil && ip.IsLoopback() {
 		// The engine refuses update servers at loopback addresses unless
 		// told that this is a test; a pod's address needs no exception.
@@ -597,4 +616,20 @@ func serviceAccountToken(jwt, sub string, now time.Time) bool {
 		auds = []string{one}
 	}
 	return slices.Contains(auds, "api://AzureADTokenExchange")
+}
+
+// imdsBlackhole returns host:port of a black hole (see blackholeListener)
+// on a port that was free a moment ago.
+func imdsBlackhole(host string) (string, func(), error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	stop, err := blackholeListener(host, port)
+	if err != nil {
+		return "", nil, err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), stop, nil
 }
