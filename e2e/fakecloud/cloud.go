@@ -61,6 +61,11 @@ type Options struct {
 	// loopback they share a port over several addresses and get a free
 	// one). 0 picks a free port.
 	Ports Ports
+	// Names are more names in the certificate of Entra and ARM, for an
+	// engine that reaches them by name through a forward proxy (Go never
+	// proxies a loopback address, so a test of the engine's proxy use
+	// names them, and the proxy routes the names to Host).
+	Names []string
 	// FederatedSubject, when set, makes Entra accept as client_assertion a
 	// Kubernetes ServiceAccount token with this subject
 	// ("system:serviceaccount:<namespace>:<name>"), audience
@@ -272,7 +277,7 @@ func Start(opts Options) (_ *Cloud, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cert, err := ca.Issue(opts.Host, "localhost")
+	cert, err := ca.Issue(append([]string{opts.Host, "localhost"}, opts.Names...)...)
 	if err != nil {
 		return nil, err
 	}
