@@ -43,6 +43,8 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 		wantOutcome string
 		wantAddress string
 		wantInLog   []string
+		// proved, when set, is logged as the proved: line of a passing case.
+		proved string
 	}{
 		"healthy cloud":         {wantCode: 0, wantOutcome: "registered"},
 		"wrong plan":            {fault: "wrong-plan", wantCode: 2, wantOutcome: "failed", wantInLog: []string{`expected \"premium\", got \"premium-other\"`}},
@@ -55,8 +57,14 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 		"update server offline": {fault: "update-server-offline", wantCode: 0, wantOutcome: "registered", wantAddress: "127.0.0.5"},
 		"IPv6 black hole":       {fault: "ipv6-blackhole", wantCode: 0, wantOutcome: "registered", wantAddress: "127.0.0.4"},
 		"IMDS throttles":        {fault: "imds-429", wantCode: 0, wantOutcome: "registered"},
-		"ARM throttles":         {fault: "arm-429", wantCode: 0, wantOutcome: "registered"},
-		"cached nonce":          {fault: "cached-nonce", wantCode: 0, wantOutcome: "registered"},
+		// AKS's IMDS restriction: every connect to IMDS hangs, as a
+		// non-hostNetwork pod's does; detection falls back to DMI (Azure),
+		// and phase 2 stops for good, naming the cause and the chart value.
+		"IMDS restricted": {fault: "imds-restricted", wantCode: 2, wantOutcome: "failed",
+			wantInLog: []string{`"source":"dmi"`, "instance metadata unreachable from this pod", "AKS's IMDS restriction", "--set hostNetwork=true"},
+			proved:    "IMDS restricted (every connect to IMDS dropped, DMI says Azure): exit 2, permanent, the error names AKS's IMDS restriction and the chart value hostNetwork=true"},
+		"ARM throttles": {fault: "arm-429", wantCode: 0, wantOutcome: "registered"},
+		"cached nonce":  {fault: "cached-nonce", wantCode: 0, wantOutcome: "registered"},
 		"extension of another cluster": {fault: "other-cluster", wantCode: 2, wantOutcome: "failed",
 			wantInLog: []string{"extension belongs to another cluster", "EXTENSION_RESOURCE_ID points at another cluster's extension"}},
 		"identity may not read the cluster": {fault: "cluster-403", wantCode: 2, wantOutcome: "failed",
@@ -96,6 +104,9 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 				assert.Regexp(t, `^REDACTED`, secret.StringData["instanceData"])
 			} else {
 				assert.Empty(t, res.Stdout, "a failed run prints no Secret")
+			}
+			if tc.proved != "" && !t.Failed() {
+				t.Logf("proved: %s (process tier, in %s)", tc.proved, res.Took.Round(time.Millisecond))
 			}
 		})
 	}

@@ -208,7 +208,9 @@ func (o *operatorEnv) testAbsoluteURL(t *testing.T) {
 
 	absolute := "https://" + harness.UpdateServer + "."
 	_, err = o.Admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType,
-		[]byte(`{"stringData":{"`+kube.KeyRegistrationURL+`":"`+absolute+`"}}`), metav1.PatchOptions{})
+		// As a person would (kubectl patch): a field manager the engine's
+		// next run does not take for another tool writing the Secret.
+		[]byte(`{"stringData":{"`+kube.KeyRegistrationURL+`":"`+absolute+`"}}`), metav1.PatchOptions{FieldManager: "kubectl-patch"})
 	require.NoError(t, err)
 	var newName string
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {

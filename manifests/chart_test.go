@@ -540,6 +540,23 @@ func TestChartValues(t *testing.T) {
 				assert.Empty(t, sa.Annotations)
 			},
 		},
+		// AKS's IMDS restriction: the engine's pod on the node's network,
+		// still asking the cluster's DNS (the handover check).
+		"hostNetwork for a cluster with IMDS restriction": {
+			set: []string{"hostNetwork=true"},
+			check: func(t *testing.T, _ map[string]rendered, cj *batchv1.CronJob, _ *corev1.Container) {
+				pod := cj.Spec.JobTemplate.Spec.Template.Spec
+				assert.True(t, pod.HostNetwork)
+				assert.Equal(t, corev1.DNSClusterFirstWithHostNet, pod.DNSPolicy)
+			},
+		},
+		"hostNetwork off by default": {
+			check: func(t *testing.T, _ map[string]rendered, cj *batchv1.CronJob, _ *corev1.Container) {
+				pod := cj.Spec.JobTemplate.Spec.Template.Spec
+				assert.False(t, pod.HostNetwork)
+				assert.Empty(t, pod.DNSPolicy, "the default ClusterFirst")
+			},
+		},
 		"Azure injected a client ID, the customer chose Workload Identity": {
 			set:   append(slices.Clone(azureInjected), "azure.credentialMode=workload-identity"),
 			check: workloadIdentity,
@@ -1112,11 +1129,11 @@ func TestChartNotes(t *testing.T) {
 		"the default: a per-install schedule, 18 h and 6 h apart": {want: []string{" UTC (gaps of ", " h and ",
 			"first sleeps a random while of up to 1h; a run takes up to 10m,\nand its Job is stopped after 2h."}},
 		"the design card's schedule": {set: []string{"schedule=0 */18 * * *"}, want: []string{"runs every day at 00:00 and 18:00 UTC (gaps of 18 h and 6 h)"}},
-		"every 6 h at half past": {set: []string{"schedule=30 */6 * * *"}, want: []string{"every day at 00:30, 06:30, 12:30 and 18:30 UTC (every 6 h)"}},
-		"once a day":             {set: []string{"schedule=15 3 * * *", "startupSleepMax=0"}, want: []string{"every day at 03:15 UTC", "A run takes up to 10m, and its Job is stopped after 1h."}},
-		"a list and a range":     {set: []string{"schedule=0 1\\,4-5 * * *"}, want: []string{"every day at 01:00, 04:00 and 05:00 UTC (gaps of 3 h, 1 h and 20 h)"}},
-		"weekly":                 {set: []string{"schedule=0 3 * * 1"}, want: []string{`on the cron schedule "0 3 * * 1" (UTC)`}},
-		"a macro":                {set: []string{"schedule=@daily"}, want: []string{`on the cron schedule "@daily" (UTC)`}},
+		"every 6 h at half past":     {set: []string{"schedule=30 */6 * * *"}, want: []string{"every day at 00:30, 06:30, 12:30 and 18:30 UTC (every 6 h)"}},
+		"once a day":                 {set: []string{"schedule=15 3 * * *", "startupSleepMax=0"}, want: []string{"every day at 03:15 UTC", "A run takes up to 10m, and its Job is stopped after 1h."}},
+		"a list and a range":         {set: []string{"schedule=0 1\\,4-5 * * *"}, want: []string{"every day at 01:00, 04:00 and 05:00 UTC (gaps of 3 h, 1 h and 20 h)"}},
+		"weekly":                     {set: []string{"schedule=0 3 * * 1"}, want: []string{`on the cron schedule "0 3 * * 1" (UTC)`}},
+		"a macro":                    {set: []string{"schedule=@daily"}, want: []string{`on the cron schedule "@daily" (UTC)`}},
 	}
 	dir := filepath.Join(t.TempDir(), "registration-engine")
 	require.NoError(t, os.CopyFS(dir, os.DirFS(chartDir)))

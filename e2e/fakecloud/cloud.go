@@ -61,6 +61,11 @@ type Options struct {
 	// loopback they share a port over several addresses and get a free
 	// one). 0 picks a free port.
 	Ports Ports
+	// Names are more names in the certificate of Entra and ARM, for an
+	// engine that reaches them by name through a forward proxy (Go never
+	// proxies a loopback address, so a test of the engine's proxy use
+	// names them, and the proxy routes the names to Host).
+	Names []string
 	// FederatedSubject, when set, makes Entra accept as client_assertion a
 	// Kubernetes ServiceAccount token with this subject
 	// ("system:serviceaccount:<namespace>:<name>"), audience
@@ -186,6 +191,12 @@ var Faults = []Fault{
 		}
 		return nil
 	}},
+	{"imds-restricted", "every connect to IMDS is dropped, as AKS's IMDS restriction drops a non-hostNetwork pod's packets to 169.254.169.254: detection falls back to DMI, phase 2 fails permanently naming the restriction and the chart value hostNetwork (start-up only)", func(c *Cloud) error {
+		if !c.starting {
+			return errors.New("fakecloud: imds-restricted can only be chosen at start")
+		}
+		return nil
+	}},
 	{"ipv6-blackhole", "the update server's IPv6 address never answers a connect: succeeds over IPv4 (start-up only)", func(c *Cloud) error {
 		if !c.starting {
 			return errors.New("fakecloud: ipv6-blackhole can only be chosen at start")
@@ -266,7 +277,7 @@ func Start(opts Options) (_ *Cloud, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cert, err := ca.Issue(opts.Host, "localhost")
+	cert, err := ca.Issue(append([]string{opts.Host, "localhost"}, opts.Names...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -410,6 +421,19 @@ httpsOnly = true
 		"UPDATE_SERVER_HTTP_PORT":    strconv.Itoa(httpPort),
 		"STARTUP_SLEEP_MAX":          "0",
 		"VERIFY_RETRY_BACKOFF":       "1",
+	}
+	if slices.Contains(opts.Faults, "imds-restricted") {
+		// The metadata endpoints point at a black hole on the same host: a
+		// connect hangs until the client gives up, with no RST, as a pod's
+		// SYN to 169.254.169.254 does on a node with the restriction.
+		hole, stop, err := imdsBlackhole(opts.Host)
+		if err != nil {
+			return nil, fmt.Errorf("fakecloud: imds-restricted: %w", err)
+		}
+		c.stops = append(c.stops, stop)
+		for _, k := range []string{"AZURE_IMDS_ENDPOINT", "GCP_METADATA_ENDPOINTS", "AWS_IMDS_ENDPOINTS"} {
+			c.env[k] = "http://" + hole
+		}
 	}
 	if ip, err := netip.ParseAddr(opts.UpdateIPs[0]); err == nil && ip.IsLoopback() {
 		// The engine refuses update servers at loopback addresses unless
@@ -597,4 +621,20 @@ func serviceAccountToken(jwt, sub string, now time.Time) bool {
 		auds = []string{one}
 	}
 	return slices.Contains(auds, "api://AzureADTokenExchange")
+}
+
+// imdsBlackhole returns host:port of a black hole (see blackholeListener)
+// on a port that was free a moment ago.
+func imdsBlackhole(host string) (string, func(), error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	stop, err := blackholeListener(host, port)
+	if err != nil {
+		return "", nil, err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), stop, nil
 }

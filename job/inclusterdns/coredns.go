@@ -184,16 +184,28 @@ func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, 
 		}
 	}
 	// CoreDNS refuses to start with two hosts directives in one server
-	// block, and AKS imports every .override key into the root block.
+	// block, and AKS imports every .override key into the root block. SUSE's
+	// Python engine's key, holding only its own block, is taken over: its
+	// entries go in the same edit that writes ours.
+	var takeOver []string
 	for k, v := range data {
-		if k != key && strings.HasSuffix(k, ".override") && hasDirective(v, "hosts") {
-			return false, nil, failure.Permanent(fmt.Errorf("%w: %s/%s key %q already has a hosts block and CoreDNS allows one per server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, ns, CoreDNSCustom, k, ip.String()+" "+fqdn))
+		if k == key || !strings.HasSuffix(k, ".override") || !hasDirective(v, "hosts") {
+			continue
 		}
+		if entries, ok := pythonEngineEntries(v, c.Domains); ok && k == PythonEngineKey && key != PythonEngineKey {
+			takeOver = entries
+			continue
+		}
+		return false, nil, failure.Permanent(fmt.Errorf("%w: %s/%s key %q already has a hosts block and CoreDNS allows one per server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, ns, CoreDNSCustom, k, ip.String()+" "+fqdn))
 	}
-	if data[key] == want {
+	if data[key] == want && takeOver == nil {
 		return false, nil, nil
 	}
-	if err := patchConfigMapKey(ctx, c.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, key, want); err != nil {
+	patch := map[string]*string{key: &want}
+	if takeOver != nil {
+		patch[PythonEngineKey] = nil // removed: its entry is ours now
+	}
+	if err := patchConfigMapKeys(ctx, c.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, patch); err != nil {
 		if refused := policyRefused(err, ns+"/"+CoreDNSCustom, fqdn, ip); refused != nil {
 			return false, nil, refused
 		}
@@ -211,6 +223,15 @@ func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, 
 				if !slices.ContainsFunc(e.names, func(n string) bool { return sameHost(n, fqdn) }) {
 					removed = append(removed, e.addr.String()+" "+strings.Join(e.names, " "))
 				}
+			}
+		}
+	}
+	if takeOver != nil {
+		c.logger().Info("took over SUSE's Python engine's coredns-custom key: its entries replaced by the engine's, the key removed",
+			slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("removedKey", PythonEngineKey), slog.Any("itsEntries", takeOver))
+		for _, e := range takeOver {
+			if f := strings.Fields(e); !slices.ContainsFunc(f[1:], func(n string) bool { return sameHost(n, fqdn) }) {
+				removed = append(removed, e)
 			}
 		}
 	}
@@ -265,6 +286,22 @@ func patchConfigMapKey(ctx context.Context, cms kube.ConfigMapInterface, name, r
 		meta["resourceVersion"] = resourceVersion
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": meta, "data": map[string]string{key: value}})
+	if err != nil {
+		return err
+	}
+	_, err = cms.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
+	return err
+}
+
+// patchConfigMapKeys merge-patches several data keys at once, a nil value
+// removing its key, with the resourceVersion just read as a precondition
+// (see patchConfigMapKey).
+func patchConfigMapKeys(ctx context.Context, cms kube.ConfigMapInterface, name, resourceVersion string, data map[string]*string) error {
+	meta := map[string]any{}
+	if resourceVersion != "" {
+		meta["resourceVersion"] = resourceVersion
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta, "data": data})
 	if err != nil {
 		return err
 	}

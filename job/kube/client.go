@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,6 +117,10 @@ func inCluster(o ClientOptions, log *slog.Logger) (*rest.Config, error) {
 		Host:            "https://" + net.JoinHostPort(strings.Trim(o.Host, "[]"), port),
 		BearerTokenFile: tokenFile,
 		Timeout:         RequestTimeout,
+		// The API server is the cluster's own Service: never through an
+		// egress proxy, whatever HTTPS_PROXY and NO_PROXY say (client-go
+		// would otherwise apply them; NO_PROXY rarely lists the Service IP).
+		Proxy: NoProxy,
 	}
 	switch ca := orDefault(o.CACert, DefaultCAFile); {
 	case strings.EqualFold(ca, InsecureCACert):
@@ -155,3 +161,7 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	}
 	return &Clients{Secrets: a, ConfigMaps: a, Leases: a, Events: a, EndpointSlices: a, Registrations: registrations{a.scc}}, nil
 }
+
+// NoProxy is a proxy function that never uses a proxy, for peers inside the
+// cluster or on the node.
+func NoProxy(*http.Request) (*url.URL, error) { return nil, nil }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http/httpproxy"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -347,4 +348,26 @@ func TestReaderOverTLS(t *testing.T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	assert.Equal(t, []string{"Bearer reader-token", "Bearer reader-token", "Bearer reader-token"}, f.auth)
+}
+
+// An egress proxy in the pod's environment (HTTPS_PROXY without the Service
+// IP in NO_PROXY, as a cluster-wide proxy setting leaves it) never carries
+// the engine's requests to the API server: client-go would apply it.
+func TestInClusterNeverUsesProxy(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+	t.Setenv("https_proxy", "")
+	t.Setenv("NO_PROXY", "cluster.local,.svc")
+	t.Setenv("no_proxy", "")
+	_, _, caPEM := startAPIServer(t)
+	cfg, err := kube.RESTConfig(kube.ClientOptions{Host: "10.0.0.1", Port: "443", TokenFile: writeFile(t, "token", "t"), CACert: writeFile(t, "ca.crt", string(caPEM))}, nil)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodGet, cfg.Host+"/api", nil)
+	require.NoError(t, err)
+	viaEnv, err := httpproxy.FromEnvironment().ProxyFunc()(req.URL)
+	require.NoError(t, err)
+	require.NotNil(t, viaEnv, "the environment would send the API server's requests to the proxy")
+	require.NotNil(t, cfg.Proxy, "client-go uses ProxyFromEnvironment when Proxy is nil")
+	p, err := cfg.Proxy(req)
+	require.NoError(t, err)
+	assert.Nil(t, p, "the API server is reached directly")
 }

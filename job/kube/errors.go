@@ -48,6 +48,15 @@ var (
 	// over it, since an apply to a Secret being deleted is lost with it.
 	ErrSecretTerminating = errors.New("the registration secret is being deleted")
 
+	// ErrSecretOtherWriter means another tool writes the registration
+	// Secret: a Helm release owns it (Rancher's own chart creates it when
+	// registration.enabled is set), or a field manager that is neither the
+	// engine, rancher/scc-operator, a person with kubectl nor SUSE's Python
+	// engine owns its data. Two writers overwrite each other, and each
+	// change of the code or URL makes the operator register afresh, so the
+	// engine writes nothing. Permanent: a person must choose one writer.
+	ErrSecretOtherWriter = errors.New("another tool writes the registration secret")
+
 	// ErrSecretChanged means the Secret changed between the read a
 	// recovery was decided on and its delete: nothing was deleted. Not
 	// permanent: the next run reads afresh.

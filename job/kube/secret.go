@@ -77,6 +77,11 @@ type SecretStore struct {
 // a change made between the read and the apply (an operator setting a new
 // code) is a conflict and a re-read, never overwritten by a stale value.
 //
+// A Secret another tool writes (FindOtherWriter: Rancher's chart, a GitOps
+// controller) is never written: a permanent ErrSecretOtherWriter names the
+// writer and the choice a person must make. One SUSE's Python engine wrote
+// is not another tool's: the apply takes it over.
+//
 // Conflicts, throttling, 5xx and network errors are retried (the whole
 // read-compare-apply, so a retry re-reads); a 403 fails at once with an
 // error naming what the Role must allow.
@@ -95,6 +100,9 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 		}
 		if cur != nil && cur.DeletionTimestamp != nil {
 			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, TerminatingMessage(cur)))
+		}
+		if w := FindOtherWriter(cur); w != nil {
+			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretOtherWriter, w.Verdict(ns, name)))
 		}
 		if cur != nil && cur.Type != "" && cur.Type != corev1.SecretTypeOpaque {
 			return failure.Permanent(fmt.Errorf("%w: %s is %q, the operator reads an Opaque Secret and a type cannot change; delete it (which deregisters the cluster) and the next run recreates it", ErrSecretType, name, cur.Type))
@@ -292,6 +300,8 @@ func (s *SecretStore) Check(ctx context.Context, r Registration) error {
 			return errNoRegCode()
 		case err != nil:
 			return APIError(err, need)
+		case FindOtherWriter(cur) != nil:
+			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretOtherWriter, FindOtherWriter(cur).Verdict(ns, name)))
 		case s.keptCode(cur) == "":
 			return errNoRegCode()
 		}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -160,6 +161,12 @@ type Finder struct {
 
 	// Dial opens every TCP connection Find makes; nil means a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Proxy picks the egress proxy of the region servers' and the
+	// metadata_server's requests; nil means HTTPS_PROXY, HTTP_PROXY and
+	// NO_PROXY as Go's net/http reads them (regionProxy). The update
+	// servers are always dialled directly: phase 4 checks, and CoreDNS
+	// pins, the address the operator will reach.
+	Proxy func(*http.Request) (*url.URL, error)
 	// Sleep waits between passes; nil means a timer that stops early when
 	// ctx ends. It must return ctx's error when ctx ends.
 	Sleep func(ctx context.Context, d time.Duration) error

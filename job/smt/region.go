@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
+
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/regionconfig"
 )
@@ -104,6 +106,7 @@ func (f *Finder) sources(ctx context.Context, s regionconfig.Settings, hint stri
 		// host the operator named, verified by the system roots
 		// (MetadataRoots in tests).
 		tr := &http.Transport{
+			Proxy:             f.proxy(),
 			DialContext:       f.Dial,
 			TLSClientConfig:   &tls.Config{RootCAs: f.MetadataRoots, MinVersion: tls.VersionTLS12},
 			DisableKeepAlives: true,
@@ -176,6 +179,7 @@ func (f *Finder) pinnedClient(path string) (*http.Client, error) {
 		return nil, fmt.Errorf("%w: %s: no PEM certificate", ErrPinnedCert, path)
 	}
 	tr := &http.Transport{
+		Proxy:             f.proxy(),
 		DialContext:       f.Dial,
 		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		DisableKeepAlives: true,
@@ -243,4 +247,22 @@ func (f *Finder) anyConnects(ctx context.Context, addrs []string) bool {
 	}
 	wg.Wait()
 	return ok
+}
+
+// proxy is Proxy, or regionProxy. A cluster behind an egress proxy reaches
+// SUSE's region servers only through it; the pinned certificate is checked
+// inside the tunnel as without one (a TLS-inspecting proxy must pass the
+// region servers through uninspected, or the pin refuses its certificate).
+func (f *Finder) proxy() func(*http.Request) (*url.URL, error) {
+	if f.Proxy != nil {
+		return f.Proxy
+	}
+	return regionProxy
+}
+
+// regionProxy applies HTTPS_PROXY, HTTP_PROXY and NO_PROXY (and their
+// lower-case forms) as net/http's ProxyFromEnvironment does, reading the
+// environment on each call rather than once per process.
+func regionProxy(r *http.Request) (*url.URL, error) {
+	return httpproxy.FromEnvironment().ProxyFunc()(r.URL)
 }

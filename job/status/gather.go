@@ -304,6 +304,9 @@ func (g *gatherer) secret(ctx context.Context) *corev1.Secret {
 			s.Written = metaTime(m.Time)
 		}
 	}
+	if w := kube.FindOtherWriter(sec); w != nil {
+		s.OtherWriter = w.Verdict(ns, kube.SecretName)
+	}
 	s.Keys = map[string]int{}
 	for _, k := range kube.RegistrationKeys() {
 		s.Keys[k] = len(sec.Data[k])

@@ -182,6 +182,10 @@ type Secret struct {
 	Target       string    `json:"target,omitempty"`
 	Certificate  *Cert     `json:"certificate,omitempty"`
 	InstanceData *Document `json:"instanceData,omitempty"`
+	// OtherWriter is the verdict naming another tool that writes the
+	// Secret (kube.FindOtherWriter: Rancher's chart, a GitOps controller),
+	// which the engine never writes over; "" when there is none.
+	OtherWriter string `json:"otherWriter,omitempty"`
 }
 
 // Cert is the update server's certificate from registrationUrlCert.

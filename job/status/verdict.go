@@ -97,6 +97,9 @@ func (d decider) decide() Verdict {
 	}
 	s := r.Secret
 	switch {
+	case s.OtherWriter != "":
+		what, next, _ := strings.Cut(s.OtherWriter, "; ")
+		return action(what, next)
 	case s.Keys[kube.KeyRegCode] == 0:
 		return action(fmt.Sprintf("%s has no regCode, so rancher/scc-operator cannot register", s.Name),
 			fmt.Sprintf("put the code in the Secret registration-code (kubectl -n %s create secret generic registration-code --from-literal=regCode=…), then run the engine: %s", r.Namespace, d.runNow()))
@@ -120,6 +123,10 @@ func (d decider) decide() Verdict {
 // Registration is active.
 func (d decider) registeredButAction() (Verdict, bool) {
 	r := d.r
+	if w := r.Secret.OtherWriter; w != "" {
+		what, next, _ := strings.Cut(w, "; ")
+		return registeredAction(what, next), true
+	}
 	if c := r.Secret.Certificate; c != nil && c.Error == "" {
 		left := c.NotAfter.Sub(d.now)
 		switch {

@@ -37,6 +37,14 @@ var (
 	// ErrIMDS: the instance metadata service failed or answered nonsense
 	// (transient: IMDS recovers, and its 410/429/500 are already retried).
 	ErrIMDS = errors.New("instance metadata unavailable")
+	// ErrIMDSUnreachable: no attempt to reach IMDS got a connection (the
+	// connect timed out or was refused), although detection said Azure.
+	// IMDS runs on the node's host, so that is not load: something drops
+	// the pod's packets, most likely AKS's IMDS restriction
+	// (--enable-imds-restriction), which lets only hostNetwork pods reach
+	// 169.254.169.254. Permanent: every retry meets the same rule; the fix
+	// is the chart value hostNetwork (or lifting the restriction).
+	ErrIMDSUnreachable = errors.New("instance metadata unreachable from this pod")
 	// ErrAttestation: the attested document failed verification: bad or
 	// SHA-1 signature, a signer certificate unlike Azure's, chain to an
 	// unknown root or through an issuer its AIA URL does not serve,

@@ -257,6 +257,37 @@ func (c *imdsClient) attested(ctx context.Context, nonce string) (*attestedRespo
 	return &r, nil
 }
 
+// noConnection reports that the last IMDS attempt got no TCP connection at
+// all: the connect timed out or was refused. A 4xx/5xx, a reset after the
+// connect or a slow answer are IMDS speaking, not a blocked route.
+func noConnection(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// imdsRestrictionHint is the verdict's text when IMDS accepted no
+// connection: what happened, the likely cause and the exact fix. It names
+// the chart value and the az command, since the operator who reads it
+// installed the chart, not this binary.
+func imdsRestrictionHint(c *imdsClient, err error) string {
+	return fmt.Sprintf("no connection to IMDS at %s from this pod in %d attempts (last: %v), although this is an Azure VM; "+
+		"the likely cause is AKS's IMDS restriction (az aks update --enable-imds-restriction), which drops IMDS traffic from every pod "+
+		"that is not on the node's network; fix: set the chart value hostNetwork=true "+
+		"(helm upgrade <release> <chart> --reuse-values --set hostNetwork=true), which runs the engine's pod on the node's network "+
+		"with dnsPolicy ClusterFirstWithHostNet, or lift the restriction (az aks update --disable-imds-restriction)",
+		c.base, max(c.max, 1), unwrapURL(err))
+}
+
+// unwrapURL drops the "Get <url>:" prefix of a url.Error, which repeats the
+// endpoint the hint already names.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
 // isTransport reports network trouble: refused, reset, timed out.
 func isTransport(err error) bool {
 	var ue *url.Error

@@ -29,6 +29,9 @@ func (p *Prover) Prove(ctx context.Context) (*providers.Evidence, error) {
 	start := p.cfg.Clock()
 	comp, err := p.imds.instanceCompute(ctx)
 	if err != nil {
+		if ctx.Err() == nil && noConnection(err) {
+			return nil, failure.Permanent(fmt.Errorf("azure imds: %w: %s", ErrIMDSUnreachable, imdsRestrictionHint(p.imds, err)))
+		}
 		return nil, fmt.Errorf("azure imds: %w", err)
 	}
 	if !strings.EqualFold(comp.SubscriptionID, p.resource.SubscriptionID) {

@@ -353,6 +353,33 @@ func TestProve(t *testing.T) {
 				assert.Equal(t, int32(3), e.fake.IMDSRequests.Load())
 			},
 		},
+		// AKS's IMDS restriction drops a pod's packets to IMDS; a refused
+		// connect is the same verdict (an iptables REJECT rather than DROP).
+		// TestEngineIMDSRestricted (e2e) plays the real drop.
+		"IMDS accepts no connection: permanent, names the IMDS restriction and hostNetwork": {
+			setup: func(t *testing.T, e *env) {
+				closed := httptest.NewServer(http.NotFoundHandler())
+				closed.Close() // a port nobody listens on: every connect is refused
+				e.cfg.IMDSEndpoint = closed.URL
+				e.cfg.IMDSClient = nil
+			},
+			wantErr: azure.ErrIMDSUnreachable, permanent: true,
+			mentions: "IMDS restriction",
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.Contains(t, err.Error(), "--set hostNetwork=true")
+				assert.Contains(t, err.Error(), "in 3 attempts")
+				assert.Len(t, e.sleeps.All(), 2, "RetryMax attempts before the verdict")
+				assert.Zero(t, e.fake.ARMRequests.Load(), "nothing else is asked")
+			},
+		},
+		"IMDS answering 500 is not the IMDS restriction": {
+			setup:   func(t *testing.T, e *env) { e.fake.IMDS500.Store(100) },
+			wantErr: azure.ErrIMDS,
+			check: func(t *testing.T, _ *env, _ *providers.Evidence, err error) {
+				assert.NotErrorIs(t, err, azure.ErrIMDSUnreachable)
+				assert.False(t, failure.IsPermanent(err), "IMDS answered: a retry may succeed")
+			},
+		},
 		"intermediate host not on the allow-list": {
 			setup:   func(t *testing.T, e *env) { e.cfg.AIAAllowedHosts = nil },
 			wantErr: azure.ErrAttestation, permanent: true,

@@ -66,6 +66,13 @@ spec:
   priorityClassName: {{ . }}
   {{- end }}
   restartPolicy: Never
+  {{- if .Values.hostNetwork }}
+  # AKS's IMDS restriction lets only pods on the node's network reach
+  # IMDS; ClusterFirstWithHostNet keeps the cluster's DNS, which the
+  # handover check asks for the update server's name.
+  hostNetwork: true
+  dnsPolicy: ClusterFirstWithHostNet
+  {{- end }}
   # SIGTERM cancels the run; the Lease is released within 5 s.
   terminationGracePeriodSeconds: 30
   {{- with .Values.nodeSelector }}

@@ -1,0 +1,128 @@
+package kube_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/testkit"
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/kube/kubetest"
+)
+
+// managed is a managedFields entry of manager that owns fields (JSON).
+func managed(manager string, op metav1.ManagedFieldsOperationType, fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+}
+
+// rancherChartSecret is scc-registration as Rancher's chart renders it with
+// registration.enabled (rancher/rancher chart/templates/scc-registration.yaml
+// at be901b7): Helm's labels and annotations, resource-policy keep, and its
+// own keys mode and certificate.
+func rancherChartSecret() *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: kube.SecretName, Namespace: kube.Namespace,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm", "app": "rancher"},
+			Annotations: map[string]string{
+				"meta.helm.sh/release-name": "rancher", "meta.helm.sh/release-namespace": "cattle-system",
+				"helm.sh/resource-policy": "keep",
+			},
+			ManagedFields: []metav1.ManagedFieldsEntry{managed("helm", metav1.ManagedFieldsOperationUpdate,
+				`{"f:data":{".":{},"f:mode":{},"f:regCode":{},"f:registrationUrl":{},"f:certificate":{}},"f:metadata":{"f:annotations":{}}}`)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"mode": []byte("online"), "regCode": []byte("RANCHER-CODE")},
+	}
+}
+
+func TestFindOtherWriter(t *testing.T) {
+	engine := managed(kube.FieldManager, metav1.ManagedFieldsOperationApply, `{"f:data":{"f:regCode":{},"f:registrationUrl":{}},"f:type":{}}`)
+	tests := map[string]struct {
+		secret func() *corev1.Secret
+		// want is the writer's Who, "" for none.
+		want string
+	}{
+		"Rancher's chart (Helm release rancher)": {secret: rancherChartSecret, want: `Helm release "rancher" (namespace cattle-system)`},
+		"only Helm's label": {secret: func() *corev1.Secret {
+			s := operatorSecret(testRegistration())
+			s.Labels["app.kubernetes.io/managed-by"] = "Helm"
+			return s
+		}, want: "Helm"},
+		"a GitOps controller owns data keys": {secret: func() *corev1.Secret {
+			s := operatorSecret(testRegistration())
+			s.ManagedFields = []metav1.ManagedFieldsEntry{engine, managed("argocd-controller", metav1.ManagedFieldsOperationApply, `{"f:data":{"f:regCode":{}}}`)}
+			return s
+		}, want: `field manager "argocd-controller"`},
+		"the engine's own Secret, adopted by the operator": {secret: func() *corev1.Secret {
+			s := operatorSecret(testRegistration())
+			s.ManagedFields = []metav1.ManagedFieldsEntry{engine,
+				managed("operator", metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:labels":{"f:scc.cattle.io/instance-salt":{}},"f:finalizers":{}}}`)}
+			return s
+		}},
+		// SUSE-Enceladus/cloud-registration-engine k8s.py (main ee5eae9 and
+		// 4ee2871): requests' merge-patch of stringData, no fieldManager, so
+		// the API server records the User-Agent's product.
+		"SUSE's Python engine: taken over, not another tool": {secret: func() *corev1.Secret {
+			s := operatorSecret(testRegistration())
+			s.Labels = nil
+			s.ManagedFields = []metav1.ManagedFieldsEntry{managed(kube.PythonEngineManager, metav1.ManagedFieldsOperationUpdate,
+				`{"f:data":{".":{},"f:instanceData":{},"f:regCode":{},"f:registrationType":{},"f:registrationUrl":{},"f:registrationUrlCert":{}},"f:type":{}}`)}
+			return s
+		}},
+		"a person with kubectl put the code in": {secret: func() *corev1.Secret {
+			s := operatorSecret(testRegistration())
+			s.ManagedFields = []metav1.ManagedFieldsEntry{managed("kubectl-create", metav1.ManagedFieldsOperationUpdate, `{"f:data":{"f:regCode":{}}}`)}
+			return s
+		}},
+		"a tool that only annotates": {secret: func() *corev1.Secret {
+			s := operatorSecret(testRegistration())
+			s.ManagedFields = []metav1.ManagedFieldsEntry{managed("velero", metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:annotations":{"f:backup":{}}}}`)}
+			return s
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := kube.FindOtherWriter(tc.secret())
+			if tc.want == "" {
+				assert.Nil(t, w)
+				return
+			}
+			require.NotNil(t, w)
+			assert.Equal(t, tc.want, w.Who)
+		})
+	}
+}
+
+// A Secret Rancher's chart owns is never written: the run stops before any
+// write with a permanent error naming the release and the choice, and
+// Check (before CoreDNS is edited) says the same when it reads.
+func TestSecretStoreRefusesAnotherWriter(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(rancherChartSecret())
+	_, err := newStore(c, &testkit.Sleeps{}).Write(ctx, testRegistration())
+	require.ErrorIs(t, err, kube.ErrSecretOtherWriter)
+	assert.True(t, failure.IsPermanent(err))
+	for _, want := range []string{
+		`Helm release "rancher" (namespace cattle-system)`,
+		"annotation meta.helm.sh/release-name=rancher",
+		"helm upgrade rancher <its chart> -n cattle-system --reuse-values --set registration.enabled=false",
+		"kubectl -n cattle-scc-system delete secret scc-registration",
+		"helm uninstall",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "secrets"), "read once, never written, never retried")
+	assert.Equal(t, "RANCHER-CODE", string(getSecret(t, c).Data["regCode"]))
+
+	noCode := testRegistration()
+	noCode.RegCode = ""
+	err = newStore(c, &testkit.Sleeps{}).Check(ctx, noCode)
+	require.ErrorIs(t, err, kube.ErrSecretOtherWriter, "Check names the other writer, not a missing code")
+}
