@@ -124,6 +124,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Recovery:  operator.NewRecovery(cfg.Recovery, clients, store, lease, watch, cfg.OperatorWait, secrets.String),
 		SecretRef: j.SecretRef,
 		CronJob:   cfg.CronJobName,
+		Proxy:     operator.ProxyDeployment{Deployments: clients.Deployments},
 	}
 	// The Job runs in the Secret's namespace (the manifests set
 	// REGISTRATION_SECRET_NAMESPACE from the pod's).

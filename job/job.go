@@ -335,6 +335,11 @@ func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServ
 		},
 		unproven: "no cluster (dry run or --output)",
 	}
+	// The operator's own way to the update server first: through a proxy,
+	// the Secret would be bound to fail, so nothing is edited or written.
+	if err := j.Operator.CheckProxy(ctx, log, w.reg.URL); err != nil {
+		return w, nil, err
+	}
 	if err := j.Store.Check(ctx, w.reg); err != nil {
 		return w, nil, withRegCodeSources(err)
 	}

@@ -9,12 +9,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/operator/operatortest"
+	"github.com/rancher/registration-engine/job/proxycheck"
 )
 
 // recoveryJob is a Job whose run writes the Secret (unless r says
@@ -211,4 +213,32 @@ func TestDrainDuringARecovery(t *testing.T) {
 			assert.False(t, failure.IsPermanent(err) && ExitCode(err) == ExitPermanent)
 		})
 	}
+}
+
+// proxiedOperator is an operator Deployment whose HTTPS_PROXY does not
+// exempt the update server.
+type proxiedOperator struct{}
+
+func (proxiedOperator) OperatorEnv(context.Context) (proxycheck.OperatorEnv, error) {
+	return proxycheck.OperatorEnv{Namespace: "cattle-scc-system", Deployment: "rancher-scc-operator", Container: "rancher-scc-operator",
+		Env: []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy.corp:3128"}}}, nil
+}
+
+// TestRunStopsWhenTheOperatorIsBehindAProxy: a Secret the operator could
+// only reach the update server for through a proxy (which never sees the
+// engine's CoreDNS entry) is bound to fail; the run writes nothing, edits
+// no CoreDNS, recovers nothing, and exits 2 with the fix.
+func TestRunStopsWhenTheOperatorIsBehindAProxy(t *testing.T) {
+	f := &operatortest.Fake{Reports: []operator.Report{operatortest.FailedReport("scc-registration-old", operatortest.Msg503)}}
+	r := &recorder{changed: true}
+	j := recoveryJob(r, f, &bytes.Buffer{})
+	j.Operator.Proxy = proxiedOperator{}
+	res, err := j.Run(context.Background())
+	require.ErrorIs(t, err, operator.ErrOperatorProxied)
+	assert.Equal(t, ExitPermanent, ExitCode(err))
+	assert.Equal(t, "write-secret", res.Failed)
+	assert.Equal(t, []string{"lease", "detect", "prove", "find"}, r.calls, "no CoreDNS edit, no handover wait, no write")
+	assert.Empty(t, f.Recreated, "no recovery")
+	require.Len(t, f.Events, 1)
+	assert.Contains(t, f.Events[0].Note, "NO_PROXY")
 }

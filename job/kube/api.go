@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -71,12 +72,20 @@ type (
 	EndpointSlicesGetter interface {
 		EndpointSlices(namespace string) EndpointSliceInterface
 	}
+	// DeploymentInterface reads one namespace's Deployments (only
+	// rancher/scc-operator's, by name: the proxy settings it runs with).
+	DeploymentInterface interface {
+		Get(ctx context.Context, name string, opts metav1.GetOptions) (*appsv1.Deployment, error)
+	}
+	DeploymentsGetter interface {
+		Deployments(namespace string) DeploymentInterface
+	}
 )
 
 // sccGroupVersion is rancher/scc-operator's API group, read as raw JSON.
 var sccGroupVersion = schema.GroupVersion{Group: RegistrationGroup, Version: RegistrationVersion}
 
-// scheme knows core/v1, coordination.k8s.io/v1, events.k8s.io/v1, batch/v1
+// scheme knows core/v1, apps/v1 (the operator's Deployment), coordination.k8s.io/v1, events.k8s.io/v1, batch/v1
 // (the status subcommand reads the CronJob and its Jobs), discovery.k8s.io/v1
 // (CoreDNS's EndpointSlices) and the option types of meta/v1: all the engine
 // sends or receives.
@@ -88,7 +97,7 @@ var (
 
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, batchv1.AddToScheme, discoveryv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, batchv1.AddToScheme, discoveryv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return s, err
 		}
@@ -101,7 +110,7 @@ func newScheme() (*runtime.Scheme, error) {
 // on one HTTP client (shared connections and token). The engine's Clients
 // and the status subcommand's Reader are both views of it.
 type api struct {
-	core, coordination, events, batch, discovery, scc rest.Interface
+	core, apps, coordination, events, batch, discovery, scc rest.Interface
 }
 
 func newAPI(cfg *rest.Config) (*api, error) {
@@ -133,6 +142,7 @@ func newAPI(cfg *rest.Config) (*api, error) {
 		apiPath string
 	}{
 		{&a.core, corev1.SchemeGroupVersion, "/api"},
+		{&a.apps, appsv1.SchemeGroupVersion, "/apis"},
 		{&a.coordination, coordinationv1.SchemeGroupVersion, "/apis"},
 		{&a.events, eventsv1.SchemeGroupVersion, "/apis"},
 		{&a.batch, batchv1.SchemeGroupVersion, "/apis"},
@@ -156,6 +166,12 @@ func (a *api) ConfigMaps(ns string) ConfigMapInterface {
 
 func (a *api) Events(ns string) EventInterface {
 	return resource[*eventsv1.Event]{a.events, ns, "events", func() *eventsv1.Event { return &eventsv1.Event{} }}
+}
+
+// Deployments reads Deployments of ns: only rancher/scc-operator's, for
+// the proxy settings it runs with (get by name; the Role names it).
+func (a *api) Deployments(ns string) DeploymentInterface {
+	return resource[*appsv1.Deployment]{a.apps, ns, "deployments", func() *appsv1.Deployment { return &appsv1.Deployment{} }}
 }
 
 func (a *api) Leases(ns string) LeaseInterface {

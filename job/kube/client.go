@@ -150,6 +150,9 @@ type Clients struct {
 	EndpointSlices EndpointSlicesGetter
 	// Registrations reads rancher/scc-operator's Registrations.
 	Registrations RegistrationsInterface
+	// Deployments reads rancher/scc-operator's Deployment (its proxy
+	// settings).
+	Deployments DeploymentsGetter
 }
 
 // NewClients builds the clients on one shared HTTP client, so they share
@@ -159,7 +162,7 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Secrets: a, ConfigMaps: a, Leases: a, Events: a, EndpointSlices: a, Registrations: registrations{a.scc}}, nil
+	return &Clients{Secrets: a, ConfigMaps: a, Leases: a, Events: a, EndpointSlices: a, Registrations: registrations{a.scc}, Deployments: a}, nil
 }
 
 // NoProxy is a proxy function that never uses a proxy, for peers inside the

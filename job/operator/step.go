@@ -26,6 +26,9 @@ type Step struct {
 	// runs the engine (CRONJOB_NAME), for the remedies.
 	SecretRef string
 	CronJob   string
+	// Proxy, when set, is where the operator's proxy settings are read
+	// before anything is written (CheckProxy); nil skips the check.
+	Proxy ProxySource
 }
 
 // Input is what the run hands the step: whether it wrote the Secret, to
