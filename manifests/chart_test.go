@@ -215,6 +215,52 @@ func TestChartMatchesAzureOverlay(t *testing.T) {
 	assert.Len(t, chart, 13, "SA, three Roles, three RoleBindings (the engine's, CoreDNS's, the operator's Lease), the ClusterRole and its binding, the ConfigMap, the CronJob, the CoreDNS admission policy and its binding")
 }
 
+// With recovery off the kustomize install grants what the chart grants with
+// operatorRecovery=false: no delete on scc-registration, no read of the
+// operator's Lease. Before components/no-recovery the base granted the
+// delete whatever OPERATOR_RECOVERY said, so a stolen token could delete
+// the cluster's registration on an install that never recovers.
+func TestKustomizeWithoutRecoveryMatchesTheChart(t *testing.T) {
+	chart := splitObjects(t, helmTemplate(t, chartDir, nil, "operatorRecovery=false"))
+	overlay := splitObjects(t, run(t, kubectlBin(t), "kustomize", "testdata/no-recovery"))
+
+	var problems []string
+	for _, k := range slices.Sorted(maps.Keys(overlay)) {
+		if _, ok := chart[k]; !ok {
+			problems = append(problems, fmt.Sprintf("%s: in the overlay, not rendered by the chart", k))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(chart)) {
+		o, ok := overlay[k]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: rendered by the chart, not in the overlay", k))
+			continue
+		}
+		for _, d := range diffValues("", chart[k].obj, o.obj) {
+			// The component's strategic-merge patch puts the variable it
+			// sets first; the order of env matters only to $(VAR)
+			// references, which the CronJob has none of (below).
+			if strings.Contains(d, ".env: order: ") {
+				continue
+			}
+			problems = append(problems, k+": "+d)
+		}
+	}
+	assert.Empty(t, problems, "chart (operatorRecovery=false) and overlays/azure with components/no-recovery differ; change both:\n%s", strings.Join(problems, "\n"))
+	cj := renderedAs[*batchv1.CronJob](t, overlay, "CronJob/"+chartNamespace+"/registration-engine")
+	for _, e := range cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env {
+		assert.NotContains(t, e.Value, "$(", "%s refers to another variable: env order matters", e.Name)
+	}
+	assert.Equal(t, "false", env(&cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0])["OPERATOR_RECOVERY"].Value)
+	role := renderedAs[*rbacv1.Role](t, overlay, "Role/"+chartNamespace+"/registration-engine")
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "secrets") {
+			assert.NotContains(t, r.Verbs, "delete", "no delete on the Secret without recovery")
+		}
+	}
+	assert.NotContains(t, overlay, "Role/kube-system/registration-engine-operator-lease")
+}
+
 // diffValues lists the differences between chart value a and overlay value
 // b, one line per field. Lists of objects with a name (env, containers,
 // volumes) are compared by name and then by order.
@@ -593,6 +639,14 @@ func TestChartValues(t *testing.T) {
 					}
 				}
 				assert.Equal(t, "['susecloud.net', 'smt.example.org']", domains)
+			},
+		},
+		"loopback entries only for test installs": {
+			set: []string{"inClusterDNSTestLoopback=true"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				vap := renderedAs[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns")
+				require.NotEmpty(t, vap.Spec.Variables)
+				assert.Equal(t, admissionregistrationv1.Variable{Name: "allowLoopback", Expression: "true"}, vap.Spec.Variables[0])
 			},
 		},
 		"an update server domain that is no DNS name": {
