@@ -17,8 +17,9 @@ K8S_LTS_VERSION ?= 1.34.4
 K8S_LTS_TESTBIN ?= $(CACHE_DIR)/k8s-testbin/v$(K8S_LTS_VERSION)
 # What the control-plane tier runs again on the LTS version: the engine's
 # Kubernetes surface (its Secret, Lease, CoreDNS edits, RBAC, Events, the
-# CronJob's Job) and the real operator registering from its Secret.
-LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|TestStatus)$$
+# CronJob's Job), the CoreDNS admission policy (its cost limits are the
+# oldest version's) and the real operator registering from its Secret.
+LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|TestStatus|TestCoreDNSAdmissionPolicy|TestCoreDNSAdmissionPolicyLongCorefile)$$
 # The test tiers, by package path. UNIT_PKGS: the product's packages (no
 # built binary, no control plane). HARNESS_PKGS: the end-to-end helpers whose
 # own tests need neither (e2e/kind's suite is behind the build tag e2e, so

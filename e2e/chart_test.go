@@ -157,6 +157,8 @@ func (tc chartCase) run(t *testing.T, helm string) {
 		"--set", "marketplace.publisherId=" + cloudEnv["MARKETPLACE_PUBLISHER_ID"],
 		"--set", "marketplace.offerId=" + cloudEnv["MARKETPLACE_OFFER_ID"],
 		"--set", "registrationCode=" + chartRegCode,
+		// The fake cloud's update servers listen on loopback.
+		"--set", "inClusterDNSTestLoopback=true",
 	}, extra...)...)
 	installed := time.Since(start)
 	manifest := runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace)

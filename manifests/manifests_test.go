@@ -35,7 +35,12 @@ type kustomization struct {
 	Namespace  string   `json:"namespace,omitempty"`
 	Resources  []string `json:"resources,omitempty"`
 	Patches    []struct {
-		Path string `json:"path"`
+		Path   string `json:"path,omitempty"`
+		Patch  string `json:"patch,omitempty"`
+		Target *struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+		} `json:"target,omitempty"`
 	} `json:"patches,omitempty"`
 	Images []struct {
 		Name   string `json:"name"`
@@ -162,6 +167,12 @@ func TestKustomizationsReferToExistingFiles(t *testing.T) {
 			}
 		}
 		for _, pt := range k.Patches {
+			if pt.Path == "" {
+				// An inline JSON patch names its object in its target.
+				require.NotNil(t, pt.Target, "%s: an inline patch without a target", dir)
+				assert.True(t, baseObjects[pt.Target.Kind+"/"+pt.Target.Name], "%s patches %s/%s, which base does not have", dir, pt.Target.Kind, pt.Target.Name)
+				continue
+			}
 			p := path.Join(dir, pt.Path)
 			data, err := fs.ReadFile(FS, p)
 			require.NoError(t, err, "%s: patch %s", dir, pt.Path)
@@ -403,6 +414,7 @@ func TestCoreDNSPolicyMatchesTheEngine(t *testing.T) {
 		quoted = append(quoted, "'"+d+"'")
 	}
 	assert.Equal(t, "["+strings.Join(quoted, ", ")+"]", vars["domains"], "the policy's domains are the CronJob's UPDATE_SERVER_DOMAINS")
+	assert.Equal(t, "false", vars["allowLoopback"], "no loopback entries outside test installs (overlays/e2e turns them on)")
 	assert.Contains(t, vars["ownKey"], "'"+inclusterdns.DefaultHostsKey+"'")
 	assert.Contains(t, vars["ownKey"], "'"+inclusterdns.CorefileKey+"'")
 
