@@ -17,9 +17,10 @@ K8S_LTS_VERSION ?= 1.34.4
 K8S_LTS_TESTBIN ?= $(CACHE_DIR)/k8s-testbin/v$(K8S_LTS_VERSION)
 # What the control-plane tier runs again on the LTS version (make e2e-lts):
 # the engine's Kubernetes surface (its Secret, Lease, CoreDNS edits, RBAC,
-# Events, the CronJob's Job) and the real operator registering from its
+# Events, the CronJob's Job), the CoreDNS admission policy (its cost limits
+# are the oldest version's) and the real operator registering from its
 # Secret.
-LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|TestStatus)$$
+LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|TestStatus|TestCoreDNSAdmissionPolicy|TestCoreDNSAdmissionPolicyLongCorefile)$$
 # Where an end-to-end test runs. Every top-level test of E2E_PKGS runs in
 # `make test` on K8S_VERSION, except those LONG_TESTS names: they run in
 # `make e2e-long` (same version, same packages), which .ci/run runs. A new

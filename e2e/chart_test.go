@@ -228,6 +228,8 @@ func marketplaceValues(chart string, cloudEnv map[string]string, regCode string)
 		"--set", "marketplace.publisherId=" + cloudEnv["MARKETPLACE_PUBLISHER_ID"],
 		"--set", "marketplace.offerId=" + cloudEnv["MARKETPLACE_OFFER_ID"],
 		"--set", "registrationCode=" + regCode,
+		// The fake cloud's update servers listen on loopback.
+		"--set", "inClusterDNSTestLoopback=true",
 	}
 }
 

@@ -383,7 +383,7 @@ func (e *clusterEnv) testCorefile(t *testing.T, c harness.Cloud) {
 	require.NotEmpty(t, addr, first.Stderr)
 	cm1, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	block := "    hosts {\n        " + addr + " " + harness.UpdateServer + "\n        ttl 15\n        fallthrough\n    }\n"
+	block := "    hosts {\n        " + addr + " " + harness.UpdateServer + "\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n"
 	assert.Equal(t, strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n"+block, 1), cm1.Data[inclusterdns.CorefileKey],
 		"the hosts block goes first into the root server block; every other line stays")
 	dep1, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
@@ -428,7 +428,7 @@ func (e *clusterEnv) testCorednsCustom(t *testing.T, c harness.Cloud) {
 	require.NotEmpty(t, addr, first.Stderr)
 	custom1, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "hosts {\n    "+addr+" "+harness.UpdateServer+"\n    ttl 15\n    fallthrough\n}\n", custom1.Data[inclusterdns.DefaultHostsKey])
+	assert.Equal(t, "hosts {\n    "+addr+" "+harness.UpdateServer+"\n    ttl 15\n    no_reverse\n    fallthrough\n}\n", custom1.Data[inclusterdns.DefaultHostsKey])
 	assert.Equal(t, "log\n", custom1.Data["log.override"], "other keys stay")
 	dep1, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -141,7 +141,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	require.NoError(t, err)
 	corefile := cm.Data[inclusterdns.CorefileKey]
 	entry := "        2001:db8::53 " + harness.UpdateServer + "\n"
-	require.Contains(t, corefile, "    hosts {\n"+entry+"        ttl 15\n        fallthrough\n    }\n", "job/inclusterdns wrote its block, its ttl line included")
+	require.Contains(t, corefile, "    hosts {\n"+entry+"        ttl 15\n        no_reverse\n        fallthrough\n    }\n", "job/inclusterdns wrote its block, its ttl and no_reverse lines included")
 	ownRaw(t, "Corefile: the same text again", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, corefile))
 	withTTL := strings.Replace(corefile, entry+"        ttl 15\n", entry+"        ttl 30\n", 1)
 	ownRaw(t, "Corefile: the hosts block's ttl changed", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, withTTL))
@@ -149,7 +149,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	// without one.
 	e.ResetCoreDNS(ctx, t)
 	ownRaw(t, "Corefile: first write with a ttl line", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey,
-		strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n    hosts {\n        127.0.0.11 "+harness.UpdateServer+"\n        ttl 15\n        fallthrough\n    }\n", 1)))
+		strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n    hosts {\n        127.0.0.11 "+harness.UpdateServer+"\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n", 1)))
 	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	corefile = cm.Data[inclusterdns.CorefileKey]
@@ -165,6 +165,8 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 			corefileWith(entry, entry+"        10.0.0.66 kubernetes.default.svc.cluster.local\n")},
 		{"Corefile: the update server's name at the IMDS address", inclusterdns.CoreDNSConfigMap,
 			corefileWith(entry, "        169.254.169.254 "+harness.UpdateServer+"\n")},
+		{"Corefile: no_reverse taken out of the engine's block", inclusterdns.CoreDNSConfigMap,
+			corefileWith("        no_reverse\n", "")},
 		{"Corefile: the hosts block without fallthrough", inclusterdns.CoreDNSConfigMap,
 			corefileWith("        fallthrough\n    }\n", "    }\n")},
 		{"Corefile: a rewrite ahead of the kubernetes plugin", inclusterdns.CoreDNSConfigMap,
@@ -192,6 +194,12 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 		{"Corefile: a cluster zone added to a hosts block", inclusterdns.CoreDNSConfigMap,
 			corefileWith("hosts /etc/hosts corp.internal ", "hosts /etc/hosts corp.internal cluster.local ")},
 		{"Corefile: the cluster's own entry removed", inclusterdns.CoreDNSConfigMap, corefileWith("        10.1.2.3 db.corp.internal\n", "")},
+		{"Corefile: a cluster address in the cluster's hosts block, which answers PTR queries", inclusterdns.CoreDNSConfigMap,
+			corefileWith("        10.1.2.3 db.corp.internal\n", "        10.0.0.1 kubernetes.susecloud.net\n        10.1.2.3 db.corp.internal\n")},
+		{"Corefile: a shared-range address in the cluster's hosts block", inclusterdns.CoreDNSConfigMap,
+			corefileWith("        10.1.2.3 db.corp.internal\n", "        100.64.0.10 kubernetes.susecloud.net\n        10.1.2.3 db.corp.internal\n")},
+		{"Corefile: no_reverse added to the cluster's hosts block", inclusterdns.CoreDNSConfigMap,
+			corefileWith("        10.1.2.3 db.corp.internal\n", "        10.1.2.3 db.corp.internal\n        no_reverse\n")},
 		{"Corefile: the cluster's own entry readdressed", inclusterdns.CoreDNSConfigMap,
 			corefileWith("        10.1.2.3 db.corp.internal\n", "        203.0.113.9 db.corp.internal\n")},
 	})
@@ -210,11 +218,16 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	custom, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
 	require.NoError(t, err)
 	block := custom.Data[inclusterdns.DefaultHostsKey]
-	require.Equal(t, "hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 15\n    fallthrough\n}\n", block)
+	require.Equal(t, "hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 15\n    no_reverse\n    fallthrough\n}\n", block)
 	assert.Equal(t, "log\n", custom.Data["log.override"])
 	ownRaw(t, "coredns-custom: the same block again", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey, block))
 	ownRaw(t, "coredns-custom: the block with another ttl", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
-		"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 30\n    fallthrough\n}\n"))
+		"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 30\n    no_reverse\n    fallthrough\n}\n"))
+	// An address of the cluster's own in the engine's block is harmless
+	// there: no_reverse, so no PTR answer renames it (job/inclusterdns
+	// TestRealCoreDNSNoReverse).
+	ownRaw(t, "coredns-custom: a cluster address, with no_reverse", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+		"hosts {\n    10.0.0.1 kubernetes.susecloud.net\n    ttl 15\n    no_reverse\n    fallthrough\n}\n"))
 	refuse(t, []hostile{
 		{"coredns-custom: a foreign key", inclusterdns.CoreDNSCustom, mergeData("evil.server", "susecloud.net:53 {\n    forward . 203.0.113.53\n}\n")},
 		{"coredns-custom: a rewrite override", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
@@ -224,6 +237,8 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 			"hosts {\n    10.0.0.66 kubernetes.default.svc.cluster.local\n    fallthrough\n}\n")},
 		{"coredns-custom: the block without fallthrough", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
 			"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n}\n")},
+		{"coredns-custom: the engine's block without no_reverse (a PTR renaming of 10.0.0.1)", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+			"hosts {\n    10.0.0.1 kubernetes.susecloud.net\n    ttl 15\n    fallthrough\n}\n")},
 		{"coredns-custom: a ttl out of range", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
 			"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 86400\n    fallthrough\n}\n")},
 		{"coredns-custom: a forward after the block", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
@@ -249,6 +264,8 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	t.Logf("proved: as %s (a TokenRequest token), job/inclusterdns's own edits were admitted (%s); the same token was refused:", "system:serviceaccount:"+kube.Namespace+":"+harness.EngineSA, strings.Join(admitted, "; "))
 	for _, what := range []string{
 		"Corefile: forward . to an outside resolver",
+		"Corefile: a cluster address in the cluster's hosts block, which answers PTR queries",
+		"coredns-custom: the engine's block without no_reverse (a PTR renaming of 10.0.0.1)",
 		"coredns-custom: a foreign key",
 		"coredns-custom: a rewrite override",
 		"coredns-custom: an entry for a name outside UPDATE_SERVER_DOMAINS",
@@ -256,5 +273,82 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	} {
 		t.Logf("proved: refused %s: HTTP 422 %q", what, refusals[what])
 	}
-	t.Logf("proved: also refused (HTTP 422): %d more hostile writes, among them an IMDS address, a hosts block without fallthrough, a label and an owner reference", len(refusals)-5)
+	t.Logf("proved: also refused (HTTP 422): %d more hostile writes, among them an IMDS address, a hosts block without fallthrough, a label and an owner reference", len(refusals)-7)
+}
+
+// TestCoreDNSAdmissionPolicyLongCorefile proves on the real API server (the
+// LTS version too: LTS_TESTS) that the policy checks a Corefile of
+// inclusterdns.PolicyMaxLines lines within the API server's CEL cost
+// limits, so the engine's edit of a cluster with a long hosts block of its
+// own is admitted; and that beyond the limit the engine says it is the
+// Corefile's length (ErrPolicyCostLimit), not that its edit is foreign.
+// The policy checks each line against its neighbours only: one that
+// compared each line with every line above it refused every engine edit
+// from about 250 hosts entries on.
+func TestCoreDNSAdmissionPolicyLongCorefile(t *testing.T) {
+	e := setupCluster(t)
+	ctx := harness.Context(t)
+	e.ResetCoreDNS(ctx, t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		e.ResetCoreDNS(ctx, t)
+	})
+	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
+	as := e.Plane.ClientAs(t, e.Token(t))
+	clients, err := kube.NewClients(as)
+	require.NoError(t, err)
+	engine := &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps, Domains: []string{"susecloud.net"}}
+
+	// Enforced once a dry run of a hostile write is refused.
+	forward := mergeData(inclusterdns.CorefileKey, strings.Replace(e.Corefile, "forward . /etc/resolv.conf", "forward . 203.0.113.53", 1))
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		code, _ := request(t, as, http.MethodPatch, configMapPath("kube-system", inclusterdns.CoreDNSConfigMap)+"?dryRun=All", mergeType, forward)
+		return code == http.StatusUnprocessableEntity, nil
+	})
+	require.NoError(t, err, "the policy is not enforced")
+
+	// The cluster's own hosts block, as long as it takes for the Corefile
+	// to reach lines lines once the engine's entry and ttl are in.
+	withHosts := func(lines int) string {
+		n := lines - strings.Count(e.Corefile, "\n") - 5 // "hosts {", fallthrough, "}", and the engine's entry and ttl
+		var b strings.Builder
+		b.WriteString("    hosts {\n")
+		for i := range n {
+			fmt.Fprintf(&b, "        10.%d.%d.%d host%d.corp.internal\n", i>>16&255, i>>8&255, i&255, i)
+		}
+		b.WriteString("        fallthrough\n    }\n")
+		return strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n"+b.String(), 1)
+	}
+	setCorefile := func(t *testing.T, corefile string) {
+		cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+		require.NoError(t, err)
+		cm.Data[inclusterdns.CorefileKey] = corefile
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		require.NoError(t, err, "the administrator's Corefile")
+	}
+	ip := netip.MustParseAddr("20.38.0.87")
+
+	setCorefile(t, withHosts(inclusterdns.PolicyMaxLines))
+	edit, err := engine.Ensure(ctx, harness.UpdateServer, ip)
+	require.NoError(t, err, "the engine's entry into a %d-line Corefile", inclusterdns.PolicyMaxLines)
+	require.True(t, edit.Changed)
+	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	lines := strings.Count(strings.TrimSuffix(cm.Data[inclusterdns.CorefileKey], "\n"), "\n") + 1
+	assert.Equal(t, inclusterdns.PolicyMaxLines, lines, "the Corefile the policy admitted")
+	moved, err := engine.Ensure(ctx, harness.UpdateServer, netip.MustParseAddr("20.38.0.88"))
+	require.NoError(t, err, "a new address in the %d-line Corefile", lines)
+	require.True(t, moved.Changed)
+
+	far := 4 * inclusterdns.PolicyMaxLines
+	setCorefile(t, withHosts(far))
+	_, err = engine.Ensure(ctx, harness.UpdateServer, ip)
+	require.ErrorIs(t, err, inclusterdns.ErrPolicyCostLimit, "a %d-line Corefile", far)
+	assert.NotErrorIs(t, err, inclusterdns.ErrPolicyRefused)
+	if t.Failed() {
+		return
+	}
+	t.Logf("proved: the policy admitted the engine's edits of a %d-line Corefile (a hosts block of the cluster's own, %d entries); at %d lines the API server's CEL cost limit refused it and the engine said so: %v",
+		lines, lines-strings.Count(e.Corefile, "\n")-5, far, err)
 }

@@ -197,52 +197,7 @@ func TestChartGolden(t *testing.T) {
 // the same objects, field for field: whoever changes one (RBAC, the CronJob,
 // the region servers) must change the other.
 func TestChartMatchesAzureOverlay(t *testing.T) {
-	chart := splitObjects(t, helmTemplate(t, chartDir, minimal, "image.tag=latest"))
-	for _, o := range chart {
-		dropHelmLabels(o.obj)
-	}
-	// The overlay with its REPLACE-ME filled in as minimal.yaml fills the
-	// chart's.
-	var filled struct {
-		Azure struct {
-			WorkloadIdentity    struct{ ClientID, TenantID string } `json:"workloadIdentity"`
-			ExtensionResourceID string                              `json:"extensionResourceId"`
-		} `json:"azure"`
-		Marketplace struct{ PublisherID, OfferID, PlanID string } `json:"marketplace"`
-	}
-	data, err := os.ReadFile(minimal[0])
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(data, &filled))
-	overlayYAML := string(run(t, kubectlBin(t), "kustomize", "overlays/azure"))
-	extensionPlaceholder := "/subscriptions/REPLACE-ME/resourceGroups/REPLACE-ME/providers/Microsoft.ContainerService/managedClusters/REPLACE-ME/providers/Microsoft.KubernetesConfiguration/extensions/REPLACE-ME"
-	overlayYAML = strings.NewReplacer(
-		extensionPlaceholder, filled.Azure.ExtensionResourceID,
-		"REPLACE-ME-client-id", filled.Azure.WorkloadIdentity.ClientID,
-		"REPLACE-ME-tenant-id", filled.Azure.WorkloadIdentity.TenantID,
-		"REPLACE-ME-publisher", filled.Marketplace.PublisherID,
-		"REPLACE-ME-offer", filled.Marketplace.OfferID,
-		"REPLACE-ME-plan", filled.Marketplace.PlanID,
-	).Replace(overlayYAML)
-	require.NotContains(t, overlayYAML, "REPLACE-ME", "a placeholder of the overlay this test does not fill")
-	overlay := splitObjects(t, []byte(overlayYAML))
-	// What only a release has (README "Installing", "Uninstalling"): the
-	// run at install and the cleanup hook, and on the CronJob the schedule
-	// chosen per install with what the next upgrade compares. kubectl
-	// apply has no install, upgrade or uninstall to hang them on.
-	for _, k := range []string{"Job/cattle-scc-system/registration-engine-cleanup"} {
-		require.Contains(t, chart, k)
-		delete(chart, k)
-	}
-	for k, o := range chart {
-		if strings.HasPrefix(k, "Job/cattle-scc-system/registration-engine-run-") {
-			delete(chart, k)
-		}
-		if o.kind == "CronJob" {
-			unstructured.RemoveNestedField(o.obj, "metadata", "annotations")
-			unstructured.RemoveNestedField(o.obj, "spec", "schedule")
-			unstructured.RemoveNestedField(overlay[k].obj, "spec", "schedule")
-		}
-	}
+	chart, overlay := comparable(t, "overlays/azure", "image.tag=latest")
 
 	var problems []string
 	for _, k := range slices.Sorted(maps.Keys(overlay)) {
@@ -290,6 +245,51 @@ func dropHelmLabels(v any) {
 			dropHelmLabels(e)
 		}
 	}
+}
+
+// With recovery off the kustomize install grants what the chart grants with
+// operatorRecovery=false: no delete on scc-registration, no read of the
+// operator's Lease. Before components/no-recovery the base granted the
+// delete whatever OPERATOR_RECOVERY said, so a stolen token could delete
+// the cluster's registration on an install that never recovers.
+func TestKustomizeWithoutRecoveryMatchesTheChart(t *testing.T) {
+	chart, overlay := comparable(t, "testdata/no-recovery", "operatorRecovery=false", "image.tag=latest")
+
+	var problems []string
+	for _, k := range slices.Sorted(maps.Keys(overlay)) {
+		if _, ok := chart[k]; !ok {
+			problems = append(problems, fmt.Sprintf("%s: in the overlay, not rendered by the chart", k))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(chart)) {
+		o, ok := overlay[k]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: rendered by the chart, not in the overlay", k))
+			continue
+		}
+		for _, d := range diffValues("", chart[k].obj, o.obj) {
+			// The component's strategic-merge patch puts the variable it
+			// sets first; the order of env matters only to $(VAR)
+			// references, which the CronJob has none of (below).
+			if strings.Contains(d, ".env: order: ") {
+				continue
+			}
+			problems = append(problems, k+": "+d)
+		}
+	}
+	assert.Empty(t, problems, "chart (operatorRecovery=false) and overlays/azure with components/no-recovery differ; change both:\n%s", strings.Join(problems, "\n"))
+	cj := renderedAs[*batchv1.CronJob](t, overlay, "CronJob/"+chartNamespace+"/registration-engine")
+	for _, e := range cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env {
+		assert.NotContains(t, e.Value, "$(", "%s refers to another variable: env order matters", e.Name)
+	}
+	assert.Equal(t, "false", env(&cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0])["OPERATOR_RECOVERY"].Value)
+	role := renderedAs[*rbacv1.Role](t, overlay, "Role/"+chartNamespace+"/registration-engine")
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "secrets") {
+			assert.NotContains(t, r.Verbs, "delete", "no delete on the Secret without recovery")
+		}
+	}
+	assert.NotContains(t, overlay, "Role/kube-system/registration-engine-operator-lease")
 }
 
 // diffValues lists the differences between chart value a and overlay value
@@ -689,6 +689,14 @@ func TestChartValues(t *testing.T) {
 					}
 				}
 				assert.Equal(t, "['susecloud.net', 'smt.example.org']", domains)
+			},
+		},
+		"loopback entries only for test installs": {
+			set: []string{"inClusterDNSTestLoopback=true"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				vap := renderedAs[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns")
+				require.NotEmpty(t, vap.Spec.Variables)
+				assert.Equal(t, admissionregistrationv1.Variable{Name: "allowLoopback", Expression: "true"}, vap.Spec.Variables[0])
 			},
 		},
 		"an update server domain that is no DNS name": {
@@ -1161,4 +1169,61 @@ func TestChartNotes(t *testing.T) {
 			assert.NotContains(t, notes, "REPLACE-ME")
 		})
 	}
+}
+
+// comparable renders the chart (minimal.yaml and set) and the kustomize
+// overlay dir, with the overlay's REPLACE-ME filled in as minimal.yaml
+// fills the chart's, and without what only a Helm release has: its labels,
+// the run at install and the cleanup hook, and on the CronJob the schedule
+// chosen per install with what the next upgrade compares (kubectl apply
+// has no install, upgrade or uninstall to hang them on).
+func comparable(t *testing.T, dir string, set ...string) (chart, overlay map[string]rendered) {
+	t.Helper()
+	chart = splitObjects(t, helmTemplate(t, chartDir, minimal, set...))
+	for _, o := range chart {
+		dropHelmLabels(o.obj)
+	}
+	// The overlay with its REPLACE-ME filled in as minimal.yaml fills the
+	// chart's.
+	var filled struct {
+		Azure struct {
+			WorkloadIdentity    struct{ ClientID, TenantID string } `json:"workloadIdentity"`
+			ExtensionResourceID string                              `json:"extensionResourceId"`
+		} `json:"azure"`
+		Marketplace struct{ PublisherID, OfferID, PlanID string } `json:"marketplace"`
+	}
+	data, err := os.ReadFile(minimal[0])
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &filled))
+	overlayYAML := string(run(t, kubectlBin(t), "kustomize", dir))
+	extensionPlaceholder := "/subscriptions/REPLACE-ME/resourceGroups/REPLACE-ME/providers/Microsoft.ContainerService/managedClusters/REPLACE-ME/providers/Microsoft.KubernetesConfiguration/extensions/REPLACE-ME"
+	overlayYAML = strings.NewReplacer(
+		extensionPlaceholder, filled.Azure.ExtensionResourceID,
+		"REPLACE-ME-client-id", filled.Azure.WorkloadIdentity.ClientID,
+		"REPLACE-ME-tenant-id", filled.Azure.WorkloadIdentity.TenantID,
+		"REPLACE-ME-publisher", filled.Marketplace.PublisherID,
+		"REPLACE-ME-offer", filled.Marketplace.OfferID,
+		"REPLACE-ME-plan", filled.Marketplace.PlanID,
+	).Replace(overlayYAML)
+	require.NotContains(t, overlayYAML, "REPLACE-ME", "a placeholder of the overlay this test does not fill")
+	overlay = splitObjects(t, []byte(overlayYAML))
+	// What only a release has (README "Installing", "Uninstalling"): the
+	// run at install and the cleanup hook, and on the CronJob the schedule
+	// chosen per install with what the next upgrade compares. kubectl
+	// apply has no install, upgrade or uninstall to hang them on.
+	for _, k := range []string{"Job/cattle-scc-system/registration-engine-cleanup"} {
+		require.Contains(t, chart, k)
+		delete(chart, k)
+	}
+	for k, o := range chart {
+		if strings.HasPrefix(k, "Job/cattle-scc-system/registration-engine-run-") {
+			delete(chart, k)
+		}
+		if o.kind == "CronJob" {
+			unstructured.RemoveNestedField(o.obj, "metadata", "annotations")
+			unstructured.RemoveNestedField(o.obj, "spec", "schedule")
+			unstructured.RemoveNestedField(overlay[k].obj, "spec", "schedule")
+		}
+	}
+	return chart, overlay
 }

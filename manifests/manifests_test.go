@@ -25,6 +25,7 @@ import (
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/proxycheck"
 	"github.com/rancher/registration-engine/job/regionconfig"
 )
 
@@ -36,7 +37,12 @@ type kustomization struct {
 	Namespace  string   `json:"namespace,omitempty"`
 	Resources  []string `json:"resources,omitempty"`
 	Patches    []struct {
-		Path string `json:"path"`
+		Path   string `json:"path,omitempty"`
+		Patch  string `json:"patch,omitempty"`
+		Target *struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+		} `json:"target,omitempty"`
 	} `json:"patches,omitempty"`
 	Images []struct {
 		Name   string `json:"name"`
@@ -165,6 +171,12 @@ func TestKustomizationsReferToExistingFiles(t *testing.T) {
 			}
 		}
 		for _, pt := range k.Patches {
+			if pt.Path == "" {
+				// An inline JSON patch names its object in its target.
+				require.NotNil(t, pt.Target, "%s: an inline patch without a target", dir)
+				assert.True(t, baseObjects[pt.Target.Kind+"/"+pt.Target.Name], "%s patches %s/%s, which base does not have", dir, pt.Target.Kind, pt.Target.Name)
+				continue
+			}
 			p := path.Join(dir, pt.Path)
 			data, err := fs.ReadFile(FS, p)
 			require.NoError(t, err, "%s: patch %s", dir, pt.Path)
@@ -324,7 +336,10 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 	// deleted by `registration-engine cleanup` at uninstall.
 	assert.ElementsMatch(t, []string{"get", "create", "patch", "delete"}, rules["secrets"].Verbs, "secrets")
 	assert.ElementsMatch(t, []string{"get", "create", "update", "patch", "delete"}, rules["leases"].Verbs, "leases")
-	assert.Len(t, rules, 3)
+	// rancher/scc-operator's Deployment, read by name: the proxy settings
+	// it runs with (job/operator CheckProxy).
+	assert.Equal(t, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{proxycheck.DefaultDeployment}, Verbs: []string{"get"}}, rules["deployments"])
+	assert.Len(t, rules, 4)
 
 	// Cluster-wide, only a read of the operator's Registrations.
 	cr := find[*rbacv1.ClusterRole](t, objects, "base/cattle-scc-system/clusterrole.yaml")
@@ -407,6 +422,7 @@ func TestCoreDNSPolicyMatchesTheEngine(t *testing.T) {
 		quoted = append(quoted, "'"+d+"'")
 	}
 	assert.Equal(t, "["+strings.Join(quoted, ", ")+"]", vars["domains"], "the policy's domains are the CronJob's UPDATE_SERVER_DOMAINS")
+	assert.Equal(t, "false", vars["allowLoopback"], "no loopback entries outside test installs (overlays/e2e turns them on)")
 	assert.Contains(t, vars["ownKey"], "'"+inclusterdns.DefaultHostsKey+"'")
 	assert.Contains(t, vars["ownKey"], "'"+inclusterdns.CorefileKey+"'")
 

@@ -19,7 +19,7 @@ import (
 
 // engineBlock is a hosts block as the engine writes it.
 func engineBlock(ip, host string) string {
-	return "hosts {\n    " + ip + " " + host + "\n    ttl 15\n    fallthrough\n}\n"
+	return "hosts {\n    " + ip + " " + host + "\n    ttl 15\n    no_reverse\n    fallthrough\n}\n"
 }
 
 // withEntry is the kubeadm Corefile with the engine's block in its root

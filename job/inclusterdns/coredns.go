@@ -148,7 +148,7 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 		return edit, nil
 	}
 	if err := patchConfigMapKey(ctx, cms, CoreDNSConfigMap, core.ResourceVersion, CorefileKey, next); err != nil {
-		if refused := policyRefused(err, ns+"/"+CoreDNSConfigMap, fqdn, ip); refused != nil {
+		if refused := policyRefused(err, ns+"/"+CoreDNSConfigMap, fqdn, ip, lineCount(next)); refused != nil {
 			return Edit{}, refused
 		}
 		return Edit{}, kube.APIError(err, needCorefile(ns))
@@ -206,7 +206,7 @@ func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, 
 		patch[PythonEngineKey] = nil // removed: its entry is ours now
 	}
 	if err := patchConfigMapKeys(ctx, c.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, patch); err != nil {
-		if refused := policyRefused(err, ns+"/"+CoreDNSCustom, fqdn, ip); refused != nil {
+		if refused := policyRefused(err, ns+"/"+CoreDNSCustom, fqdn, ip, lineCount(want)); refused != nil {
 			return false, nil, refused
 		}
 		return false, nil, kube.APIError(err, kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CoreDNSCustom, Namespace: ns})
@@ -265,13 +265,49 @@ const PolicyName = "registration-engine-coredns"
 // for any other error. The policy admits only lines the engine writes, so
 // an edit it refuses is one the engine must not make alone (a hosts block
 // shared in a way the engine does not recognise, or a policy older than
-// the engine).
-func policyRefused(err error, object, fqdn string, ip netip.Addr) error {
+// the engine). A refusal because the policy's expressions ran out of the
+// API server's CEL cost budget says nothing of the edit: it is the
+// Corefile's length (ErrPolicyCostLimit), and the remedy differs.
+func policyRefused(err error, object, fqdn string, ip netip.Addr, lines int) error {
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
 		return nil
 	}
+	if policyOutOfBudget(err) {
+		return failure.Permanent(fmt.Errorf("%w: the admission policy could not check the engine's edit of %s within the API server's CEL cost limit (%v); the policy supports a Corefile of up to %d lines and this one has %d: move long hosts lists into a file the hosts plugin reads (hosts FILE {…}), or %s",
+			ErrPolicyCostLimit, object, err, PolicyMaxLines, lines, byHand(fqdn, ip)))
+	}
 	return failure.Permanent(fmt.Errorf("%w: the admission policy refused the engine's edit of %s (%v); the policy admits only the engine's own hosts entries, so this configuration needs a person: %s, or install the policy of this engine's release if it is older (manifests/base/coredns-policy.yaml, the chart's template)",
 		ErrPolicyRefused, object, err, byHand(fqdn, ip)))
+}
+
+// PolicyMaxLines is the longest Corefile (or coredns-custom key) the
+// admission policy is proven to check within the API server's CEL cost
+// limits on the oldest Kubernetes the engine supports (e2e
+// TestCoreDNSAdmissionPolicyLongCorefile). README "Security" states it.
+const PolicyMaxLines = 1000
+
+// policyOutOfBudget reports whether a policy refusal is the API server
+// giving up on the policy's cost rather than the policy denying the edit.
+// The API server says so only in text: the StatusError's reason is Invalid
+// either way and its cause carries the same message. The texts are
+// k8s.io/apiserver's: "validation failed due to running out of cost
+// budget" (the policy's total budget; pkg/admission/plugin/cel
+// activation.go, which Kubernetes's own metrics match by prefix) and cel-go's
+// "actual cost limit exceeded" (one expression's limit). This is the one
+// place that matches them.
+func policyOutOfBudget(err error) bool {
+	texts := []string{err.Error()}
+	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Details != nil {
+		for _, c := range s.Status().Details.Causes {
+			texts = append(texts, c.Message)
+		}
+	}
+	for _, t := range texts {
+		if strings.Contains(t, "running out of cost budget") || strings.Contains(t, "cost limit exceeded") {
+			return true
+		}
+	}
+	return false
 }
 
 // key is the engine's key in coredns-custom.
@@ -320,4 +356,10 @@ func needConfigMaps(ns string) kube.Access {
 func needCorefile(ns string) kube.Access {
 	return kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CoreDNSConfigMap +
 		" (a cluster without coredns-custom: install with the chart's coreDNSLayout=corefile, or add manifests/base/corefile-layout)", Namespace: ns}
+}
+
+// lineCount is the number of lines of text, a final newline ending the
+// last one.
+func lineCount(text string) int {
+	return strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1
 }

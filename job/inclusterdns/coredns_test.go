@@ -91,6 +91,13 @@ func TestCoreDNSCustom(t *testing.T) {
 			changed:   true,
 			cmActions: []string{"get", "get", "patch:application/merge-patch+json"},
 		},
+		// An older engine wrote the block without no_reverse: its entry
+		// answered the reverse query for the address too.
+		"key an older engine wrote, without no_reverse: rewritten": {
+			custom:    map[string]string{DefaultHostsKey: "hosts {\n    20.38.0.87 smt-azure.susecloud.net\n    ttl 15\n    fallthrough\n}\n"},
+			changed:   true,
+			cmActions: []string{"get", "get", "patch:application/merge-patch+json"},
+		},
 		"key current: nothing written": {
 			custom:    map[string]string{DefaultHostsKey: block},
 			changed:   false,
@@ -111,8 +118,8 @@ func TestCoreDNSCustom(t *testing.T) {
 			assert.Equal(t, tc.cmActions, kubetest.Verbs(c, "configmaps"))
 			got := getCM(t, c, CoreDNSCustom)
 			assert.Equal(t, block, got.Data[DefaultHostsKey])
-			assert.Equal(t, "hosts {\n    20.38.0.87 smt-azure.susecloud.net\n    ttl 15\n    fallthrough\n}\n", got.Data[DefaultHostsKey],
-				"the key as AKS imports it: the entry, answered with a 15 s TTL, then every other name to the next plugin")
+			assert.Equal(t, "hosts {\n    20.38.0.87 smt-azure.susecloud.net\n    ttl 15\n    no_reverse\n    fallthrough\n}\n", got.Data[DefaultHostsKey],
+				"the key as AKS imports it: the entry, answered with a 15 s TTL, no reverse (PTR) answer for its address, then every other name to the next plugin")
 			for k, v := range tc.custom {
 				if k != DefaultHostsKey {
 					assert.Equal(t, v, got.Data[k], "other keys untouched")
@@ -305,6 +312,32 @@ func TestCoreDNSPolicyRefusal(t *testing.T) {
 			assert.Contains(t, err.Error(), "ValidatingAdmissionPolicy '"+PolicyName+"'", "the API server's words stay")
 			assert.Contains(t, err.Error(), `add "20.38.0.87 smt-azure.susecloud.net" by hand and set IN_CLUSTER_DNS=false`)
 			assert.Contains(t, err.Error(), "manifests/base/coredns-policy.yaml")
+		})
+	}
+}
+
+// A Corefile longer than the policy can check within the API server's CEL
+// cost limit gets every engine edit refused, whatever the edit: the run
+// says it is the Corefile's length (and the supported size), not that the
+// edit is not the engine's own. The refusal as kube-apiserver builds it:
+// 422 Invalid, the message in the status and its cause.
+func TestCoreDNSPolicyCostLimit(t *testing.T) {
+	for name, detail := range map[string]string{
+		"one expression's limit": "expression 'object.metadata.name != 'coredns' || …' resulted in error: composited variable \"kinds\" fails to evaluate: operation cancelled: actual cost limit exceeded",
+		"the policy's budget":    "validation failed due to running out of cost budget, no further validation rules will be run",
+	} {
+		t.Run(name, func(t *testing.T) {
+			msg := "ValidatingAdmissionPolicy '" + PolicyName + "' with binding '" + PolicyName + "' denied request: " + detail
+			denied := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "coredns", nil)
+			denied.ErrStatus.Message = "configmaps \"coredns\" is forbidden: " + msg
+			denied.ErrStatus.Details.Causes = []metav1.StatusCause{{Message: msg}}
+			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile}))
+			c.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, denied })
+			_, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
+			require.ErrorIs(t, err, ErrPolicyCostLimit)
+			assert.NotErrorIs(t, err, ErrPolicyRefused, "not a refusal of the edit")
+			assert.True(t, failure.IsPermanent(err))
+			assert.Contains(t, err.Error(), "the policy supports a Corefile of up to 1000 lines and this one has 26")
 		})
 	}
 }

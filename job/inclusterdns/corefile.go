@@ -122,6 +122,10 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []strin
 		}
 	}
 
+	if hosts >= 0 && clusterAddress(ip) && !noReverse(lines, hosts, hostsEnd) {
+		return "", nil, failure.Permanent(fmt.Errorf("%w: the hosts block (line %d) answers reverse (PTR) queries for its entries, and %s is in a private or shared range, where an entry would rename a cluster address; add no_reverse to that block, or %s", ErrCorefile, hosts+1, ip, byHand(fqdn, ip)))
+	}
+
 	out := make([]string, 0, len(lines)+4)
 	for _, l := range lines {
 		out = append(out, l.text)
@@ -165,10 +169,11 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []strin
 	placed, at := false, hosts
 	drop := map[int]bool{}
 	var earlier []string // the names of the removed entries
+	blockNoReverse := noReverse(lines, hosts, hostsEnd)
 	for i, e := range hostsEntries(lines, hosts, hostsEnd) {
 		others := slices.DeleteFunc(slices.Clone(e.names), func(n string) bool { return sameHost(n, fqdn) })
 		switch {
-		case len(others) == len(e.names) && earlierEntry(lines, hosts, i, e, domains):
+		case len(others) == len(e.names) && earlierEntry(lines, hosts, i, e, domains, blockNoReverse):
 			drop[i] = true
 			removed = append(removed, strings.TrimSpace(lines[i].text))
 			earlier = append(earlier, e.names[0])
@@ -212,9 +217,10 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []strin
 // "<ip> <name>" as hostsBlock writes it (the address in its canonical form,
 // one space, one name lower case without a trailing dot; no comment, no
 // second name), the name under one of domains (UPDATE_SERVER_DOMAINS), the
-// address one the engine maps (unicast; loopback for the tests' servers).
-// A line a person wrote in any other shape (a comment, a tab, two names,
-// a name outside domains) is theirs and stays.
+// address one the engine maps (unicast; loopback for the tests' servers;
+// in a block that answers reverse queries, noReverse false, none in
+// clusterRanges). A line a person wrote in any other shape (a comment, a
+// tab, two names, a name outside domains) is theirs and stays.
 //
 // It is also, line for line, what the CoreDNS admission policy
 // (manifests/base/coredns-policy.yaml) counts as the engine's own: an
@@ -222,8 +228,8 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []strin
 // "hosts [FILE [ZONES…]] {" with nothing after the brace, no brace
 // between. Removing any other line would be refused there with HTTP 422,
 // failing every run.
-func earlierEntry(lines []corefileLine, hosts, i int, e hostsEntry, domains []string) bool {
-	if len(e.names) != 1 || !(e.addr.IsGlobalUnicast() || e.addr.IsLoopback()) {
+func earlierEntry(lines []corefileLine, hosts, i int, e hostsEntry, domains []string, noReverse bool) bool {
+	if len(e.names) != 1 || !(e.addr.IsGlobalUnicast() || e.addr.IsLoopback()) || (!noReverse && clusterAddress(e.addr)) {
 		return false
 	}
 	name := e.names[0]
@@ -362,14 +368,55 @@ func byHand(fqdn string, ip netip.Addr) string {
 }
 
 // hostsBlock is the block the engine writes: the entry, its TTL (HostsTTL,
-// instead of the plugin's 3600 s), then fallthrough so that every other name
-// goes on to the next plugin.
+// instead of the plugin's 3600 s), no_reverse, then fallthrough so that
+// every other name goes on to the next plugin.
+//
+// no_reverse: the hosts plugin otherwise answers the reverse (PTR) query
+// for every entry's address, ahead of the kubernetes plugin, so an entry
+// for a Service's, pod's or node's address would rename that address for
+// every PTR lookup in the cluster. The engine needs only the forward
+// answer. The admission policy requires the line in the engine's own block.
 func hostsBlock(indent, fqdn string, ip netip.Addr) string {
 	return indent + "hosts {\n" +
 		indent + "    " + ip.String() + " " + fqdn + "\n" +
 		indent + "    " + ttlLine + "\n" +
+		indent + "    no_reverse\n" +
 		indent + "    fallthrough\n" +
 		indent + "}"
+}
+
+// clusterRanges are the address ranges of a cluster's own networks
+// (private, shared, unique local), where Services, pods and nodes live.
+// In a hosts block that answers reverse queries (no no_reverse; the
+// Corefile layout, where the block may be the administrator's), an entry
+// for one of them would rename that address for every PTR lookup in the
+// cluster: the admission policy refuses such an entry there, so the engine
+// never writes one (ErrCorefile) nor counts one as its own. Loopback is
+// for the tests' update servers; link-local is refused before (the policy
+// admits unicast addresses only).
+var clusterRanges = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("fc00::/7"),
+}
+
+// clusterAddress reports whether ip lies in clusterRanges.
+func clusterAddress(ip netip.Addr) bool {
+	return slices.ContainsFunc(clusterRanges, func(p netip.Prefix) bool { return p.Contains(ip.Unmap()) })
+}
+
+// noReverse reports whether the hosts block opened on line start and
+// closed on line end answers no reverse queries: a bare no_reverse line
+// directly inside it.
+func noReverse(lines []corefileLine, start, end int) bool {
+	for _, l := range lines[start+1 : end] {
+		if l.depth == lines[start].depth+1 && slices.Equal(l.fields, []string{"no_reverse"}) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasDirective reports whether any line of a Corefile (or of a snippet)

@@ -23,7 +23,7 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 			in: ".:53 {\n\terrors\n\tforward . /etc/resolv.conf\n\treload\n}\n",
 			ip: smtIP,
 			want: ".:53 {\n" +
-				"\thosts {\n\t    20.38.0.87 smt-azure.susecloud.net\n\t    ttl 15\n\t    fallthrough\n\t}\n" +
+				"\thosts {\n\t    20.38.0.87 smt-azure.susecloud.net\n\t    ttl 15\n\t    no_reverse\n\t    fallthrough\n\t}\n" +
 				"\terrors\n\tforward . /etc/resolv.conf\n\treload\n}\n",
 		},
 		"existing hosts block (k3s): entry added first, its ttl lowered, block kept": {
@@ -77,14 +77,14 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 			in: "example.org:53 {\n    hosts {\n        10.0.0.1 www.example.org\n    }\n}\n. {\n    forward . 8.8.8.8\n}\n",
 			ip: smtIP,
 			want: "example.org:53 {\n    hosts {\n        10.0.0.1 www.example.org\n    }\n}\n. {\n" +
-				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n" +
+				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n" +
 				"    forward . 8.8.8.8\n}\n",
 		},
 		"braces in comments are ignored": {
 			in: "# {{ generated }}\n.:53 { # main {\n    errors\n}\n",
 			ip: smtIP,
 			want: "# {{ generated }}\n.:53 { # main {\n" +
-				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n" +
+				"    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n" +
 				"    errors\n}\n",
 		},
 		// A zoned hosts block answers only inside its zones: the name is
@@ -112,7 +112,7 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 		"a server block for the zone on another port: root block used": {
 			in:   "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n.:53 {\n    reload\n}\n",
 			ip:   smtIP,
-			want: "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n.:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n    reload\n}\n",
+			want: "susecloud.net:5353 {\n    forward . 10.0.0.53\n}\n.:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n    reload\n}\n",
 		},
 		// Phase 4 chose another update server: the entry an earlier run
 		// wrote for the one no longer chosen goes, so that name is not
@@ -198,6 +198,41 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 			ip:   smtIP,
 			want: ".:53 {\n    hosts { # the cluster's\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        20.38.0.1 smt-old.susecloud.net\n        fallthrough\n    }\n}\n",
 		},
+		// The hosts plugin answers the reverse (PTR) query for each entry's
+		// address ahead of the kubernetes plugin: in a block without
+		// no_reverse an entry for a cluster address would rename it.
+		"a private address into a hosts block that answers reverse queries: refused": {
+			in:  ".:53 {\n    hosts /etc/coredns/NodeHosts {\n      fallthrough\n    }\n    reload\n}\n",
+			ip:  netip.MustParseAddr("10.96.0.1"),
+			err: ErrCorefile,
+		},
+		"a shared-range address into a hosts block that answers reverse queries: refused": {
+			in:  ".:53 {\n    hosts {\n      fallthrough\n    }\n}\n",
+			ip:  netip.MustParseAddr("100.64.0.10"),
+			err: ErrCorefile,
+		},
+		"a unique local address into a hosts block that answers reverse queries: refused": {
+			in:  ".:53 {\n    hosts {\n      fallthrough\n    }\n}\n",
+			ip:  netip.MustParseAddr("fd00::1"),
+			err: ErrCorefile,
+		},
+		"a private address into a hosts block with no_reverse: placed": {
+			in:   ".:53 {\n    hosts {\n        no_reverse\n        fallthrough\n    }\n}\n",
+			ip:   netip.MustParseAddr("10.96.0.1"),
+			want: ".:53 {\n    hosts {\n        10.96.0.1 smt-azure.susecloud.net\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n}\n",
+		},
+		"a private address into a Corefile without hosts: the engine's block, with no_reverse": {
+			in:   ".:53 {\n    reload\n}\n",
+			ip:   netip.MustParseAddr("10.96.0.1"),
+			want: ".:53 {\n    hosts {\n        10.96.0.1 smt-azure.susecloud.net\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n    reload\n}\n",
+		},
+		// The policy counts such a line as the cluster's: removing it would
+		// be refused.
+		"an earlier entry at a private address in a block that answers reverse queries: kept": {
+			in:   ".:53 {\n    hosts {\n        10.0.0.1 smt-old.susecloud.net\n        fallthrough\n    }\n}\n",
+			ip:   smtIP,
+			want: ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        ttl 15\n        10.0.0.1 smt-old.susecloud.net\n        fallthrough\n    }\n}\n",
+		},
 		"empty Corefile":            {in: "  \n", ip: smtIP, err: ErrCorefile},
 		"no root server block":      {in: "example.org {\n    whoami\n}\n", ip: smtIP, err: ErrCorefile},
 		"root block never closed":   {in: ".:53 {\n    errors\n", ip: smtIP, err: ErrCorefile},
@@ -215,7 +250,7 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 				require.ErrorIs(t, err, tc.err)
 				if tc.err == ErrCorefile {
 					// A person must place the entry: the error says which.
-					assert.Contains(t, err.Error(), `add "20.38.0.87 smt-azure.susecloud.net" by hand and set IN_CLUSTER_DNS=false`)
+					assert.Contains(t, err.Error(), `add "`+tc.ip.String()+` smt-azure.susecloud.net" by hand and set IN_CLUSTER_DNS=false`)
 				}
 				return
 			}

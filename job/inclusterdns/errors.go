@@ -31,4 +31,11 @@ var (
 	// engine's CoreDNS edits (PolicyName) refused this edit. Permanent: a
 	// person adds the entry, or installs the policy of this release.
 	ErrPolicyRefused = errors.New("coredns edit refused by the admission policy")
+
+	// ErrPolicyCostLimit means the API server refused the engine's edit
+	// because the admission policy's expressions ran out of its CEL cost
+	// limit: the Corefile is longer than the policy supports
+	// (PolicyMaxLines), whatever the edit. Permanent: a person shortens
+	// the Corefile or adds the entry by hand.
+	ErrPolicyCostLimit = errors.New("coredns edit refused: the admission policy's cost limit")
 )

@@ -479,3 +479,98 @@ func (d *realCoreDNS) waitGone(ctx context.Context, t *testing.T, port int, host
 	}
 	return last
 }
+
+// TestRealCoreDNSNoReverse proves, with a real CoreDNS, that the engine's
+// entry renames no address: the hosts plugin answers the reverse (PTR)
+// query for each entry's address ahead of the plugins after it (the
+// kubernetes plugin in a cluster; here a zone file answering as it does
+// for the kubernetes Service's address), so a hosts entry for 10.96.0.1
+// would make every PTR lookup of that Service answer the update server's
+// name. The engine's block carries no_reverse, in AKS's coredns-custom and
+// in a Corefile it adds its block to; the block an older engine wrote
+// (without it) is shown renaming the address.
+func TestRealCoreDNSNoReverse(t *testing.T) {
+	bin := corednsBin(t)
+	service := netip.MustParseAddr("10.96.0.1") // the kubernetes Service, as kubeadm numbers it
+	const serviceName = "kubernetes.default.svc.cluster.local."
+	zone := "$ORIGIN 96.10.in-addr.arpa.\n" +
+		"@ 30 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 30\n" +
+		"1.0 30 IN PTR " + serviceName + "\n"
+	files := map[string]string{"db.10.96": zone}
+	const file = "    file db.10.96 96.10.in-addr.arpa\n"
+	corefile := ".:53 {\n    errors\n" + file + "    reload\n}\n"
+	aks := ".:53 {\n    errors\n" + file + "    reload\n    import custom/*.override\n}\nimport custom/*.server\n"
+
+	tests := map[string]struct {
+		corefile string
+		custom   map[string]string // nil: no coredns-custom
+		engine   bool              // the engine writes the entry; else an older engine's block is in place
+		wantPTR  string
+	}{
+		"AKS: the engine's key in coredns-custom":     {corefile: aks, custom: map[string]string{"log.override": "log\n"}, engine: true, wantPTR: serviceName},
+		"kubeadm: the engine's block in the Corefile": {corefile: corefile, engine: true, wantPTR: serviceName},
+		"AKS: an older engine's key, without no_reverse, renames the address": {corefile: aks,
+			custom:  map[string]string{DefaultHostsKey: "hosts {\n    " + service.String() + " " + smtName + "\n    ttl 15\n    fallthrough\n}\n"},
+			wantPTR: smtName + "."},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, tc.corefile)}))
+			if tc.custom != nil {
+				_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm(CoreDNSCustom, tc.custom), metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			if tc.engine {
+				_, err := newCoreDNS(c).Ensure(ctx, smtName, service)
+				require.NoError(t, err)
+			}
+			dir := t.TempDir()
+			for f, content := range files {
+				writeFile(t, filepath.Join(dir, f), content)
+			}
+			port := testkit.FreeDNSPort(t)
+			writeConfig(t, c, dir, port)
+			dns := startCoreDNS(t, bin, dir)
+			require.Equal(t, service, dns.waitFor(ctx, t, port, smtName, service), "the update server's name resolves to the entry's address")
+
+			arpa := "1.0.96.10.in-addr.arpa."
+			got := askPTR(t, port, arpa)
+			assert.Equal(t, []string{tc.wantPTR}, got, "PTR %s", arpa)
+			t.Logf("proved: %s: a real CoreDNS answered %s with %s and the reverse query %s with %v", name, smtName, service, arpa, got)
+		})
+	}
+}
+
+// askPTR asks the DNS server on the loopback port for the PTR records of
+// arpa once and returns their names.
+func askPTR(t *testing.T, port int, arpa string) []string {
+	t.Helper()
+	name, err := dnsmessage.NewName(arpa)
+	require.NoError(t, err)
+	q := dnsmessage.Message{
+		Header:    dnsmessage.Header{ID: uint16(time.Now().UnixNano()), RecursionDesired: true},
+		Questions: []dnsmessage.Question{{Name: name, Type: dnsmessage.TypePTR, Class: dnsmessage.ClassINET}},
+	}
+	packet, err := q.Pack()
+	require.NoError(t, err)
+	conn, err := net.Dial("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(2*time.Second)))
+	_, err = conn.Write(packet)
+	require.NoError(t, err)
+	buf := make([]byte, 1500)
+	n, err := conn.Read(buf)
+	require.NoError(t, err)
+	var m dnsmessage.Message
+	require.NoError(t, m.Unpack(buf[:n]))
+	var names []string
+	for _, a := range m.Answers {
+		if r, ok := a.Body.(*dnsmessage.PTRResource); ok {
+			names = append(names, r.PTR.String())
+		}
+	}
+	return names
+}

@@ -160,8 +160,9 @@ func RemoveCorefileHostsEntries(corefile string, domains []string) (next string,
 	}
 	drop := map[int]bool{}
 	var names []string
+	blockNoReverse := noReverse(lines, hosts, hostsEnd)
 	for i, e := range hostsEntries(lines, hosts, hostsEnd) {
-		if earlierEntry(lines, hosts, i, e, domains) {
+		if earlierEntry(lines, hosts, i, e, domains, blockNoReverse) {
 			drop[i] = true
 			removed = append(removed, strings.TrimSpace(lines[i].text))
 			names = append(names, e.names[0])

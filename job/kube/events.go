@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/redact"
 )
 
@@ -64,7 +65,9 @@ type JobEvent struct {
 	// Reason is one of the Reason constants; Action what the engine did
 	// (Register, Report).
 	Reason, Action string
-	// Note is the human-readable text, cut to 1 kB.
+	// Note is the human-readable text, one line: redacted, every
+	// character a terminal could act on escaped (escape.Printable), cut
+	// to 1 kB.
 	Note string
 	// Address and Server are the update server the run reached, when
 	// known; they become the Event's annotations.
@@ -97,7 +100,11 @@ func (j *JobEvents) Record(ctx context.Context, e JobEvent) error {
 	if j.Now != nil {
 		now = j.Now
 	}
-	note := j.Redact.String(e.Note)
+	// Redacted first (an escape would hide a secret's form from the
+	// registry), then escaped (the note quotes a peer or the operator, and
+	// kubectl describe and kubectl get events print it to a terminal as it
+	// is), then cut, so that the cut never leaves half an escape's input.
+	note := escape.Printable(j.Redact.String(e.Note))
 	if len(note) > maxNote {
 		// Cut on a rune boundary: a split rune would reach the API server
 		// as U+FFFD, three bytes each, and could push the note past 1 kB.
@@ -109,7 +116,7 @@ func (j *JobEvents) Record(ctx context.Context, e JobEvent) error {
 	}
 	var annotations map[string]string
 	for k, v := range map[string]string{AnnotationAddress: e.Address, AnnotationServer: e.Server} {
-		if v = j.Redact.String(v); v != "" {
+		if v = escape.Printable(j.Redact.String(v)); v != "" {
 			if annotations == nil {
 				annotations = map[string]string{}
 			}

@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/providers/azure"
 )
@@ -81,13 +81,11 @@ Flags:
 		// script) reads the verdict line, not client-go's advice.
 		v := NoCluster(err, *kubeconfig, getenv("KUBECONFIG"), c.Exits)
 		if *output == "json" {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			err = enc.Encode(struct {
+			err = writeJSON(stdout, struct {
 				Verdict Verdict `json:"verdict"`
 			}{v})
 		} else {
-			_, err = fmt.Fprintln(stdout, Printable(v.Line))
+			_, err = fmt.Fprintln(stdout, escape.Printable(v.Line))
 		}
 		if err != nil {
 			return err

