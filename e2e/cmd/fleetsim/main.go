@@ -155,7 +155,7 @@ func Simulate(ctx context.Context, o Options) (Figures, error) {
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))
 	f := Figures{Clusters: o.Clusters}
 	start := time.Now()
-	before, err := render(ctx, o, "/subscriptions/00000000-0000-0000-0000-000000000000/x", "schedule=0 */18 * * *")
+	before, err := render(ctx, o, "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks/providers/Microsoft.KubernetesConfiguration/extensions/rancher", "schedule=0 */18 * * *")
 	if err != nil {
 		return f, err
 	}
@@ -215,6 +215,7 @@ func render(ctx context.Context, o Options, id string, set ...string) (string, e
 		"--set", "global.azure.images.engine.registry=example.azurecr.io",
 		"--set", "global.azure.images.engine.image=registration-engine",
 		"--set", "global.azure.images.engine.tag=latest",
+		"--set", "global.azure.images.engine.digest=sha256:" + strings.Repeat("0", 64),
 		"--show-only", "templates/cronjob.yaml"}
 	for _, s := range set {
 		args = append(args, "--set-string", s)
