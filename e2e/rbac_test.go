@@ -287,7 +287,7 @@ func TestEngineRBAC(t *testing.T) {
 		},
 		"merge-patch coredns-custom with the engine's block": {
 			method: http.MethodPatch, path: configMapPath("kube-system", "coredns-custom"), contentType: mergeType,
-			body: `{"data":{"registration-engine.override":"hosts {\n    127.0.0.11 smt-azure.susecloud.net\n    fallthrough\n}\n"}}`, want: http.StatusOK,
+			body: `{"data":{"registration-engine.override":"hosts {\n    127.0.0.11 smt-azure.susecloud.net\n    no_reverse\n    fallthrough\n}\n"}}`, want: http.StatusOK,
 		},
 		"update coredns-custom is refused": {
 			method: http.MethodPut, path: configMapPath("kube-system", "coredns-custom"), contentType: jsonType,
