@@ -187,7 +187,7 @@ func managers(t *testing.T, s *corev1.Secret) map[string][]string {
 		var f struct {
 			Data map[string]json.RawMessage `json:"f:data"`
 		}
-		require.NoError(t, json.Unmarshal(m.FieldsV1.Raw, &f))
+		require.NoError(t, json.Unmarshal(m.FieldsV1.GetRawBytes(), &f))
 		keys := []string{}
 		for k := range f.Data {
 			if name, ok := strings.CutPrefix(k, "f:"); ok {

@@ -69,7 +69,7 @@ func FindOtherWriter(s *corev1.Secret) *OtherWriter {
 		if ownWriter(mf.Manager) || mf.FieldsV1 == nil {
 			continue
 		}
-		if keys := dataKeys(mf.FieldsV1.Raw); len(keys) > 0 {
+		if keys := dataKeys(mf.FieldsV1.GetRawBytes()); len(keys) > 0 {
 			return &OtherWriter{
 				Who:      fmt.Sprintf("field manager %q", mf.Manager),
 				Evidence: fmt.Sprintf("managedFields: %q (%s) owns data keys %s", mf.Manager, mf.Operation, strings.Join(keys, ", ")),
