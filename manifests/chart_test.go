@@ -199,22 +199,7 @@ func TestChartGolden(t *testing.T) {
 func TestChartMatchesAzureOverlay(t *testing.T) {
 	chart, overlay := comparable(t, "overlays/azure", "image.tag=latest")
 
-	var problems []string
-	for _, k := range slices.Sorted(maps.Keys(overlay)) {
-		if _, ok := chart[k]; !ok {
-			problems = append(problems, fmt.Sprintf("%s: in the overlay, not rendered by the chart", k))
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(chart)) {
-		o, ok := overlay[k]
-		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: rendered by the chart, not in the overlay", k))
-			continue
-		}
-		for _, d := range diffValues("", chart[k].obj, o.obj) {
-			problems = append(problems, k+": "+d)
-		}
-	}
+	problems := differences(chart, overlay, nil)
 	assert.Empty(t, problems, "chart (helm template %s) and overlay (kubectl kustomize overlays/azure) differ; change both:\n%s",
 		chartDir, strings.Join(problems, "\n"))
 	assert.Len(t, chart, 13, "besides the run Job and the cleanup hook: SA, three Roles, three RoleBindings (the engine's, CoreDNS's, the operator's Lease), the ClusterRole and its binding, the ConfigMap, the CronJob, the CoreDNS admission policy and its binding")
@@ -255,28 +240,10 @@ func dropHelmLabels(v any) {
 func TestKustomizeWithoutRecoveryMatchesTheChart(t *testing.T) {
 	chart, overlay := comparable(t, "testdata/no-recovery", "operatorRecovery=false", "image.tag=latest")
 
-	var problems []string
-	for _, k := range slices.Sorted(maps.Keys(overlay)) {
-		if _, ok := chart[k]; !ok {
-			problems = append(problems, fmt.Sprintf("%s: in the overlay, not rendered by the chart", k))
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(chart)) {
-		o, ok := overlay[k]
-		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: rendered by the chart, not in the overlay", k))
-			continue
-		}
-		for _, d := range diffValues("", chart[k].obj, o.obj) {
-			// The component's strategic-merge patch puts the variable it
-			// sets first; the order of env matters only to $(VAR)
-			// references, which the CronJob has none of (below).
-			if strings.Contains(d, ".env: order: ") {
-				continue
-			}
-			problems = append(problems, k+": "+d)
-		}
-	}
+	// The component's strategic-merge patch puts the variable it sets
+	// first; the order of env matters only to $(VAR) references, which the
+	// CronJob has none of (below).
+	problems := differences(chart, overlay, func(d string) bool { return strings.Contains(d, ".env: order: ") })
 	assert.Empty(t, problems, "chart (operatorRecovery=false) and overlays/azure with components/no-recovery differ; change both:\n%s", strings.Join(problems, "\n"))
 	cj := renderedAs[*batchv1.CronJob](t, overlay, "CronJob/"+chartNamespace+"/registration-engine")
 	for _, e := range cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env {
@@ -1226,4 +1193,29 @@ func comparable(t *testing.T, dir string, set ...string) (chart, overlay map[str
 		}
 	}
 	return chart, overlay
+}
+
+// differences lists, by object, what tells chart and overlay apart: an
+// object only one renders, or a field that differs. ignore, when set, drops
+// a difference the caller has a reason to accept.
+func differences(chart, overlay map[string]rendered, ignore func(string) bool) []string {
+	var problems []string
+	for _, k := range slices.Sorted(maps.Keys(overlay)) {
+		if _, ok := chart[k]; !ok {
+			problems = append(problems, fmt.Sprintf("%s: in the overlay, not rendered by the chart", k))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(chart)) {
+		o, ok := overlay[k]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: rendered by the chart, not in the overlay", k))
+			continue
+		}
+		for _, d := range diffValues("", chart[k].obj, o.obj) {
+			if ignore == nil || !ignore(d) {
+				problems = append(problems, k+": "+d)
+			}
+		}
+	}
+	return problems
 }

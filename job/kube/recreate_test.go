@@ -102,13 +102,7 @@ func TestSecretRecreate(t *testing.T) {
 
 	t.Run("held by the finalizer: ErrSecretTerminating, never written over, and the next Write refuses too", func(t *testing.T) {
 		r := recreateRegistration()
-		c := fake.NewClientset(failedSecret(r))
-		c.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-			s := failedSecret(r)
-			s.DeletionTimestamp = ptr.To(metav1.NewTime(time.Now()))
-			require.NoError(t, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), s, kube.Namespace))
-			return true, nil, nil
-		})
+		c := heldByFinalizer(t, r)
 		st := newStore(c, &testkit.Sleeps{})
 		st.PollInterval = 10 * time.Millisecond
 		_, err := st.Recreate(ctx, r, "uid-1", "41", 100*time.Millisecond)
@@ -126,13 +120,7 @@ func TestSecretRecreate(t *testing.T) {
 
 	t.Run("a drain during the finalizer wait is the run's end, not the finalizer's", func(t *testing.T) {
 		r := recreateRegistration()
-		c := fake.NewClientset(failedSecret(r))
-		c.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-			s := failedSecret(r)
-			s.DeletionTimestamp = ptr.To(metav1.NewTime(time.Now()))
-			require.NoError(t, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), s, kube.Namespace))
-			return true, nil, nil
-		})
+		c := heldByFinalizer(t, r)
 		st := newStore(c, &testkit.Sleeps{})
 		st.PollInterval = 10 * time.Millisecond
 		drained := errors.New("terminated by signal")
@@ -144,4 +132,17 @@ func TestSecretRecreate(t *testing.T) {
 		assert.False(t, failure.IsPermanent(err), "a drained run's Job retries")
 		assert.Equal(t, 0, countVerb(c, "patch"), "never written over")
 	})
+}
+
+// heldByFinalizer is a clientset whose scc-registration, once deleted,
+// stays Terminating behind the operator's finalizer.
+func heldByFinalizer(t *testing.T, r kube.Registration) *fake.Clientset {
+	c := fake.NewClientset(failedSecret(r))
+	c.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		s := failedSecret(r)
+		s.DeletionTimestamp = ptr.To(metav1.NewTime(time.Now()))
+		require.NoError(t, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), s, kube.Namespace))
+		return true, nil, nil
+	})
+	return c
 }
