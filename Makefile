@@ -8,6 +8,10 @@ BIN           := $(CURDIR)/bin
 LDFLAGS       := -s -w -X github.com/rancher/registration-engine/job.Version=$(VERSION)
 STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CACHE_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/registration-engine
+# Pinned Go tools (staticcheck, cyclonedx-gomod), built once per version into
+# the cache so that a fresh clone does not build them again.
+TOOLS_DIR     ?= $(CACHE_DIR)/tools/$(shell $(GO) env GOVERSION)
+STATICCHECK_BIN := $(TOOLS_DIR)/staticcheck-$(lastword $(subst @, ,$(STATICCHECK)))
 # The Kubernetes versions the tests run on: the newest AKS supports (every
 # tier) and the oldest it still supports, as LTS (the control-plane tier's
 # LTS_TESTS). README "Kubernetes versions" says why these two.
@@ -75,8 +79,8 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 	@e2e/scripts/demo.sh "$(FAULT)"
 
 .PHONY: test
-test: tiers testbin scc-operator helm coredns ## the contributor's loop: unit tests, the e2e helpers' own tests, the built binaries against the fake cloud, a real control plane (K8S_VERSION) and rancher/scc-operator; all but LONG_TESTS (go test -race)
-	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS) $(HARNESS_PKGS)
+test: tiers testbin scc-operator helm coredns sbom-tool ## the contributor's loop: unit tests, the e2e helpers' own tests, the built binaries against the fake cloud, a real control plane (K8S_VERSION) and rancher/scc-operator; all but LONG_TESTS (go test -race)
+	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD_BIN) $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS) $(HARNESS_PKGS)
 	@echo "--- end-to-end on Kubernetes $(K8S_VERSION): the built binaries, a real kube-apiserver and rancher/scc-operator, all but $(LONG_TESTS) (full log: _out/e2e-test.log)"
 	@$(call e2e,$(K8S_TESTBIN),20m,e2e-test,-skip '$(LONG_TESTS)' $(E2E_PKGS))
 
@@ -152,8 +156,8 @@ e2e-kind: helm ## the kind tier: Docker, the images and a kind node built here, 
 lint: ## gofmt, go vet, staticcheck (pinned)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@test -x $(BIN)/tools/staticcheck || GOBIN=$(BIN)/tools $(GO) install $(STATICCHECK)
-	$(BIN)/tools/staticcheck ./...
+	@e2e/scripts/go-tool.sh $(STATICCHECK) $(STATICCHECK_BIN)
+	$(STATICCHECK_BIN) ./...
 
 .PHONY: bench
 bench: build testbin helm ## benchmarks side by side; rewrites docs/BENCHMARKS.md
@@ -210,17 +214,18 @@ RELEASE_ARCHS ?= $(IMAGE_ARCHS)
 RELEASE_IMAGE_REPO ?= registration-engine
 # The SBOM generator: CycloneDX's own, for Go modules, pinned like staticcheck.
 CYCLONEDX_GOMOD := github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+CYCLONEDX_GOMOD_BIN := $(TOOLS_DIR)/cyclonedx-gomod-$(lastword $(subst @, ,$(CYCLONEDX_GOMOD)))
 
 .PHONY: stamp
 stamp: ## write VERSION into the chart's Chart.yaml (version, appVersion) and the bundle's manifest.yaml
 	@hack/release.sh stamp
 
 .PHONY: sbom-tool
-sbom-tool: ## install cyclonedx-gomod (pinned) under bin/tools
-	@test -x $(BIN)/tools/cyclonedx-gomod || GOBIN=$(BIN)/tools $(GO) install $(CYCLONEDX_GOMOD)
+sbom-tool: ## build cyclonedx-gomod (pinned) once into CACHE_DIR/tools (make test's release test and make release use it)
+	@e2e/scripts/go-tool.sh $(CYCLONEDX_GOMOD) $(CYCLONEDX_GOMOD_BIN)
 
 .PHONY: release
 release: stamp helm sbom-tool ## the release of VERSION in RELEASE_DIR: chart package, binaries and SBOMs, image (RELEASE_IMAGE=0 skips it), bundle (with ENGINE_DIGEST)
-	HELM=$(HELM_DIR)/helm CYCLONEDX_GOMOD=$(BIN)/tools/cyclonedx-gomod RELEASE_ARCHS="$(RELEASE_ARCHS)" \
+	HELM=$(HELM_DIR)/helm CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD_BIN) RELEASE_ARCHS="$(RELEASE_ARCHS)" \
 	  RELEASE_IMAGE=$(RELEASE_IMAGE) IMAGE_REPO=$(RELEASE_IMAGE_REPO) BUILD_IMAGE=$(BUILD_IMAGE) BASE_IMAGE=$(BASE_IMAGE) \
 	  VERSION=$(RELEASE_VERSION) hack/release.sh build $(RELEASE_DIR)
