@@ -72,7 +72,10 @@ func TestMoveFromPythonEngine(t *testing.T) {
 	require.NoError(t, err)
 
 	// The operator registers from the Python engine's Secret first (its
-	// CRD exists once it runs, so the recorder starts after it).
+	// CRD exists once it runs, so the recorder starts after it). Once it
+	// has stopped (cleanups run last first), its Registration goes too: its
+	// finalizer would hold the next test's deletion of the CRD.
+	t.Cleanup(func() { sccoperator.Forget(t, o.Plane) })
 	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
 	rec, err := sccoperator.Record(ctx, o.Plane.Admin)
 	require.NoError(t, err)

@@ -87,6 +87,9 @@ func (o *operatorEnv) testAbsent(t *testing.T) {
 	ctx := harness.Context(t)
 	o.ResetCoreDNS(ctx, t)
 	o.DNS.Forget()
+	// A Registration an earlier test's operator left keeps its finalizer,
+	// and with no operator running the CRD's deletion would wait for it.
+	sccoperator.Forget(t, o.Plane)
 	o.Plane.Kubectl(t, "delete", "crd", "registrations.scc.cattle.io", "--ignore-not-found", "--wait=true")
 	o.forceDeleteSecret(ctx, t)
 	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)

@@ -406,8 +406,12 @@ func lastLine(out, prefix string) string {
 
 // cannotRun are the plugins the process tier leaves out: they reach beyond
 // the machine (kubernetes, forward) or bind fixed ports (health, ready,
-// prometheus), or would query the forwarder (loop).
-var cannotRun = map[string]bool{"kubernetes": true, "forward": true, "health": true, "ready": true, "prometheus": true, "loop": true, "bind": true}
+// prometheus), would query the forwarder (loop), or would reload CoreDNS
+// on their own (reload): the harness reloads it (SIGUSR1) when the kubelet
+// would have synced the files, and the reload plugin's own restart racing
+// that one leaves CoreDNS without its listener ("getting old listener
+// file: use of closed network connection"), answering nothing.
+var cannotRun = map[string]bool{"kubernetes": true, "forward": true, "health": true, "ready": true, "prometheus": true, "loop": true, "bind": true, "reload": true}
 
 // loopbackCorefile is corefile as this machine may serve it: every server
 // block on 127.0.0.1 at port, without the plugins of cannotRun. Every other

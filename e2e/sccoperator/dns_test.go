@@ -155,7 +155,6 @@ func TestLoopbackCorefile(t *testing.T) {
     bind 127.0.0.1
     errors
     cache 30
-    reload
     loadbalance
     import custom/*.override
 }
