@@ -10,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -281,9 +283,10 @@ func (tc chartCase) uninstall(ctx context.Context, t *testing.T, p *controlplane
 	hooks, err := e.Admin.BatchV1().Jobs(kube.Namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, hooks.Items, "no Job left behind (the cleanup hook deletes itself)")
+	assertNoCleanupAccess(ctx, t, dyn)
 	after := e.Secret(ctx, t)
 	assert.Equal(t, secret.ResourceVersion, after.ResourceVersion, "helm uninstall must not touch the operator's Secret")
-	t.Logf("proved: helm uninstall finished in %s; its cleanup hook removed coredns-custom key %s (the customer's log.override kept) and the Lease, CoreDNS stopped answering %s %s after the uninstall started, and %s stayed", took.Round(time.Millisecond), inclusterdns.DefaultHostsKey, harness.UpdateServer, gone.Round(time.Millisecond), kube.SecretName)
+	t.Logf("proved: helm uninstall finished in %s; its post-delete cleanup hook, under its own ServiceAccount and policy copy (gone with it), removed coredns-custom key %s (the customer's log.override kept) and the Lease, CoreDNS stopped answering %s %s after the uninstall started, and %s stayed", took.Round(time.Millisecond), inclusterdns.DefaultHostsKey, harness.UpdateServer, gone.Round(time.Millisecond), kube.SecretName)
 }
 
 // TestChartInstallWhileUpdateServersFail: the Marketplace installs while
@@ -353,12 +356,35 @@ func TestChartInstallWhileUpdateServersFail(t *testing.T) {
 		installed.Round(time.Millisecond), first, len(pods), failed, failedAfter.Round(time.Millisecond))
 }
 
+// cleanupAccess are the objects the cleanup hook brings for itself (its
+// ServiceAccount, Roles and policy copy), which must go with its Job.
+var cleanupAccess = []releaseObject{
+	{gvr: schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, namespace: kube.Namespace, name: "registration-engine-cleanup"},
+	{gvr: rbacv1.SchemeGroupVersion.WithResource("roles"), namespace: kube.Namespace, name: "registration-engine-cleanup"},
+	{gvr: rbacv1.SchemeGroupVersion.WithResource("rolebindings"), namespace: kube.Namespace, name: "registration-engine-cleanup"},
+	{gvr: rbacv1.SchemeGroupVersion.WithResource("roles"), namespace: "kube-system", name: "registration-engine-cleanup"},
+	{gvr: rbacv1.SchemeGroupVersion.WithResource("rolebindings"), namespace: "kube-system", name: "registration-engine-cleanup"},
+	{gvr: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"), name: "registration-engine-coredns-cleanup"},
+	{gvr: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"), name: "registration-engine-coredns-cleanup"},
+}
+
+// assertNoCleanupAccess: none of cleanupAccess is left after helm
+// uninstall returned.
+func assertNoCleanupAccess(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
+	t.Helper()
+	for _, o := range cleanupAccess {
+		_, err := dyn.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "the cleanup hook's %s %s/%s survived helm uninstall (err %v)", o.gvr.Resource, o.namespace, o.name, err)
+	}
+}
+
 // TestChartUninstallWhenCleanupCannotRun: helm uninstall when the cleanup
-// hook's pod never starts (no kubelet runs it). Helm 3.22 fails an
-// uninstall whose pre-delete hook Job fails (pkg/action/uninstall.go,
-// hooks.go), so this proves the bound: helm returns within the hook's
-// activeDeadlineSeconds with the reason, leaves no hook Job behind, and
-// helm uninstall --no-hooks then finishes.
+// hook's pod never starts (no kubelet runs it). The hook is post-delete:
+// Helm 3.22 deletes the release first, then reports the failed hook
+// ("uninstallation completed with 1 error(s)", pkg/action/uninstall.go),
+// so this proves that the release goes all the same, within the hook's
+// activeDeadlineSeconds, with the reason, and that the hook leaves nothing
+// behind: its Job, ServiceAccount, Roles and policy copy.
 func TestChartUninstallWhenCleanupCannotRun(t *testing.T) {
 	helm := testkit.Helm(t)
 	p := controlplane.Start(t)
@@ -377,18 +403,24 @@ func TestChartUninstallWhenCleanupCannotRun(t *testing.T) {
 	start := time.Now()
 	out, err := testkit.Command(ctx, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--timeout", "120s", "--kubeconfig", p.AdminKubeconfig)
 	took := time.Since(start)
-	require.Error(t, err, "helm 3.22 fails the uninstall on a failed pre-delete hook:\n%s", out)
+	require.Error(t, err, "helm reports the failed hook:\n%s", out)
 	helmErr := err.Error()
+	assert.Contains(t, helmErr, "uninstallation completed with 1 error(s)", "the uninstall itself completed")
 	assert.Contains(t, helmErr, "DeadlineExceeded", "the reason is the hook's deadline")
 	assert.Less(t, took, time.Duration(deadline+30)*time.Second, "bounded by the hook's activeDeadlineSeconds, not helm's --timeout")
+	_, err = e.Admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the CronJob went with the release (err %v)", err)
+	_, err = testkit.Command(ctx, helm, "status", "registration-engine", "--namespace", kube.Namespace, "--kubeconfig", p.AdminKubeconfig)
+	require.Error(t, err, "helm status finds no release")
+	assert.Contains(t, err.Error(), "not found", "no release left to uninstall again")
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := e.Admin.BatchV1().Jobs(kube.Namespace).Get(ctx, harness.CronJobName+"-cleanup", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}), "the failed hook Job is deleted (hook-failed)")
-	runHelm(t, p, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--no-hooks", "--wait", "--timeout", "60s")
-	_, err = e.Admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
-	assert.True(t, apierrors.IsNotFound(err), "the release is gone after --no-hooks (err %v)", err)
-	t.Logf("proved: with the cleanup hook's pod never starting, helm uninstall returned in %s (hook deadline %d s) with %q, left no hook Job, and helm uninstall --no-hooks then removed the release", took.Round(time.Millisecond), deadline, lastLineOf(helmErr))
+	dyn, err := dynamic.NewForConfig(p.Admin)
+	require.NoError(t, err)
+	assertNoCleanupAccess(ctx, t, dyn)
+	t.Logf("proved: with the cleanup hook's pod never starting, helm uninstall returned in %s (hook deadline %d s) with %q, the release gone (CronJob, helm status: not found) and nothing of the hook left (Job, ServiceAccount, Roles, policy copy)", took.Round(time.Millisecond), deadline, lastLineOf(helmErr))
 }
 
 func lastLineOf(s string) string {

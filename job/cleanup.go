@@ -23,15 +23,15 @@ import (
 )
 
 // CleanupTimeout bounds `registration-engine cleanup` as a whole. The
-// chart's pre-delete hook gives its Job a deadline a little longer
+// chart's post-delete hook gives its Job a deadline a little longer
 // (activeDeadlineSeconds), so the process, not the deadline, ends the pod.
 const CleanupTimeout = 45 * time.Second
 
 // cleanupLeaseWait is how long cleanup waits for a run that holds the Lease
 // to finish, so that the run does not write the CoreDNS entry again right
-// after cleanup removed it. A run takes about two minutes at most when
-// CoreDNS reloads slowly; cleanup does not wait that long: helm uninstall
-// deletes the CronJob and its Jobs right after, which stops that run.
+// after cleanup removed it. The hook runs after helm uninstall deleted the
+// CronJob and its Jobs, which stops their pods (SIGTERM; a run releases the
+// Lease within 5 s), so the wait is short in practice.
 const cleanupLeaseWait = 20 * time.Second
 
 // CleanupReport is what `registration-engine cleanup` did.
@@ -44,18 +44,20 @@ type CleanupReport struct {
 	Problems []error
 }
 
-// RunCleanup is `registration-engine cleanup`, what the chart's pre-delete
-// hook runs at helm uninstall: it removes what the engine wrote outside
+// RunCleanup is `registration-engine cleanup`, what the chart's post-delete
+// hook runs at helm uninstall, under the hook's own ServiceAccount: it removes what the engine wrote outside
 // its own release and that would otherwise keep acting after it, the
 // update server's hosts entry in CoreDNS (the engine's coredns-custom key,
 // or its entries in the Corefile) and the engine's Lease. The Secret
 // scc-registration stays: it is rancher/scc-operator's, which keeps it
 // behind its finalizer.
 //
-// It always returns nil and logs what it could not do, with the reason:
-// Helm 3 fails a whole uninstall on a failed pre-delete hook and leaves the
-// release half-deleted, which is worse than an entry left behind. Only a
-// flag it does not know is an error. It reads the engine's own variables
+// It always returns nil and logs what it could not do, with the reason: a
+// failed hook makes helm uninstall exit 1 although the release is gone,
+// which tells the user nothing a log line does not. Only a flag it does not
+// know is an error. A refusal (403) is retried until the timeout: the
+// hook's Roles are created just before its Job, and an API server's
+// authorizer may take a moment to see them. It reads the engine's own variables
 // (the pod template is the CronJob's), nothing else: a configuration that
 // would stop a run (a placeholder, a missing region-server file) does not
 // stop the cleanup.
@@ -75,6 +77,13 @@ func RunCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	start := time.Now()
 
 	rep := cleanup(ctx, log, *kubeconfig, getenv)
+	for refused(rep.Problems) {
+		log.Info("cleanup: refused; retrying while the hook's Roles propagate", slog.String("error", errors.Join(rep.Problems...).Error()))
+		if pause.For(ctx, 2*time.Second) != nil {
+			break
+		}
+		rep = rep.then(cleanup(ctx, log, *kubeconfig, getenv))
+	}
 	attrs := []any{
 		slog.String("removedKey", rep.Removed.CustomKey),
 		slog.Any("removedEntries", rep.Removed.Corefile),
@@ -88,6 +97,25 @@ func RunCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	log.Info("cleanup finished", attrs...)
 	return nil
+}
+
+// then is what two attempts did together: what either removed, and the
+// later one's problems.
+func (r CleanupReport) then(next CleanupReport) CleanupReport {
+	next.Removed.CustomKey = cmp.Or(next.Removed.CustomKey, r.Removed.CustomKey)
+	next.Removed.Corefile = append(r.Removed.Corefile, next.Removed.Corefile...)
+	next.LeaseDeleted = next.LeaseDeleted || r.LeaseDeleted
+	return next
+}
+
+// refused is whether the API server refused one of problems (403).
+func refused(problems []error) bool {
+	for _, p := range problems {
+		if apierrors.IsForbidden(p) {
+			return true
+		}
+	}
+	return false
 }
 
 func cleanup(ctx context.Context, log *slog.Logger, kubeconfig string, getenv func(string) string) CleanupReport {

@@ -41,8 +41,9 @@ func RunAttestation(ctx context.Context, args []string, stdin io.Reader, stdout,
 }
 
 // RunCleanup (cleanup.go) is `registration-engine cleanup`: unlike the
-// others it always exits 0, since it runs as the chart's pre-delete hook
-// and a failed hook fails the whole helm uninstall.
+// others it always exits 0, since it runs as the chart's post-delete hook
+// and a failed hook makes helm uninstall exit 1 (the release gone all the
+// same).
 
 // printProblem writes err on stderr for the person at the terminal, unless
 // it is nil or one of verdicts, whose report on stdout already says it: a

@@ -2,13 +2,17 @@ package manifests
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // runJob returns the rendering's run Job (registration-engine-run-<hash>),
@@ -28,8 +32,8 @@ func runJob(t *testing.T, objs map[string]rendered) *batchv1.Job {
 // The run after an install is the CronJob's run: the same Job spec (one
 // template renders both), named by a hash of what a run reads, and not a
 // Helm hook (Helm would wait for it and fail an atomic install with it).
-// The cleanup at uninstall is a bounded pre-delete hook of the same pod
-// template with args ["cleanup"].
+// The cleanup at uninstall is a bounded post-delete hook of the same pod
+// template with args ["cleanup"], under its own ServiceAccount.
 func TestChartLifecycleJobs(t *testing.T) {
 	objs := splitObjects(t, helmTemplate(t, chartDir, goldenValueSets["marketplace"]))
 	cj, _ := chartCronJob(t, objs)
@@ -42,14 +46,47 @@ func TestChartLifecycleJobs(t *testing.T) {
 	assert.Regexp(t, "^[0-9a-f]{10}$", hash)
 
 	cleanup := renderedAs[*batchv1.Job](t, objs, "Job/"+chartNamespace+"/registration-engine-cleanup")
-	assert.Equal(t, "pre-delete", cleanup.Annotations["helm.sh/hook"])
+	assert.Equal(t, "post-delete", cleanup.Annotations["helm.sh/hook"], "a failed hook cannot keep the release installed")
 	assert.Contains(t, cleanup.Annotations["helm.sh/hook-delete-policy"], "hook-failed", "a failed hook leaves no Job")
 	require.NotNil(t, cleanup.Spec.ActiveDeadlineSeconds, "the hook is bounded")
 	assert.EqualValues(t, 90, *cleanup.Spec.ActiveDeadlineSeconds)
 	assert.Equal(t, []string{"cleanup"}, cleanup.Spec.Template.Spec.Containers[0].Args)
 	pod := cleanup.Spec.Template.Spec
-	pod.Containers[0].Args = nil
-	assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec, pod, "the hook's pod is the CronJob's but for its args")
+	assert.Equal(t, "registration-engine-cleanup", pod.ServiceAccountName, "the release's ServiceAccount is gone when the hook runs")
+	assert.Empty(t, pod.Volumes, "no volume of a ConfigMap the uninstall deleted: the pod would never start")
+	assert.Empty(t, pod.Containers[0].VolumeMounts)
+	assert.NotContains(t, cleanup.Spec.Template.Labels, "azure.workload.identity/use", "the cleanup needs no Azure credential")
+	var env []string
+	for _, v := range pod.Containers[0].Env {
+		env = append(env, v.Name)
+	}
+	assert.Equal(t, []string{"POD_NAME", "POD_NAMESPACE", "REGISTRATION_SECRET_NAMESPACE", "LEASE_NAME", "IN_CLUSTER_DNS", "UPDATE_SERVER_DOMAINS", "GOMEMLIMIT"}, env,
+		"only what registration-engine cleanup reads")
+	scheduled := cj.Spec.JobTemplate.Spec.Template.Spec
+	pod.ServiceAccountName, scheduled.ServiceAccountName = "", ""
+	pod.Containers, scheduled.Containers = nil, nil
+	pod.Volumes, scheduled.Volumes = nil, nil
+	assert.Equal(t, scheduled, pod, "but for its account, container and volumes, the hook's pod is the CronJob's (node selection, security)")
+	c, r := cleanup.Spec.Template.Spec.Containers[0], cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, r.Image, c.Image)
+	assert.Equal(t, r.SecurityContext, c.SecurityContext)
+	assert.Equal(t, r.Resources, c.Resources)
+
+	// The hook's own access, created before its Job and deleted with it.
+	for _, key := range []string{
+		"ServiceAccount/" + chartNamespace + "/registration-engine-cleanup",
+		"Role/" + chartNamespace + "/registration-engine-cleanup",
+		"RoleBinding/" + chartNamespace + "/registration-engine-cleanup",
+		"Role/kube-system/registration-engine-cleanup",
+		"RoleBinding/kube-system/registration-engine-cleanup",
+		"ValidatingAdmissionPolicy//registration-engine-coredns-cleanup",
+		"ValidatingAdmissionPolicyBinding//registration-engine-coredns-cleanup",
+	} {
+		o := renderedAs[metav1.Object](t, objs, key)
+		assert.Equal(t, "post-delete", o.GetAnnotations()["helm.sh/hook"], key)
+		assert.Equal(t, "-10", o.GetAnnotations()["helm.sh/hook-weight"], key+": created before the Job")
+		assert.Equal(t, "before-hook-creation,hook-succeeded", o.GetAnnotations()["helm.sh/hook-delete-policy"], key)
+	}
 
 	tests := map[string]struct {
 		set     []string
@@ -106,4 +143,35 @@ func TestChartSchedule(t *testing.T) {
 
 	cj, _ := chartCronJob(t, splitObjects(t, helmTemplate(t, chartDir, goldenValueSets["marketplace"], "schedule=0 */18 * * *")))
 	assert.Equal(t, "0 */18 * * *", cj.Spec.Schedule, "a user-set schedule wins")
+}
+
+// The cleanup hook's ServiceAccount may patch only the ConfigMap the engine
+// writes for the layout, under a copy of the engine's admission policy
+// bound to it; without in-cluster DNS it has nothing in kube-system.
+func TestChartCleanupAccess(t *testing.T) {
+	const sa = "system:serviceaccount:" + chartNamespace + ":registration-engine-cleanup"
+	for layout, patched := range map[string]string{"aks": "coredns-custom", "corefile": "coredns"} {
+		objs := splitObjects(t, helmTemplate(t, chartDir, minimal, "coreDNSLayout="+layout))
+		role := renderedAs[*rbacv1.Role](t, objs, "Role/kube-system/registration-engine-cleanup")
+		var patches []string
+		for _, r := range role.Rules {
+			if slices.Contains(r.Verbs, "patch") {
+				patches = append(patches, r.ResourceNames...)
+			}
+		}
+		assert.Equal(t, []string{patched}, patches, "layout %s", layout)
+		engine := renderedAs[*admissionv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns")
+		hook := renderedAs[*admissionv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns-cleanup")
+		assert.Contains(t, hook.Spec.MatchConditions[0].Expression, "'"+sa+"'")
+		hook.Spec.MatchConditions, engine.Spec.MatchConditions = nil, nil
+		assert.Equal(t, engine.Spec, hook.Spec, "the hook's policy is the engine's but for whom it matches")
+		binding := renderedAs[*admissionv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding//registration-engine-coredns-cleanup")
+		assert.Equal(t, "registration-engine-coredns-cleanup", binding.Spec.PolicyName)
+		assert.Equal(t, []admissionv1.ValidationAction{admissionv1.Deny}, binding.Spec.ValidationActions)
+	}
+	objs := splitObjects(t, helmTemplate(t, chartDir, minimal, "inClusterDNS=false"))
+	assert.Contains(t, objs, "Job/"+chartNamespace+"/registration-engine-cleanup", "the Lease still goes")
+	for k := range objs {
+		assert.False(t, strings.HasSuffix(k, "kube-system/registration-engine-cleanup") || strings.Contains(k, "ValidatingAdmissionPolicy"), "%s without inClusterDNS", k)
+	}
 }

@@ -333,9 +333,10 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 	// (get, then a patch that creates by name, so create too); the Lease is
 	// also taken over and released with update. The Secret is never updated;
 	// it is deleted only to recover a Failed Registration. The Lease is
-	// deleted by `registration-engine cleanup` at uninstall.
+	// never deleted by the engine: the chart's cleanup hook, under its own
+	// ServiceAccount, removes it at uninstall.
 	assert.ElementsMatch(t, []string{"get", "create", "patch", "delete"}, rules["secrets"].Verbs, "secrets")
-	assert.ElementsMatch(t, []string{"get", "create", "update", "patch", "delete"}, rules["leases"].Verbs, "leases")
+	assert.ElementsMatch(t, []string{"get", "create", "update", "patch"}, rules["leases"].Verbs, "leases")
 	// rancher/scc-operator's Deployment, read by name: the proxy settings
 	// it runs with (job/operator CheckProxy).
 	assert.Equal(t, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{proxycheck.DefaultDeployment}, Verbs: []string{"get"}}, rules["deployments"])

@@ -153,8 +153,13 @@ func (e *Cluster) StartKubelet(ctx context.Context, t testing.TB, ns string, c C
 			if pr.Err = os.WriteFile(tokenFile, []byte(token), 0o600); pr.Err != nil {
 				return 1
 			}
-			full, err := KubeletEnv(env, c, tokenFile, e.Plane.CAFile)
-			if pr.Err = err; err != nil {
+			var full []string
+			if args := pod.Spec.Containers[0].Args; len(args) > 0 && args[0] == "cleanup" {
+				// The uninstall hook reaches the API server only, and its
+				// pod carries no Workload Identity label: nothing of the
+				// cloud, only its ServiceAccount's token.
+				full = append(slices.Clone(env), "KUBERNETES_TOKEN="+tokenFile, "KUBERNETES_CA_CERT="+e.Plane.CAFile)
+			} else if full, pr.Err = KubeletEnv(env, c, tokenFile, e.Plane.CAFile); pr.Err != nil {
 				return 1
 			}
 			// The pod's resolver would be the cluster's DNS; a process asks e.DNS.

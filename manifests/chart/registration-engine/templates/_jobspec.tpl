@@ -41,23 +41,34 @@ template:
 {{/*
 The engine's pod template (metadata and spec), for every Job that runs it:
 see registration-engine.jobSpec. Called with (dict "root" $ "args" (list …)).
+With "cleanup" true, the uninstall hook's pod (cleanup-job.yaml): it runs
+after the release's objects are gone, so it runs as the hook's own
+ServiceAccount, mounts none of the release's ConfigMaps (a pod waiting for
+a deleted ConfigMap never starts), needs no Azure credential and reads
+only the variables `registration-engine cleanup` reads.
 */}}
 {{- define "registration-engine.podTemplate" -}}
 {{- $args := .args -}}
+{{- $cleanup := .cleanup -}}
 {{- with .root -}}
 {{- $mode := include "registration-engine.credentialMode" . -}}
 {{- $name := include "registration-engine.name" . -}}
 metadata:
   # The chart's labels, podLabels, azure.workload.identity/use (the
-  # Workload Identity webhook) and the billing label when asked for.
+  # Workload Identity webhook; not for the cleanup) and the billing label
+  # when asked for.
+  {{- $labels := include "registration-engine.podLabels" . | fromYaml }}
+  {{- if $cleanup }}
+  {{- $_ := unset $labels "azure.workload.identity/use" }}
+  {{- end }}
   labels:
-    {{- include "registration-engine.podLabels" . | nindent 4 }}
+    {{- toYaml $labels | nindent 4 }}
   {{- with .Values.podAnnotations }}
   annotations:
     {{- toYaml . | nindent 4 }}
   {{- end }}
 spec:
-  serviceAccountName: {{ $name }}
+  serviceAccountName: {{ $name }}{{ if $cleanup }}-cleanup{{ end }}
   {{- with .Values.imagePullSecrets }}
   imagePullSecrets:
     {{- toYaml . | nindent 4 }}
@@ -110,6 +121,7 @@ spec:
       args: {{ toJson . }}
       {{- end }}
       env:
+        {{- if not $cleanup }}
         # workload-identity: the webhook injects AZURE_CLIENT_ID.
         # managed-identity: the extension's identity, through IMDS.
         - name: AZURE_CREDENTIAL_MODE
@@ -136,6 +148,7 @@ spec:
               name: registration-code
               key: regCode
               optional: true
+        {{- end }}
         # The Lease holder, and what the logs name.
         - name: POD_NAME
           valueFrom:
@@ -145,6 +158,7 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: metadata.namespace
+        {{- if not $cleanup }}
         # Only a Job the CronJob scheduled takes the startup sleep.
         - name: JOB_NAME
           valueFrom:
@@ -160,30 +174,35 @@ spec:
         # The Role is limited to exactly these names.
         - name: REGISTRATION_SECRET_NAME
           value: scc-registration
+        {{- end }}
         - name: REGISTRATION_SECRET_NAMESPACE
           valueFrom:
             fieldRef:
               fieldPath: metadata.namespace
         - name: LEASE_NAME
           value: registration-engine
+        {{- if not $cleanup }}
         - name: REGIONSRV_CONFIG
           value: /etc/regionserverclnt.cfg
         - name: RUN_DEADLINE
           value: {{ .Values.runDeadline | quote }}
         - name: STARTUP_SLEEP_MAX
           value: {{ .Values.startupSleepMax | quote }}
+        {{- end }}
         - name: IN_CLUSTER_DNS
           value: {{ .Values.inClusterDNS | toString | quote }}
         # The admission policy admits CoreDNS entries only for names
         # under these (coredns-policy.yaml).
         - name: UPDATE_SERVER_DOMAINS
           value: {{ include "registration-engine.updateServerDomains" . | quote }}
+        {{- if not $cleanup }}
         - name: OPERATOR_RECOVERY
           value: {{ .Values.operatorRecovery | toString | quote }}
         - name: LOG_LEVEL
           value: {{ .Values.logLevel | quote }}
         - name: LOG_FORMAT
           value: {{ .Values.logFormat | quote }}
+        {{- end }}
         # Lets the Go runtime collect garbage before the memory limit
         # kills the pod.
         - name: GOMEMLIMIT
@@ -199,6 +218,7 @@ spec:
         readOnlyRootFilesystem: true
         capabilities:
           drop: ["ALL"]
+      {{- if not $cleanup }}
       volumeMounts:
         - name: regionserverclnt-config
           mountPath: /etc/regionserverclnt.cfg
@@ -211,6 +231,8 @@ spec:
         {{- with .Values.extraVolumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
+      {{- end }}
+  {{- if not $cleanup }}
   volumes:
     - name: regionserverclnt-config
       configMap:
@@ -225,5 +247,6 @@ spec:
     {{- with .Values.extraVolumes }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+  {{- end }}
 {{- end }}
 {{- end }}
