@@ -447,9 +447,11 @@ func TestKind(t *testing.T) {
 		}
 		_, err = c.cs.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "the Lease went at uninstall (err %v)", err)
-		t.Logf("proved: helm uninstall on AKS's layout finished in %.0fs; its cleanup hook removed coredns-custom key %s (the customer's keys %v untouched) and the Lease; CoreDNS stopped answering %s %.0fs after the uninstall started",
+		t.Logf("proved: helm uninstall on AKS's layout finished in %.0fs; its post-delete cleanup hook, on a real kubelet under its own ServiceAccount, removed coredns-custom key %s (the customer's keys %v untouched) and the Lease; CoreDNS stopped answering %s %.0fs after the uninstall started",
 			uninstalled.Seconds(), inclusterdns.DefaultHostsKey, slices.Sorted(maps.Keys(aksUserKeys)), harness.UpdateServer, gone.Seconds())
 	})
+
+	t.Run("with AKS's IMDS restriction the verdict names hostNetwork, which registers", c.testIMDSRestriction)
 }
 
 // releaseRun waits for the run the chart's release started at install
