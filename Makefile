@@ -49,6 +49,9 @@ HELM_DIR      ?= $(CACHE_DIR)/helm/v$(HELM_VERSION)
 # finds the version, builds it once and prints the binary's path. Expanded
 # only by the recipes that use it.
 COREDNS_BIN    = $(shell CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) e2e/scripts/coredns-bin.sh 2>/dev/null)
+# promtool, from Debian's prometheus package (e2e/scripts/promtool-bin.sh):
+# the chart's PrometheusRule is unit-tested with it.
+PROMTOOL_BIN   = $(shell CACHE_DIR=$(CACHE_DIR) e2e/scripts/promtool-bin.sh 2>/dev/null)
 FAULT         ?=
 FUZZTIME      ?= 30s
 IMAGE         ?= registration-engine:latest
@@ -79,8 +82,8 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 	@e2e/scripts/demo.sh "$(FAULT)"
 
 .PHONY: test
-test: tiers testbin scc-operator helm coredns sbom-tool ## the contributor's loop: unit tests, the e2e helpers' own tests, the built binaries against the fake cloud, a real control plane (K8S_VERSION) and rancher/scc-operator; all but LONG_TESTS (go test -race)
-	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD_BIN) $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS) $(HARNESS_PKGS)
+test: tiers testbin scc-operator helm coredns sbom-tool promtool ## the contributor's loop: unit tests, the e2e helpers' own tests, the built binaries against the fake cloud, a real control plane (K8S_VERSION) and rancher/scc-operator; all but LONG_TESTS (go test -race)
+	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD_BIN) PROMTOOL_BIN=$(PROMTOOL_BIN) $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS) $(HARNESS_PKGS)
 	@echo "--- end-to-end on Kubernetes $(K8S_VERSION): the built binaries, a real kube-apiserver and rancher/scc-operator, all but $(LONG_TESTS) (full log: _out/e2e-test.log)"
 	@$(call e2e,$(K8S_TESTBIN),20m,e2e-test,-skip '$(LONG_TESTS)' $(E2E_PKGS))
 
@@ -138,6 +141,10 @@ scc-operator: ## build (or reuse) rancher/scc-operator at its pinned commits (se
 .PHONY: coredns
 coredns: ## build (or reuse) CoreDNS for the in-cluster DNS tests (see e2e/scripts/coredns-bin.sh)
 	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) e2e/scripts/coredns-bin.sh >/dev/null
+
+.PHONY: promtool
+promtool: ## extract (or reuse) promtool from Debian's prometheus package, for the PrometheusRule's test
+	@CACHE_DIR=$(CACHE_DIR) e2e/scripts/promtool-bin.sh >/dev/null
 
 .PHONY: helm
 helm: ## build (or reuse) helm for the chart tests

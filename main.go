@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	cfg, err := job.LoadConfig(args, getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "registration-engine: %v\n", err)
+		job.ReportStartFailure(ctx, err, nil, getenv, stderr)
 		return err
 	}
 	if cfg.ShowHelp {
@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 	j, err := job.New(cfg, log, secrets, stdout)
 	if err != nil {
-		log.Error("cannot start the run", slog.String("error", err.Error()), slog.Int("exitCode", job.ExitCode(err)))
+		job.ReportStartFailure(ctx, err, log, getenv, stderr)
 		return err
 	}
 	_, err = j.Run(ctx)

@@ -68,6 +68,7 @@ func TestCluster(t *testing.T) {
 		t.Run("CoreDNS Corefile", func(t *testing.T) { e.testCorefile(t, c) })
 		t.Run("CoreDNS coredns-custom", func(t *testing.T) { e.testCorednsCustom(t, c) })
 		t.Run("manual Job from the CronJob", func(t *testing.T) { e.testManualJob(t, c) })
+		t.Run("a setting the run refuses fails its Job with an Event", func(t *testing.T) { e.testStartFailure(t, c) })
 	})
 }
 
@@ -478,6 +479,46 @@ func (e *clusterEnv) testManualJob(t *testing.T, c harness.Cloud) {
 	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"])
 	t.Logf("proved: `kubectl create job --from=cronjob/%s %s` ran pod %s without a startup sleep, the Job completed and the Secret carries the CronJob's registration code (pod ran %s)",
 		harness.CronJobName, name, pr.Pod, pr.Res.Took.Round(time.Millisecond))
+}
+
+// testStartFailure: a Job whose settings the engine refuses (a negative
+// RUN_DEADLINE, here) leaves what a run that started would: its last log
+// line is the JSON summary (failedPhase load-config, exit 2, the problem),
+// the Job fails at once through its podFailurePolicy, and a Warning Event
+// on the Job names the setting, with the registration code redacted.
+// Nothing else is asked of the API server: the Secret stays as it was.
+func (e *clusterEnv) testStartFailure(t *testing.T, c harness.Cloud) {
+	ctx := harness.Context(t)
+	before := e.SecretVersion(ctx, t)
+	runs := e.StartKubelet(ctx, t, kube.Namespace, c)
+	cj, err := e.Admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
+	require.NoError(t, err)
+	const name = "bad-setting"
+	spec := cj.Spec.JobTemplate.Spec.DeepCopy()
+	controlplane.SetEnv(&spec.Template.Spec.Containers[0], map[string]string{"RUN_DEADLINE": "-5m"})
+	_, err = e.Admin.BatchV1().Jobs(kube.Namespace).Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: *spec}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { e.DeleteJob(t, kube.Namespace, name) })
+
+	done := controlplane.WaitJobFinished(ctx, t, e.Admin, kube.Namespace, name)
+	cond := controlplane.FinishedCondition(done)
+	pr := runs.ForJob(t, name)
+	require.Len(t, pr, 1, "one pod: a retry cannot help")
+	require.Equal(t, batchv1.JobFailed, cond.Type, pr[0].Res.String())
+	assert.Equal(t, "PodFailurePolicy", cond.Reason)
+	assert.Equal(t, job.ExitPermanent, pr[0].Res.Code)
+	sum := summary(t, pr[0].Res.Stderr)
+	assert.Equal(t, job.PhaseStart, sum["failedPhase"])
+	assert.Contains(t, sum["error"], `RUN_DEADLINE="-5m"`)
+	ev := controlplane.JobEvent(ctx, t, e.Admin, kube.Namespace, name, kube.ReportingController)
+	assert.Equal(t, "Warning", ev.Type)
+	assert.Equal(t, kube.ReasonFailed, ev.Reason)
+	assert.Contains(t, ev.Note, "phase load-config failed (exit code 2)")
+	assert.Contains(t, ev.Note, `RUN_DEADLINE=`)
+	assert.NotContains(t, ev.Note+pr[0].Res.Stderr, harness.OverlayRegCode, "the registration code is never quoted")
+	assert.Equal(t, before, e.SecretVersion(ctx, t), "the Secret is untouched")
+	t.Logf("proved: a Job with RUN_DEADLINE=-5m failed at once (%s, exit %d); its last log line is the JSON summary (failedPhase %v) and its Event %s %s says %q",
+		cond.Reason, pr[0].Res.Code, sum["failedPhase"], ev.Type, ev.Reason, ev.Note)
 }
 
 // completedRun waits for Job name in cattle-scc-system to finish, requires

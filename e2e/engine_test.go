@@ -338,12 +338,14 @@ current-context: trap
 		"DMI_DIR_PATH=../providers/dmi/testdata/azure", "KUBECONFIG=" + kubeconfig,
 	})
 	assert.Equal(t, 2, res.Code, res.String())
+	s := summary(t, res.Stderr)
+	assert.Equal(t, "load-config", s["failedPhase"])
 	for _, want := range []string{
 		`VERIFY_RETRY_MAX="21": want a whole number from 1 to 20`,
 		`EXTENSION_RESOURCE_ID="x/../y"`, `".." segment is not allowed`,
 		"REGIONSRV_CONFIG: regionconfig: " + cfg, "certLocation", `"smt}.example"`,
 	} {
-		assert.Contains(t, res.Stderr, want)
+		assert.Contains(t, s["error"], want)
 	}
 	assert.Zero(t, hits.Load(), "requests that reached a peer")
 }
