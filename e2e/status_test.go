@@ -27,6 +27,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/inclusterdns"
 	"github.com/rancher/registration-engine/job/kube"
@@ -211,6 +212,28 @@ func TestStatus(t *testing.T) {
 		}
 		assert.NotContains(t, res.Stdout, "no hosts entry", "a refused read is not a missing entry")
 		assert.Contains(t, res.Stdout, "processed the Secret's current values", "what the Secret shows is still read")
+	})
+
+	t.Run("the chart's read-only status account", func(t *testing.T) {
+		// The account the chart's NOTES run status under in the cluster
+		// (templates/status-rbac.yaml, as helm renders it): everything
+		// status reads, nothing it does not.
+		ctx := harness.Context(t)
+		out, err := testkit.Command(ctx, testkit.Helm(t), "template", "registration-engine", filepath.Join("..", "manifests", "chart", "registration-engine"),
+			"--namespace", kube.Namespace, "--values", filepath.Join("..", "manifests", "testdata", "chart", "minimal.yaml"),
+			"--show-only", "templates/status-rbac.yaml")
+		require.NoError(t, err)
+		e.Plane.Apply(t, out)
+		t.Cleanup(func() {
+			_, _ = e.Plane.RunKubectl(context.Background(), out, "delete", "-f", "-", "--ignore-not-found")
+		})
+		kc := e.kubeconfig(t, "status", e.Plane.ServiceAccountToken(t, kube.Namespace, "registration-engine-status"), "")
+		admin := e.status(t, e.adminKubeconfig)
+		res := e.status(t, kc)
+		assert.Equal(t, admin.verdict, res.verdict, "%s", res.Result)
+		assert.Equal(t, admin.Code, res.Code)
+		assert.NotContains(t, res.Stdout, "Unreadable", "every read status needs is granted")
+		t.Logf("proved: under the chart's read-only account registration-engine-status, status gives the admin's verdict (exit %d, %q) with nothing unreadable", res.Code, res.verdict)
 	})
 
 	t.Run("certificate near expiry", func(t *testing.T) {

@@ -1025,7 +1025,7 @@ func TestChartLabels(t *testing.T) {
 				assert.NotEqual(t, "scc-registration", o.name, "%s: the engine writes scc-registration; a chart-managed one would never be adopted by rancher/scc-operator", k)
 			}
 			if name == "every object" {
-				assert.Len(t, objs, 26, "the objects the test means to cover (with the run at install, the cleanup hook and its own ServiceAccount, two Roles, two RoleBindings and policy copy)")
+				assert.Len(t, objs, 34, "the objects the test means to cover (with the run at install, the cleanup hook and its own ServiceAccount, two Roles, two RoleBindings and policy copy, and status's ServiceAccount, two Roles, two RoleBindings, its ClusterRole and two ClusterRoleBindings)")
 			}
 			// The engine's pods carry them too, so that a pod's log or an
 			// Event on it leads back to the release.
@@ -1109,6 +1109,9 @@ func TestChartNotes(t *testing.T) {
 		"a list and a range":         {set: []string{"schedule=0 1\\,4-5 * * *"}, want: []string{"every day at 01:00, 04:00 and 05:00 UTC (gaps of 3 h, 1 h and 20 h)"}},
 		"weekly":                     {set: []string{"schedule=0 3 * * 1"}, want: []string{`on the cron schedule "0 3 * * 1" (UTC)`}},
 		"a macro":                    {set: []string{"schedule=@daily"}, want: []string{`on the cron schedule "@daily" (UTC)`}},
+		"status in the cluster": {want: []string{
+			"kubectl -n cattle-scc-system run registration-engine-status --rm -i --quiet --restart=Never --image=registration-engine:",
+			`"serviceAccountName":"registration-engine-status"`, `"args":["status"]`}},
 	}
 	dir := filepath.Join(t.TempDir(), "registration-engine")
 	require.NoError(t, os.CopyFS(dir, os.DirFS(chartDir)))
@@ -1185,6 +1188,10 @@ func comparable(t *testing.T, dir string, set ...string) (chart, overlay map[str
 		}
 		if hook, _, _ := unstructured.NestedString(o.obj, "metadata", "annotations", "helm.sh/hook"); hook != "" {
 			delete(chart, k) // the cleanup hook's Job and its own access
+			continue
+		}
+		if strings.HasPrefix(o.name, "registration-engine-status") {
+			delete(chart, k) // status's read-only access, for the command the NOTES print
 			continue
 		}
 		if o.kind == "CronJob" {

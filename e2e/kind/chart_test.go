@@ -5,6 +5,7 @@ package kind
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,4 +140,31 @@ func (c *kindCluster) uninstallChart(t *testing.T, ctx context.Context) {
 	t.Helper()
 	out := c.helm(t, ctx, "uninstall", "registration-engine", "--wait")
 	t.Logf("helm uninstall: %s", strings.TrimSpace(string(out)))
+}
+
+// statusFromNotes runs the status command the release's NOTES print
+// (helm get notes), as an admin pastes it into a shell, and returns the
+// verdict, the first line it printed.
+func (c *kindCluster) statusFromNotes(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	notes := string(c.helm(t, ctx, "get", "notes", "registration-engine"))
+	var command string
+	for _, line := range strings.Split(notes, "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "kubectl ") && strings.Contains(line, " run registration-engine-status ") {
+			command = line
+		}
+	}
+	require.NotEmpty(t, command, "the NOTES print the status command:\n%s", notes)
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd.Env = []string{"PATH=" + filepath.Dir(c.s.kubectl) + ":/usr/bin:/bin", "KUBECONFIG=" + c.kubeconfig, "HOME=" + t.TempDir()}
+	out, err := cmd.Output()
+	var stderr string
+	if ee, ok := err.(*exec.ExitError); ok {
+		stderr = string(ee.Stderr)
+		err = nil // status's own exit code says the verdict's class; the line is what counts here
+	}
+	require.NoError(t, err)
+	verdict, _, _ := strings.Cut(string(out), "\n")
+	require.NotEmpty(t, verdict, "the command printed nothing (stderr: %s)", stderr)
+	return verdict
 }

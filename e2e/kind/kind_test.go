@@ -425,6 +425,14 @@ func TestKind(t *testing.T) {
 		t.Logf("proved: on AKS's CoreDNS layout (AKS's Corefile importing custom/*.override and custom/*.server, coredns-custom mounted optional at /etc/coredns/custom, an addon-manager stand-in reconciling coredns) helm install of the chart with the Marketplace values → Job %s → rancher/scc-operator %.7s: Registration %s Done, activated=%t, never Failure (%d states), %.0fs from install to active; the engine's entry %q only in coredns-custom key %s, coredns at resourceVersion %s unchanged (%d reverts), the customer's keys %v untouched",
 			job.Name, sccoperator.CommitRMT, name, final.Activated, states, toActive.Seconds(), strings.TrimSpace(entry), inclusterdns.DefaultHostsKey, core.ResourceVersion, len(reverted), slices.Sorted(maps.Keys(aksUserKeys)))
 
+		// status as an admin without the binary runs it: the command the
+		// release's NOTES print, the engine's image under the read-only
+		// ServiceAccount registration-engine-status.
+		inCluster := c.statusFromNotes(t, ctx)
+		local := c.status(t, ctx)
+		assert.Equal(t, local.verdict, inCluster, "status in the cluster, under its read-only account, says what status with the admin's credentials says")
+		t.Logf("proved: the NOTES' command (kubectl run of the engine's image as registration-engine-status, read-only) printed %q, the verdict status gives with the admin's credentials", inCluster)
+
 		// helm uninstall: the cleanup hook takes the engine's key out of
 		// coredns-custom; CoreDNS stops answering the name.
 		started := time.Now()
