@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The base images are build arguments so the same file builds on a normal
 # workstation from public images (the defaults) and offline from images built
-# locally (see README.md, "Building the image offline").
+# locally (see docs/install.md, "The image").
 ARG BUILD_IMAGE=golang:1.26
 ARG BASE_IMAGE=gcr.io/distroless/static-debian13:nonroot
 # The architecture the image is for (amd64 or arm64). Go cross-compiles,

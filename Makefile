@@ -14,7 +14,7 @@ TOOLS_DIR     ?= $(CACHE_DIR)/tools/$(shell $(GO) env GOVERSION)
 STATICCHECK_BIN := $(TOOLS_DIR)/staticcheck-$(lastword $(subst @, ,$(STATICCHECK)))
 # The Kubernetes versions the tests run on: the newest AKS supports (every
 # tier) and the oldest it still supports, as LTS (the control-plane tier's
-# LTS_TESTS). README "Kubernetes versions" says why these two.
+# LTS_TESTS). docs/development.md, "Kubernetes versions", says why these two.
 K8S_VERSION   ?= 1.37.2
 K8S_TESTBIN   ?= $(CACHE_DIR)/k8s-testbin/v$(K8S_VERSION)
 K8S_LTS_VERSION ?= 1.34.4
@@ -30,7 +30,7 @@ LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|Test
 # `make e2e-long` (same version, same packages), which .ci/run runs. A new
 # test lands in `make test`; name it here when it takes more than a minute
 # on a warm two-core machine (`make test`'s budget is 6 minutes warm).
-# README "Tests" says which command proves what.
+# docs/development.md, "Tests", says which command proves what.
 LONG_TESTS    ?= ^(TestOperatorRecovery)$$
 # The test tiers, by package path. UNIT_PKGS: the product's packages (no
 # built binary, no control plane). HARNESS_PKGS: the end-to-end helpers whose
@@ -211,7 +211,7 @@ manifests: testbin ## render every kustomize overlay
 clean: ## remove build output (the control-plane cache stays)
 	rm -rf $(BIN) _out
 
-# --- releases: one version, in VERSION (README "Releasing").
+# --- releases: one version, in VERSION (docs/releasing.md).
 RELEASE_VERSION := $(shell tr -d '[:space:]' < VERSION)
 RELEASE_DIR   ?= _out/release/$(RELEASE_VERSION)
 # RELEASE_IMAGE=0 skips the image (where docker does not run); the rest of

@@ -1,7 +1,7 @@
 // Command registration-engine registers a Rancher / SUSE Pay-As-You-Go
 // deployment from the Azure Marketplace with SUSE's update infrastructure and
 // writes the Secret rancher/scc-operator reads. It runs once and exits; see
-// README.md for the exit codes.
+// docs/troubleshoot.md for the exit codes.
 package main
 
 import (

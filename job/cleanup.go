@@ -92,7 +92,7 @@ func RunCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	if len(rep.Problems) > 0 {
 		attrs = append(attrs, slog.String("error", errors.Join(rep.Problems...).Error()))
-		log.Warn("cleanup finished with problems: remove what remains by hand (README \"Uninstalling\")", attrs...)
+		log.Warn("cleanup finished with problems: remove what remains by hand (docs/uninstall.md)", attrs...)
 		return nil
 	}
 	log.Info("cleanup finished", attrs...)

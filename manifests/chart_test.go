@@ -150,7 +150,7 @@ var minimal = []string{"testdata/chart/minimal.yaml"}
 
 // The value sets of the golden renderings: testdata/chart/<name>.golden.
 var goldenValueSets = map[string][]string{
-	// The chart's defaults with what `helm install` must be given (README, "With Helm").
+	// The chart's defaults with what `helm install` must be given (docs/install.md, "With Helm").
 	"default": minimal,
 	// The bundle's values.yaml and what Azure adds at deployment.
 	"marketplace": {"marketplace/values.yaml", "testdata/chart/marketplace.yaml"},
@@ -1177,7 +1177,7 @@ func comparable(t *testing.T, dir string, set ...string) (chart, overlay map[str
 	).Replace(overlayYAML)
 	require.NotContains(t, overlayYAML, "REPLACE-ME", "a placeholder of the overlay this test does not fill")
 	overlay = splitObjects(t, []byte(overlayYAML))
-	// What only a release has (README "Installing", "Uninstalling"): the
+	// What only a release has (docs/install.md, docs/uninstall.md): the
 	// run at install and the cleanup hook, and on the CronJob the schedule
 	// chosen per install with what the next upgrade compares. kubectl
 	// apply has no install, upgrade or uninstall to hang them on.

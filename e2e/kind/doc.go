@@ -5,6 +5,6 @@
 // cluster whose node image is built on this machine with no registry pull
 // (host.sh, bins.sh, images.sh here). `make e2e-kind` builds
 // everything and runs the tests, which carry the build tag e2e so that
-// `go test ./...` never needs Docker. README.md, "kind e2e", says what each
+// `go test ./...` never needs Docker. docs/development.md, "kind e2e", says what each
 // step proves and what it costs.
 package kind

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,4 +174,21 @@ func Command(ctx context.Context, bin string, args ...string) ([]byte, error) {
 		return out, fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
 	}
 	return out, nil
+}
+
+// TableNames are the names a Markdown document's table rows give in their
+// first cell: every match of name's first group there, in rows that start
+// with rowPrefix ("|" for every row).
+func TableNames(doc []byte, name *regexp.Regexp, rowPrefix string) map[string]bool {
+	names := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.HasPrefix(line, rowPrefix) {
+			continue
+		}
+		for _, m := range name.FindAllStringSubmatch(cells[1], -1) {
+			names[m[1]] = true
+		}
+	}
+	return names
 }

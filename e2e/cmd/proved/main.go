@@ -4,7 +4,7 @@
 // names), and every t.Logf("proved: …") in the functions and methods those
 // tests reach by name within their package. `make proved` runs it for each
 // target .ci/run runs, so a change to the Makefile's test lists can be
-// checked to keep every proof somewhere (README "Tests").
+// checked to keep every proof somewhere (docs/development.md).
 //
 //	proved [-label L] [-run RE] [-skip RE] [-tags a,b] DIR...
 //

@@ -1,6 +1,6 @@
 {{/*
-What a release does on its own over its life (README "Installing",
-"Upgrading", "Uninstalling"): a run after an install or an upgrade that
+What a release does on its own over its life (docs/install.md,
+docs/upgrade.md, docs/uninstall.md): a run after an install or an upgrade that
 changes what a run reads, a schedule spread over the day per install, and
 a cleanup at uninstall.
 */}}
