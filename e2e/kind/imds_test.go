@@ -14,11 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
-	"github.com/rancher/registration-engine/e2e/harness"
-	"github.com/rancher/registration-engine/job/kube"
 )
 
 // testIMDSRestriction: AKS's IMDS restriction (az aks update
@@ -51,21 +48,7 @@ func (c *kindCluster) testIMDSRestriction(t *testing.T) {
 	// The fix the verdict names, as a platform engineer applies it.
 	chart := filepath.Join("..", "..", "manifests", "chart", "registration-engine")
 	c.helm(t, ctx, "upgrade", "registration-engine", chart, "--reuse-values", "--set", "hostNetwork=true")
-	var run *batchv1.Job
-	require.Eventually(t, func() bool {
-		jobs, err := c.cs.BatchV1().Jobs(kube.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		for _, j := range jobs.Items {
-			if strings.HasPrefix(j.Name, harness.CronJobName+"-run-") && j.Name != failed.Name && j.DeletionTimestamp == nil {
-				run = &j
-				return true
-			}
-		}
-		return false
-	}, time.Minute, time.Second, "helm upgrade with hostNetwork=true started no run")
-	run = controlplane.WaitJobFinishedWithin(ctx, t, c.cs, kube.Namespace, run.Name, jobBound)
+	run := c.nextReleaseRun(t, ctx, failed.Name)
 	cond = controlplane.FinishedCondition(run)
 	require.Equal(t, batchv1.JobComplete, cond.Type, "on the node's network: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, run.Name), "\n"))
 	pods := c.jobPods(t, ctx, run.Name)

@@ -433,6 +433,26 @@ func TestKind(t *testing.T) {
 		assert.Equal(t, local.verdict, inCluster, "status in the cluster, under its read-only account, says what status with the admin's credentials says")
 		t.Logf("proved: the NOTES' command (kubectl run of the engine's image as registration-engine-status, read-only) printed %q, the verdict status gives with the admin's credentials", inCluster)
 
+		// helm upgrade with a new registration code: a run within seconds,
+		// and rancher/scc-operator registers afresh with the new code by
+		// itself.
+		const newCode = chartRegCode + "-2"
+		upgraded := time.Now()
+		c.helm(t, ctx, "upgrade", "registration-engine", filepath.Join("..", "..", "manifests", "chart", "registration-engine"),
+			"--reuse-values", "--set", "registrationCode="+newCode)
+		next := c.nextReleaseRun(t, ctx, job.Name)
+		nextCond := controlplane.FinishedCondition(next)
+		require.Equal(t, batchv1.JobComplete, nextCond.Type, "the upgrade's run did not complete: %s\n%s", nextCond.Message, strings.Join(c.jobLog(t, ctx, next.Name), "\n"))
+		reregistered := time.Since(upgraded)
+		nextSum := c.summary(t, ctx, next.Name)
+		assert.Equal(t, "registered", nextSum["outcome"], "the run's summary: %v", nextSum)
+		assert.Equal(t, "active", nextSum["operator"], "the run's summary: %v", nextSum)
+		assert.NotEqual(t, name, nextSum["registration"], "a Registration of its own for the new code")
+		announced := c.announce(t, ctx, newCode)
+		assert.Equal(t, http.StatusCreated, announced.Status)
+		t.Logf("proved: helm upgrade --set registrationCode=<new> started run %s, which wrote the new code; rancher/scc-operator announced it to the update server by itself and Registration %v is active (it replaced %s), %.0fs from the upgrade",
+			next.Name, nextSum["registration"], name, reregistered.Seconds())
+
 		// helm uninstall: the cleanup hook takes the engine's key out of
 		// coredns-custom; CoreDNS stops answering the name.
 		started := time.Now()
@@ -480,6 +500,27 @@ func (c *kindCluster) releaseRun(t *testing.T, ctx context.Context) *batchv1.Job
 		}
 		return false
 	}, time.Minute, time.Second, "helm install started no run Job")
+	return controlplane.WaitJobFinishedWithin(ctx, t, c.cs, kube.Namespace, name, jobBound)
+}
+
+// nextReleaseRun waits for the run an upgrade started (a run Job other than
+// previous) to complete or fail.
+func (c *kindCluster) nextReleaseRun(t *testing.T, ctx context.Context, previous string) *batchv1.Job {
+	t.Helper()
+	var name string
+	require.Eventually(t, func() bool {
+		jobs, err := c.cs.BatchV1().Jobs(kube.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, j := range jobs.Items {
+			if strings.HasPrefix(j.Name, harness.CronJobName+"-run-") && j.Name != previous && j.DeletionTimestamp == nil {
+				name = j.Name
+				return true
+			}
+		}
+		return false
+	}, time.Minute, time.Second, "helm upgrade started no run Job")
 	return controlplane.WaitJobFinishedWithin(ctx, t, c.cs, kube.Namespace, name, jobBound)
 }
 
