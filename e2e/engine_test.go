@@ -277,8 +277,10 @@ func TestDONOTMODIFYIsPermanent(t *testing.T) {
 	env = append(env, "EXTENSION_RESOURCE_ID=DONOTMODIFY", "MARKETPLACE_PLAN_ID=DONOTMODIFY")
 	res := harness.RunEngine(t, context.Background(), env, "--dry-run")
 	assert.Equal(t, 2, res.Code, res.String())
+	s := summary(t, res.Stderr)
+	assert.Equal(t, "load-config", s["failedPhase"])
 	for _, name := range []string{"AZURE_CLIENT_ID", "EXTENSION_RESOURCE_ID", "MARKETPLACE_PLAN_ID"} {
-		assert.Contains(t, res.Stderr, name+`="DONOTMODIFY": the chart was rendered outside Azure`, res.String())
+		assert.Contains(t, s["error"], name+`="DONOTMODIFY": the chart was rendered outside Azure`, res.String())
 	}
 	assert.NotContains(t, res.Stderr, "registration-engine starting", "nothing runs on a placeholder")
 	assert.Empty(t, res.Stdout)
@@ -289,8 +291,9 @@ func TestBrokenConfigReportsEveryProblem(t *testing.T) {
 		"VERIFY_RETRY_MAX=abc", "K8S_RETRY_MAX=0", "RUN_DEADLINE=forever", "ARM_ENDPOINT=ftp://x", "REGISTRATION_CODE=DONT-SHOW-ME",
 	})
 	assert.Equal(t, 2, res.Code)
+	s := summary(t, res.Stderr)
 	for _, want := range []string{`VERIFY_RETRY_MAX="abc"`, `K8S_RETRY_MAX="0"`, `RUN_DEADLINE="forever"`, `ARM_ENDPOINT="ftp://x"`} {
-		assert.Contains(t, res.Stderr, want)
+		assert.Contains(t, s["error"], want)
 	}
 	assert.NotContains(t, res.Stderr+res.Stdout, "DONT-SHOW-ME")
 }
