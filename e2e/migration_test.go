@@ -60,6 +60,12 @@ func TestMoveFromPythonEngine(t *testing.T) {
 	require.NoError(t, err)
 	_, err = py.CoreV1().ConfigMaps("kube-system").Patch(ctx, inclusterdns.CoreDNSCustom, types.MergePatchType, patch, metav1.PatchOptions{})
 	require.NoError(t, err)
+	// coredns.py then restarts CoreDNS, which serves the key at once; only
+	// then does k8s.py write the Secret. Without this the operator could ask
+	// before the cluster's DNS (its sync delay) had the entry, fail the
+	// Registration for good, and the test would prove nothing.
+	o.DNS.Forget()
+	require.NotEmpty(t, o.DNS.Lookup(ctx, harness.UpdateServer), "CoreDNS answers the name from the Python engine's key")
 
 	// Its Secret, as k8s.py at 4ee2871 writes it.
 	stringData := map[string]string{
