@@ -108,6 +108,21 @@ func (r CleanupReport) then(next CleanupReport) CleanupReport {
 	return next
 }
 
+// envClientOptions are the API server's client options from the engine's
+// own variables, for the commands that run before (or without) a loaded
+// configuration: the cleanup and a run that cannot start. role names the
+// command in the User-Agent.
+func envClientOptions(getenv func(string) string, kubeconfig, role string) kube.ClientOptions {
+	return kube.ClientOptions{
+		Kubeconfig: kubeconfig,
+		Host:       getenv("KUBERNETES_SERVICE_HOST"),
+		Port:       getenv("KUBERNETES_SERVICE_PORT"),
+		TokenFile:  getenv("KUBERNETES_TOKEN"),
+		CACert:     getenv("KUBERNETES_CA_CERT"),
+		UserAgent:  strings.TrimSpace("registration-engine/" + Version + " " + role),
+	}
+}
+
 // refused is whether the API server refused one of problems (403).
 func refused(problems []error) bool {
 	for _, p := range problems {
@@ -120,14 +135,7 @@ func refused(problems []error) bool {
 
 func cleanup(ctx context.Context, log *slog.Logger, kubeconfig string, getenv func(string) string) CleanupReport {
 	var rep CleanupReport
-	rc, err := kube.RESTConfig(kube.ClientOptions{
-		Kubeconfig: kubeconfig,
-		Host:       getenv("KUBERNETES_SERVICE_HOST"),
-		Port:       getenv("KUBERNETES_SERVICE_PORT"),
-		TokenFile:  getenv("KUBERNETES_TOKEN"),
-		CACert:     getenv("KUBERNETES_CA_CERT"),
-		UserAgent:  "registration-engine/" + Version + " cleanup",
-	}, log)
+	rc, err := kube.RESTConfig(envClientOptions(getenv, kubeconfig, "cleanup"), log)
 	if err != nil {
 		rep.Problems = append(rep.Problems, err)
 		return rep

@@ -420,8 +420,8 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 	case hasOperatorEvent(res):
 		e, _ = res.Operator.Event()
 	case runErr != nil:
-		e.Warning, e.Reason = true, kube.ReasonFailed
-		e.Note = fmt.Sprintf("phase %s failed (exit code %d): %v", res.Failed, ExitCode(runErr), runErr)
+		e = failedEvent(res.Failed, runErr)
+		e.Server, e.Address = res.Server, addrString(res.Address)
 	default:
 		e.Reason, e.Note = kube.ReasonUnchanged, j.secretRef()+" already current for"
 		if res.Changed {
@@ -440,6 +440,13 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		return
 	}
 	log.Debug("event recorded", slog.String("reason", e.Reason))
+}
+
+// failedEvent is the Warning Event of a run whose phase failed with err:
+// a run's and a run's that could not start alike.
+func failedEvent(phase string, err error) kube.JobEvent {
+	return kube.JobEvent{Warning: true, Reason: kube.ReasonFailed, Action: "Register",
+		Note: fmt.Sprintf("phase %s failed (exit code %d): %v", phase, ExitCode(err), err)}
 }
 
 // recordRun keeps the run's verdict on the engine's Lease, where it

@@ -52,14 +52,7 @@ func ReportStartFailure(ctx context.Context, runErr error, log *slog.Logger, get
 	if jobName == "" || jobUID == "" {
 		return // not a Job's pod: nothing to record an Event on
 	}
-	rc, err := kube.RESTConfig(kube.ClientOptions{
-		Kubeconfig: getenv("KUBECONFIG"),
-		Host:       getenv("KUBERNETES_SERVICE_HOST"),
-		Port:       getenv("KUBERNETES_SERVICE_PORT"),
-		TokenFile:  getenv("KUBERNETES_TOKEN"),
-		CACert:     getenv("KUBERNETES_CA_CERT"),
-		UserAgent:  "registration-engine/" + Version,
-	}, log)
+	rc, err := kube.RESTConfig(envClientOptions(getenv, getenv("KUBECONFIG"), ""), log)
 	var clients *kube.Clients
 	if err == nil {
 		clients, err = kube.NewClients(rc)
@@ -78,8 +71,7 @@ func ReportStartFailure(ctx context.Context, runErr error, log *slog.Logger, get
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	e := kube.JobEvent{Warning: true, Reason: kube.ReasonFailed, Action: "Register",
-		Note: fmt.Sprintf("phase %s failed (exit code %d): %v", PhaseStart, code, runErr)}
+	e := failedEvent(PhaseStart, runErr)
 	if err := events.Record(ectx, e); err != nil {
 		log.Warn("could not record the failure as an Event on the Job", slog.String("reason", e.Reason), slog.String("error", err.Error()))
 	}

@@ -19,7 +19,7 @@ if [[ -x $out ]]; then
 fi
 mkdir -p "$(dirname "$out")"
 tmp=$(mktemp -d "$out.tmp.XXXXXX")
-chmod 755 "$tmp" # apt-get download writes as its _apt user
+chmod 755 "$tmp" # apt-get download reads it as its _apt user; where it cannot write there it warns and downloads as root
 trap 'rm -rf "$tmp"' EXIT
 download() { (cd "$tmp" && apt-get download "prometheus=$deb" >&2); }
 download || { apt-get update >&2 && download; } || {
