@@ -36,11 +36,16 @@ LONG_TESTS    ?= ^(TestOperatorRecovery)$$
 # built binary, no control plane). HARNESS_PKGS: the end-to-end helpers whose
 # own tests need neither (e2e/kind's suite is behind the build tag e2e, so
 # here only its script checks run). E2E_PKGS: the suites on the built
-# binaries and a real control plane, e2e/harness's own tests among them.
+# binaries and a real control plane: the product's (E2E_MAIN_PKGS) and the
+# end-to-end harness's own (E2E_HARNESS_PKGS). make test runs the unit tiers,
+# then E2E_HARNESS_PKGS, beside E2E_MAIN_PKGS: most of an end-to-end test's
+# time is spent waiting on timers, so two cores carry both.
 # `make tiers` fails when a package is in none of them, or in two.
 UNIT_PKGS     := . ./job/... ./providers/... ./internal/... ./manifests/...
 HARNESS_PKGS  := ./e2e/fakecloud/... ./e2e/pki/... ./e2e/cmd/... ./e2e/kind/...
-E2E_PKGS      := ./e2e ./e2e/harness ./e2e/controlplane ./e2e/sccoperator
+E2E_MAIN_PKGS := ./e2e
+E2E_HARNESS_PKGS := ./e2e/harness ./e2e/controlplane ./e2e/sccoperator
+E2E_PKGS      := $(E2E_MAIN_PKGS) $(E2E_HARNESS_PKGS)
 SCC_OPERATOR_DIR ?= $(CACHE_DIR)/scc-operator
 SCC_OPERATOR_COMMITS ?=
 HELM_VERSION  ?= 3.22.0
@@ -83,9 +88,19 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 
 .PHONY: test
 test: tiers testbin scc-operator helm coredns sbom-tool promtool ## the contributor's loop: unit tests, the e2e helpers' own tests, the built binaries against the fake cloud, a real control plane (K8S_VERSION) and rancher/scc-operator; all but LONG_TESTS (go test -race)
-	CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD_BIN) PROMTOOL_BIN=$(PROMTOOL_BIN) $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS) $(HARNESS_PKGS)
+	@mkdir -p _out; rm -f _out/unit-test.rc
 	@echo "--- end-to-end on Kubernetes $(K8S_VERSION): the built binaries, a real kube-apiserver and rancher/scc-operator, all but $(LONG_TESTS) (full log: _out/e2e-test.log)"
-	@$(call e2e,$(K8S_TESTBIN),20m,e2e-test,-skip '$(LONG_TESTS)' $(E2E_PKGS))
+	@echo "--- beside it, marked unit|: the unit tests and the e2e helpers' own tests (full log: _out/unit-test.log), then the end-to-end harness's own tests, $(E2E_HARNESS_PKGS) (full log: _out/e2e-harness-test.log)"
+	@{ set -o pipefail; \
+	  CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD_BIN) PROMTOOL_BIN=$(PROMTOOL_BIN) \
+	    $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS) $(HARNESS_PKGS) 2>&1 | tee _out/unit-test.log | sed -u 's/^/unit| /'; unit_rc=$$?; \
+	  ( $(call e2e,$(K8S_TESTBIN),10m,e2e-harness-test,-skip '$(LONG_TESTS)' $(E2E_HARNESS_PKGS)) ) 2>&1 | sed -u 's/^/unit| /'; \
+	  echo "$$unit_rc $$?" >_out/unit-test.rc; } & \
+	e2e_rc=0; ( $(call e2e,$(K8S_TESTBIN),20m,e2e-test,-skip '$(LONG_TESTS)' $(E2E_MAIN_PKGS)) ) || e2e_rc=$$?; \
+	wait; read -r unit_rc harness_rc <_out/unit-test.rc; \
+	if [ "$$unit_rc" != 0 ]; then echo "the unit tests failed (rc $$unit_rc): their output is above, marked unit|, and in _out/unit-test.log"; fi; \
+	if [ "$$harness_rc" != 0 ]; then echo "the end-to-end harness's own tests failed (rc $$harness_rc): see above, marked unit|, and _out/e2e-harness-test.log"; fi; \
+	[ "$$unit_rc" = 0 ] && [ "$$harness_rc" = 0 ] && [ "$$e2e_rc" = 0 ]
 
 .PHONY: e2e-long
 e2e-long: testbin scc-operator helm coredns ## the long end-to-end cases make test leaves out, LONG_TESTS, on K8S_VERSION (in .ci/run)

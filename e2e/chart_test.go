@@ -102,8 +102,12 @@ func TestChartInstall(t *testing.T) {
 			workloadIdentity: true, wantMode: "workload-identity", wantTokenRequests: 0,
 		},
 	}
+	t.Parallel()
 	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) { tc.run(t, helm) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, helm)
+		})
 	}
 }
 
@@ -296,9 +300,10 @@ func (tc chartCase) uninstall(ctx context.Context, t *testing.T, p *controlplane
 // Job (Failed, a RegistrationFailed Event per pod); once the servers
 // recover, the next run registers.
 func TestChartInstallWhileUpdateServersFail(t *testing.T) {
+	t.Parallel()
 	helm := testkit.Helm(t)
 	p := controlplane.Start(t)
-	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t)}}
+	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
@@ -386,9 +391,10 @@ func assertNoCleanupAccess(ctx context.Context, t *testing.T, dyn dynamic.Interf
 // activeDeadlineSeconds, with the reason, and that the hook leaves nothing
 // behind: its Job, ServiceAccount, Roles and policy copy.
 func TestChartUninstallWhenCleanupCannotRun(t *testing.T) {
+	t.Parallel()
 	helm := testkit.Helm(t)
 	p := controlplane.Start(t)
-	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t)}}
+	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})

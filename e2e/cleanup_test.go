@@ -32,6 +32,7 @@ import (
 // then removes the engine's coredns-custom key, the customer's key kept,
 // and the Lease.
 func TestCleanupUnderTheHookAccess(t *testing.T) {
+	t.Parallel()
 	helm := testkit.Helm(t)
 	p := controlplane.Start(t)
 	admin := p.AdminClient(t)

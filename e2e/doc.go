@@ -46,6 +46,12 @@
 //     and CoreDNS's reload plugin are the kind tier's.
 //   - The image, the manifests as a user applies them, the fake cloud as a
 //     pod: e2e/kind/kind_test.go (build tag e2e, make e2e-kind).
+//   - A case that needs a cluster of its own (the chart owns objects the
+//     overlay applies): controlplane.Start gives it a plane, and the case
+//     calls t.Parallel, so that go test runs such cases side by side once
+//     the shared plane's cases are done. Most of their time is spent
+//     waiting (the Job controller's pod backoff, a hook's deadline), and
+//     nothing is shared between planes.
 //   - The documentation's promises (every test docs/RELIABILITY.md cites
 //     exists): docs_test.go.
 //
