@@ -31,170 +31,219 @@ func writeJSON(w io.Writer, v any) error {
 
 // WriteText writes the verdict line, then the evidence one link per
 // paragraph, for a person. Every line, the verdict's included, goes out
-// through Printable: most of what they quote is foreign text.
+// through Printable: most of what they quote is foreign text. A paragraph
+// with no lines (no last run, no recovery, nothing unreadable) is left out.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString(escape.Printable(r.Verdict.Line) + "\n\n")
-	section := func(name string, lines ...string) {
-		for i, l := range lines {
+	ns := r.Namespace
+	for _, p := range []struct {
+		label string
+		lines []string
+	}{
+		{"CronJob", r.CronJob.text(ns)},
+		{"Jobs", r.Jobs.text()},
+		{"Lease", r.Lease.text(ns)},
+		{"Last run", lastRunText(r.Lease.LastRun)},
+		{"Recovery", r.Lease.recoveryText(ns)},
+		{"Secret", r.Secret.text(ns, r.Time)},
+		{"DNS", r.DNS.text(r.CronJob.InClusterDNS)},
+		{"Operator", r.Operator.text(r.Secret.Access)},
+		{"Unreadable", r.Unreadable},
+	} {
+		for i, l := range p.lines {
 			label := ""
 			if i == 0 {
-				label = name
+				label = p.label
 			}
 			fmt.Fprintf(&b, "%-11s%s\n", label, escape.Printable(l))
 		}
 	}
-	ns := r.Namespace
+	_, err := io.WriteString(w, b.String())
+	return err
+}
 
-	cj := r.CronJob
-	switch cj.Access {
-	case Read:
-		line := fmt.Sprintf("%s/%s: schedule %q", ns, cj.Name, cj.Schedule)
-		if cj.TimeZone != "" {
-			line += " " + cj.TimeZone
-		}
-		if cj.Suspended {
-			line += ", suspended"
-		}
-		line += ", last schedule " + orNever(cj.LastSchedule) + ", last success " + orNever(cj.LastSuccessful)
-		dns := "in-cluster DNS on"
-		if !cj.InClusterDNS {
-			dns = "in-cluster DNS off (IN_CLUSTER_DNS=false)"
-		}
-		section("CronJob", line, dns)
-	default:
-		section("CronJob", fmt.Sprintf("%s/%s: %s", ns, cj.Name, cj.Access))
+// text is the CronJob paragraph: its schedule and last times, and whether
+// the engine edits the cluster's DNS.
+func (cj CronJob) text(ns string) []string {
+	if cj.Access != Read {
+		return []string{fmt.Sprintf("%s/%s: %s", ns, cj.Name, cj.Access)}
 	}
+	line := fmt.Sprintf("%s/%s: schedule %q", ns, cj.Name, cj.Schedule)
+	if cj.TimeZone != "" {
+		line += " " + cj.TimeZone
+	}
+	if cj.Suspended {
+		line += ", suspended"
+	}
+	line += ", last schedule " + orNever(cj.LastSchedule) + ", last success " + orNever(cj.LastSuccessful)
+	dns := "in-cluster DNS on"
+	if !cj.InClusterDNS {
+		dns = "in-cluster DNS off (IN_CLUSTER_DNS=false)"
+	}
+	return []string{line, dns}
+}
 
+// text is the Jobs paragraph: each run, and the Event on it.
+func (js Jobs) text() []string {
 	switch {
-	case r.Jobs.Access != Read:
-		section("Jobs", string(r.Jobs.Access))
-	case len(r.Jobs.Items) == 0:
-		section("Jobs", "none")
-	default:
-		var lines []string
-		for _, j := range r.Jobs.Items {
-			l := j.Name
-			if j.Manual {
-				l += " (manual)"
-			}
-			l += ": " + j.Outcome
-			if j.Finished != nil {
-				l += " " + stamp(*j.Finished)
-			} else {
-				l += ", started " + stamp(j.Created)
-			}
-			if j.ExitCode != nil {
-				l += fmt.Sprintf(", exit code %d", *j.ExitCode)
-			}
-			if j.Reason != "" {
-				l += ", " + j.Reason
+	case js.Access != Read:
+		return []string{string(js.Access)}
+	case len(js.Items) == 0:
+		return []string{"none"}
+	}
+	var lines []string
+	for _, j := range js.Items {
+		l := j.Name
+		if j.Manual {
+			l += " (manual)"
+		}
+		l += ": " + j.Outcome
+		if j.Finished != nil {
+			l += " " + stamp(*j.Finished)
+		} else {
+			l += ", started " + stamp(j.Created)
+		}
+		if j.ExitCode != nil {
+			l += fmt.Sprintf(", exit code %d", *j.ExitCode)
+		}
+		if j.Reason != "" {
+			l += ", " + j.Reason
+		}
+		lines = append(lines, l)
+		if e := j.Event; e != nil {
+			l := fmt.Sprintf("  event %s %s: %s", e.Type, e.Reason, e.Note)
+			if e.Reporter == kube.ReportingController && !e.FromJobPod {
+				l += fmt.Sprintf(" (reported by %q, not a pod of this Job)", e.Instance)
 			}
 			lines = append(lines, l)
-			if e := j.Event; e != nil {
-				l := fmt.Sprintf("  event %s %s: %s", e.Type, e.Reason, e.Note)
-				if e.Reporter == kube.ReportingController && !e.FromJobPod {
-					l += fmt.Sprintf(" (reported by %q, not a pod of this Job)", e.Instance)
-				}
-				lines = append(lines, l)
-			}
 		}
-		section("Jobs", lines...)
 	}
+	return lines
+}
 
-	l := r.Lease
+// text is the Lease paragraph: who holds it.
+func (l Lease) text(ns string) []string {
 	switch {
 	case l.Access != Read:
-		section("Lease", fmt.Sprintf("%s/%s: %s", ns, l.Name, l.Access))
+		return []string{fmt.Sprintf("%s/%s: %s", ns, l.Name, l.Access)}
 	case l.State == LeaseFree:
-		section("Lease", fmt.Sprintf("%s/%s: free", ns, l.Name))
-	default:
-		line := fmt.Sprintf("%s/%s: %s by %s since %s, until %s", ns, l.Name, l.State, l.Holder, orNever(l.Since), orNever(l.Until))
-		if l.HolderGone {
-			line += "; the holder's pod is gone"
-		}
-		section("Lease", line)
+		return []string{fmt.Sprintf("%s/%s: free", ns, l.Name)}
 	}
-	if run := l.LastRun; run != nil {
-		line := fmt.Sprintf("last run %s (%s): %s, exit code %d", stamp(run.Time), orNone(run.Job), run.Outcome, run.ExitCode)
-		lines := []string{line}
-		if run.Error != "" {
-			lines = append(lines, fmt.Sprintf("phase %s: %s", run.Phase, run.Error))
-		}
-		switch {
-		case run.ConsecutiveFailures > 0 && run.FailingSince != nil:
-			lines = append(lines, fmt.Sprintf("%d failed in a row since %s; last success %s", run.ConsecutiveFailures, stamp(*run.FailingSince), stampPtr(run.LastSuccess)))
-		case run.LastSuccess != nil:
-			lines = append(lines, "last success "+stamp(*run.LastSuccess))
-		}
-		section("Last run", lines...)
+	line := fmt.Sprintf("%s/%s: %s by %s since %s, until %s", ns, l.Name, l.State, l.Holder, orNever(l.Since), orNever(l.Until))
+	if l.HolderGone {
+		line += "; the holder's pod is gone"
 	}
-	switch rec := l.Recovery; {
+	return []string{line}
+}
+
+// recoveryText is the Recovery paragraph: the last recovery of a Failed
+// Registration the Lease records, and how to clear the record; none when
+// there is none.
+func (l Lease) recoveryText(ns string) []string {
+	rec := l.Recovery
+	switch {
 	case l.RecoveryError != "":
-		section("Recovery", "record unreadable: "+l.RecoveryError)
-	case rec != nil:
-		line := fmt.Sprintf("last recovery %s: %s", stamp(rec.Time), rec.Outcome)
-		if rec.Registration != "" {
-			line += " (Registration " + rec.Registration + ")"
-		}
-		lines := []string{line, fmt.Sprintf("%d of %d in a row for this code and URL, the last for cause %s", rec.Attempts, operator.MaxRecoveries, rec.Cause)}
-		if rec.Message != "" {
-			lines = append(lines, fmt.Sprintf("operator said: %q", rec.Message))
-		}
-		lines = append(lines, "clear it: "+operator.ClearRecordCommand(ns, l.Name))
-		section("Recovery", lines...)
+		return []string{"record unreadable: " + l.RecoveryError}
+	case rec == nil:
+		return nil
 	}
+	line := fmt.Sprintf("last recovery %s: %s", stamp(rec.Time), rec.Outcome)
+	if rec.Registration != "" {
+		line += " (Registration " + rec.Registration + ")"
+	}
+	lines := []string{line, fmt.Sprintf("%d of %d in a row for this code and URL, the last for cause %s", rec.Attempts, operator.MaxRecoveries, rec.Cause)}
+	if rec.Message != "" {
+		lines = append(lines, fmt.Sprintf("operator said: %q", rec.Message))
+	}
+	return append(lines, "clear it: "+operator.ClearRecordCommand(ns, l.Name))
+}
 
-	s := r.Secret
+// lastRunText is the Last run paragraph, from the record the Lease keeps;
+// none before the first run.
+func lastRunText(run *kube.RunRecord) []string {
+	if run == nil {
+		return nil
+	}
+	lines := []string{fmt.Sprintf("last run %s (%s): %s, exit code %d", stamp(run.Time), orNone(run.Job), run.Outcome, run.ExitCode)}
+	if run.Error != "" {
+		lines = append(lines, fmt.Sprintf("phase %s: %s", run.Phase, run.Error))
+	}
+	switch {
+	case run.ConsecutiveFailures > 0 && run.FailingSince != nil:
+		lines = append(lines, fmt.Sprintf("%d failed in a row since %s; last success %s", run.ConsecutiveFailures, stamp(*run.FailingSince), stampPtr(run.LastSuccess)))
+	case run.LastSuccess != nil:
+		lines = append(lines, "last success "+stamp(*run.LastSuccess))
+	}
+	return lines
+}
+
+// text is the Secret paragraph: when it was written, which keys it holds
+// (sizes, never values), the update server's certificate in it and the
+// instance data verified offline.
+func (s Secret) text(ns string, now time.Time) []string {
 	if s.Access != Read {
-		section("Secret", fmt.Sprintf("%s/%s: %s", ns, s.Name, s.Access))
-	} else {
-		lines := []string{fmt.Sprintf("%s/%s: created %s, last written by the engine %s", ns, s.Name, orNever(s.Created), orNever(s.Written))}
-		var keys []string
-		for _, k := range kube.RegistrationKeys() {
-			switch n := s.Keys[k]; {
-			case n == 0:
-				keys = append(keys, k+" MISSING")
-			case k == kube.KeyRegistrationType:
-				keys = append(keys, k+"="+s.RegistrationType)
-			case k == kube.KeyRegistrationURL:
-				keys = append(keys, k+"="+s.RegistrationURL)
-			default:
-				keys = append(keys, fmt.Sprintf("%s set (%d bytes)", k, n))
-			}
-		}
-		lines = append(lines, "keys: "+strings.Join(keys, ", "))
-		if c := s.Certificate; c != nil {
-			if c.Error != "" {
-				lines = append(lines, "certificate: "+c.Error)
-			} else {
-				lines = append(lines, fmt.Sprintf("certificate: %s, names %s, expires %s (in %s)", c.Subject, strings.Join(c.DNSNames, " "), stamp(c.NotAfter), days(c.NotAfter.Sub(r.Time))),
-					"  SHA-1 "+c.SHA1)
-			}
-		}
-		if d := s.InstanceData; d != nil {
-			if d.Error != "" {
-				lines = append(lines, "instanceData: not a document: "+d.Error)
-			} else {
-				ok := d.Signature == "OK" && d.Signer == "OK" && d.Chain == "OK" && d.Claims == "OK"
-				signer := d.Signer
-				if ok {
-					signer += " (" + d.Detail + ")"
-				}
-				line := fmt.Sprintf("instanceData: verified offline: signature %s, signer %s, chain %s, claims %s", d.Signature, signer, d.Chain, d.Claims)
-				if d.CreatedOn != "" {
-					line += ", created " + d.CreatedOn
-				}
-				lines = append(lines, line)
-				if !ok {
-					lines = append(lines, "  "+d.Detail)
-				}
-			}
-		}
-		section("Secret", lines...)
+		return []string{fmt.Sprintf("%s/%s: %s", ns, s.Name, s.Access)}
 	}
+	lines := []string{fmt.Sprintf("%s/%s: created %s, last written by the engine %s", ns, s.Name, orNever(s.Created), orNever(s.Written))}
+	var keys []string
+	for _, k := range kube.RegistrationKeys() {
+		switch n := s.Keys[k]; {
+		case n == 0:
+			keys = append(keys, k+" MISSING")
+		case k == kube.KeyRegistrationType:
+			keys = append(keys, k+"="+s.RegistrationType)
+		case k == kube.KeyRegistrationURL:
+			keys = append(keys, k+"="+s.RegistrationURL)
+		default:
+			keys = append(keys, fmt.Sprintf("%s set (%d bytes)", k, n))
+		}
+	}
+	lines = append(lines, "keys: "+strings.Join(keys, ", "))
+	lines = append(lines, s.Certificate.text(now)...)
+	return append(lines, s.InstanceData.text()...)
+}
 
-	n := r.DNS
+// text is the certificate's lines of the Secret paragraph; none without
+// one.
+func (c *Cert) text(now time.Time) []string {
+	switch {
+	case c == nil:
+		return nil
+	case c.Error != "":
+		return []string{"certificate: " + c.Error}
+	}
+	return []string{fmt.Sprintf("certificate: %s, names %s, expires %s (in %s)", c.Subject, strings.Join(c.DNSNames, " "), stamp(c.NotAfter), days(c.NotAfter.Sub(now))),
+		"  SHA-1 " + c.SHA1}
+}
+
+// text is the instance data's lines of the Secret paragraph: each check of
+// the offline verification; none without a document.
+func (d *Document) text() []string {
+	switch {
+	case d == nil:
+		return nil
+	case d.Error != "":
+		return []string{"instanceData: not a document: " + d.Error}
+	}
+	ok := d.Signature == "OK" && d.Signer == "OK" && d.Chain == "OK" && d.Claims == "OK"
+	signer := d.Signer
+	if ok {
+		signer += " (" + d.Detail + ")"
+	}
+	line := fmt.Sprintf("instanceData: verified offline: signature %s, signer %s, chain %s, claims %s", d.Signature, signer, d.Chain, d.Claims)
+	if d.CreatedOn != "" {
+		line += ", created " + d.CreatedOn
+	}
+	if ok {
+		return []string{line}
+	}
+	return []string{line, "  " + d.Detail}
+}
+
+// text is the DNS paragraph: the engine's entry in the cluster's CoreDNS
+// and a Service that would shadow it.
+func (n DNS) text(inClusterDNS bool) []string {
 	var shadow []string
 	if sh := n.Shadow; sh != nil {
 		if sh.Access == Read {
@@ -203,26 +252,29 @@ func (r *Report) WriteText(w io.Writer) error {
 			shadow = append(shadow, fmt.Sprintf("shadowing Service %s not checked: %s", sh.Service, sh.Access))
 		}
 	}
-	dnsSection := func(line string) { section("DNS", append([]string{line}, shadow...)...) }
+	var line string
 	switch {
-	case !r.CronJob.InClusterDNS:
-		dnsSection("not checked: the engine leaves it alone (IN_CLUSTER_DNS=false)")
+	case !inClusterDNS:
+		line = "not checked: the engine leaves it alone (IN_CLUSTER_DNS=false)"
 	case !n.Checked:
-		dnsSection("not checked: no update server named")
+		line = "not checked: no update server named"
 	case n.Access == Read:
-		line := fmt.Sprintf("%s (%s): %s → %s", n.Object, n.Key, n.Host, strings.Join(n.Addresses, ", "))
+		line = fmt.Sprintf("%s (%s): %s → %s", n.Object, n.Key, n.Host, strings.Join(n.Addresses, ", "))
 		if n.LastRunAddress != "" {
 			line += fmt.Sprintf("; last run %s reached %s", n.LastRun, n.LastRunAddress)
 		}
-		dnsSection(line)
 	case n.Access == Absent:
-		dnsSection(fmt.Sprintf("%s: no hosts entry for %s", n.Object, n.Host))
+		line = fmt.Sprintf("%s: no hosts entry for %s", n.Object, n.Host)
 	default:
-		dnsSection(fmt.Sprintf("%s: %s", n.Host, n.Access))
+		line = fmt.Sprintf("%s: %s", n.Host, n.Access)
 	}
+	return append([]string{line}, shadow...)
+}
 
-	o := r.Operator
-	var lines []string
+// text is the Operator paragraph: what rancher/scc-operator made of the
+// Secret, its Registration's conditions and its leader Lease. secret is
+// whether the Secret itself was read (adoption is judged only then).
+func (o Operator) text(secret Access) []string {
 	state := o.State
 	if state == "" {
 		state = "unknown"
@@ -234,9 +286,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			head += " (" + string(o.Access) + ")"
 		}
 	}
-	lines = append(lines, head)
+	lines := []string{head}
 	switch {
-	case !o.Adopted && r.Secret.Access == Read:
+	case !o.Adopted && secret == Read:
 		lines = append(lines, "has not adopted the Secret (no scc.cattle.io labels)")
 	case o.ProcessedCurrent != nil && *o.ProcessedCurrent:
 		lines = append(lines, "processed the Secret's current values (last processed "+orNever(o.LastProcessed)+")")
@@ -268,13 +320,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	default:
 		lines = append(lines, fmt.Sprintf("leader Lease %s: no live holder (last renewed %s)", ld.Name, orNever(ld.Renewed)))
 	}
-	section("Operator", lines...)
-
-	if len(r.Unreadable) > 0 {
-		section("Unreadable", r.Unreadable...)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return lines
 }
 
 func orNever(t *time.Time) string {
