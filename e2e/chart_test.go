@@ -28,7 +28,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -290,7 +290,7 @@ func (tc chartCase) uninstall(ctx context.Context, t *testing.T, p *controlplane
 	assertNoCleanupAccess(ctx, t, dyn)
 	after := e.Secret(ctx, t)
 	assert.Equal(t, secret.ResourceVersion, after.ResourceVersion, "helm uninstall must not touch the operator's Secret")
-	t.Logf("proved: helm uninstall finished in %s; its post-delete cleanup hook, under its own ServiceAccount and policy copy (gone with it), removed coredns-custom key %s (the customer's log.override kept) and the Lease, CoreDNS stopped answering %s %s after the uninstall started, and %s stayed", took.Round(time.Millisecond), inclusterdns.DefaultHostsKey, harness.UpdateServer, gone.Round(time.Millisecond), kube.SecretName)
+	t.Logf("proved: helm uninstall finished in %s; its post-delete cleanup hook, under its own ServiceAccount and policy copy (gone with it), removed coredns-custom key %s (the customer's log.override kept) and the Lease, CoreDNS stopped answering %s %s after the uninstall started, and %s stayed", took.Round(time.Millisecond), coredns.DefaultHostsKey, harness.UpdateServer, gone.Round(time.Millisecond), kube.SecretName)
 }
 
 // TestChartInstallWhileUpdateServersFail: the Marketplace installs while

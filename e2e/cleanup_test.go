@@ -19,7 +19,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/internal/testkit"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -42,11 +42,11 @@ func TestCleanupUnderTheHookAccess(t *testing.T) {
 	require.NoError(t, err)
 	p.Apply(t, []byte(harness.AKSCorednsFixture))
 	customer := map[string]string{"log.override": "log\n"}
-	data := map[string]string{inclusterdns.DefaultHostsKey: "hosts {\n    203.0.113.7 smt-azure.susecloud.net\n    no_reverse\n    fallthrough\n}\n"}
+	data := map[string]string{coredns.DefaultHostsKey: "hosts {\n    203.0.113.7 smt-azure.susecloud.net\n    no_reverse\n    fallthrough\n}\n"}
 	for k, v := range customer {
 		data[k] = v
 	}
-	_, err = admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom}, Data: data}, metav1.CreateOptions{})
+	_, err = admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: coredns.CustomConfigMap}, Data: data}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = admin.CoordinationV1().Leases(kube.Namespace).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: harness.LeaseName}}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -98,13 +98,13 @@ func TestCleanupUnderTheHookAccess(t *testing.T) {
 	}
 	assert.Positive(t, retried, "refused before its Roles arrived:\n%s", res.Stderr)
 	assert.Equal(t, "cleanup finished", last["msg"], res.Stderr)
-	assert.Equal(t, inclusterdns.DefaultHostsKey, last["removedKey"])
+	assert.Equal(t, coredns.DefaultHostsKey, last["removedKey"])
 	assert.Equal(t, true, last["leaseDeleted"])
-	custom, err := admin.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+	custom, err := admin.CoreV1().ConfigMaps("kube-system").Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, customer, custom.Data, "the engine's key gone, the customer's kept")
 	_, err = admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the Lease is gone (err %v)", err)
 	t.Logf("proved: under the hook's own ServiceAccount, with only the chart's hook Roles and policy copy (applied %s after it started), registration-engine cleanup retried %d refusal(s), then removed coredns-custom key %s (the customer's key kept) and the Lease, exit 0 in %s",
-		late, retried, inclusterdns.DefaultHostsKey, res.Took.Round(time.Millisecond))
+		late, retried, coredns.DefaultHostsKey, res.Took.Round(time.Millisecond))
 }

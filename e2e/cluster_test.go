@@ -26,7 +26,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -219,7 +219,7 @@ func (e *clusterEnv) testFirstInstallWithoutCode(t *testing.T, c harness.Cloud) 
 	e.DeleteSecret(ctx, t)
 	e.ResetCoreDNS(ctx, t)
 	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
-	before, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	before, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	res := e.RunAs(ctx, t, c, e.Token(t), "run-first-no-code", noRegCode, "IN_CLUSTER_DNS=true")
 	assert.Equal(t, job.ExitPermanent, res.Code, res.String())
@@ -231,7 +231,7 @@ func (e *clusterEnv) testFirstInstallWithoutCode(t *testing.T, c harness.Cloud) 
 		assert.Contains(t, msg, where, "the error says where the code must come from")
 	}
 	assert.Empty(t, e.SecretVersion(ctx, t), "no Secret written")
-	after, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	after, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "CoreDNS is not edited for a run that cannot write")
 	assert.Nil(t, logLine(t, res.Stderr, handedOverMsg), "no handover waited for")
@@ -375,19 +375,19 @@ func (e *clusterEnv) testCorefile(t *testing.T, c harness.Cloud) {
 	e.ResetCoreDNS(ctx, t)
 	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
 	deps := e.Admin.AppsV1().Deployments("kube-system")
-	dep0, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
+	dep0, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
 	require.NoError(t, err)
 
 	first := e.RunAs(ctx, t, c, e.Token(t), "run-dns-1", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, first.Code, first.String())
 	addr, _ := summary(t, first.Stderr)["address"].(string)
 	require.NotEmpty(t, addr, first.Stderr)
-	cm1, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm1, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	block := "    hosts {\n        " + addr + " " + harness.UpdateServer + "\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n"
-	assert.Equal(t, strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n"+block, 1), cm1.Data[inclusterdns.CorefileKey],
+	assert.Equal(t, strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n"+block, 1), cm1.Data[coredns.CorefileKey],
 		"the hosts block goes first into the root server block; every other line stays")
-	dep1, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
+	dep1, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, dep0.Generation, dep1.Generation, "the Corefile has reload: no restart")
 	handed := logLine(t, first.Stderr, handedOverMsg)
@@ -398,9 +398,9 @@ func (e *clusterEnv) testCorefile(t *testing.T, c harness.Cloud) {
 	second := e.RunAs(ctx, t, c, e.Token(t), "run-dns-2", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, second.Code, second.String())
 	require.Equal(t, addr, summary(t, second.Stderr)["address"], "the race chose the same address")
-	cm2, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm2, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	dep2, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
+	dep2, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, cm1.ResourceVersion, cm2.ResourceVersion, "second run: Corefile untouched")
 	assert.Equal(t, dep1.Generation, dep2.Generation, "second run: no restart")
@@ -418,20 +418,20 @@ func (e *clusterEnv) testCorednsCustom(t *testing.T, c harness.Cloud) {
 	e.UseAKSLayout(ctx, t)
 	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
 	deps := e.Admin.AppsV1().Deployments("kube-system")
-	core0, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	core0, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	dep0, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
+	dep0, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
 	require.NoError(t, err)
 
 	first := e.RunAs(ctx, t, c, e.Token(t), "run-aks-1", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, first.Code, first.String())
 	addr, _ := summary(t, first.Stderr)["address"].(string)
 	require.NotEmpty(t, addr, first.Stderr)
-	custom1, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+	custom1, err := cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "hosts {\n    "+addr+" "+harness.UpdateServer+"\n    ttl 15\n    no_reverse\n    fallthrough\n}\n", custom1.Data[inclusterdns.DefaultHostsKey])
+	assert.Equal(t, "hosts {\n    "+addr+" "+harness.UpdateServer+"\n    ttl 15\n    no_reverse\n    fallthrough\n}\n", custom1.Data[coredns.DefaultHostsKey])
 	assert.Equal(t, "log\n", custom1.Data["log.override"], "other keys stay")
-	dep1, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
+	dep1, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, dep0.Generation, dep1.Generation, "no restart: reload loads coredns-custom")
 	assert.Equal(t, dep0.Spec.Template.Annotations, dep1.Spec.Template.Annotations)
@@ -439,18 +439,18 @@ func (e *clusterEnv) testCorednsCustom(t *testing.T, c harness.Cloud) {
 	second := e.RunAs(ctx, t, c, e.Token(t), "run-aks-2", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, second.Code, second.String())
 	require.Equal(t, addr, summary(t, second.Stderr)["address"], "the race chose the same address")
-	custom2, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+	custom2, err := cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	dep2, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
+	dep2, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
 	require.NoError(t, err)
-	core2, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	core2, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, custom1.ResourceVersion, custom2.ResourceVersion, "second run: coredns-custom untouched")
 	assert.Equal(t, dep1.Generation, dep2.Generation, "second run: no restart")
 	assert.Equal(t, dep1.Spec.Template.Annotations, dep2.Spec.Template.Annotations)
 	assert.Equal(t, core0.ResourceVersion, core2.ResourceVersion, "with coredns-custom present the Corefile is never edited (AKS reverts it)")
 	t.Logf("proved: with coredns-custom present, key %s holds the hosts block for %s and the Deployment was not touched (generation %d → %d); a second run changed nothing",
-		inclusterdns.DefaultHostsKey, addr, dep0.Generation, dep2.Generation)
+		coredns.DefaultHostsKey, addr, dep0.Generation, dep2.Generation)
 }
 
 // testManualJob: a Job made by `kubectl create job --from=cronjob/…` runs

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/rancher/registration-engine/e2e/harness"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -33,7 +33,7 @@ func mergeData(key, value string) string {
 // ServiceAccount (a TokenRequest token) with manifests/overlays/e2e applied
 // (both CoreDNS layouts granted, the ValidatingAdmissionPolicy of
 // manifests/base in force), that the policy admits the engine's own edits,
-// made by job/inclusterdns itself: the first write, a new address and a
+// made by job/incluster/coredns itself: the first write, a new address and a
 // no-op, in the Corefile layout and in AKS's coredns-custom, the hosts
 // block's ttl line included, and a new update server's entry replacing the
 // earlier one's; and that the same token's other writes, which
@@ -66,7 +66,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	as := e.Plane.ClientAs(t, e.Token(t))
 	clients, err := kube.NewClients(as)
 	require.NoError(t, err)
-	engine := &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps}
+	engine := &coredns.Editor{ConfigMaps: clients.ConfigMaps}
 	cmPath := func(name string) string { return configMapPath("kube-system", name) }
 	patch := func(t *testing.T, name, body string, dryRun bool) (int, string) {
 		path := cmPath(name)
@@ -77,11 +77,11 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	}
 	// A policy is enforced once the API server's informer has it: until a
 	// dry run of a hostile write is refused.
-	forward := mergeData(inclusterdns.CorefileKey, strings.Replace(e.Corefile, "forward . /etc/resolv.conf", "forward . 203.0.113.53", 1))
+	forward := mergeData(coredns.CorefileKey, strings.Replace(e.Corefile, "forward . /etc/resolv.conf", "forward . 203.0.113.53", 1))
 	var code int
 	var body string
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		code, body = patch(t, inclusterdns.CoreDNSConfigMap, forward, true)
+		code, body = patch(t, coredns.ConfigMap, forward, true)
 		return code == http.StatusUnprocessableEntity, nil
 	})
 	require.NoError(t, err, "the API server still admits the engine's token rewriting `forward .` (dry run): HTTP %d %s", code, body)
@@ -90,7 +90,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	own := func(t *testing.T, what string, wantChanged bool, ip string) {
 		t.Helper()
 		edit, err := engine.Ensure(ctx, harness.UpdateServer, netip.MustParseAddr(ip))
-		require.NoError(t, err, "%s: job/inclusterdns as the engine", what)
+		require.NoError(t, err, "%s: job/incluster/coredns as the engine", what)
 		assert.Equal(t, wantChanged, edit.Changed, what)
 		admitted = append(admitted, what)
 	}
@@ -129,139 +129,139 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	// Phase 4 chose another update server: the engine's entry for the one
 	// no longer chosen goes as the new one is written (and back again, so
 	// the Corefile below is as before).
-	moving := &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps, Domains: []string{"susecloud.net"}}
+	moving := &coredns.Editor{ConfigMaps: clients.ConfigMaps, Domains: []string{"susecloud.net"}}
 	for _, step := range []struct{ from, to string }{{harness.UpdateServer, "smt-azure-2.susecloud.net"}, {"smt-azure-2.susecloud.net", harness.UpdateServer}} {
 		what := "Corefile: a new update server, the earlier one's entry removed (" + step.to + ")"
 		edit, err := moving.Ensure(ctx, step.to, netip.MustParseAddr("2001:db8::53"))
-		require.NoError(t, err, "%s: job/inclusterdns as the engine", what)
+		require.NoError(t, err, "%s: job/incluster/coredns as the engine", what)
 		assert.Equal(t, []string{"2001:db8::53 " + step.from}, edit.Removed, what)
 		admitted = append(admitted, what)
 	}
-	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	corefile := cm.Data[inclusterdns.CorefileKey]
+	corefile := cm.Data[coredns.CorefileKey]
 	entry := "        2001:db8::53 " + harness.UpdateServer + "\n"
-	require.Contains(t, corefile, "    hosts {\n"+entry+"        ttl 15\n        no_reverse\n        fallthrough\n    }\n", "job/inclusterdns wrote its block, its ttl and no_reverse lines included")
-	ownRaw(t, "Corefile: the same text again", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, corefile))
+	require.Contains(t, corefile, "    hosts {\n"+entry+"        ttl 15\n        no_reverse\n        fallthrough\n    }\n", "job/incluster/coredns wrote its block, its ttl and no_reverse lines included")
+	ownRaw(t, "Corefile: the same text again", coredns.ConfigMap, mergeData(coredns.CorefileKey, corefile))
 	withTTL := strings.Replace(corefile, entry+"        ttl 15\n", entry+"        ttl 30\n", 1)
-	ownRaw(t, "Corefile: the hosts block's ttl changed", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, withTTL))
+	ownRaw(t, "Corefile: the hosts block's ttl changed", coredns.ConfigMap, mergeData(coredns.CorefileKey, withTTL))
 	// The first write of a block that has the ttl line, into a Corefile
 	// without one.
 	e.ResetCoreDNS(ctx, t)
-	ownRaw(t, "Corefile: first write with a ttl line", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey,
+	ownRaw(t, "Corefile: first write with a ttl line", coredns.ConfigMap, mergeData(coredns.CorefileKey,
 		strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n    hosts {\n        127.0.0.11 "+harness.UpdateServer+"\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n", 1)))
-	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err = cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	corefile = cm.Data[inclusterdns.CorefileKey]
+	corefile = cm.Data[coredns.CorefileKey]
 	entry = "        127.0.0.11 " + harness.UpdateServer + "\n"
 	require.Contains(t, corefile, entry)
 	corefileWith := func(old, new string) string {
 		require.Contains(t, corefile, old)
-		return mergeData(inclusterdns.CorefileKey, strings.Replace(corefile, old, new, 1))
+		return mergeData(coredns.CorefileKey, strings.Replace(corefile, old, new, 1))
 	}
 	refuse(t, []hostile{
-		{"Corefile: forward . to an outside resolver", inclusterdns.CoreDNSConfigMap, corefileWith("forward . /etc/resolv.conf", "forward . 203.0.113.53")},
-		{"Corefile: an entry for a name outside UPDATE_SERVER_DOMAINS", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: forward . to an outside resolver", coredns.ConfigMap, corefileWith("forward . /etc/resolv.conf", "forward . 203.0.113.53")},
+		{"Corefile: an entry for a name outside UPDATE_SERVER_DOMAINS", coredns.ConfigMap,
 			corefileWith(entry, entry+"        10.0.0.66 kubernetes.default.svc.cluster.local\n")},
-		{"Corefile: the update server's name at the IMDS address", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: the update server's name at the IMDS address", coredns.ConfigMap,
 			corefileWith(entry, "        169.254.169.254 "+harness.UpdateServer+"\n")},
-		{"Corefile: no_reverse taken out of the engine's block", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: no_reverse taken out of the engine's block", coredns.ConfigMap,
 			corefileWith("        no_reverse\n", "")},
-		{"Corefile: the hosts block without fallthrough", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: the hosts block without fallthrough", coredns.ConfigMap,
 			corefileWith("        fallthrough\n    }\n", "    }\n")},
-		{"Corefile: a rewrite ahead of the kubernetes plugin", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: a rewrite ahead of the kubernetes plugin", coredns.ConfigMap,
 			corefileWith("    ready\n", "    ready\n    rewrite name exact kubernetes.default.svc.cluster.local evil.example.com\n")},
-		{"Corefile: an entry outside the hosts block", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: an entry outside the hosts block", coredns.ConfigMap,
 			corefileWith("       pods insecure\n", "       pods insecure\n       127.0.0.11 "+harness.UpdateServer+"\n")},
-		{"coredns: a label", inclusterdns.CoreDNSConfigMap, `{"metadata":{"labels":{"owned":"yes"}}}`},
-		{"coredns: another data key", inclusterdns.CoreDNSConfigMap, mergeData("extra.server", "example.com:53 {\n    forward . 203.0.113.53\n}\n")},
+		{"coredns: a label", coredns.ConfigMap, `{"metadata":{"labels":{"owned":"yes"}}}`},
+		{"coredns: another data key", coredns.ConfigMap, mergeData("extra.server", "example.com:53 {\n    forward . 203.0.113.53\n}\n")},
 	})
 
 	// A hosts block of the cluster's own, limited to a zone: the engine adds
 	// its entry and the update server's name to the zones.
 	zoned := strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n    hosts /etc/hosts corp.internal {\n        10.1.2.3 db.corp.internal\n        fallthrough\n    }\n", 1)
-	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err = cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	cm.Data[inclusterdns.CorefileKey] = zoned
+	cm.Data[coredns.CorefileKey] = zoned
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	own(t, "Corefile: into a hosts block limited to a zone", true, "127.0.0.11")
-	cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err = cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	corefile = cm.Data[inclusterdns.CorefileKey]
+	corefile = cm.Data[coredns.CorefileKey]
 	require.Contains(t, corefile, "    hosts /etc/hosts corp.internal "+harness.UpdateServer+" {\n        127.0.0.11 "+harness.UpdateServer+"\n        ttl 15\n        10.1.2.3 db.corp.internal\n")
 	refuse(t, []hostile{
-		{"Corefile: a cluster zone added to a hosts block", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: a cluster zone added to a hosts block", coredns.ConfigMap,
 			corefileWith("hosts /etc/hosts corp.internal ", "hosts /etc/hosts corp.internal cluster.local ")},
-		{"Corefile: the cluster's own entry removed", inclusterdns.CoreDNSConfigMap, corefileWith("        10.1.2.3 db.corp.internal\n", "")},
-		{"Corefile: a cluster address in the cluster's hosts block, which answers PTR queries", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: the cluster's own entry removed", coredns.ConfigMap, corefileWith("        10.1.2.3 db.corp.internal\n", "")},
+		{"Corefile: a cluster address in the cluster's hosts block, which answers PTR queries", coredns.ConfigMap,
 			corefileWith("        10.1.2.3 db.corp.internal\n", "        10.0.0.1 kubernetes.susecloud.net\n        10.1.2.3 db.corp.internal\n")},
-		{"Corefile: a shared-range address in the cluster's hosts block", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: a shared-range address in the cluster's hosts block", coredns.ConfigMap,
 			corefileWith("        10.1.2.3 db.corp.internal\n", "        100.64.0.10 kubernetes.susecloud.net\n        10.1.2.3 db.corp.internal\n")},
-		{"Corefile: no_reverse added to the cluster's hosts block", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: no_reverse added to the cluster's hosts block", coredns.ConfigMap,
 			corefileWith("        10.1.2.3 db.corp.internal\n", "        10.1.2.3 db.corp.internal\n        no_reverse\n")},
-		{"Corefile: the cluster's own entry readdressed", inclusterdns.CoreDNSConfigMap,
+		{"Corefile: the cluster's own entry readdressed", coredns.ConfigMap,
 			corefileWith("        10.1.2.3 db.corp.internal\n", "        203.0.113.9 db.corp.internal\n")},
 	})
 	// At uninstall (registration-engine cleanup) the engine takes its own
 	// entry and zone out again; the block's frame and the cluster's lines
 	// stay.
-	cleaned, removed := inclusterdns.RemoveCorefileHostsEntries(corefile, []string{"susecloud.net"})
+	cleaned, removed := coredns.RemoveCorefileHostsEntries(corefile, []string{"susecloud.net"})
 	require.Len(t, removed, 1)
-	ownRaw(t, "Corefile: the engine's entry and zone removed (cleanup at uninstall)", inclusterdns.CoreDNSConfigMap, mergeData(inclusterdns.CorefileKey, cleaned))
+	ownRaw(t, "Corefile: the engine's entry and zone removed (cleanup at uninstall)", coredns.ConfigMap, mergeData(coredns.CorefileKey, cleaned))
 	e.UseAKSLayout(ctx, t)
-	corefileBefore, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	corefileBefore, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	own(t, "coredns-custom: first write", true, "127.0.0.11")
 	own(t, "coredns-custom: a new address", true, "127.0.0.12")
 	own(t, "coredns-custom: no-op", false, "127.0.0.12")
-	custom, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+	custom, err := cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	block := custom.Data[inclusterdns.DefaultHostsKey]
+	block := custom.Data[coredns.DefaultHostsKey]
 	require.Equal(t, "hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 15\n    no_reverse\n    fallthrough\n}\n", block)
 	assert.Equal(t, "log\n", custom.Data["log.override"])
-	ownRaw(t, "coredns-custom: the same block again", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey, block))
-	ownRaw(t, "coredns-custom: the block with another ttl", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+	ownRaw(t, "coredns-custom: the same block again", coredns.CustomConfigMap, mergeData(coredns.DefaultHostsKey, block))
+	ownRaw(t, "coredns-custom: the block with another ttl", coredns.CustomConfigMap, mergeData(coredns.DefaultHostsKey,
 		"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 30\n    no_reverse\n    fallthrough\n}\n"))
 	// An address of the cluster's own in the engine's block is harmless
-	// there: no_reverse, so no PTR answer renames it (job/inclusterdns
+	// there: no_reverse, so no PTR answer renames it (job/incluster/coredns
 	// TestRealCoreDNSNoReverse).
-	ownRaw(t, "coredns-custom: a cluster address, with no_reverse", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+	ownRaw(t, "coredns-custom: a cluster address, with no_reverse", coredns.CustomConfigMap, mergeData(coredns.DefaultHostsKey,
 		"hosts {\n    10.0.0.1 kubernetes.susecloud.net\n    ttl 15\n    no_reverse\n    fallthrough\n}\n"))
 	refuse(t, []hostile{
-		{"coredns-custom: a foreign key", inclusterdns.CoreDNSCustom, mergeData("evil.server", "susecloud.net:53 {\n    forward . 203.0.113.53\n}\n")},
-		{"coredns-custom: a rewrite override", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+		{"coredns-custom: a foreign key", coredns.CustomConfigMap, mergeData("evil.server", "susecloud.net:53 {\n    forward . 203.0.113.53\n}\n")},
+		{"coredns-custom: a rewrite override", coredns.CustomConfigMap, mergeData(coredns.DefaultHostsKey,
 			"rewrite name exact kubernetes.default.svc.cluster.local evil.example.com\nhosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    fallthrough\n}\n")},
-		{"coredns-custom: another key rewritten", inclusterdns.CoreDNSCustom, mergeData("log.override", "rewrite name regex (.*)\\.svc\\.cluster\\.local evil.example.com\n")},
-		{"coredns-custom: an entry for a name outside UPDATE_SERVER_DOMAINS", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+		{"coredns-custom: another key rewritten", coredns.CustomConfigMap, mergeData("log.override", "rewrite name regex (.*)\\.svc\\.cluster\\.local evil.example.com\n")},
+		{"coredns-custom: an entry for a name outside UPDATE_SERVER_DOMAINS", coredns.CustomConfigMap, mergeData(coredns.DefaultHostsKey,
 			"hosts {\n    10.0.0.66 kubernetes.default.svc.cluster.local\n    fallthrough\n}\n")},
-		{"coredns-custom: the block without fallthrough", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+		{"coredns-custom: the block without fallthrough", coredns.CustomConfigMap, mergeData(coredns.DefaultHostsKey,
 			"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n}\n")},
-		{"coredns-custom: the engine's block without no_reverse (a PTR renaming of 10.0.0.1)", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+		{"coredns-custom: the engine's block without no_reverse (a PTR renaming of 10.0.0.1)", coredns.CustomConfigMap, mergeData(coredns.DefaultHostsKey,
 			"hosts {\n    10.0.0.1 kubernetes.susecloud.net\n    ttl 15\n    fallthrough\n}\n")},
-		{"coredns-custom: a ttl out of range", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+		{"coredns-custom: a ttl out of range", coredns.CustomConfigMap, mergeData(coredns.DefaultHostsKey,
 			"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    ttl 86400\n    fallthrough\n}\n")},
-		{"coredns-custom: a forward after the block", inclusterdns.CoreDNSCustom, mergeData(inclusterdns.DefaultHostsKey,
+		{"coredns-custom: a forward after the block", coredns.CustomConfigMap, mergeData(coredns.DefaultHostsKey,
 			"hosts {\n    127.0.0.12 "+harness.UpdateServer+"\n    fallthrough\n}\nforward . 203.0.113.53\n")},
-		{"coredns-custom: an owner reference for the garbage collector", inclusterdns.CoreDNSCustom,
+		{"coredns-custom: an owner reference for the garbage collector", coredns.CustomConfigMap,
 			`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"00000000-0000-0000-0000-000000000000"}]}}`},
 	})
 	refuse(t, []hostile{
-		{"coredns-custom: another key removed", inclusterdns.CoreDNSCustom, `{"data":{"log.override":null}}`},
+		{"coredns-custom: another key removed", coredns.CustomConfigMap, `{"data":{"log.override":null}}`},
 	})
-	ownRaw(t, "coredns-custom: the engine's key removed (cleanup at uninstall)", inclusterdns.CoreDNSCustom, `{"data":{"`+inclusterdns.DefaultHostsKey+`":null}}`)
-	corefileAfter, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	ownRaw(t, "coredns-custom: the engine's key removed (cleanup at uninstall)", coredns.CustomConfigMap, `{"data":{"`+coredns.DefaultHostsKey+`":null}}`)
+	corefileAfter, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, corefileBefore.ResourceVersion, corefileAfter.ResourceVersion, "with coredns-custom the engine never writes the Corefile")
 
 	// The administrator is not the engine: the policy leaves them alone.
-	_, err = cms.Patch(ctx, inclusterdns.CoreDNSCustom, "application/merge-patch+json", []byte(mergeData("admin.override", "log\n")), metav1.PatchOptions{})
+	_, err = cms.Patch(ctx, coredns.CustomConfigMap, "application/merge-patch+json", []byte(mergeData("admin.override", "log\n")), metav1.PatchOptions{})
 	require.NoError(t, err, "an administrator's edit of coredns-custom is not the policy's business")
 
 	if t.Failed() {
 		return
 	}
-	t.Logf("proved: as %s (a TokenRequest token), job/inclusterdns's own edits were admitted (%s); the same token was refused:", "system:serviceaccount:"+kube.Namespace+":"+harness.EngineSA, strings.Join(admitted, "; "))
+	t.Logf("proved: as %s (a TokenRequest token), job/incluster/coredns's own edits were admitted (%s); the same token was refused:", "system:serviceaccount:"+kube.Namespace+":"+harness.EngineSA, strings.Join(admitted, "; "))
 	for _, what := range []string{
 		"Corefile: forward . to an outside resolver",
 		"Corefile: a cluster address in the cluster's hosts block, which answers PTR queries",
@@ -278,7 +278,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 
 // TestCoreDNSAdmissionPolicyLongCorefile proves on the real API server (the
 // LTS version too: LTS_TESTS) that the policy checks a Corefile of
-// inclusterdns.PolicyMaxLines lines within the API server's CEL cost
+// coredns.PolicyMaxLines lines within the API server's CEL cost
 // limits, so the engine's edit of a cluster with a long hosts block of its
 // own is admitted; and that beyond the limit the engine says it is the
 // Corefile's length (ErrPolicyCostLimit), not that its edit is foreign.
@@ -298,12 +298,12 @@ func TestCoreDNSAdmissionPolicyLongCorefile(t *testing.T) {
 	as := e.Plane.ClientAs(t, e.Token(t))
 	clients, err := kube.NewClients(as)
 	require.NoError(t, err)
-	engine := &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps, Domains: []string{"susecloud.net"}}
+	engine := &coredns.Editor{ConfigMaps: clients.ConfigMaps, Domains: []string{"susecloud.net"}}
 
 	// Enforced once a dry run of a hostile write is refused.
-	forward := mergeData(inclusterdns.CorefileKey, strings.Replace(e.Corefile, "forward . /etc/resolv.conf", "forward . 203.0.113.53", 1))
+	forward := mergeData(coredns.CorefileKey, strings.Replace(e.Corefile, "forward . /etc/resolv.conf", "forward . 203.0.113.53", 1))
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		code, _ := request(t, as, http.MethodPatch, configMapPath("kube-system", inclusterdns.CoreDNSConfigMap)+"?dryRun=All", mergeType, forward)
+		code, _ := request(t, as, http.MethodPatch, configMapPath("kube-system", coredns.ConfigMap)+"?dryRun=All", mergeType, forward)
 		return code == http.StatusUnprocessableEntity, nil
 	})
 	require.NoError(t, err, "the policy is not enforced")
@@ -321,31 +321,31 @@ func TestCoreDNSAdmissionPolicyLongCorefile(t *testing.T) {
 		return strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n"+b.String(), 1)
 	}
 	setCorefile := func(t *testing.T, corefile string) {
-		cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+		cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
-		cm.Data[inclusterdns.CorefileKey] = corefile
+		cm.Data[coredns.CorefileKey] = corefile
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		require.NoError(t, err, "the administrator's Corefile")
 	}
 	ip := netip.MustParseAddr("20.38.0.87")
 
-	setCorefile(t, withHosts(inclusterdns.PolicyMaxLines))
+	setCorefile(t, withHosts(coredns.PolicyMaxLines))
 	edit, err := engine.Ensure(ctx, harness.UpdateServer, ip)
-	require.NoError(t, err, "the engine's entry into a %d-line Corefile", inclusterdns.PolicyMaxLines)
+	require.NoError(t, err, "the engine's entry into a %d-line Corefile", coredns.PolicyMaxLines)
 	require.True(t, edit.Changed)
-	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	lines := strings.Count(strings.TrimSuffix(cm.Data[inclusterdns.CorefileKey], "\n"), "\n") + 1
-	assert.Equal(t, inclusterdns.PolicyMaxLines, lines, "the Corefile the policy admitted")
+	lines := strings.Count(strings.TrimSuffix(cm.Data[coredns.CorefileKey], "\n"), "\n") + 1
+	assert.Equal(t, coredns.PolicyMaxLines, lines, "the Corefile the policy admitted")
 	moved, err := engine.Ensure(ctx, harness.UpdateServer, netip.MustParseAddr("20.38.0.88"))
 	require.NoError(t, err, "a new address in the %d-line Corefile", lines)
 	require.True(t, moved.Changed)
 
-	far := 4 * inclusterdns.PolicyMaxLines
+	far := 4 * coredns.PolicyMaxLines
 	setCorefile(t, withHosts(far))
 	_, err = engine.Ensure(ctx, harness.UpdateServer, ip)
-	require.ErrorIs(t, err, inclusterdns.ErrPolicyCostLimit, "a %d-line Corefile", far)
-	assert.NotErrorIs(t, err, inclusterdns.ErrPolicyRefused)
+	require.ErrorIs(t, err, coredns.ErrPolicyCostLimit, "a %d-line Corefile", far)
+	assert.NotErrorIs(t, err, coredns.ErrPolicyRefused)
 	if t.Failed() {
 		return
 	}

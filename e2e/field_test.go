@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job"
@@ -52,9 +52,9 @@ func (e *clusterEnv) testPythonEngineCoreDNSKey(t *testing.T, c harness.Cloud) {
 	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
 	putKey := func(v string) {
 		t.Helper()
-		b, err := json.Marshal(map[string]any{"data": map[string]string{inclusterdns.PythonEngineKey: v}})
+		b, err := json.Marshal(map[string]any{"data": map[string]string{coredns.PythonEngineKey: v}})
 		require.NoError(t, err)
-		_, err = py.CoreV1().ConfigMaps("kube-system").Patch(ctx, inclusterdns.CoreDNSCustom, types.MergePatchType, b, metav1.PatchOptions{})
+		_, err = py.CoreV1().ConfigMaps("kube-system").Patch(ctx, coredns.CustomConfigMap, types.MergePatchType, b, metav1.PatchOptions{})
 		require.NoError(t, err)
 	}
 	as := e.Plane.ClientAs(t, e.Token(t))
@@ -62,16 +62,16 @@ func (e *clusterEnv) testPythonEngineCoreDNSKey(t *testing.T, c harness.Cloud) {
 		t.Helper()
 		// The policy is enforced once the API server's informer has it:
 		// until a dry run is refused.
-		path := configMapPath("kube-system", inclusterdns.CoreDNSCustom)
+		path := configMapPath("kube-system", coredns.CustomConfigMap)
 		require.Eventually(t, func() bool {
 			code, _ := request(t, as, http.MethodPatch, path+"?dryRun=All", mergeType, body)
 			return code == http.StatusUnprocessableEntity
 		}, 30*time.Second, 200*time.Millisecond, "%s: the admission policy never refused it (dry run)", what)
-		before, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+		before, err := cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
-		code, resp := request(t, as, http.MethodPatch, configMapPath("kube-system", inclusterdns.CoreDNSCustom), mergeType, body)
+		code, resp := request(t, as, http.MethodPatch, configMapPath("kube-system", coredns.CustomConfigMap), mergeType, body)
 		assert.Equal(t, http.StatusUnprocessableEntity, code, "%s must be refused: %s", what, resp)
-		after, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+		after, err := cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "%s: nothing written", what)
 		return resp
@@ -85,25 +85,25 @@ func (e *clusterEnv) testPythonEngineCoreDNSKey(t *testing.T, c harness.Cloud) {
 		require.NoError(t, err)
 		return string(b)
 	}
-	refused("removing the cluster's own key", body(map[string]any{"log.override": nil, inclusterdns.DefaultHostsKey: ours}))
+	refused("removing the cluster's own key", body(map[string]any{"log.override": nil, coredns.DefaultHostsKey: ours}))
 	putKey("hosts {\n    10.0.0.5 db.corp.internal\n    127.0.0.4 " + harness.UpdateServer + "\n    fallthrough\n}\n")
-	refused("removing registration.override holding a foreign entry", body(map[string]any{inclusterdns.PythonEngineKey: nil, inclusterdns.DefaultHostsKey: ours}))
+	refused("removing registration.override holding a foreign entry", body(map[string]any{coredns.PythonEngineKey: nil, coredns.DefaultHostsKey: ours}))
 	putKey("hosts {\n    127.0.0.4 " + harness.UpdateServer + "\n    fallthrough\n}\n")
-	refused("removing registration.override without writing the engine's key", body(map[string]any{inclusterdns.PythonEngineKey: nil}))
+	refused("removing registration.override without writing the engine's key", body(map[string]any{coredns.PythonEngineKey: nil}))
 
 	res := e.RunAs(ctx, t, c, e.Token(t), "run-after-python-dns", "IN_CLUSTER_DNS=true")
 	require.Equal(t, job.ExitOK, res.Code, res.String())
 	require.NotNil(t, logLine(t, res.Stderr, "took over SUSE's Python engine's coredns-custom key: its entries replaced by the engine's, the key removed"), res.Stderr)
-	custom, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+	custom, err := cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.NotContains(t, custom.Data, inclusterdns.PythonEngineKey)
-	assert.Contains(t, custom.Data[inclusterdns.DefaultHostsKey], harness.UpdateServer)
+	assert.NotContains(t, custom.Data, coredns.PythonEngineKey)
+	assert.Contains(t, custom.Data[coredns.DefaultHostsKey], harness.UpdateServer)
 	assert.Equal(t, "log\n", custom.Data["log.override"], "the cluster's own key stays")
 	if t.Failed() {
 		return
 	}
 	t.Logf("proved: coredns-custom key %s as SUSE's Python engine writes it was taken over by one run under the admission policy (exit 0, one entry, the engine's %s; log.override kept); the same token was refused removing another key, that key holding a foreign entry, or that key without writing its own",
-		inclusterdns.PythonEngineKey, inclusterdns.DefaultHostsKey)
+		coredns.PythonEngineKey, coredns.DefaultHostsKey)
 }
 
 // testRancherChartSecret: scc-registration as Rancher's chart creates it

@@ -22,7 +22,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -56,9 +56,9 @@ func TestMoveFromPythonEngine(t *testing.T) {
 	// The Python engine's CoreDNS entry for the update server it chose.
 	ip := netip.MustParseAddr("127.0.0.4") // the first fake update server, which the region servers hand out
 	block := "hosts {\n    " + ip.String() + " " + harness.UpdateServer + "\n    fallthrough\n}\n"
-	patch, err := json.Marshal(map[string]any{"data": map[string]string{inclusterdns.PythonEngineKey: block}})
+	patch, err := json.Marshal(map[string]any{"data": map[string]string{coredns.PythonEngineKey: block}})
 	require.NoError(t, err)
-	_, err = py.CoreV1().ConfigMaps("kube-system").Patch(ctx, inclusterdns.CoreDNSCustom, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = py.CoreV1().ConfigMaps("kube-system").Patch(ctx, coredns.CustomConfigMap, types.MergePatchType, patch, metav1.PatchOptions{})
 	require.NoError(t, err)
 	// coredns.py then restarts CoreDNS, which serves the key at once; only
 	// then does k8s.py write the Secret. Without this the operator could ask
@@ -97,10 +97,10 @@ func TestMoveFromPythonEngine(t *testing.T) {
 	assert.Equal(t, operator.StateActive, sum["operator"], pr.Res.Stderr)
 	require.NotNil(t, logLine(t, pr.Res.Stderr, "took over SUSE's Python engine's coredns-custom key: its entries replaced by the engine's, the key removed"), pr.Res.Stderr)
 
-	custom, err := o.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+	custom, err := o.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.NotContains(t, custom.Data, inclusterdns.PythonEngineKey, "the Python engine's key is gone")
-	assert.Contains(t, custom.Data[inclusterdns.DefaultHostsKey], harness.UpdateServer, "one entry, the engine's")
+	assert.NotContains(t, custom.Data, coredns.PythonEngineKey, "the Python engine's key is gone")
+	assert.Contains(t, custom.Data[coredns.DefaultHostsKey], harness.UpdateServer, "one entry, the engine's")
 	assert.Equal(t, "log\n", custom.Data["log.override"], "the cluster's own key stays")
 	assert.NotEmpty(t, o.DNS.Lookup(ctx, harness.UpdateServer), "CoreDNS answers the name from the engine's key")
 
@@ -119,7 +119,7 @@ func TestMoveFromPythonEngine(t *testing.T) {
 		return
 	}
 	t.Logf("proved: after SUSE's Python engine (4ee2871: coredns-custom key %s, Secret by python-requests) and the real operator's Registration %s, one Job took both over: the key removed in the engine's one admitted edit, %s holding the one entry, CoreDNS answering, the Secret's five keys the engine's; Registration %s active with %d registration(s) afresh (in %s)",
-		inclusterdns.PythonEngineKey, before, inclusterdns.DefaultHostsKey, after, fresh, pr.Res.Took.Round(time.Millisecond))
+		coredns.PythonEngineKey, before, coredns.DefaultHostsKey, after, fresh, pr.Res.Took.Round(time.Millisecond))
 }
 
 // waitActive waits until the operator's Registration for the current

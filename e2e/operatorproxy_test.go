@@ -19,7 +19,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
@@ -88,9 +88,9 @@ func TestOperatorBehindAProxy(t *testing.T) {
 	}
 	_, err = o.Admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "no Secret bound to fail (err %v)", err)
-	core, err := o.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	core, err := o.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, o.Corefile, core.Data[inclusterdns.CorefileKey], "no CoreDNS edit")
+	assert.Equal(t, o.Corefile, core.Data[coredns.CorefileKey], "no CoreDNS edit")
 	dyn, err := dynamic.NewForConfig(o.Plane.Admin)
 	require.NoError(t, err)
 	regs, err := dyn.Resource(sccoperator.RegistrationResource).List(ctx, metav1.ListOptions{})

@@ -29,7 +29,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/status"
 )
@@ -176,19 +176,19 @@ func TestStatus(t *testing.T) {
 		// is loopback so that nothing is ever sent off the machine.
 		const elsewhere = "127.0.0.99"
 		cms := e.Admin.CoreV1().ConfigMaps("kube-system")
-		cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+		cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
-		before := cm.Data[inclusterdns.CorefileKey]
-		require.NotEmpty(t, inclusterdns.HostsAddresses(before, harness.UpdateServer), "the healthy run wrote the entry")
+		before := cm.Data[coredns.CorefileKey]
+		require.NotEmpty(t, coredns.HostsAddresses(before, harness.UpdateServer), "the healthy run wrote the entry")
 		line := regexp.MustCompile(`(?m)^(\s*)\S+ ` + regexp.QuoteMeta(harness.UpdateServer) + `$`)
-		cm.Data[inclusterdns.CorefileKey] = line.ReplaceAllString(before, "${1}"+elsewhere+" "+harness.UpdateServer)
+		cm.Data[coredns.CorefileKey] = line.ReplaceAllString(before, "${1}"+elsewhere+" "+harness.UpdateServer)
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		require.NoError(t, err)
 		t.Cleanup(func() {
 			ctx := context.Background()
-			cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+			cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 			require.NoError(t, err)
-			cm.Data[inclusterdns.CorefileKey] = before
+			cm.Data[coredns.CorefileKey] = before
 			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 			require.NoError(t, err)
 		})

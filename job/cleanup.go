@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/rancher/registration-engine/internal/pause"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/smt"
 )
@@ -37,7 +37,7 @@ const cleanupLeaseWait = 20 * time.Second
 // CleanupReport is what `registration-engine cleanup` did.
 type CleanupReport struct {
 	// Removed is the engine's CoreDNS configuration taken out.
-	Removed inclusterdns.Removal
+	Removed coredns.Removal
 	// LeaseDeleted: the engine's Lease was there and is gone.
 	LeaseDeleted bool
 	// Problems are what cleanup could not do, each with its reason.
@@ -180,7 +180,7 @@ func cleanup(ctx context.Context, log *slog.Logger, kubeconfig string, getenv fu
 				domains = append(domains, d)
 			}
 		}
-		dns := &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps, Domains: domains, Log: log}
+		dns := &coredns.Editor{ConfigMaps: clients.ConfigMaps, Domains: domains, Log: log}
 		rep.Removed, err = dns.Remove(ctx)
 		if err != nil {
 			rep.Problems = append(rep.Problems, err)

@@ -12,8 +12,8 @@
 //	4 find-update-server    job/smt, whose health check races the two
 //	5 race-addresses          address families (job/happyeyeballs)
 //	6 write-secret          job/incluster maps the name in the cluster's DNS
-//	                          (job/inclusterdns) and waits for the handover
-//	                          (job/handover); job/kube writes the Secret
+//	                          (job/incluster/coredns) and waits for the handover
+//	                          (job/incluster/handover); job/kube writes the Secret
 //	  operator step         job/operator: what rancher/scc-operator made of
 //	                          it, and the recovery of a Registration it failed
 //

@@ -20,9 +20,9 @@ import (
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/testkit"
-	"github.com/rancher/registration-engine/job/handover"
 	"github.com/rancher/registration-engine/job/incluster"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
+	"github.com/rancher/registration-engine/job/incluster/handover"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/job/operator"
@@ -97,8 +97,8 @@ func (r *recorder) Find(ctx context.Context, _ regionconfig.Settings, hint strin
 	return us, r.step(ctx, "find")
 }
 
-func (r *recorder) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (inclusterdns.Edit, error) {
-	return inclusterdns.Edit{Object: "kube-system/coredns", Changed: true}, r.step(ctx, "dns")
+func (r *recorder) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (coredns.Edit, error) {
+	return coredns.Edit{Object: "kube-system/coredns", Changed: true}, r.step(ctx, "dns")
 }
 
 func (r *recorder) Until(ctx context.Context, name string, addr netip.Addr, certPEM []byte, object string) (time.Duration, error) {

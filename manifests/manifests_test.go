@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/proxycheck"
@@ -307,7 +307,7 @@ func TestCronJobShape(t *testing.T) {
 	assert.Equal(t, sa.Name, pod.ServiceAccountName)
 }
 
-// The Role covers exactly what job/kube and job/inclusterdns write, by name, and nothing else.
+// The Role covers exactly what job/kube and job/incluster/coredns write, by name, and nothing else.
 func TestRBACMatchesTheEngine(t *testing.T) {
 	_, objects := load(t)
 	_, _, c := cronJob(t, objects)
@@ -355,16 +355,16 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 	// overlays/azure), and a list of EndpointSlices (the CoreDNS pods the
 	// handover asks); no rule on the coredns Deployment, which the engine
 	// never restarts.
-	coredns := find[*rbacv1.Role](t, objects, "base/kube-system/role.yaml")
+	corednsRole := find[*rbacv1.Role](t, objects, "base/kube-system/role.yaml")
 	assert.Equal(t, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{inclusterdns.CoreDNSCustom, inclusterdns.CoreDNSConfigMap}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{inclusterdns.CoreDNSCustom}, Verbs: []string{"patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{coredns.CustomConfigMap, coredns.ConfigMap}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{coredns.CustomConfigMap}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list"}},
-	}, coredns.Rules, "AKS's layout: get both, patch only coredns-custom (never created, never updated), list EndpointSlices (the one call inclusterdns.Replicas makes)")
+	}, corednsRole.Rules, "AKS's layout: get both, patch only coredns-custom (never created, never updated), list EndpointSlices (the one call coredns.Replicas makes)")
 	// The Corefile layout (kubeadm, kind) adds the patch of coredns alone.
 	corefile := find[*rbacv1.Role](t, objects, "base/corefile-layout/role.yaml")
 	assert.Equal(t, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{inclusterdns.CoreDNSConfigMap}, Verbs: []string{"patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{coredns.ConfigMap}, Verbs: []string{"patch"}},
 	}, corefile.Rules)
 
 	// In kube-system also a get of the operator's Lease, by name, and
@@ -375,7 +375,7 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 
 	for file, roleName := range map[string]string{
 		"base/cattle-scc-system/rolebinding.yaml": role.Name,
-		"base/kube-system/rolebinding.yaml":       coredns.Name,
+		"base/kube-system/rolebinding.yaml":       corednsRole.Name,
 		"base/corefile-layout/rolebinding.yaml":   corefile.Name,
 		"base/operator-lease/rolebinding.yaml":    opLease.Name,
 	} {
@@ -408,7 +408,7 @@ func TestCoreDNSPolicyMatchesTheEngine(t *testing.T) {
 	assert.Equal(t, map[string]string{"kubernetes.io/metadata.name": "kube-system"}, mc.NamespaceSelector.MatchLabels)
 	require.Len(t, mc.ResourceRules, 1)
 	rule := mc.ResourceRules[0]
-	assert.ElementsMatch(t, []string{inclusterdns.CoreDNSCustom, inclusterdns.CoreDNSConfigMap}, rule.ResourceNames)
+	assert.ElementsMatch(t, []string{coredns.CustomConfigMap, coredns.ConfigMap}, rule.ResourceNames)
 	assert.Equal(t, []string{"configmaps"}, rule.Resources)
 	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, rule.Operations, "a patch is an UPDATE")
 
@@ -424,8 +424,8 @@ func TestCoreDNSPolicyMatchesTheEngine(t *testing.T) {
 	}
 	assert.Equal(t, "["+strings.Join(quoted, ", ")+"]", vars["domains"], "the policy's domains are the CronJob's UPDATE_SERVER_DOMAINS")
 	assert.Equal(t, "false", vars["allowLoopback"], "no loopback entries outside test installs (overlays/e2e turns them on)")
-	assert.Contains(t, vars["ownKey"], "'"+inclusterdns.DefaultHostsKey+"'")
-	assert.Contains(t, vars["ownKey"], "'"+inclusterdns.CorefileKey+"'")
+	assert.Contains(t, vars["ownKey"], "'"+coredns.DefaultHostsKey+"'")
+	assert.Contains(t, vars["ownKey"], "'"+coredns.CorefileKey+"'")
 
 	b := find[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objects, "base/coredns-policy-binding.yaml")
 	assert.Equal(t, vap.Name, b.Spec.PolicyName)

@@ -27,7 +27,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -129,9 +129,9 @@ func SetupCluster(t *testing.T) *Cluster {
 	e.DNS = sccoperator.StartClusterDNS(t, e.Admin, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cm, err := e.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := e.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	e.Corefile = cm.Data[inclusterdns.CorefileKey]
+	e.Corefile = cm.Data[coredns.CorefileKey]
 	t.Logf("applied manifests/overlays/e2e and the CoreDNS fixture in %.1fs", time.Since(start).Seconds())
 	return e
 }
@@ -259,12 +259,12 @@ func (e *Cluster) DeleteJob(t testing.TB, ns, name string) {
 func (e *Cluster) ResetCoreDNS(ctx context.Context, t testing.TB) {
 	t.Helper()
 	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
-	err := cms.Delete(ctx, inclusterdns.CoreDNSCustom, metav1.DeleteOptions{})
+	err := cms.Delete(ctx, coredns.CustomConfigMap, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "delete coredns-custom: %v", err)
-	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	if cm.Data[inclusterdns.CorefileKey] != e.Corefile {
-		cm.Data[inclusterdns.CorefileKey] = e.Corefile
+	if cm.Data[coredns.CorefileKey] != e.Corefile {
+		cm.Data[coredns.CorefileKey] = e.Corefile
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
@@ -279,13 +279,13 @@ func (e *Cluster) UseAKSLayout(ctx context.Context, t testing.TB) {
 	e.ResetCoreDNS(ctx, t)
 	t.Cleanup(func() { e.ResetCoreDNS(context.Background(), t) })
 	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
-	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	cm.Data[inclusterdns.CorefileKey] = fakecloud.AKSCorefile
+	cm.Data[coredns.CorefileKey] = fakecloud.AKSCorefile
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	_, err = cms.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom},
+		ObjectMeta: metav1.ObjectMeta{Name: coredns.CustomConfigMap},
 		Data:       map[string]string{"log.override": "log\n"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)

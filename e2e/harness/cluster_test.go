@@ -15,7 +15,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -39,19 +39,19 @@ func TestCluster(t *testing.T) {
 	t.Run("UseAKSLayout, then ResetCoreDNS", func(t *testing.T) {
 		cms := e.Admin.CoreV1().ConfigMaps("kube-system")
 		e.UseAKSLayout(ctx, t)
-		cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+		cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.Equal(t, fakecloud.AKSCorefile, cm.Data[inclusterdns.CorefileKey])
-		custom, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+		assert.Equal(t, fakecloud.AKSCorefile, cm.Data[coredns.CorefileKey])
+		custom, err := cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, map[string]string{"log.override": "log\n"}, custom.Data)
 
 		e.ResetCoreDNS(ctx, t)
-		cm, err = cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+		cm, err = cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.Equal(t, e.Corefile, cm.Data[inclusterdns.CorefileKey])
+		assert.Equal(t, e.Corefile, cm.Data[coredns.CorefileKey])
 		assert.NotEqual(t, fakecloud.AKSCorefile, e.Corefile)
-		_, err = cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+		_, err = cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "coredns-custom deleted: %v", err)
 	})
 

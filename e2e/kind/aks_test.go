@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 )
 
 // aksCorefile is AKS's Corefile, as the engine's unit tests have it.
@@ -42,26 +42,26 @@ var aksUserKeys = map[string]string{
 func (c *kindCluster) aksDNS(t *testing.T, ctx context.Context) string {
 	t.Helper()
 	cms := c.cs.CoreV1().ConfigMaps("kube-system")
-	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	cm.Data = map[string]string{inclusterdns.CorefileKey: aksCorefile}
+	cm.Data = map[string]string{coredns.CorefileKey: aksCorefile}
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
 	cm.Labels["addonmanager.kubernetes.io/mode"] = "Reconcile"
 	cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	custom := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom, Namespace: "kube-system",
+	custom := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: coredns.CustomConfigMap, Namespace: "kube-system",
 		Labels: map[string]string{"addonmanager.kubernetes.io/mode": "EnsureExists"}}, Data: maps.Clone(aksUserKeys)}
 	_, err = cms.Create(ctx, custom, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	deps := c.cs.AppsV1().Deployments("kube-system")
-	d, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
+	d, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
 	require.NoError(t, err)
 	spec := &d.Spec.Template.Spec
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "custom-config-volume", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: inclusterdns.CoreDNSCustom}, Optional: ptr.To(true)}}})
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: coredns.CustomConfigMap}, Optional: ptr.To(true)}}})
 	require.NotEmpty(t, spec.Containers)
 	spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "custom-config-volume", MountPath: "/etc/coredns/custom", ReadOnly: true})
 	d, err = deps.Update(ctx, d, metav1.UpdateOptions{})
@@ -74,7 +74,7 @@ func waitRollout(t *testing.T, ctx context.Context, c *kindCluster, gen int64) {
 	t.Helper()
 	deps := c.cs.AppsV1().Deployments("kube-system")
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
+		d, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // the API server is busy: poll again
 		}
@@ -113,15 +113,15 @@ func startAddonManager(ctx context.Context, c *kindCluster, every time.Duration)
 				return
 			case <-tick.C:
 			}
-			cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
-			if err != nil || (len(cm.Data) == 1 && cm.Data[inclusterdns.CorefileKey] == aksCorefile) {
+			cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
+			if err != nil || (len(cm.Data) == 1 && cm.Data[coredns.CorefileKey] == aksCorefile) {
 				continue
 			}
 			var who []string
 			for _, f := range cm.ManagedFields {
 				who = append(who, f.Manager)
 			}
-			cm.Data = map[string]string{inclusterdns.CorefileKey: aksCorefile}
+			cm.Data = map[string]string{coredns.CorefileKey: aksCorefile}
 			if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
 				continue
 			}

@@ -42,7 +42,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	engine "github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
@@ -398,16 +398,16 @@ func TestKind(t *testing.T) {
 
 		sum := c.summary(t, ctx, job.Name)
 		assert.Equal(t, "active", sum["operator"], "the run's summary: %v", sum)
-		custom, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+		custom, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
 		podIP := c.fakecloudPodIP(t, ctx)
-		entry := custom.Data[inclusterdns.DefaultHostsKey]
+		entry := custom.Data[coredns.DefaultHostsKey]
 		assert.Contains(t, entry, podIP+" "+harness.UpdateServer, "the engine's entry is in coredns-custom under its own key")
 		for k, v := range aksUserKeys {
 			assert.Equal(t, v, custom.Data[k], "the customer's key %s is untouched", k)
 		}
 		assert.Len(t, custom.Data, len(aksUserKeys)+1, "one key added, the engine's: %v", slices.Sorted(maps.Keys(custom.Data)))
-		core, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+		core, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, coreRV, core.ResourceVersion, "nobody wrote the coredns ConfigMap")
 		assert.Empty(t, reverted, "the addon manager had nothing to revert")
@@ -423,7 +423,7 @@ func TestKind(t *testing.T) {
 		assert.Equal(t, harness.UpdateServer, announces[1].ServerName, "the operator dialled the update server by its name (SNI)")
 		assert.Equal(t, http.StatusCreated, announces[1].Status)
 		t.Logf("proved: on AKS's CoreDNS layout (AKS's Corefile importing custom/*.override and custom/*.server, coredns-custom mounted optional at /etc/coredns/custom, an addon-manager stand-in reconciling coredns) helm install of the chart with the Marketplace values → Job %s → rancher/scc-operator %.7s: Registration %s Done, activated=%t, never Failure (%d states), %.0fs from install to active; the engine's entry %q only in coredns-custom key %s, coredns at resourceVersion %s unchanged (%d reverts), the customer's keys %v untouched",
-			job.Name, sccoperator.CommitRMT, name, final.Activated, states, toActive.Seconds(), strings.TrimSpace(entry), inclusterdns.DefaultHostsKey, core.ResourceVersion, len(reverted), slices.Sorted(maps.Keys(aksUserKeys)))
+			job.Name, sccoperator.CommitRMT, name, final.Activated, states, toActive.Seconds(), strings.TrimSpace(entry), coredns.DefaultHostsKey, core.ResourceVersion, len(reverted), slices.Sorted(maps.Keys(aksUserKeys)))
 
 		// status as an admin without the binary runs it: the command the
 		// release's NOTES print, the engine's image under the read-only
@@ -458,9 +458,9 @@ func TestKind(t *testing.T) {
 		started := time.Now()
 		c.uninstallChart(t, ctx)
 		uninstalled := time.Since(started)
-		custom, err = c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+		custom, err = c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.NotContains(t, custom.Data, inclusterdns.DefaultHostsKey, "the engine's key removed at uninstall")
+		assert.NotContains(t, custom.Data, coredns.DefaultHostsKey, "the engine's key removed at uninstall")
 		for k, v := range aksUserKeys {
 			assert.Equal(t, v, custom.Data[k], "the customer's key %s is untouched by the uninstall", k)
 		}
@@ -476,7 +476,7 @@ func TestKind(t *testing.T) {
 		_, err = c.cs.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "the Lease went at uninstall (err %v)", err)
 		t.Logf("proved: helm uninstall on AKS's layout finished in %.0fs; its post-delete cleanup hook, on a real kubelet under its own ServiceAccount, removed coredns-custom key %s (the customer's keys %v untouched) and the Lease; CoreDNS stopped answering %s %.0fs after the uninstall started",
-			uninstalled.Seconds(), inclusterdns.DefaultHostsKey, slices.Sorted(maps.Keys(aksUserKeys)), harness.UpdateServer, gone.Seconds())
+			uninstalled.Seconds(), coredns.DefaultHostsKey, slices.Sorted(maps.Keys(aksUserKeys)), harness.UpdateServer, gone.Seconds())
 	})
 
 	t.Run("with AKS's IMDS restriction the verdict names hostNetwork, which registers", c.testIMDSRestriction)
@@ -788,7 +788,7 @@ func (c *kindCluster) waitForSystem(t *testing.T, ctx context.Context) {
 		if err != nil || ds.Status.DesiredNumberScheduled == 0 || ds.Status.NumberReady < ds.Status.DesiredNumberScheduled {
 			return false, nil //nolint:nilerr // not yet: poll again
 		}
-		d, err := c.cs.AppsV1().Deployments("kube-system").Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
+		d, err := c.cs.AppsV1().Deployments("kube-system").Get(ctx, coredns.Deployment, metav1.GetOptions{})
 		if err != nil || d.Status.ReadyReplicas == 0 {
 			return false, nil //nolint:nilerr // not yet: poll again
 		}

@@ -26,7 +26,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	engine "github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -154,9 +154,9 @@ func (c *kindCluster) sccRequests(t *testing.T, ctx context.Context) []fakecloud
 // corefile is CoreDNS's Corefile as it is now.
 func (c *kindCluster) corefile(t *testing.T, ctx context.Context) string {
 	t.Helper()
-	cm, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := c.cs.CoreV1().ConfigMaps("kube-system").Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	return cm.Data[inclusterdns.CorefileKey]
+	return cm.Data[coredns.CorefileKey]
 }
 
 // resetCoreDNS puts corefile back into CoreDNS's ConfigMap and restarts
@@ -166,18 +166,18 @@ func (c *kindCluster) corefile(t *testing.T, ctx context.Context) string {
 func (c *kindCluster) resetCoreDNS(t *testing.T, ctx context.Context, corefile string) {
 	t.Helper()
 	cms := c.cs.CoreV1().ConfigMaps("kube-system")
-	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	cm.Data[inclusterdns.CorefileKey] = corefile
+	cm.Data[coredns.CorefileKey] = corefile
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	patch := `{"spec":{"template":{"metadata":{"annotations":{"` + "kubectl.kubernetes.io/restartedAt" + `":"` + time.Now().UTC().Format(time.RFC3339Nano) + `"}}}}}`
 	deps := c.cs.AppsV1().Deployments("kube-system")
-	d, err := deps.Patch(ctx, inclusterdns.CoreDNSDeployment, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	d, err := deps.Patch(ctx, coredns.Deployment, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
 	gen := d.Generation
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := deps.Get(ctx, inclusterdns.CoreDNSDeployment, metav1.GetOptions{})
+		d, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // the API server is busy: poll again
 		}

@@ -24,8 +24,8 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/internal/testkit"
-	"github.com/rancher/registration-engine/job/handover"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
+	"github.com/rancher/registration-engine/job/incluster/handover"
 )
 
 // CoreDNSBinEnv names the CoreDNS binary ClusterDNS runs; make test sets it
@@ -245,20 +245,20 @@ func (d *ClusterDNS) syncOnce(ctx context.Context) {
 func (d *ClusterDNS) render(ctx context.Context) (map[string]string, error) {
 	files := map[string]string{}
 	cms := d.client.CoreV1().ConfigMaps(corednsNamespace)
-	core, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	core, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		files["Corefile"] = loopbackCorefile(".:53 {\n    errors\n}\n", d.port)
 	case err != nil:
-		return nil, fmt.Errorf("read %s/%s: %w", corednsNamespace, inclusterdns.CoreDNSConfigMap, err)
+		return nil, fmt.Errorf("read %s/%s: %w", corednsNamespace, coredns.ConfigMap, err)
 	default:
-		files["Corefile"] = loopbackCorefile(core.Data[inclusterdns.CorefileKey], d.port)
+		files["Corefile"] = loopbackCorefile(core.Data[coredns.CorefileKey], d.port)
 	}
-	custom, err := cms.Get(ctx, inclusterdns.CoreDNSCustom, metav1.GetOptions{})
+	custom, err := cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return nil, fmt.Errorf("read %s/%s: %w", corednsNamespace, inclusterdns.CoreDNSCustom, err)
+		return nil, fmt.Errorf("read %s/%s: %w", corednsNamespace, coredns.CustomConfigMap, err)
 	default:
 		for k, v := range custom.Data {
 			if strings.Contains(k, "/") {

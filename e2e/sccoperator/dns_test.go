@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 )
 
 // engineBlock is a hosts block as the engine writes it.
@@ -30,9 +30,9 @@ func withEntry(ip string) string {
 }
 
 func configMaps(corefile string, custom map[string]string) *fake.Clientset {
-	objs := []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSConfigMap, Namespace: "kube-system"}, Data: map[string]string{inclusterdns.CorefileKey: corefile}}}
+	objs := []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: coredns.ConfigMap, Namespace: "kube-system"}, Data: map[string]string{coredns.CorefileKey: corefile}}}
 	if custom != nil {
-		objs = append(objs, corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: inclusterdns.CoreDNSCustom, Namespace: "kube-system"}, Data: custom})
+		objs = append(objs, corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: coredns.CustomConfigMap, Namespace: "kube-system"}, Data: custom})
 	}
 	cs := fake.NewClientset()
 	for i := range objs {
@@ -58,12 +58,12 @@ func TestClusterDNSServesWhatCoreDNSReads(t *testing.T) {
 		"kubeadm Corefile without an entry":        {corefile: fakecloud.KubeadmCorefile},
 		"AKS: the entry in an imported .override key": {
 			corefile: fakecloud.AKSCorefile,
-			custom:   map[string]string{inclusterdns.DefaultHostsKey: engineBlock("::1", name), "log.override": "log\n"},
+			custom:   map[string]string{coredns.DefaultHostsKey: engineBlock("::1", name), "log.override": "log\n"},
 			want:     "::1",
 		},
 		"a coredns-custom key the Corefile does not import": {
 			corefile: fakecloud.KubeadmCorefile,
-			custom:   map[string]string{inclusterdns.DefaultHostsKey: engineBlock("127.0.0.7", name)},
+			custom:   map[string]string{coredns.DefaultHostsKey: engineBlock("127.0.0.7", name)},
 		},
 		"AKS: a .server key for the name's zone answers beside the root block": {
 			corefile: fakecloud.AKSCorefile,
@@ -102,9 +102,9 @@ func TestClusterDNSDelaysAChange(t *testing.T) {
 	require.Empty(t, got)
 
 	cms := cs.CoreV1().ConfigMaps("kube-system")
-	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	cm.Data[inclusterdns.CorefileKey] = withEntry("127.0.0.8")
+	cm.Data[coredns.CorefileKey] = withEntry("127.0.0.8")
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	edited := time.Now()
@@ -122,7 +122,7 @@ func TestClusterDNSDelaysAChange(t *testing.T) {
 	t.Logf("served %s after the edit (delay %s)", served.Round(10*time.Millisecond), delay)
 
 	// Reset, as a case does before it starts: served at once.
-	cm.Data[inclusterdns.CorefileKey] = fakecloud.KubeadmCorefile
+	cm.Data[coredns.CorefileKey] = fakecloud.KubeadmCorefile
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	d.Forget()
@@ -138,9 +138,9 @@ func TestClusterDNSReportsACorefileCoreDNSRefuses(t *testing.T) {
 	cs := configMaps(withEntry("127.0.0.7"), nil)
 	d := StartClusterDNS(t, cs, 0)
 	cms := cs.CoreV1().ConfigMaps("kube-system")
-	cm, err := cms.Get(ctx, inclusterdns.CoreDNSConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	cm.Data[inclusterdns.CorefileKey] = ".:53 {\n    nosuchplugin\n}\n"
+	cm.Data[coredns.CorefileKey] = ".:53 {\n    nosuchplugin\n}\n"
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return d.Err() != nil }, 10*time.Second, 50*time.Millisecond)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds CoreDNS from the Go module proxy into a cache directory outside the
 # repository: the real DNS server the in-cluster DNS tests start with the
-# Corefile the engine wrote (job/inclusterdns), and the one the kind node's
+# Corefile the engine wrote (job/incluster/coredns), and the one the kind node's
 # coredns image carries. Idempotent: when the stamp in the output directory
 # names the same versions, it exits at once and prints the binary's path.
 #

@@ -2,8 +2,8 @@
 // inside the cluster. Public DNS does not resolve the update servers'
 // names, yet rancher/scc-operator must connect to https://<name> for the
 // certificate to match; so the engine maps the name in CoreDNS
-// (job/inclusterdns) and waits until the cluster's DNS serves it and the
-// server answers TLS there with the pinned certificate (job/handover). Only
+// (job/incluster/coredns) and waits until the cluster's DNS serves it and the
+// server answers TLS there with the pinned certificate (job/incluster/handover). Only
 // then may the Secret be written: the operator registers once, and a
 // failed attempt stays failed.
 //
@@ -20,8 +20,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/rancher/registration-engine/job/handover"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
+	"github.com/rancher/registration-engine/job/incluster/handover"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -47,7 +47,7 @@ type Config struct {
 	Port int
 	// Domains is UPDATE_SERVER_DOMAINS: the engine's entries for other
 	// names under them are its earlier runs', for update servers no longer
-	// chosen, and go when the new one is written (inclusterdns.CoreDNS).
+	// chosen, and go when the new one is written (coredns.Editor).
 	Domains []string
 }
 
@@ -63,9 +63,9 @@ func (c Config) Validate() error {
 }
 
 // Mapper maps a name to an address in the cluster's DNS
-// (*inclusterdns.CoreDNS).
+// (*coredns.Editor).
 type Mapper interface {
-	Ensure(ctx context.Context, fqdn string, ip netip.Addr) (inclusterdns.Edit, error)
+	Ensure(ctx context.Context, fqdn string, ip netip.Addr) (coredns.Edit, error)
 }
 
 // Waiter waits until the name is served and answers (*handover.Wait).
@@ -87,13 +87,13 @@ type Name struct {
 func New(cfg Config, clients *kube.Clients, log *slog.Logger) *Name {
 	n := &Name{Config: cfg, Log: log}
 	if cfg.Map {
-		n.Map = &inclusterdns.CoreDNS{ConfigMaps: clients.ConfigMaps, Domains: cfg.Domains, Log: log}
+		n.Map = &coredns.Editor{ConfigMaps: clients.ConfigMaps, Domains: cfg.Domains, Log: log}
 	}
 	w := &handover.Wait{
 		Port:     cfg.Port,
 		Timeout:  cfg.Timeout,
 		Settle:   cfg.Settle,
-		Replicas: inclusterdns.Replicas{Slices: clients.EndpointSlices}.List,
+		Replicas: coredns.Replicas{Slices: clients.EndpointSlices}.List,
 		Log:      log,
 	}
 	if cfg.DNSServer != "" {

@@ -11,18 +11,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rancher/registration-engine/job/handover"
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
+	"github.com/rancher/registration-engine/job/incluster/handover"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
 type mapper struct {
-	edit  inclusterdns.Edit
+	edit  coredns.Edit
 	err   error
 	calls int
 }
 
-func (m *mapper) Ensure(context.Context, string, netip.Addr) (inclusterdns.Edit, error) {
+func (m *mapper) Ensure(context.Context, string, netip.Addr) (coredns.Edit, error) {
 	m.calls++
 	return m.edit, m.err
 }
@@ -44,7 +44,7 @@ var addr = netip.MustParseAddr("2001:db8::10")
 // TestPublish: one call maps the name, waits for it with the ConfigMap the
 // mapping reported, and returns what it did, or why it did less.
 func TestPublish(t *testing.T) {
-	edit := inclusterdns.Edit{Object: "kube-system/coredns-custom", Changed: true}
+	edit := coredns.Edit{Object: "kube-system/coredns-custom", Changed: true}
 	mapErr := errors.New("conflict")
 	waitErr := errors.New("not yet")
 	tests := map[string]struct {
@@ -91,7 +91,7 @@ func TestPublish(t *testing.T) {
 			m := &mapper{edit: edit, err: tc.mapErr}
 			w := &waiter{err: tc.waitErr}
 			if tc.mapErr != nil {
-				m.edit = inclusterdns.Edit{}
+				m.edit = coredns.Edit{}
 			}
 			got, err := (&Name{Config: tc.cfg, Map: m, Wait: w}).Publish(context.Background(), "smt-azure.example", addr, []byte("PEM"))
 			if tc.wantErr != "" {
@@ -124,10 +124,10 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // The hosts block's TTL is chosen to expire within the handover's settle
-// time (inclusterdns.HostsTTL's comment): a cache that took the old
+// time (coredns.HostsTTL's comment): a cache that took the old
 // address before the last replica reloaded has let it go by the handover.
 func TestHostsTTLExpiresWithinTheSettle(t *testing.T) {
-	assert.LessOrEqual(t, time.Duration(inclusterdns.HostsTTL)*time.Second, handover.DefaultSettle)
+	assert.LessOrEqual(t, time.Duration(coredns.HostsTTL)*time.Second, handover.DefaultSettle)
 }
 
 // The engine's earlier entries the mapping removed (update servers no
@@ -135,7 +135,7 @@ func TestHostsTTLExpiresWithinTheSettle(t *testing.T) {
 // production Name hands UPDATE_SERVER_DOMAINS to CoreDNS, which tells them
 // from a person's entries by it.
 func TestPublishReportsRemovedEntries(t *testing.T) {
-	m := &mapper{edit: inclusterdns.Edit{Object: "kube-system/coredns", Changed: true, Removed: []string{"20.38.0.1 smt-azure-old.susecloud.net"}}}
+	m := &mapper{edit: coredns.Edit{Object: "kube-system/coredns", Changed: true, Removed: []string{"20.38.0.1 smt-azure-old.susecloud.net"}}}
 
 	got, err := (&Name{Config: Config{Map: true, Timeout: time.Minute}, Map: m, Wait: &waiter{}}).Publish(context.Background(), "smt-azure.susecloud.net", addr, []byte("PEM"))
 
@@ -148,6 +148,6 @@ func TestPublishReportsRemovedEntries(t *testing.T) {
 
 	domains := []string{"susecloud.net", "example.com"}
 	n := New(Config{Map: true, Domains: domains}, &kube.Clients{}, nil)
-	require.IsType(t, &inclusterdns.CoreDNS{}, n.Map)
-	assert.Equal(t, domains, n.Map.(*inclusterdns.CoreDNS).Domains)
+	require.IsType(t, &coredns.Editor{}, n.Map)
+	assert.Equal(t, domains, n.Map.(*coredns.Editor).Domains)
 }

@@ -2,7 +2,7 @@
 // REST client, writes the scc-registration Secret that rancher/scc-operator
 // reads (phase 6), keeps two runs apart with a Lease, and turns API errors
 // into ones a person can act on (APIError). The in-cluster DNS entry is
-// written through the same client by job/inclusterdns.
+// written through the same client by job/incluster/coredns.
 //
 // Everything here works against any *rest.Config, so the same code runs in a
 // pod, from a workstation with --kubeconfig, against a real kube-apiserver in

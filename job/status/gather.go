@@ -22,7 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/providers/azure"
@@ -380,27 +380,27 @@ func (g *gatherer) dns(ctx context.Context) {
 	d.Checked = true
 	d.LastRun, d.LastRunAddress = lastRunAddress(g.r.Jobs.Items, d.Host)
 	ns := g.opts.DNSNamespace
-	custom, err := g.src.ConfigMap(ctx, ns, inclusterdns.CoreDNSCustom)
-	customAccess := g.access(ns+"/configmaps/"+inclusterdns.CoreDNSCustom, err)
+	custom, err := g.src.ConfigMap(ctx, ns, coredns.CustomConfigMap)
+	customAccess := g.access(ns+"/configmaps/"+coredns.CustomConfigMap, err)
 	if customAccess == Read {
 		keys := slices.Sorted(maps.Keys(custom.Data))
 		// Our key first: it is the one the engine keeps.
-		if i := slices.Index(keys, inclusterdns.DefaultHostsKey); i > 0 {
-			keys = append([]string{inclusterdns.DefaultHostsKey}, slices.Delete(keys, i, i+1)...)
+		if i := slices.Index(keys, coredns.DefaultHostsKey); i > 0 {
+			keys = append([]string{coredns.DefaultHostsKey}, slices.Delete(keys, i, i+1)...)
 		}
 		for _, k := range keys {
-			if addrs := inclusterdns.HostsAddresses(custom.Data[k], d.Host); len(addrs) > 0 {
-				d.Access, d.Object, d.Key = Read, ns+"/"+inclusterdns.CoreDNSCustom, k
+			if addrs := coredns.HostsAddresses(custom.Data[k], d.Host); len(addrs) > 0 {
+				d.Access, d.Object, d.Key = Read, ns+"/"+coredns.CustomConfigMap, k
 				d.Addresses = addrStrings(addrs)
 				return
 			}
 		}
 	}
-	core, err := g.src.ConfigMap(ctx, ns, inclusterdns.CoreDNSConfigMap)
-	coreAccess := g.access(ns+"/configmaps/"+inclusterdns.CoreDNSConfigMap, err)
+	core, err := g.src.ConfigMap(ctx, ns, coredns.ConfigMap)
+	coreAccess := g.access(ns+"/configmaps/"+coredns.ConfigMap, err)
 	if coreAccess == Read {
-		if addrs := inclusterdns.HostsAddresses(core.Data[inclusterdns.CorefileKey], d.Host); len(addrs) > 0 {
-			d.Access, d.Object, d.Key = Read, ns+"/"+inclusterdns.CoreDNSConfigMap, inclusterdns.CorefileKey
+		if addrs := coredns.HostsAddresses(core.Data[coredns.CorefileKey], d.Host); len(addrs) > 0 {
+			d.Access, d.Object, d.Key = Read, ns+"/"+coredns.ConfigMap, coredns.CorefileKey
 			d.Addresses = addrStrings(addrs)
 			return
 		}
@@ -414,9 +414,9 @@ func (g *gatherer) dns(ctx context.Context) {
 	default:
 		d.Access = Absent
 		if customAccess == Read {
-			d.Object = ns + "/" + inclusterdns.CoreDNSCustom
+			d.Object = ns + "/" + coredns.CustomConfigMap
 		} else {
-			d.Object = ns + "/" + inclusterdns.CoreDNSConfigMap
+			d.Object = ns + "/" + coredns.ConfigMap
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
-	"github.com/rancher/registration-engine/job/inclusterdns"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/providers/azure"
@@ -306,7 +306,7 @@ func TestGatherDNS(t *testing.T) {
 	}
 	custom := func(data map[string]string) *corev1.ConfigMap { return &corev1.ConfigMap{Data: data} }
 	core := func(addr string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{Data: map[string]string{inclusterdns.CorefileKey: corefile(addr)}}
+		return &corev1.ConfigMap{Data: map[string]string{coredns.CorefileKey: corefile(addr)}}
 	}
 
 	tests := map[string]struct {
@@ -317,40 +317,40 @@ func TestGatherDNS(t *testing.T) {
 	}{
 		"AKS: the engine's key wins over another key naming the host": {
 			configMaps: map[string]*corev1.ConfigMap{
-				inclusterdns.CoreDNSCustom:    custom(map[string]string{"a-team.override": hosts("192.0.2.7"), inclusterdns.DefaultHostsKey: hosts("10.0.0.4")}),
-				inclusterdns.CoreDNSConfigMap: core("192.0.2.8"),
+				coredns.CustomConfigMap: custom(map[string]string{"a-team.override": hosts("192.0.2.7"), coredns.DefaultHostsKey: hosts("10.0.0.4")}),
+				coredns.ConfigMap:       core("192.0.2.8"),
 			},
-			want: DNS{Access: Read, Object: "kube-system/coredns-custom", Key: inclusterdns.DefaultHostsKey, Addresses: []string{"10.0.0.4"}},
+			want: DNS{Access: Read, Object: "kube-system/coredns-custom", Key: coredns.DefaultHostsKey, Addresses: []string{"10.0.0.4"}},
 		},
 		"AKS: another key naming the host is found": {
 			configMaps: map[string]*corev1.ConfigMap{
-				inclusterdns.CoreDNSCustom:    custom(map[string]string{"a-team.override": hosts("192.0.2.7")}),
-				inclusterdns.CoreDNSConfigMap: core(""),
+				coredns.CustomConfigMap: custom(map[string]string{"a-team.override": hosts("192.0.2.7")}),
+				coredns.ConfigMap:       core(""),
 			},
 			want: DNS{Access: Read, Object: "kube-system/coredns-custom", Key: "a-team.override", Addresses: []string{"192.0.2.7"}},
 		},
 		"kind: the Corefile's root block": {
-			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("10.0.0.4")},
-			want:       DNS{Access: Read, Object: "kube-system/coredns", Key: inclusterdns.CorefileKey, Addresses: []string{"10.0.0.4"}},
+			configMaps: map[string]*corev1.ConfigMap{coredns.ConfigMap: core("10.0.0.4")},
+			want:       DNS{Access: Read, Object: "kube-system/coredns", Key: coredns.CorefileKey, Addresses: []string{"10.0.0.4"}},
 		},
 		"no entry anywhere, everything read: absent from coredns-custom": {
-			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSCustom: custom(nil), inclusterdns.CoreDNSConfigMap: core("")},
+			configMaps: map[string]*corev1.ConfigMap{coredns.CustomConfigMap: custom(nil), coredns.ConfigMap: core("")},
 			want:       DNS{Access: Absent, Object: "kube-system/coredns-custom"},
 		},
 		"no coredns-custom and no entry in the Corefile: absent from coredns": {
-			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("")},
+			configMaps: map[string]*corev1.ConfigMap{coredns.ConfigMap: core("")},
 			want:       DNS{Access: Absent, Object: "kube-system/coredns"},
 		},
 		"coredns-custom refused, the Corefile has none: forbidden, not absent": {
-			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("")},
-			forbidden:  map[string]bool{inclusterdns.CoreDNSCustom: true},
+			configMaps: map[string]*corev1.ConfigMap{coredns.ConfigMap: core("")},
+			forbidden:  map[string]bool{coredns.CustomConfigMap: true},
 			want:       DNS{Access: Forbidden},
 			unreadable: []string{"cannot read kube-system/configmaps/coredns-custom: forbidden"},
 		},
 		"coredns-custom refused, the Corefile has it: read": {
-			configMaps: map[string]*corev1.ConfigMap{inclusterdns.CoreDNSConfigMap: core("10.0.0.4")},
-			forbidden:  map[string]bool{inclusterdns.CoreDNSCustom: true},
-			want:       DNS{Access: Read, Object: "kube-system/coredns", Key: inclusterdns.CorefileKey, Addresses: []string{"10.0.0.4"}},
+			configMaps: map[string]*corev1.ConfigMap{coredns.ConfigMap: core("10.0.0.4")},
+			forbidden:  map[string]bool{coredns.CustomConfigMap: true},
+			want:       DNS{Access: Read, Object: "kube-system/coredns", Key: coredns.CorefileKey, Addresses: []string{"10.0.0.4"}},
 			unreadable: []string{"cannot read kube-system/configmaps/coredns-custom: forbidden"},
 		},
 	}

@@ -60,7 +60,7 @@ spec:
     - name: clusterRanges
       expression: "['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7']"
     # The one data key the engine writes: its own key in coredns-custom
-    # (job/inclusterdns DefaultHostsKey), the Corefile in coredns.
+    # (job/incluster/coredns DefaultHostsKey), the Corefile in coredns.
     - name: ownKey
       expression: "object.metadata.name == 'coredns-custom' ? 'registration-engine.override' : 'Corefile'"
     - name: oldData
@@ -149,7 +149,7 @@ spec:
           k + 1 < variables.frags[s].size() && i == fs.size() - 1 && variables.hostsOpen[s][k + 1] ?
             variables.words[s][k][i].transformList(j, w, j < 2 || !variables.named[s][k][i][j], w).join(' ') :
             l)))
-    # SUSE's Python engine's coredns-custom key (job/inclusterdns
+    # SUSE's Python engine's coredns-custom key (job/incluster/coredns
     # PythonEngineKey): its old value's non-blank lines, as words.
     - name: legacyWords
       expression: |-

@@ -1,4 +1,4 @@
-package inclusterdns
+package coredns
 
 import (
 	"cmp"
@@ -37,7 +37,7 @@ func (r Replicas) List(ctx context.Context) ([]netip.AddrPort, error) {
 	ns, svc := cmp.Or(r.Namespace, "kube-system"), cmp.Or(r.Service, DNSService)
 	list, err := r.Slices.EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
 	if err != nil {
-		return nil, fmt.Errorf("inclusterdns: %s/%s's EndpointSlices: %w", ns, svc,
+		return nil, fmt.Errorf("coredns: %s/%s's EndpointSlices: %w", ns, svc,
 			kube.APIError(err, kube.Access{Verbs: []string{"list"}, Resource: "endpointslices", Namespace: ns}))
 	}
 	var out []netip.AddrPort

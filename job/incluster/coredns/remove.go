@@ -1,4 +1,4 @@
-package inclusterdns
+package coredns
 
 import (
 	"cmp"
@@ -45,7 +45,7 @@ type Removal struct {
 // A ConfigMap that is absent, or that the engine may not patch (the aks
 // layout grants no patch of the Corefile), is left alone: the error says
 // which, and the other is still cleaned.
-func (c *CoreDNS) Remove(ctx context.Context) (Removal, error) {
+func (c *Editor) Remove(ctx context.Context) (Removal, error) {
 	ns := cmp.Or(c.Namespace, "kube-system")
 	var (
 		out  Removal
@@ -56,14 +56,14 @@ func (c *CoreDNS) Remove(ctx context.Context) (Removal, error) {
 		out.CustomKey, err = c.removeCustom(ctx, ns)
 		return err
 	}); err != nil {
-		errs = append(errs, fmt.Errorf("coredns: %s/%s: %w", ns, CoreDNSCustom, err))
+		errs = append(errs, fmt.Errorf("coredns: %s/%s: %w", ns, CustomConfigMap, err))
 	}
 	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var err error
 		out.Corefile, err = c.removeCorefile(ctx, ns)
 		return err
 	}); err != nil {
-		errs = append(errs, fmt.Errorf("coredns: %s/%s: %w", ns, CoreDNSConfigMap, err))
+		errs = append(errs, fmt.Errorf("coredns: %s/%s: %w", ns, ConfigMap, err))
 	}
 	if len(errs) > 0 {
 		return out, errors.Join(errs...)
@@ -71,9 +71,9 @@ func (c *CoreDNS) Remove(ctx context.Context) (Removal, error) {
 	return out, nil
 }
 
-func (c *CoreDNS) removeCustom(ctx context.Context, ns string) (string, error) {
+func (c *Editor) removeCustom(ctx context.Context, ns string) (string, error) {
 	cms := c.ConfigMaps.ConfigMaps(ns)
-	custom, err := cms.Get(ctx, CoreDNSCustom, metav1.GetOptions{})
+	custom, err := cms.Get(ctx, CustomConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
@@ -93,19 +93,19 @@ func (c *CoreDNS) removeCustom(ctx context.Context, ns string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := cms.Patch(ctx, CoreDNSCustom, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
+	if _, err := cms.Patch(ctx, CustomConfigMap, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
 		if apierrors.IsConflict(err) {
 			return "", err
 		}
-		return "", kube.APIError(err, kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CoreDNSCustom, Namespace: ns})
+		return "", kube.APIError(err, kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CustomConfigMap, Namespace: ns})
 	}
-	c.logger().Info("coredns-custom key removed", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key))
+	c.logger().Info("coredns-custom key removed", slog.String("configMap", ns+"/"+CustomConfigMap), slog.String("key", key))
 	return key, nil
 }
 
-func (c *CoreDNS) removeCorefile(ctx context.Context, ns string) ([]string, error) {
+func (c *Editor) removeCorefile(ctx context.Context, ns string) ([]string, error) {
 	cms := c.ConfigMaps.ConfigMaps(ns)
-	core, err := cms.Get(ctx, CoreDNSConfigMap, metav1.GetOptions{})
+	core, err := cms.Get(ctx, ConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -117,13 +117,13 @@ func (c *CoreDNS) removeCorefile(ctx context.Context, ns string) ([]string, erro
 	if len(removed) == 0 {
 		return nil, nil
 	}
-	if err := patchConfigMapKey(ctx, cms, CoreDNSConfigMap, core.ResourceVersion, CorefileKey, next); err != nil {
+	if err := patchConfigMapKey(ctx, cms, ConfigMap, core.ResourceVersion, CorefileKey, next); err != nil {
 		if apierrors.IsConflict(err) {
 			return nil, err
 		}
 		return nil, kube.APIError(err, needCorefile(ns))
 	}
-	c.logger().Info("coredns corefile entries removed", slog.String("configMap", ns+"/"+CoreDNSConfigMap), removedAttr(removed))
+	c.logger().Info("coredns corefile entries removed", slog.String("configMap", ns+"/"+ConfigMap), removedAttr(removed))
 	return removed, nil
 }
 

@@ -1,4 +1,4 @@
-package inclusterdns
+package coredns
 
 import (
 	"context"
@@ -52,15 +52,15 @@ func TestPythonEngineEntries(t *testing.T) {
 func TestCoreDNSTakesOverPythonEngineKey(t *testing.T) {
 	t.Run("its key", func(t *testing.T) {
 		c := fake.NewClientset(
-			cm(CoreDNSCustom, map[string]string{PythonEngineKey: pythonBlock, "log.override": "log\n"}),
-			cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile}))
+			cm(CustomConfigMap, map[string]string{PythonEngineKey: pythonBlock, "log.override": "log\n"}),
+			cm(ConfigMap, map[string]string{CorefileKey: aksCorefile}))
 		d := newCoreDNS(c)
 		d.Domains = testDomains
 		edit, err := d.Ensure(context.Background(), smtName, smtIP)
 		require.NoError(t, err)
 		assert.True(t, edit.Changed)
 		assert.Equal(t, []string{"get", "get", "patch:" + "application/merge-patch+json"}, kubetest.Verbs(c, "configmaps"), "one edit")
-		got := getCM(t, c, CoreDNSCustom).Data
+		got := getCM(t, c, CustomConfigMap).Data
 		assert.NotContains(t, got, PythonEngineKey)
 		assert.Equal(t, hostsBlock("", smtName, smtIP)+"\n", got[DefaultHostsKey])
 		assert.Equal(t, "log\n", got["log.override"], "other keys stay")
@@ -71,8 +71,8 @@ func TestCoreDNSTakesOverPythonEngineKey(t *testing.T) {
 	})
 	t.Run("the same block under another key", func(t *testing.T) {
 		c := fake.NewClientset(
-			cm(CoreDNSCustom, map[string]string{"mine.override": pythonBlock}),
-			cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile}))
+			cm(CustomConfigMap, map[string]string{"mine.override": pythonBlock}),
+			cm(ConfigMap, map[string]string{CorefileKey: aksCorefile}))
 		d := newCoreDNS(c)
 		d.Domains = testDomains
 		_, err := d.Ensure(context.Background(), smtName, smtIP)
@@ -81,8 +81,8 @@ func TestCoreDNSTakesOverPythonEngineKey(t *testing.T) {
 	})
 	t.Run("its key with a foreign entry", func(t *testing.T) {
 		c := fake.NewClientset(
-			cm(CoreDNSCustom, map[string]string{PythonEngineKey: "hosts {\n    10.0.0.5 db.corp.internal\n    20.38.0.80 smt-azure.susecloud.net\n    fallthrough\n}\n"}),
-			cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile}))
+			cm(CustomConfigMap, map[string]string{PythonEngineKey: "hosts {\n    10.0.0.5 db.corp.internal\n    20.38.0.80 smt-azure.susecloud.net\n    fallthrough\n}\n"}),
+			cm(ConfigMap, map[string]string{CorefileKey: aksCorefile}))
 		d := newCoreDNS(c)
 		d.Domains = testDomains
 		_, err := d.Ensure(context.Background(), smtName, smtIP)

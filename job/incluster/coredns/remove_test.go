@@ -1,4 +1,4 @@
-package inclusterdns
+package coredns
 
 import (
 	"context"
@@ -29,22 +29,22 @@ func TestCoreDNSRemoveUndoesEnsure(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			objs := []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 node"})}
+			objs := []runtime.Object{cm(ConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 node"})}
 			if tc.custom != nil {
 				custom := map[string]string{}
 				for k, v := range tc.custom {
 					custom[k] = v
 				}
-				objs = append(objs, cm(CoreDNSCustom, custom))
+				objs = append(objs, cm(CustomConfigMap, custom))
 			}
 			c := fake.NewClientset(objs...)
 			d := newCoreDNS(c)
 			d.Domains = testDomains
 			_, err := d.Ensure(ctx, smtName, smtIP)
 			require.NoError(t, err)
-			written := getCM(t, c, CoreDNSConfigMap).Data[CorefileKey]
+			written := getCM(t, c, ConfigMap).Data[CorefileKey]
 			if tc.custom != nil {
-				require.Contains(t, getCM(t, c, CoreDNSCustom).Data, DefaultHostsKey, "precondition: Ensure wrote the key")
+				require.Contains(t, getCM(t, c, CustomConfigMap).Data, DefaultHostsKey, "precondition: Ensure wrote the key")
 			} else {
 				require.NotEqual(t, tc.corefile, written, "precondition: Ensure wrote the Corefile")
 			}
@@ -53,12 +53,12 @@ func TestCoreDNSRemoveUndoesEnsure(t *testing.T) {
 			require.NoError(t, err)
 			if tc.custom != nil {
 				assert.Equal(t, DefaultHostsKey, rem.CustomKey)
-				assert.Equal(t, tc.custom, getCM(t, c, CoreDNSCustom).Data, "only the engine's key went")
-				assert.Equal(t, tc.corefile, getCM(t, c, CoreDNSConfigMap).Data[CorefileKey], "the Corefile untouched")
+				assert.Equal(t, tc.custom, getCM(t, c, CustomConfigMap).Data, "only the engine's key went")
+				assert.Equal(t, tc.corefile, getCM(t, c, ConfigMap).Data[CorefileKey], "the Corefile untouched")
 				return
 			}
 			assert.Equal(t, []string{smtIP.String() + " " + smtName}, rem.Corefile)
-			after := getCM(t, c, CoreDNSConfigMap).Data
+			after := getCM(t, c, ConfigMap).Data
 			assert.NotContains(t, after[CorefileKey], smtName, "no line names the update server")
 			assert.Equal(t, "172.18.0.2 node", after["NodeHosts"])
 			assert.Empty(t, HostsAddresses(after[CorefileKey], smtName), "CoreDNS no longer answers the name from the Corefile")

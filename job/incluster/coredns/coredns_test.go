@@ -1,4 +1,4 @@
-package inclusterdns
+package coredns
 
 import (
 	"context"
@@ -52,8 +52,8 @@ func cm(name string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", ResourceVersion: "42"}, Data: data}
 }
 
-func newCoreDNS(c *fake.Clientset) *CoreDNS {
-	return &CoreDNS{ConfigMaps: kubetest.Typed(c), Namespace: "kube-system"}
+func newCoreDNS(c *fake.Clientset) *Editor {
+	return &Editor{ConfigMaps: kubetest.Typed(c), Namespace: "kube-system"}
 }
 
 func getCM(t *testing.T, c *fake.Clientset, name string) *corev1.ConfigMap {
@@ -106,17 +106,17 @@ func TestCoreDNSCustom(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			core := cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile})
-			c := fake.NewClientset(cm(CoreDNSCustom, tc.custom), core)
+			core := cm(ConfigMap, map[string]string{CorefileKey: aksCorefile})
+			c := fake.NewClientset(cm(CustomConfigMap, tc.custom), core)
 
 			edit, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
 			changed := edit.Changed
 
 			require.NoError(t, err)
 			assert.Equal(t, tc.changed, changed)
-			assert.Equal(t, "kube-system/"+CoreDNSCustom, edit.Object, "the entry's ConfigMap, for the handover's messages")
+			assert.Equal(t, "kube-system/"+CustomConfigMap, edit.Object, "the entry's ConfigMap, for the handover's messages")
 			assert.Equal(t, tc.cmActions, kubetest.Verbs(c, "configmaps"))
-			got := getCM(t, c, CoreDNSCustom)
+			got := getCM(t, c, CustomConfigMap)
 			assert.Equal(t, block, got.Data[DefaultHostsKey])
 			assert.Equal(t, "hosts {\n    20.38.0.87 smt-azure.susecloud.net\n    ttl 15\n    no_reverse\n    fallthrough\n}\n", got.Data[DefaultHostsKey],
 				"the key as AKS imports it: the entry, answered with a 15 s TTL, no reverse (PTR) answer for its address, then every other name to the next plugin")
@@ -125,7 +125,7 @@ func TestCoreDNSCustom(t *testing.T) {
 					assert.Equal(t, v, got.Data[k], "other keys untouched")
 				}
 			}
-			assert.Equal(t, aksCorefile, getCM(t, c, CoreDNSConfigMap).Data[CorefileKey], "the Corefile is AKS's, never ours")
+			assert.Equal(t, aksCorefile, getCM(t, c, ConfigMap).Data[CorefileKey], "the Corefile is AKS's, never ours")
 		})
 	}
 }
@@ -142,26 +142,26 @@ func TestCoreDNSCustomOnlyWhereTheCorefileImportsIt(t *testing.T) {
 		corefile string
 		want     string // the ConfigMap that gets the entry
 	}{
-		"AKS: the custom directory's *.override":          {corefile: aksCorefile, want: CoreDNSCustom},
-		"k3s: the absolute custom directory's *.override": {corefile: k3s, want: CoreDNSCustom},
-		"a glob naming our key":                           {corefile: strings.Replace(kindCorefile, "    reload\n", "    reload\n    import custom/registration-engine.*\n", 1), want: CoreDNSCustom},
-		"kubeadm: no import":                              {corefile: kindCorefile, want: CoreDNSConfigMap},
-		"only .server keys imported, at the top":          {corefile: kindCorefile + "import custom/*.server\n", want: CoreDNSConfigMap},
-		"an import in another server block, not the root": {corefile: kindCorefile + "example.org {\n    import custom/*.override\n}\n", want: CoreDNSConfigMap},
+		"AKS: the custom directory's *.override":          {corefile: aksCorefile, want: CustomConfigMap},
+		"k3s: the absolute custom directory's *.override": {corefile: k3s, want: CustomConfigMap},
+		"a glob naming our key":                           {corefile: strings.Replace(kindCorefile, "    reload\n", "    reload\n    import custom/registration-engine.*\n", 1), want: CustomConfigMap},
+		"kubeadm: no import":                              {corefile: kindCorefile, want: ConfigMap},
+		"only .server keys imported, at the top":          {corefile: kindCorefile + "import custom/*.server\n", want: ConfigMap},
+		"an import in another server block, not the root": {corefile: kindCorefile + "example.org {\n    import custom/*.override\n}\n", want: ConfigMap},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var logs strings.Builder
-			c := fake.NewClientset(cm(CoreDNSCustom, map[string]string{"log.override": "log\n"}), cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile}))
+			c := fake.NewClientset(cm(CustomConfigMap, map[string]string{"log.override": "log\n"}), cm(ConfigMap, map[string]string{CorefileKey: tc.corefile}))
 			dns := newCoreDNS(c)
 			dns.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 			edit, err := dns.Ensure(context.Background(), smtName, smtIP)
 			require.NoError(t, err)
 			assert.True(t, edit.Changed)
 			assert.Equal(t, "kube-system/"+tc.want, edit.Object)
-			custom := getCM(t, c, CoreDNSCustom).Data
-			corefile := getCM(t, c, CoreDNSConfigMap).Data[CorefileKey]
-			if tc.want == CoreDNSCustom {
+			custom := getCM(t, c, CustomConfigMap).Data
+			corefile := getCM(t, c, ConfigMap).Data[CorefileKey]
+			if tc.want == CustomConfigMap {
 				assert.Contains(t, custom, DefaultHostsKey)
 				assert.Equal(t, tc.corefile, corefile, "the Corefile untouched")
 				return
@@ -176,7 +176,7 @@ func TestCoreDNSCustomOnlyWhereTheCorefileImportsIt(t *testing.T) {
 // The merge patch of coredns-custom carries the resourceVersion it read, so a
 // concurrent edit conflicts instead of being lost.
 func TestCoreDNSPatchCarriesResourceVersion(t *testing.T) {
-	c := fake.NewClientset(cm(CoreDNSCustom, nil), cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile}))
+	c := fake.NewClientset(cm(CustomConfigMap, nil), cm(ConfigMap, map[string]string{CorefileKey: aksCorefile}))
 	var patch map[string]any
 	c.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		require.NoError(t, json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &patch))
@@ -192,8 +192,8 @@ func TestCoreDNSPatchCarriesResourceVersion(t *testing.T) {
 
 func TestCoreDNSRefusesSecondHostsBlock(t *testing.T) {
 	c := fake.NewClientset(
-		cm(CoreDNSCustom, map[string]string{"mine.override": "hosts {\n  10.1.1.1 db.internal\n  fallthrough\n}\n"}),
-		cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile}))
+		cm(CustomConfigMap, map[string]string{"mine.override": "hosts {\n  10.1.1.1 db.internal\n  fallthrough\n}\n"}),
+		cm(ConfigMap, map[string]string{CorefileKey: aksCorefile}))
 
 	_, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
 
@@ -223,18 +223,18 @@ func TestCoreDNSCorefile(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 kind-control-plane"}))
+			c := fake.NewClientset(cm(ConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 kind-control-plane"}))
 
 			edit, err := newCoreDNS(c).Ensure(context.Background(), smtName, tc.ip)
 			changed := edit.Changed
 
 			require.NoError(t, err)
 			assert.Equal(t, tc.changed, changed)
-			assert.Equal(t, "kube-system/"+CoreDNSConfigMap, edit.Object, "the entry's ConfigMap, for the handover's messages")
+			assert.Equal(t, "kube-system/"+ConfigMap, edit.Object, "the entry's ConfigMap, for the handover's messages")
 			if !tc.changed {
 				assert.Equal(t, []string{"get", "get"}, kubetest.Verbs(c, "configmaps"), "coredns-custom, then coredns; no write")
 			}
-			got := getCM(t, c, CoreDNSConfigMap)
+			got := getCM(t, c, ConfigMap)
 			assert.Equal(t, mustSet(t, tc.corefile, tc.ip), got.Data[CorefileKey])
 			assert.Contains(t, got.Data[CorefileKey], "        "+tc.ip.String()+" "+smtName+"\n        ttl 15\n", "answered with a 15 s TTL, not the hosts plugin's 3600 s")
 			assert.Equal(t, "172.18.0.2 kind-control-plane", got.Data["NodeHosts"])
@@ -250,19 +250,19 @@ func TestCoreDNSFailures(t *testing.T) {
 		want    error
 	}{
 		"no CoreDNS at all":     {fqdn: smtName, ip: smtIP, want: ErrNoCoreDNS},
-		"name with a brace":     {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: "smt}.example.com", ip: smtIP, want: ErrInvalidHostsEntry},
-		"name with a newline":   {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: "smt.example.com\nerrors", ip: smtIP, want: ErrInvalidHostsEntry},
-		"no address":            {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: smtName, want: ErrInvalidHostsEntry},
-		"Corefile without root": {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: "example.org {\n  whoami\n  reload\n}\n"})}, fqdn: smtName, ip: smtIP, want: ErrCorefile},
+		"name with a brace":     {objects: []runtime.Object{cm(ConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: "smt}.example.com", ip: smtIP, want: ErrInvalidHostsEntry},
+		"name with a newline":   {objects: []runtime.Object{cm(ConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: "smt.example.com\nerrors", ip: smtIP, want: ErrInvalidHostsEntry},
+		"no address":            {objects: []runtime.Object{cm(ConfigMap, map[string]string{CorefileKey: kindCorefile})}, fqdn: smtName, want: ErrInvalidHostsEntry},
+		"Corefile without root": {objects: []runtime.Object{cm(ConfigMap, map[string]string{CorefileKey: "example.org {\n  whoami\n  reload\n}\n"})}, fqdn: smtName, ip: smtIP, want: ErrCorefile},
 		// CoreDNS would not load the entry, and the engine does not restart
 		// it: refused before anything is written.
-		"Corefile without reload": {objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: noReloadCorefile})}, fqdn: smtName, ip: smtIP, want: ErrNoReload},
+		"Corefile without reload": {objects: []runtime.Object{cm(ConfigMap, map[string]string{CorefileKey: noReloadCorefile})}, fqdn: smtName, ip: smtIP, want: ErrNoReload},
 		"AKS Corefile without reload": {
-			objects: []runtime.Object{cm(CoreDNSCustom, nil), cm(CoreDNSConfigMap, map[string]string{CorefileKey: noReloadCorefile})},
+			objects: []runtime.Object{cm(CustomConfigMap, nil), cm(ConfigMap, map[string]string{CorefileKey: noReloadCorefile})},
 			fqdn:    smtName, ip: smtIP, want: ErrNoReload,
 		},
 		"forbidden by the Role": {
-			objects: []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})},
+			objects: []runtime.Object{cm(ConfigMap, map[string]string{CorefileKey: kindCorefile})},
 			fqdn:    smtName, ip: smtIP, want: kube.ErrForbidden,
 		},
 	}
@@ -300,8 +300,8 @@ func TestCoreDNSPolicyRefusal(t *testing.T) {
 	denied := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "coredns", nil)
 	denied.ErrStatus.Message = "configmaps \"coredns\" is forbidden: ValidatingAdmissionPolicy '" + PolicyName + "' with binding '" + PolicyName + "' denied request: only the engine's own hosts entries may change"
 	for name, objects := range map[string][]runtime.Object{
-		"Corefile":       {cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile})},
-		"coredns-custom": {cm(CoreDNSCustom, map[string]string{}), cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile})},
+		"Corefile":       {cm(ConfigMap, map[string]string{CorefileKey: kindCorefile})},
+		"coredns-custom": {cm(CustomConfigMap, map[string]string{}), cm(ConfigMap, map[string]string{CorefileKey: aksCorefile})},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset(objects...)
@@ -331,7 +331,7 @@ func TestCoreDNSPolicyCostLimit(t *testing.T) {
 			denied := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "coredns", nil)
 			denied.ErrStatus.Message = "configmaps \"coredns\" is forbidden: " + msg
 			denied.ErrStatus.Details.Causes = []metav1.StatusCause{{Message: msg}}
-			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: kindCorefile}))
+			c := fake.NewClientset(cm(ConfigMap, map[string]string{CorefileKey: kindCorefile}))
 			c.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, denied })
 			_, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
 			require.ErrorIs(t, err, ErrPolicyCostLimit)
@@ -388,14 +388,14 @@ func TestCoreDNSCustomServerZones(t *testing.T) {
 			if tc.server != "" {
 				custom["corp.server"] = tc.server
 			}
-			c := fake.NewClientset(cm(CoreDNSCustom, custom), cm(CoreDNSConfigMap, map[string]string{CorefileKey: aksCorefile}))
+			c := fake.NewClientset(cm(CustomConfigMap, custom), cm(ConfigMap, map[string]string{CorefileKey: aksCorefile}))
 
 			edit, err := newCoreDNS(c).Ensure(context.Background(), smtName, smtIP)
 
 			if tc.zone == "" {
 				require.NoError(t, err)
 				assert.True(t, edit.Changed)
-				assert.Equal(t, hostsBlock("", smtName, smtIP)+"\n", getCM(t, c, CoreDNSCustom).Data[DefaultHostsKey])
+				assert.Equal(t, hostsBlock("", smtName, smtIP)+"\n", getCM(t, c, CustomConfigMap).Data[DefaultHostsKey])
 				return
 			}
 			require.ErrorIs(t, err, ErrCorefile)
@@ -452,13 +452,13 @@ func TestCoreDNSRemovesEarlierEntries(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			objects := []runtime.Object{cm(CoreDNSConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 kind-control-plane"})}
+			objects := []runtime.Object{cm(ConfigMap, map[string]string{CorefileKey: tc.corefile, "NodeHosts": "172.18.0.2 kind-control-plane"})}
 			if tc.custom != nil {
-				objects = append(objects, cm(CoreDNSCustom, tc.custom))
+				objects = append(objects, cm(CustomConfigMap, tc.custom))
 			}
 			c := fake.NewClientset(objects...)
 			var logs strings.Builder
-			engine := &CoreDNS{ConfigMaps: kubetest.Typed(c), Domains: tc.domains, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+			engine := &Editor{ConfigMaps: kubetest.Typed(c), Domains: tc.domains, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
 
 			edit, err := engine.Ensure(context.Background(), smtName, smtIP)
 
@@ -474,15 +474,15 @@ func TestCoreDNSRemovesEarlierEntries(t *testing.T) {
 				assert.Equal(t, []any{tc.removed[0]}, line["removed"], "the log names what went")
 			}
 			if tc.custom == nil {
-				got := getCM(t, c, CoreDNSConfigMap)
+				got := getCM(t, c, ConfigMap)
 				assert.Equal(t, tc.want, got.Data[CorefileKey])
 				assert.Equal(t, "172.18.0.2 kind-control-plane", got.Data["NodeHosts"])
 				return
 			}
-			got := getCM(t, c, CoreDNSCustom)
+			got := getCM(t, c, CustomConfigMap)
 			assert.Equal(t, tc.want, got.Data[DefaultHostsKey])
 			assert.Equal(t, "log\n", got.Data["log.override"])
-			assert.Equal(t, tc.corefile, getCM(t, c, CoreDNSConfigMap).Data[CorefileKey])
+			assert.Equal(t, tc.corefile, getCM(t, c, ConfigMap).Data[CorefileKey])
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package inclusterdns
+package coredns
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rancher/registration-engine/internal/testkit"
-	"github.com/rancher/registration-engine/job/handover"
+	"github.com/rancher/registration-engine/job/incluster/handover"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
 )
 
@@ -154,10 +154,10 @@ func loopbackOnly(t *testing.T, corefile string) string {
 // ConfigMap volume. The root block's port 53 becomes port.
 func writeConfig(t *testing.T, c *fake.Clientset, dir string, port int) {
 	t.Helper()
-	corefile := getCM(t, c, CoreDNSConfigMap).Data[CorefileKey]
+	corefile := getCM(t, c, ConfigMap).Data[CorefileKey]
 	require.Equal(t, 1, strings.Count(corefile, ".:53 {"), "one root block on port 53:\n%s", corefile)
 	writeFile(t, filepath.Join(dir, "Corefile"), strings.Replace(corefile, ".:53 {", ".:"+strconv.Itoa(port)+" {", 1))
-	custom, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), CoreDNSCustom, metav1.GetOptions{})
+	custom, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), CustomConfigMap, metav1.GetOptions{})
 	if err != nil {
 		return
 	}
@@ -174,7 +174,7 @@ func writeConfig(t *testing.T, c *fake.Clientset, dir string, port int) {
 // real CoreDNS on port serving it from dir as the kubelet would mount it.
 type served struct {
 	c      *fake.Clientset
-	engine *CoreDNS
+	engine *Editor
 	dir    string
 	port   int
 	dns    *realCoreDNS
@@ -186,9 +186,9 @@ type served struct {
 // it, returning once CoreDNS answers the engine's entry.
 func serveEngineEntry(ctx context.Context, t *testing.T, bin, corefile string, custom, files map[string]string) served {
 	t.Helper()
-	c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, corefile)}))
+	c := fake.NewClientset(cm(ConfigMap, map[string]string{CorefileKey: loopbackOnly(t, corefile)}))
 	if custom != nil {
-		_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm(CoreDNSCustom, custom), metav1.CreateOptions{})
+		_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm(CustomConfigMap, custom), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	engine := newCoreDNS(c)
@@ -420,7 +420,7 @@ func TestRealCoreDNSEdges(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		shadow := netip.MustParseAddr("10.9.9.9")
-		c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, aksCorefile)}), cm(CoreDNSCustom, map[string]string{
+		c := fake.NewClientset(cm(ConfigMap, map[string]string{CorefileKey: loopbackOnly(t, aksCorefile)}), cm(CustomConfigMap, map[string]string{
 			// As an earlier run wrote it, before the .server key was added.
 			DefaultHostsKey: hostsBlock("", smtName, smtIP) + "\n",
 			"corp.server":   "susecloud.net:53 {\n    bind 127.0.0.1\n    hosts {\n        " + shadow.String() + " " + smtName + "\n    }\n}\n",
@@ -441,8 +441,8 @@ func TestRealCoreDNSEdges(t *testing.T) {
 	t.Run("Corefile: the update server no longer chosen stops resolving", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, kindCorefile)}))
-		engine := &CoreDNS{ConfigMaps: kubetest.Typed(c), Domains: testDomains}
+		c := fake.NewClientset(cm(ConfigMap, map[string]string{CorefileKey: loopbackOnly(t, kindCorefile)}))
+		engine := &Editor{ConfigMaps: kubetest.Typed(c), Domains: testDomains}
 		_, err := engine.Ensure(ctx, old, oldIP)
 		require.NoError(t, err)
 		dir := t.TempDir()
@@ -517,9 +517,9 @@ func TestRealCoreDNSNoReverse(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			c := fake.NewClientset(cm(CoreDNSConfigMap, map[string]string{CorefileKey: loopbackOnly(t, tc.corefile)}))
+			c := fake.NewClientset(cm(ConfigMap, map[string]string{CorefileKey: loopbackOnly(t, tc.corefile)}))
 			if tc.custom != nil {
-				_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm(CoreDNSCustom, tc.custom), metav1.CreateOptions{})
+				_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm(CustomConfigMap, tc.custom), metav1.CreateOptions{})
 				require.NoError(t, err)
 			}
 			if tc.engine {

@@ -1,4 +1,4 @@
-package inclusterdns
+package coredns
 
 import (
 	"net/netip"

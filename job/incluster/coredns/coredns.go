@@ -1,4 +1,4 @@
-package inclusterdns
+package coredns
 
 import (
 	"cmp"
@@ -22,24 +22,24 @@ import (
 
 // CoreDNS objects in kube-system, as AKS, kind, k3s and kubeadm name them.
 const (
-	// CoreDNSCustom is AKS's ConfigMap for additions: each key ending in
+	// CustomConfigMap is AKS's ConfigMap for additions: each key ending in
 	// .override is imported into the root server block. AKS reconciles the
 	// coredns ConfigMap and reverts edits to it, so on AKS this is the only
 	// place that lasts. The engine never creates it.
-	CoreDNSCustom = "coredns-custom"
-	// CoreDNSConfigMap holds the Corefile everywhere else.
-	CoreDNSConfigMap = "coredns"
-	// CorefileKey is the Corefile's key in CoreDNSConfigMap.
+	CustomConfigMap = "coredns-custom"
+	// ConfigMap holds the Corefile everywhere else.
+	ConfigMap = "coredns"
+	// CorefileKey is the Corefile's key in ConfigMap.
 	CorefileKey = "Corefile"
-	// CoreDNSDeployment runs CoreDNS. The engine never touches it: the
-	// reload plugin loads every change the engine makes (see CoreDNS).
-	CoreDNSDeployment = "coredns"
+	// Deployment runs CoreDNS. The engine never touches it: the
+	// reload plugin loads every change the engine makes (see Editor).
+	Deployment = "coredns"
 	// DefaultHostsKey is our key in coredns-custom. Nothing else may write
 	// it: its whole value is replaced on every change.
 	DefaultHostsKey = "registration-engine.override"
 )
 
-// CoreDNS makes the update server's name resolve, inside the cluster, to
+// Editor makes the update server's name resolve, inside the cluster, to
 // the address the update server answered its health check on (phase 4's
 // race; phase 5 reports it). Public DNS does not resolve the update servers'
 // names, yet the operator must connect to https://<name> for the certificate
@@ -57,7 +57,7 @@ const (
 // its own for a zone that covers the name (a coredns-custom .server key
 // such as "susecloud.net:53 {") would answer instead of the entry: refused
 // with ErrCorefile before anything is written.
-type CoreDNS struct {
+type Editor struct {
 	ConfigMaps kube.ConfigMapsGetter
 	Namespace  string // default kube-system
 	Key        string // key in coredns-custom; default DefaultHostsKey
@@ -83,7 +83,7 @@ type Edit struct {
 // ConfigMap holds the entry and whether it changed CoreDNS's configuration.
 // A failure means the Secret must not be written: the operator would be
 // handed a name it cannot resolve.
-func (c *CoreDNS) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (Edit, error) {
+func (c *Editor) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (Edit, error) {
 	ns := cmp.Or(c.Namespace, "kube-system")
 	fqdn, ip, err := validHostsEntry(fqdn, ip)
 	if err != nil {
@@ -101,28 +101,28 @@ func (c *CoreDNS) Ensure(ctx context.Context, fqdn string, ip netip.Addr) (Edit,
 	return edit, nil
 }
 
-func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (Edit, error) {
+func (c *Editor) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (Edit, error) {
 	cms := c.ConfigMaps.ConfigMaps(ns)
-	custom, err := cms.Get(ctx, CoreDNSCustom, metav1.GetOptions{})
+	custom, err := cms.Get(ctx, CustomConfigMap, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return Edit{}, kube.APIError(err, needConfigMaps(ns))
 	}
 	hasCustom := err == nil
 
-	core, err := cms.Get(ctx, CoreDNSConfigMap, metav1.GetOptions{})
+	core, err := cms.Get(ctx, ConfigMap, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) && hasCustom:
 		// AKS always has both; without the Corefile there is no telling
 		// whether CoreDNS reloads, and the engine cannot restart it.
-		c.logger().Warn("coredns-custom without a coredns ConfigMap: cannot check that CoreDNS reloads it", slog.String("configMap", ns+"/"+CoreDNSConfigMap))
+		c.logger().Warn("coredns-custom without a coredns ConfigMap: cannot check that CoreDNS reloads it", slog.String("configMap", ns+"/"+ConfigMap))
 		core = nil
 	case apierrors.IsNotFound(err):
-		return Edit{}, failure.Permanent(fmt.Errorf("%w: neither %s nor %s in %s; make %s resolve another way and set IN_CLUSTER_DNS=false", ErrNoCoreDNS, CoreDNSCustom, CoreDNSConfigMap, ns, fqdn))
+		return Edit{}, failure.Permanent(fmt.Errorf("%w: neither %s nor %s in %s; make %s resolve another way and set IN_CLUSTER_DNS=false", ErrNoCoreDNS, CustomConfigMap, ConfigMap, ns, fqdn))
 	case err != nil:
 		return Edit{}, kube.APIError(err, needConfigMaps(ns))
 	}
 	if core != nil && !hasDirective(core.Data[CorefileKey], "reload") {
-		return Edit{}, failure.Permanent(fmt.Errorf("%w: the Corefile in %s/%s has no reload directive, so CoreDNS would serve %s only after a restart; add reload to it, or %s", ErrNoReload, ns, CoreDNSConfigMap, fqdn, byHand(fqdn, ip)))
+		return Edit{}, failure.Permanent(fmt.Errorf("%w: the Corefile in %s/%s has no reload directive, so CoreDNS would serve %s only after a restart; add reload to it, or %s", ErrNoReload, ns, ConfigMap, fqdn, byHand(fqdn, ip)))
 	}
 	key := c.key()
 	if hasCustom && core != nil && !importsKey(core.Data[CorefileKey], key) {
@@ -130,30 +130,30 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 		// Corefiles import its .override keys; a kubeadm Corefile beside a
 		// stray coredns-custom does not): an entry there would never be
 		// served, so it goes where this CoreDNS looks, the Corefile.
-		c.logger().Warn("coredns-custom exists but the Corefile imports none of its .override keys into the root server block: writing the entry into the Corefile", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key), slog.String("corefile", ns+"/"+CoreDNSConfigMap))
+		c.logger().Warn("coredns-custom exists but the Corefile imports none of its .override keys into the root server block: writing the entry into the Corefile", slog.String("configMap", ns+"/"+CustomConfigMap), slog.String("key", key), slog.String("corefile", ns+"/"+ConfigMap))
 		hasCustom = false
 	}
 	if hasCustom {
 		changed, removed, err := c.ensureCustom(ctx, ns, custom.ResourceVersion, custom.Data, fqdn, ip)
-		return Edit{Object: ns + "/" + CoreDNSCustom, Changed: changed, Removed: removed}, err
+		return Edit{Object: ns + "/" + CustomConfigMap, Changed: changed, Removed: removed}, err
 	}
 
-	edit := Edit{Object: ns + "/" + CoreDNSConfigMap}
+	edit := Edit{Object: ns + "/" + ConfigMap}
 	old := core.Data[CorefileKey]
 	next, removed, err := SetCorefileHostsEntry(old, fqdn, ip, c.Domains)
 	if err != nil {
-		return Edit{}, failure.Permanent(fmt.Errorf("%s/%s: %w", ns, CoreDNSConfigMap, err))
+		return Edit{}, failure.Permanent(fmt.Errorf("%s/%s: %w", ns, ConfigMap, err))
 	}
 	if next == old {
 		return edit, nil
 	}
-	if err := patchConfigMapKey(ctx, cms, CoreDNSConfigMap, core.ResourceVersion, CorefileKey, next); err != nil {
-		if refused := policyRefused(err, ns+"/"+CoreDNSConfigMap, fqdn, ip, lineCount(next)); refused != nil {
+	if err := patchConfigMapKey(ctx, cms, ConfigMap, core.ResourceVersion, CorefileKey, next); err != nil {
+		if refused := policyRefused(err, ns+"/"+ConfigMap, fqdn, ip, lineCount(next)); refused != nil {
 			return Edit{}, refused
 		}
 		return Edit{}, kube.APIError(err, needCorefile(ns))
 	}
-	c.logger().Info("coredns corefile updated", slog.String("configMap", ns+"/"+CoreDNSConfigMap), slog.String("server", fqdn), slog.String("address", ip.String()), removedAttr(removed))
+	c.logger().Info("coredns corefile updated", slog.String("configMap", ns+"/"+ConfigMap), slog.String("server", fqdn), slog.String("address", ip.String()), removedAttr(removed))
 	edit.Changed, edit.Removed = true, removed
 	return edit, nil
 }
@@ -161,7 +161,7 @@ func (c *CoreDNS) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (E
 // ensureCustom writes our key in coredns-custom when it differs, and
 // reports the entries for other names the key held before (the whole value
 // is replaced).
-func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, data map[string]string, fqdn string, ip netip.Addr) (bool, []string, error) {
+func (c *Editor) ensureCustom(ctx context.Context, ns, resourceVersion string, data map[string]string, fqdn string, ip netip.Addr) (bool, []string, error) {
 	key := c.key()
 	want := hostsBlock("", fqdn, ip) + "\n"
 	// AKS imports every .server key at the top level of the Corefile, as
@@ -179,7 +179,7 @@ func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, 
 			}
 			if zone := coveringServerZone(l, fqdn); zone != "" {
 				return false, nil, failure.Permanent(fmt.Errorf("%w: %s/%s key %q has the server block %q (line %d), which answers for %s instead of the root server block where AKS imports %q; remove that zone from %q or narrow it so that it no longer covers %s, or add %q to that server block by hand and set IN_CLUSTER_DNS=false",
-					ErrCorefile, ns, CoreDNSCustom, k, zone, i+1, fqdn, key, k, fqdn, ip.String()+" "+fqdn))
+					ErrCorefile, ns, CustomConfigMap, k, zone, i+1, fqdn, key, k, fqdn, ip.String()+" "+fqdn))
 			}
 		}
 	}
@@ -196,7 +196,7 @@ func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, 
 			takeOver = entries
 			continue
 		}
-		return false, nil, failure.Permanent(fmt.Errorf("%w: %s/%s key %q already has a hosts block and CoreDNS allows one per server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, ns, CoreDNSCustom, k, ip.String()+" "+fqdn))
+		return false, nil, failure.Permanent(fmt.Errorf("%w: %s/%s key %q already has a hosts block and CoreDNS allows one per server block; add %q to it by hand and set IN_CLUSTER_DNS=false", ErrCorefile, ns, CustomConfigMap, k, ip.String()+" "+fqdn))
 	}
 	if data[key] == want && takeOver == nil {
 		return false, nil, nil
@@ -205,11 +205,11 @@ func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, 
 	if takeOver != nil {
 		patch[PythonEngineKey] = nil // removed: its entry is ours now
 	}
-	if err := patchConfigMapKeys(ctx, c.ConfigMaps.ConfigMaps(ns), CoreDNSCustom, resourceVersion, patch); err != nil {
-		if refused := policyRefused(err, ns+"/"+CoreDNSCustom, fqdn, ip, lineCount(want)); refused != nil {
+	if err := patchConfigMapKeys(ctx, c.ConfigMaps.ConfigMaps(ns), CustomConfigMap, resourceVersion, patch); err != nil {
+		if refused := policyRefused(err, ns+"/"+CustomConfigMap, fqdn, ip, lineCount(want)); refused != nil {
 			return false, nil, refused
 		}
-		return false, nil, kube.APIError(err, kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CoreDNSCustom, Namespace: ns})
+		return false, nil, kube.APIError(err, kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CustomConfigMap, Namespace: ns})
 	}
 	var removed []string
 	lines := parseCorefile(data[key])
@@ -228,14 +228,14 @@ func (c *CoreDNS) ensureCustom(ctx context.Context, ns, resourceVersion string, 
 	}
 	if takeOver != nil {
 		c.logger().Info("took over SUSE's Python engine's coredns-custom key: its entries replaced by the engine's, the key removed",
-			slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("removedKey", PythonEngineKey), slog.Any("itsEntries", takeOver))
+			slog.String("configMap", ns+"/"+CustomConfigMap), slog.String("removedKey", PythonEngineKey), slog.Any("itsEntries", takeOver))
 		for _, e := range takeOver {
 			if f := strings.Fields(e); !slices.ContainsFunc(f[1:], func(n string) bool { return sameHost(n, fqdn) }) {
 				removed = append(removed, e)
 			}
 		}
 	}
-	c.logger().Info("coredns-custom updated", slog.String("configMap", ns+"/"+CoreDNSCustom), slog.String("key", key), slog.String("server", fqdn), slog.String("address", ip.String()), removedAttr(removed))
+	c.logger().Info("coredns-custom updated", slog.String("configMap", ns+"/"+CustomConfigMap), slog.String("key", key), slog.String("server", fqdn), slog.String("address", ip.String()), removedAttr(removed))
 	return true, removed, nil
 }
 
@@ -248,7 +248,7 @@ func removedAttr(removed []string) slog.Attr {
 	return slog.Any("removed", removed)
 }
 
-func (c *CoreDNS) logger() *slog.Logger {
+func (c *Editor) logger() *slog.Logger {
 	if c.Log == nil {
 		return slog.New(slog.DiscardHandler)
 	}
@@ -311,7 +311,7 @@ func policyOutOfBudget(err error) bool {
 }
 
 // key is the engine's key in coredns-custom.
-func (c *CoreDNS) key() string { return cmp.Or(c.Key, DefaultHostsKey) }
+func (c *Editor) key() string { return cmp.Or(c.Key, DefaultHostsKey) }
 
 // patchConfigMapKey merge-patches one data key, with the resourceVersion
 // just read as a precondition: a concurrent edit of the same ConfigMap gets
@@ -347,14 +347,14 @@ func patchConfigMapKeys(ctx context.Context, cms kube.ConfigMapInterface, name, 
 
 // needConfigMaps is the read every run makes, in both layouts.
 func needConfigMaps(ns string) kube.Access {
-	return kube.Access{Verbs: []string{"get"}, Resource: "configmaps/" + CoreDNSCustom + " and configmaps/" + CoreDNSConfigMap, Namespace: ns}
+	return kube.Access{Verbs: []string{"get"}, Resource: "configmaps/" + CustomConfigMap + " and configmaps/" + ConfigMap, Namespace: ns}
 }
 
 // needCorefile is the patch of the Corefile layout, which AKS's (the chart's
 // default) does not grant: on AKS coredns-custom exists and coredns is only
 // read, so this Role is missing only where coredns-custom is absent.
 func needCorefile(ns string) kube.Access {
-	return kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + CoreDNSConfigMap +
+	return kube.Access{Verbs: []string{"patch"}, Resource: "configmaps/" + ConfigMap +
 		" (a cluster without coredns-custom: install with the chart's coreDNSLayout=corefile, or add manifests/base/corefile-layout)", Namespace: ns}
 }
 
