@@ -3,15 +3,12 @@ package job
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,42 +36,6 @@ func env(m map[string]string) func(string) string {
 		}
 		return testRegionConfig
 	}
-}
-
-// refusals collects the messages configurations are refused with, one per
-// case, and compares them whole with a golden file under
-// testdata/refusals: the message is what an admin reads in the Job's log
-// and Event, so its text is the product. Each test asserts the class apart
-// (ExitCode, errors.Is). Temporary paths read <dir>.
-type refusals struct {
-	mu   sync.Mutex
-	msgs map[string]string
-	dirs []string
-}
-
-func (r *refusals) add(name string, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.msgs == nil {
-		r.msgs = map[string]string{}
-	}
-	msg := err.Error()
-	for _, d := range r.dirs {
-		msg = strings.ReplaceAll(msg, d, "<dir>")
-	}
-	r.msgs[name] = msg
-}
-
-// golden compares every message, in the order of their cases' names, with
-// testdata/refusals/<test>.txt (go test -run <test> -update rewrites it).
-func (r *refusals) golden(t *testing.T) {
-	t.Helper()
-	names := slices.Sorted(maps.Keys(r.msgs))
-	var b strings.Builder
-	for _, n := range names {
-		fmt.Fprintf(&b, "== %s\n%s\n\n", n, r.msgs[n])
-	}
-	testkit.Golden(t, filepath.Join("testdata", "refusals", t.Name()+".txt"), []byte(b.String()))
 }
 
 // notRendered lists the problems of a load error that are placeholders:
@@ -138,9 +99,9 @@ func TestLoadConfigOperatorRecovery(t *testing.T) {
 	_, err = LoadConfig(nil, env(map[string]string{"OPERATOR_LEASE": "scc-controllers"}))
 	require.Error(t, err)
 	assert.True(t, failure.IsPermanent(err))
-	var r refusals
-	r.add("OPERATOR_LEASE without a namespace", err)
-	r.golden(t)
+	var r testkit.Messages
+	r.Add("OPERATOR_LEASE without a namespace", err)
+	r.Golden(t)
 }
 
 func TestLoadConfigPrecedence(t *testing.T) {
@@ -215,10 +176,10 @@ func TestLoadConfigReportsEveryProblemAtOnce(t *testing.T) {
 	assert.True(t, failure.IsPermanent(err))
 	// Every problem, REGION_PASS_PAUSES's against smt's rule for the default
 	// passes among them, in one message; the code never in it.
-	var r refusals
-	r.add("eight problems", err)
-	r.golden(t)
-	assert.NotContains(t, r.msgs["eight problems"], "sekrit-code", "the registration code is a secret")
+	var r testkit.Messages
+	msg := r.Add("eight problems", err)
+	r.Golden(t)
+	assert.NotContains(t, msg, "sekrit-code", "the registration code is a secret")
 	assert.Equal(t, ExitPermanent, ExitCode(err))
 }
 
@@ -227,8 +188,8 @@ func TestLoadConfigReportsEveryProblemAtOnce(t *testing.T) {
 // long as the timeout is refused at load, naming both; where there is no
 // wait (HANDOVER_TIMEOUT=0, IN_CLUSTER_DNS=false) it is not checked.
 func TestLoadConfigRefusesASettleAsLongAsTheTimeout(t *testing.T) {
-	var r refusals
-	defer r.golden(t)
+	var r testkit.Messages
+	t.Cleanup(func() { r.Golden(t) })
 	tests := map[string]struct {
 		env     map[string]string
 		wantErr bool
@@ -250,7 +211,7 @@ func TestLoadConfigRefusesASettleAsLongAsTheTimeout(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.Equal(t, ExitPermanent, ExitCode(err))
-			r.add(name, err)
+			r.Add(name, err)
 		})
 	}
 }
@@ -273,9 +234,9 @@ func TestLoadConfigChecksBoundsGrammarAndRegionFileAtOnce(t *testing.T) {
 	assert.ErrorIs(t, err, regionconfig.ErrMissingKey)
 	assert.ErrorIs(t, err, regionconfig.ErrInvalidRegionServer)
 	// Each problem names its setting, so one round of fixes is enough.
-	r := refusals{dirs: []string{filepath.Dir(broken)}}
-	r.add("four problems", err)
-	r.golden(t)
+	r := testkit.Messages{Replace: []string{filepath.Dir(broken), "<dir>"}}
+	r.Add("four problems", err)
+	r.Golden(t)
 }
 
 // TestNumberSettingsNameTheirRange: a bad number is told the whole range
@@ -293,16 +254,16 @@ func TestNumberSettingsNameTheirRange(t *testing.T) {
 		"open number, Inf":                   {"K8S_RETRY_BACKOFF": "+Inf"},
 		"open number, below":                 {"K8S_RETRY_BACKOFF": "0.5"},
 	}
-	var r refusals
+	var r testkit.Messages
 	for name, vars := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := LoadConfig(nil, env(vars))
 			require.Error(t, err)
 			assert.Equal(t, ExitPermanent, ExitCode(err))
-			r.add(name, err)
+			r.Add(name, err)
 		})
 	}
-	r.golden(t)
+	r.Golden(t)
 	c, err := LoadConfig(nil, env(map[string]string{"VERIFY_RETRY_MAX": "20", "VERIFY_RETRY_BACKOFF": "60", "K8S_RETRY_BACKOFF": "1.5"}))
 	require.NoError(t, err, "the bounds themselves are accepted")
 	assert.Equal(t, 20, c.Azure.RetryMax)
@@ -331,18 +292,18 @@ func TestSecretSettingNeverInAnError(t *testing.T) {
 		flag: "future-token", envs: []string{"FUTURE_TOKEN"}, secret: true,
 		set: func(*Config, string) error { return errors.New("want a token of 32 characters") },
 	})
-	var r refusals
+	var r testkit.Messages
 	_, err := LoadConfig([]string{"--future-token=tok-FLAG-LEAK"}, env(nil))
 	require.Error(t, err)
-	r.add("a flag", err)
+	flagMsg := r.Add("a flag", err)
 	_, err = LoadConfig(nil, env(map[string]string{"FUTURE_TOKEN": "tok-ENV-LEAK"}))
 	require.Error(t, err)
-	r.add("a variable", err)
-	r.golden(t)
+	envMsg := r.Add("a variable", err)
+	r.Golden(t)
 	// The golden file shows REDACTED; these hold the secrecy even if it is
 	// rewritten carelessly.
-	assert.NotContains(t, r.msgs["a flag"], "FLAG-LEAK")
-	assert.NotContains(t, r.msgs["a variable"], "ENV-LEAK")
+	assert.NotContains(t, flagMsg, "FLAG-LEAK")
+	assert.NotContains(t, envMsg, "ENV-LEAK")
 
 	for _, s := range saved {
 		if s.flag == "registration-code" {
@@ -429,14 +390,14 @@ func TestUpdateServerSettings(t *testing.T) {
 		"a single-label domain":                {env: map[string]string{"UPDATE_SERVER_DOMAINS": "net"}, wantErr: true, wantIs: hostname.ErrInvalid},
 		"only commas":                          {env: map[string]string{"UPDATE_SERVER_DOMAINS": ", ,"}, wantErr: true},
 	}
-	var r refusals
-	defer r.golden(t)
+	var r testkit.Messages
+	t.Cleanup(func() { r.Golden(t) })
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c, err := LoadConfig(nil, env(tc.env))
 			if tc.wantErr {
 				require.Error(t, err)
-				r.add(name, err)
+				r.Add(name, err)
 				assert.True(t, failure.IsPermanent(err))
 				if tc.wantIs != nil {
 					assert.ErrorIs(t, err, tc.wantIs, "checked by the one host-name rule")
@@ -485,8 +446,8 @@ func TestLoadConfigCredentialMode(t *testing.T) {
 			wantErr: true,
 		},
 	}
-	var r refusals
-	defer r.golden(t)
+	var r testkit.Messages
+	t.Cleanup(func() { r.Golden(t) })
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c, err := LoadConfig(nil, env(tc.env))
@@ -501,7 +462,7 @@ func TestLoadConfigCredentialMode(t *testing.T) {
 			require.Error(t, err)
 			assert.Equal(t, ExitPermanent, ExitCode(err))
 			assert.ErrorIs(t, err, azure.ErrConfig, "the identity settings are a configuration error")
-			r.add(name, err)
+			r.Add(name, err)
 		})
 	}
 }
@@ -526,7 +487,7 @@ func TestLoadConfigDONOTMODIFYIsMissing(t *testing.T) {
 			named: 3,
 		},
 	}
-	var r refusals
+	var r testkit.Messages
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := LoadConfig(tc.args, env(tc.env))
@@ -536,10 +497,10 @@ func TestLoadConfigDONOTMODIFYIsMissing(t *testing.T) {
 			// Each placeholder is reported as such, once, and not also as a
 			// missing setting: the golden file shows the lines.
 			assert.Len(t, notRendered(err), tc.named, "one refusal per setting: %v", err)
-			r.add(name, err)
+			r.Add(name, err)
 		})
 	}
-	r.golden(t)
+	r.Golden(t)
 
 	_, err := LoadConfig(nil, env(map[string]string{"MARKETPLACE_PLAN_ID": "DONOTMODIFY-premium"}))
 	assert.NoError(t, err, "only the whole literal is the placeholder")

@@ -1,5 +1,5 @@
 // Package testkit holds the helpers the tests of several packages share:
-// golden files, the engine's JSON log lines, files written as the kubelet
+// golden files (of whole error messages too), the engine's JSON log lines, files written as the kubelet
 // swaps a volume, a sleep recorder, a port for a DNS server, and the tools
 // a test execs (helm, kubectl) with an environment of their own. Only tests
 // import it; TestProductNeverImportsIt holds the binary to that.
@@ -11,11 +11,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +43,62 @@ func Golden(t testing.TB, path string, got []byte) {
 	want, err := os.ReadFile(path)
 	require.NoError(t, err, "go test -run '%s' -update writes %s", t.Name(), path)
 	assert.Equal(t, string(want), string(got), "%s changed; review the difference, then rewrite it with go test -run '%s' -update", path, t.Name())
+}
+
+// Messages collects the messages of the errors a test's cases end with,
+// one per case, and compares them whole with a golden file: where the
+// message is what a person reads (a refused setting, a remedy), its text is
+// the product. The error's class is asserted apart, with errors.Is or
+// errors.As. Safe for parallel subtests.
+type Messages struct {
+	// Replace holds pairs old, new: text that varies between runs (a
+	// temporary directory, a loopback address) and what the golden file
+	// shows instead.
+	Replace []string
+	// Varying: the ports of loopback addresses read <port> and UTC
+	// timestamps <time>, where a test's servers and clocks choose them.
+	Varying bool
+	mu      sync.Mutex
+	msgs    map[string]string
+}
+
+// loopbackPort is a port on a loopback address, which a test's servers
+// take at random.
+var loopbackPort = regexp.MustCompile(`(127\.0\.0\.1|\[::1\]|localhost):[0-9]+`)
+
+// timestamp is an RFC 3339 time in UTC, which a test's clock sets.
+var timestamp = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z`)
+
+// Add records err's message for the case name and returns it as recorded,
+// with Replace and Varying applied.
+func (m *Messages) Add(name string, err error) string {
+	msg := strings.NewReplacer(m.Replace...).Replace(err.Error())
+	if m.Varying {
+		msg = loopbackPort.ReplaceAllString(msg, "$1:<port>")
+		msg = timestamp.ReplaceAllString(msg, "<time>")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.msgs == nil {
+		m.msgs = map[string]string{}
+	}
+	m.msgs[name] = msg
+	return msg
+}
+
+// Golden compares every message, in the order of their cases' names, with
+// testdata/messages/<test>.txt; go test -run <test> -update rewrites it.
+// Call it once the cases are done: with t.Cleanup where they may run in
+// parallel.
+func (m *Messages) Golden(t *testing.T) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b strings.Builder
+	for _, n := range slices.Sorted(maps.Keys(m.msgs)) {
+		fmt.Fprintf(&b, "== %s\n%s\n\n", n, m.msgs[n])
+	}
+	Golden(t, filepath.Join("testdata", "messages", strings.ReplaceAll(t.Name(), "/", "__")+".txt"), []byte(b.String()))
 }
 
 // LogLines parses the engine's log, one JSON object a line.

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -68,4 +69,14 @@ func TestCommandGetsAnEnvironmentOfItsOwn(t *testing.T) {
 	_, err = Command(context.Background(), "/bin/sh", "-c", "echo refused >&2; exit 3")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "refused", "the error carries standard error")
+}
+
+func TestMessagesReplaceWhatVaries(t *testing.T) {
+	m := Messages{Replace: []string{"/tmp/x1", "<dir>", "127.0.0.1:4711", "<addr>"}, Varying: true}
+	got := m.Add("a case", fmt.Errorf("read /tmp/x1/cfg: dial 127.0.0.1:4711: %w", os.ErrNotExist))
+	assert.Equal(t, "read <dir>/cfg: dial <addr>: file does not exist", got)
+	got = m.Add("another", fmt.Errorf("dial [::1]:8443 and 127.0.0.1:9: %w", os.ErrClosed))
+	assert.Equal(t, "dial [::1]:<port> and 127.0.0.1:<port>: file already closed", got, "ports taken at random read <port>")
+	got = m.Add("a third", fmt.Errorf("expired at 2026-12-04T09:55:25Z, now 2026-12-04T10:55:25.5Z: %w", os.ErrDeadlineExceeded))
+	assert.Equal(t, "expired at <time>, now <time>: i/o timeout", got, "so are the test clock's times")
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
 )
@@ -55,9 +56,7 @@ func TestProve(t *testing.T) {
 		// wantErr nil means success.
 		wantErr   error
 		permanent bool
-		// mentions is what the error must say for an operator to act.
-		mentions string
-		check    func(t *testing.T, e *env, ev *providers.Evidence, err error)
+		check     func(t *testing.T, e *env, ev *providers.Evidence, err error)
 	}{
 		"success": {
 			check: func(t *testing.T, e *env, ev *providers.Evidence, _ error) {
@@ -75,23 +74,17 @@ func TestProve(t *testing.T) {
 			setup:   func(t *testing.T, e *env) { p := e.fake.Plan(); p.Publisher = "evil"; e.fake.SetPlan(p) },
 			wantErr: azure.ErrPlanMismatch, permanent: true,
 			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
-				assert.Contains(t, err.Error(), `expected "suse", got "evil"`, "the operator sees expected and got")
 				assert.Zero(t, e.fake.AttestedRequests.Load(), "no document is requested for a wrong plan")
 			},
 		},
 		"plan offer mismatch": {
 			setup:   func(t *testing.T, e *env) { p := e.fake.Plan(); p.Product = "sles-15-sp6"; e.fake.SetPlan(p) },
 			wantErr: azure.ErrPlanMismatch, permanent: true,
-			check: func(t *testing.T, _ *env, _ *providers.Evidence, err error) {
-				assert.Contains(t, err.Error(), `expected "sles-15-sp7", got "sles-15-sp6"`)
-			},
 		},
+		// The comparison is case-sensitive.
 		"plan name mismatch": {
 			setup:   func(t *testing.T, e *env) { p := e.fake.Plan(); p.Name = "Premium"; e.fake.SetPlan(p) },
 			wantErr: azure.ErrPlanMismatch, permanent: true,
-			check: func(t *testing.T, _ *env, _ *providers.Evidence, err error) {
-				assert.Contains(t, err.Error(), `expected "premium", got "Premium"`, "the comparison is case-sensitive")
-			},
 		},
 		"missing plan": {
 			setup:   func(t *testing.T, e *env) { e.fake.NoPlan.Store(true) },
@@ -125,8 +118,6 @@ func TestProve(t *testing.T) {
 			wantErr: azure.ErrARM, permanent: true,
 			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
 				assert.Equal(t, int32(1), e.fake.ARMRequests.Load(), "no retry")
-				assert.Contains(t, err.Error(), "role assignment")
-				assert.Contains(t, err.Error(), "Microsoft.KubernetesConfiguration/extensions/read")
 			},
 		},
 		"404 fails at once and names the resource ID": {
@@ -134,17 +125,12 @@ func TestProve(t *testing.T) {
 			wantErr: azure.ErrARM, permanent: true,
 			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
 				assert.Equal(t, int32(1), e.fake.ARMRequests.Load())
-				assert.Contains(t, err.Error(), "EXTENSION_RESOURCE_ID")
 			},
 		},
 		"extension of another cluster in the same subscription: permanent, names both resource groups": {
 			setup:   func(t *testing.T, e *env) { e.fake.OtherCluster.Store(true) },
 			wantErr: azure.ErrClusterMismatch, permanent: true,
-			mentions: "EXTENSION_RESOURCE_ID points at another cluster's extension",
 			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
-				assert.Contains(t, err.Error(), `managed cluster "aks-fake" (resource group rg-fake) whose node resource group is MC_rg-fake_aks-other_westeurope`)
-				assert.Contains(t, err.Error(), "this node is in resource group MC_rg-fake_aks-fake_westeurope (IMDS compute.resourceGroupName)")
-				assert.Contains(t, err.Error(), "global.azure.extension.resourceId", "the fix")
 				assert.Equal(t, int32(1), e.fake.ManagedClusterRequests.Load())
 				assert.Zero(t, e.fake.AttestedRequests.Load(), "no document is requested for another cluster's extension")
 			},
@@ -168,7 +154,6 @@ func TestProve(t *testing.T) {
 		"identity may read the extension but not its cluster: permanent, names the role": {
 			setup:   func(t *testing.T, e *env) { e.fake.ManagedClusterStatus.Store(http.StatusForbidden) },
 			wantErr: azure.ErrARM, permanent: true,
-			mentions: "Microsoft.ContainerService/managedClusters/read on the cluster (Reader on the cluster grants both reads)",
 			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
 				assert.Equal(t, int32(1), e.fake.ManagedClusterRequests.Load(), "no retry")
 				assert.Zero(t, e.fake.AttestedRequests.Load())
@@ -177,7 +162,6 @@ func TestProve(t *testing.T) {
 		"managed cluster not found: permanent, names EXTENSION_RESOURCE_ID": {
 			setup:   func(t *testing.T, e *env) { e.fake.ManagedClusterStatus.Store(http.StatusNotFound) },
 			wantErr: azure.ErrARM, permanent: true,
-			mentions: "the managed cluster EXTENSION_RESOURCE_ID names was not found",
 		},
 		"federated token refused by Entra": {
 			setup: func(t *testing.T, e *env) {
@@ -186,7 +170,6 @@ func TestProve(t *testing.T) {
 			wantErr: azure.ErrToken, permanent: true,
 			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
 				assert.Zero(t, e.fake.ARMRequests.Load())
-				assert.Contains(t, err.Error(), "federated identity credential")
 			},
 		},
 		"extension in another subscription": {
@@ -218,12 +201,10 @@ func TestProve(t *testing.T) {
 		"signed content without subscriptionId: permanent, names the field": {
 			setup:   forge(fakecloud.Forgery{Omit: []string{"subscriptionId"}}),
 			wantErr: azure.ErrAttestation, permanent: true,
-			mentions: "signed content has no subscriptionId",
 		},
 		"signed content without vmId: permanent, names the field": {
 			setup:   forge(fakecloud.Forgery{Omit: []string{"vmId"}}),
 			wantErr: azure.ErrAttestation, permanent: true,
-			mentions: "signed content has no vmId",
 		},
 		"self-signed signer with another nonce is a forgery, not a cached document": {
 			setup: func(t *testing.T, e *env) {
@@ -256,27 +237,22 @@ func TestProve(t *testing.T) {
 		"signer is a CA": {
 			setup:   forge(fakecloud.Forgery{SignerIsCA: true}),
 			wantErr: azure.ErrAttestation, permanent: true,
-			mentions: "is a CA certificate",
 		},
 		"signer without key usage or serverAuth": {
 			setup:   forge(fakecloud.Forgery{NoUsage: true}),
 			wantErr: azure.ErrAttestation, permanent: true,
-			mentions: "lacks key usage digitalSignature",
 		},
 		"signer named metadata.azure.com in its CN but another name in its SAN": {
 			setup:   forge(fakecloud.Forgery{SAN: []string{"login.attacker.example"}}),
 			wantErr: azure.ErrAttestation, permanent: true,
-			mentions: `signer "login.attacker.example" is not under metadata.azure.com`,
 		},
 		"content signed with SHA-1": {
 			setup:   forge(fakecloud.Forgery{SHA1: true}),
 			wantErr: azure.ErrAttestation, permanent: true,
-			mentions: "signed with SHA-1",
 		},
 		"createdOn a year ahead: a clock far behind, transient": {
 			setup:   forge(fakecloud.Forgery{CreatedAhead: 365 * 24 * time.Hour}),
 			wantErr: azure.ErrDocumentNotYetValid, permanent: false,
-			mentions: "check the node clock: it is behind",
 		},
 		// The two directions of a wrong node clock fail alike: transient
 		// (exit 1, the Job retries), never ErrAttestation, and the document
@@ -286,10 +262,8 @@ func TestProve(t *testing.T) {
 				e.cfg.Clock = func() time.Time { return time.Now().Add(-10 * time.Minute) }
 			},
 			wantErr: azure.ErrDocumentNotYetValid, permanent: false,
-			mentions: "is more than 5m0s after",
 			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
 				assert.NotErrorIs(t, err, azure.ErrAttestation)
-				assert.Contains(t, err.Error(), "check the node clock: it is behind")
 				assert.Equal(t, int32(1), e.fake.AttestedRequests.Load())
 				// What transient is for: the retry, once the clock is
 				// right, proves the same deployment.
@@ -301,7 +275,6 @@ func TestProve(t *testing.T) {
 		"node clock 7 hours ahead: the document has expired, transient": {
 			setup:   func(t *testing.T, e *env) { e.cfg.Clock = func() time.Time { return time.Now().Add(7 * time.Hour) } },
 			wantErr: azure.ErrDocumentExpired, permanent: false,
-			mentions: "check the node clock: it is ahead",
 			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
 				assert.NotErrorIs(t, err, azure.ErrAttestation)
 				assert.Equal(t, int32(1), e.fake.AttestedRequests.Load())
@@ -316,7 +289,6 @@ func TestProve(t *testing.T) {
 				e.cfg.Clock = func() time.Time { return time.Now().Add(-10 * time.Minute) }
 			},
 			wantErr: azure.ErrAttestation, permanent: true,
-			mentions: "signature over the content does not verify",
 		},
 		"createdOn a minute ahead: clocks drift, accepted": {
 			setup: forge(fakecloud.Forgery{CreatedAhead: time.Minute}),
@@ -364,10 +336,7 @@ func TestProve(t *testing.T) {
 				e.cfg.IMDSClient = nil
 			},
 			wantErr: azure.ErrIMDSUnreachable, permanent: true,
-			mentions: "IMDS restriction",
 			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
-				assert.Contains(t, err.Error(), "--set hostNetwork=true")
-				assert.Contains(t, err.Error(), "in 3 attempts")
 				assert.Len(t, e.sleeps.All(), 2, "RetryMax attempts before the verdict")
 				assert.Zero(t, e.fake.ARMRequests.Load(), "nothing else is asked")
 			},
@@ -398,6 +367,11 @@ func TestProve(t *testing.T) {
 			wantErr: azure.ErrIntermediateUnavailable,
 		},
 	}
+	// What each refusal says, for an operator to act: expected and got, the
+	// role assignment, the setting and its chart value, the clock's
+	// direction, the IMDS restriction and hostNetwork.
+	msgs := testkit.Messages{Varying: true}
+	t.Cleanup(func() { msgs.Golden(t) })
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
@@ -406,7 +380,7 @@ func TestProve(t *testing.T) {
 			}
 			ev, err := e.prove(t, tc.wantErr, tc.permanent)
 			if err != nil {
-				assert.Contains(t, err.Error(), tc.mentions)
+				msgs.Add(name, err)
 			}
 			if tc.check != nil {
 				tc.check(t, e, ev, err)
@@ -499,53 +473,44 @@ func imdsNeverUsesProxy(t *testing.T, mode azure.CredentialMode) {
 func TestNewReportsMissingSettings(t *testing.T) {
 	tests := map[string]struct {
 		mutate func(c *azure.Config)
-		names  []string // what the message must name
 	}{
 		"AZURE_CLIENT_ID": {
 			mutate: func(c *azure.Config) { c.ClientID = "" },
-			names:  []string{"AZURE_CLIENT_ID", `azure.workload.identity/use: "true"`},
 		},
 		"AZURE_TENANT_ID": {
 			mutate: func(c *azure.Config) { c.TenantID = "" },
-			names:  []string{"AZURE_TENANT_ID", `azure.workload.identity/use: "true"`},
 		},
 		"AZURE_FEDERATED_TOKEN_FILE": {
 			mutate: func(c *azure.Config) { c.TokenFile = "" },
-			names:  []string{"AZURE_FEDERATED_TOKEN_FILE", `azure.workload.identity/use: "true"`},
 		},
 		"unreadable token file": {
 			mutate: func(c *azure.Config) { c.TokenFile = filepath.Join(os.TempDir(), "does-not-exist", "token") },
-			names:  []string{"AZURE_FEDERATED_TOKEN_FILE", `azure.workload.identity/use: "true"`},
 		},
 		"all three at once": {
 			mutate: func(c *azure.Config) { c.ClientID, c.TenantID, c.TokenFile = "", "", "" },
-			names:  []string{"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE"},
 		},
 		"EXTENSION_RESOURCE_ID": {
 			mutate: func(c *azure.Config) { c.ExtensionResourceID = "" },
-			names:  []string{"EXTENSION_RESOURCE_ID"},
 		},
 		"EXTENSION_RESOURCE_ID of the wrong type": {
 			mutate: func(c *azure.Config) {
 				c.ExtensionResourceID = "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm"
 			},
-			names: []string{"EXTENSION_RESOURCE_ID", "Microsoft.KubernetesConfiguration/extensions"},
 		},
 		"Marketplace IDs": {
 			mutate: func(c *azure.Config) { c.Publisher, c.Offer, c.Plan = "", "", "" },
-			names:  []string{"MARKETPLACE_PUBLISHER_ID", "MARKETPLACE_OFFER_ID", "MARKETPLACE_PLAN_ID"},
 		},
 		"authority host without TLS": {
 			mutate: func(c *azure.Config) { c.AuthorityHost = "http://127.0.0.1:1/" },
-			names:  []string{"AZURE_AUTHORITY_HOST", "https"},
 		},
 		// The bounds the engine loads its settings with, no looser: a
 		// backoff below 1 would shrink IMDS's waits instead of growing them.
 		"retry settings out of their bounds": {
 			mutate: func(c *azure.Config) { c.RetryMax, c.RetryBackoff = 21, 0.5 },
-			names:  []string{`VERIFY_RETRY_MAX="21": want a whole number from 1 to 20`, `VERIFY_RETRY_BACKOFF="0.5": want a number from 1 to 60`},
 		},
 	}
+	msgs := testkit.Messages{Replace: []string{os.TempDir(), "<tmp>"}, Varying: true}
+	t.Cleanup(func() { msgs.Golden(t) })
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
@@ -555,9 +520,7 @@ func TestNewReportsMissingSettings(t *testing.T) {
 			assert.Nil(t, p)
 			assert.ErrorIs(t, err, azure.ErrConfig)
 			assert.True(t, failure.IsPermanent(err))
-			for _, n := range tc.names {
-				assert.Contains(t, err.Error(), n)
-			}
+			msgs.Add(name, err)
 		})
 	}
 }
