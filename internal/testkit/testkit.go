@@ -70,9 +70,11 @@ var loopbackPort = regexp.MustCompile(`(127\.0\.0\.1|\[::1\]|localhost):[0-9]+`)
 var timestamp = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z`)
 
 // Add records err's message for the case name and returns it as recorded,
-// with Replace and Varying applied.
-func (m *Messages) Add(name string, err error) string {
-	msg := strings.NewReplacer(m.Replace...).Replace(err.Error())
+// with replace (pairs old, new: what varies with this case), then Replace
+// and Varying applied.
+func (m *Messages) Add(name string, err error, replace ...string) string {
+	msg := strings.NewReplacer(replace...).Replace(err.Error())
+	msg = strings.NewReplacer(m.Replace...).Replace(msg)
 	if m.Varying {
 		msg = loopbackPort.ReplaceAllString(msg, "$1:<port>")
 		msg = timestamp.ReplaceAllString(msg, "<time>")
