@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/testkit"
 )
 
 const updateServer = "smt-azure.susecloud.net"
@@ -116,8 +116,7 @@ func TestWaitUntil(t *testing.T) {
 				assert.Equal(t, StepResolve, e.Step)
 				assert.Equal(t, []netip.Addr{netip.MustParseAddr("203.0.113.7")}, e.Answer)
 				assert.NoError(t, e.Err)
-				assert.Contains(t, e.Error(), "smt-azure.susecloud.net does not resolve to 127.0.0.1 through the cluster's DNS (entry in kube-system/coredns)")
-				assert.Contains(t, e.Error(), "last answer: [203.0.113.7]")
+				assert.Empty(t, e.Server, "the cluster's DNS Service answered")
 			},
 		},
 		"never resolves: times out naming the lookup error": {
@@ -127,7 +126,6 @@ func TestWaitUntil(t *testing.T) {
 				var dnsErr *net.DNSError
 				require.ErrorAs(t, e, &dnsErr)
 				assert.True(t, dnsErr.IsNotFound)
-				assert.Contains(t, e.Error(), "no such host")
 			},
 		},
 		"wrong certificate: keeps waiting, then times out naming it": {
@@ -137,8 +135,6 @@ func TestWaitUntil(t *testing.T) {
 				var unknown x509.UnknownAuthorityError
 				require.ErrorAs(t, e, &unknown, "the pinned certificate is the only root: %v", e)
 				assert.Greater(t, e.Attempts, 1, "it kept checking")
-				assert.Contains(t, e.Error(), "resolves to 127.0.0.1")
-				assert.Contains(t, e.Error(), "does not answer TLS with the pinned certificate")
 			},
 		},
 	}
@@ -160,6 +156,10 @@ func TestWaitUntil(t *testing.T) {
 			var e *NotReadyError
 			require.ErrorAs(t, err, &e)
 			assert.Equal(t, port, e.Port)
+			assert.Equal(t, updateServer, e.Name)
+			assert.Equal(t, loopback, e.Address)
+			assert.Equal(t, "kube-system/coredns", e.Object)
+			assert.Zero(t, e.Passing, "the last check failed")
 			tc.check(t, e)
 		})
 	}
@@ -280,10 +280,8 @@ func TestWaitUntilEndsWhileSettling(t *testing.T) {
 	assert.Positive(t, nr.Passing, "the checks were passing when the wait ended")
 	assert.LessOrEqual(t, nr.Passing, nr.Waited)
 	assert.Equal(t, time.Minute, nr.Settle)
-	assert.Contains(t, err.Error(), "resolves to 127.0.0.1 through the cluster's DNS (entry in kube-system/coredns) and answers TLS there, but every check has passed only for the last ")
-	assert.Contains(t, err.Error(), "of the 1m0s they must (HANDOVER_SETTLE)")
-	assert.NotContains(t, err.Error(), "does not resolve")
-	assert.NotContains(t, err.Error(), "last answer")
+	assert.NoError(t, nr.Err, "the last check passed: no older failure to report")
+	assert.Equal(t, "kube-system/coredns", nr.Object)
 	assert.False(t, failure.IsPermanent(err), "the next run may settle")
 }
 
@@ -359,7 +357,7 @@ func TestWaitUntilAsksEveryReplica(t *testing.T) {
 		var nr *NotReadyError
 		require.ErrorAs(t, err, &nr)
 		assert.Equal(t, stale.srv.Addr, nr.Server)
-		assert.Contains(t, err.Error(), "does not resolve to 127.0.0.1 at CoreDNS replica "+stale.srv.Addr)
+		assert.Equal(t, StepResolve, nr.Step)
 		assert.False(t, failure.IsPermanent(err), "the next run may find it reloaded")
 	})
 
@@ -462,8 +460,6 @@ func TestWaitUntilSeesAShadowingService(t *testing.T) {
 			assert.Equal(t, "susecloud", sh.Service)
 			assert.Equal(t, "net", sh.Namespace)
 			assert.Equal(t, "smt-azure", sh.Host)
-			assert.Contains(t, err.Error(), fmt.Sprintf("smt-azure.susecloud.net.svc.cluster.local answers %v (pod smt-azure of the headless Service susecloud in namespace net), while smt-azure.susecloud.net. resolves to [127.0.0.1]", tc.shadow))
-			assert.Contains(t, err.Error(), "kubectl -n net delete service susecloud")
 			var queried bool
 			for _, q := range srv.Queries() {
 				queried = queried || q.Name == updateServer
@@ -532,4 +528,43 @@ func TestAbsoluteNameInTheURL(t *testing.T) {
 	_ = resp.Body.Close()
 	assert.Equal(t, updateServer, sni, "the SNI carries the name without the dot")
 	assert.Equal(t, updateServer+".:"+port, host, "the Host header carries the dot to the update server")
+}
+
+// TestErrorMessages: what an admin reads when the handover does not
+// happen, one message per kind (the wait tests above assert the fields):
+// the step that failed, where the entry is, the last answer or error, and
+// for a shadowing Service the command that removes it.
+func TestErrorMessages(t *testing.T) {
+	addr := netip.MustParseAddr("20.38.0.87")
+	wait := func(e NotReadyError) error {
+		e.Name, e.Address, e.Port, e.Object = updateServer, addr, 443, "kube-system/coredns-custom"
+		e.Waited, e.Attempts = 5*time.Minute, 120
+		return &e
+	}
+	nxdomain := &net.DNSError{Err: "no such host", Name: updateServer, IsNotFound: true}
+	var msgs testkit.Messages
+	for name, err := range map[string]error{
+		"resolves elsewhere":     wait(NotReadyError{Step: StepResolve, Answer: []netip.Addr{netip.MustParseAddr("203.0.113.7")}}),
+		"resolves to nothing":    wait(NotReadyError{Step: StepResolve}),
+		"never resolves":         wait(NotReadyError{Step: StepResolve, Err: nxdomain}),
+		"a replica not reloaded": wait(NotReadyError{Step: StepResolve, Server: "10.244.0.9:53", Answer: []netip.Addr{netip.MustParseAddr("20.38.0.1")}}),
+		"another certificate":    wait(NotReadyError{Step: StepTLS, Err: errors.New("tls: failed to verify certificate: x509: certificate signed by unknown authority")}),
+		"still settling":         wait(NotReadyError{Step: StepResolve, Passing: 12 * time.Second, Settle: 20 * time.Second}),
+		"no CoreDNS object known": func() error {
+			e := wait(NotReadyError{Step: StepResolve}).(*NotReadyError)
+			e.Object = ""
+			return e
+		}(),
+		"shadowed by a headless Service's pod": &ShadowedError{Name: updateServer, Address: addr,
+			SearchName: updateServer + ".svc.cluster.local", Answer: []netip.Addr{netip.MustParseAddr("10.244.1.7")},
+			Absolute: []netip.Addr{addr}, Service: "susecloud", Namespace: "net", Host: "smt-azure"},
+		"shadowed by a Service": &ShadowedError{Name: updateServer, Address: addr,
+			SearchName: "smt-azure.susecloud.net.svc.cluster.local", Answer: []netip.Addr{netip.MustParseAddr("10.96.0.50")},
+			Absolute: []netip.Addr{addr}, Service: "susecloud", Namespace: "net"},
+		"shadowed by another record, the name itself not resolving": &ShadowedError{Name: updateServer, Address: addr,
+			SearchName: updateServer + ".corp.example", Answer: []netip.Addr{netip.MustParseAddr("192.0.2.1")}, AbsoluteErr: nxdomain},
+	} {
+		msgs.Add(name, err)
+	}
+	msgs.Golden(t)
 }
