@@ -55,8 +55,9 @@ type Messages struct {
 	// temporary directory, a loopback address) and what the golden file
 	// shows instead.
 	Replace []string
-	// Varying: the ports of loopback addresses read <port> and UTC
-	// timestamps <time>, where a test's servers and clocks choose them.
+	// Varying: the ports of loopback addresses read <port>, UTC timestamps
+	// <time> and t.TempDir's directories <testdir>, where a test's servers,
+	// clocks and temporary files choose them.
 	Varying bool
 	mu      sync.Mutex
 	msgs    map[string]string
@@ -64,7 +65,10 @@ type Messages struct {
 
 // loopbackPort is a port on a loopback address, which a test's servers
 // take at random.
-var loopbackPort = regexp.MustCompile(`(127\.0\.0\.1|\[::1\]|localhost):[0-9]+`)
+var loopbackPort = regexp.MustCompile(`(127\.[0-9]+\.[0-9]+\.[0-9]+|\[::1\]|localhost):[0-9]+`)
+
+// testDir is a directory t.TempDir made: <TMPDIR>/<test name><random>/<nnn>.
+var testDir = regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/[^/\s]+/[0-9]{3}`)
 
 // timestamp is an RFC 3339 time in UTC, which a test's clock sets.
 var timestamp = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z`)
@@ -78,6 +82,7 @@ func (m *Messages) Add(name string, err error, replace ...string) string {
 	if m.Varying {
 		msg = loopbackPort.ReplaceAllString(msg, "$1:<port>")
 		msg = timestamp.ReplaceAllString(msg, "<time>")
+		msg = testDir.ReplaceAllString(msg, "<testdir>")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

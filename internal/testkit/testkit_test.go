@@ -79,4 +79,6 @@ func TestMessagesReplaceWhatVaries(t *testing.T) {
 	assert.Equal(t, "dial [::1]:<port> and 127.0.0.1:<port>: file already closed", got, "ports taken at random read <port>")
 	got = m.Add("a third", fmt.Errorf("expired at 2026-12-04T09:55:25Z, now 2026-12-04T10:55:25.5Z: %w", os.ErrDeadlineExceeded))
 	assert.Equal(t, "expired at <time>, now <time>: i/o timeout", got, "so are the test clock's times")
+	got = m.Add("a fourth", fmt.Errorf("open %s/cert.pem on 127.0.0.2:443: %w", t.TempDir(), os.ErrNotExist))
+	assert.Equal(t, "open <testdir>/cert.pem on 127.0.0.2:<port>: file does not exist", got, "and a test's temporary directories")
 }
