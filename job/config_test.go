@@ -99,9 +99,8 @@ func TestLoadConfigOperatorRecovery(t *testing.T) {
 	_, err = LoadConfig(nil, env(map[string]string{"OPERATOR_LEASE": "scc-controllers"}))
 	require.Error(t, err)
 	assert.True(t, failure.IsPermanent(err))
-	var r testkit.Messages
+	r := testkit.NewMessages(t)
 	r.Add("OPERATOR_LEASE without a namespace", err)
-	r.Golden(t)
 }
 
 func TestLoadConfigPrecedence(t *testing.T) {
@@ -176,9 +175,8 @@ func TestLoadConfigReportsEveryProblemAtOnce(t *testing.T) {
 	assert.True(t, failure.IsPermanent(err))
 	// Every problem, REGION_PASS_PAUSES's against smt's rule for the default
 	// passes among them, in one message; the code never in it.
-	var r testkit.Messages
+	r := testkit.NewMessages(t)
 	msg := r.Add("eight problems", err)
-	r.Golden(t)
 	assert.NotContains(t, msg, "sekrit-code", "the registration code is a secret")
 	assert.Equal(t, ExitPermanent, ExitCode(err))
 }
@@ -188,8 +186,7 @@ func TestLoadConfigReportsEveryProblemAtOnce(t *testing.T) {
 // long as the timeout is refused at load, naming both; where there is no
 // wait (HANDOVER_TIMEOUT=0, IN_CLUSTER_DNS=false) it is not checked.
 func TestLoadConfigRefusesASettleAsLongAsTheTimeout(t *testing.T) {
-	var r testkit.Messages
-	t.Cleanup(func() { r.Golden(t) })
+	r := testkit.NewMessages(t)
 	tests := map[string]struct {
 		env     map[string]string
 		wantErr bool
@@ -234,9 +231,9 @@ func TestLoadConfigChecksBoundsGrammarAndRegionFileAtOnce(t *testing.T) {
 	assert.ErrorIs(t, err, regionconfig.ErrMissingKey)
 	assert.ErrorIs(t, err, regionconfig.ErrInvalidRegionServer)
 	// Each problem names its setting, so one round of fixes is enough.
-	r := testkit.Messages{Replace: []string{filepath.Dir(broken), "<dir>"}}
+	r := testkit.NewMessages(t)
+	r.Replace = []string{filepath.Dir(broken), "<dir>"}
 	r.Add("four problems", err)
-	r.Golden(t)
 }
 
 // TestNumberSettingsNameTheirRange: a bad number is told the whole range
@@ -254,7 +251,7 @@ func TestNumberSettingsNameTheirRange(t *testing.T) {
 		"open number, Inf":                   {"K8S_RETRY_BACKOFF": "+Inf"},
 		"open number, below":                 {"K8S_RETRY_BACKOFF": "0.5"},
 	}
-	var r testkit.Messages
+	r := testkit.NewMessages(t)
 	for name, vars := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := LoadConfig(nil, env(vars))
@@ -263,7 +260,6 @@ func TestNumberSettingsNameTheirRange(t *testing.T) {
 			r.Add(name, err)
 		})
 	}
-	r.Golden(t)
 	c, err := LoadConfig(nil, env(map[string]string{"VERIFY_RETRY_MAX": "20", "VERIFY_RETRY_BACKOFF": "60", "K8S_RETRY_BACKOFF": "1.5"}))
 	require.NoError(t, err, "the bounds themselves are accepted")
 	assert.Equal(t, 20, c.Azure.RetryMax)
@@ -292,14 +288,13 @@ func TestSecretSettingNeverInAnError(t *testing.T) {
 		flag: "future-token", envs: []string{"FUTURE_TOKEN"}, secret: true,
 		set: func(*Config, string) error { return errors.New("want a token of 32 characters") },
 	})
-	var r testkit.Messages
+	r := testkit.NewMessages(t)
 	_, err := LoadConfig([]string{"--future-token=tok-FLAG-LEAK"}, env(nil))
 	require.Error(t, err)
 	flagMsg := r.Add("a flag", err)
 	_, err = LoadConfig(nil, env(map[string]string{"FUTURE_TOKEN": "tok-ENV-LEAK"}))
 	require.Error(t, err)
 	envMsg := r.Add("a variable", err)
-	r.Golden(t)
 	// The golden file shows REDACTED; these hold the secrecy even if it is
 	// rewritten carelessly.
 	assert.NotContains(t, flagMsg, "FLAG-LEAK")
@@ -390,8 +385,7 @@ func TestUpdateServerSettings(t *testing.T) {
 		"a single-label domain":                {env: map[string]string{"UPDATE_SERVER_DOMAINS": "net"}, wantErr: true, wantIs: hostname.ErrInvalid},
 		"only commas":                          {env: map[string]string{"UPDATE_SERVER_DOMAINS": ", ,"}, wantErr: true},
 	}
-	var r testkit.Messages
-	t.Cleanup(func() { r.Golden(t) })
+	r := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c, err := LoadConfig(nil, env(tc.env))
@@ -446,8 +440,7 @@ func TestLoadConfigCredentialMode(t *testing.T) {
 			wantErr: true,
 		},
 	}
-	var r testkit.Messages
-	t.Cleanup(func() { r.Golden(t) })
+	r := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c, err := LoadConfig(nil, env(tc.env))
@@ -487,7 +480,7 @@ func TestLoadConfigDONOTMODIFYIsMissing(t *testing.T) {
 			named: 3,
 		},
 	}
-	var r testkit.Messages
+	r := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := LoadConfig(tc.args, env(tc.env))
@@ -500,7 +493,6 @@ func TestLoadConfigDONOTMODIFYIsMissing(t *testing.T) {
 			r.Add(name, err)
 		})
 	}
-	r.Golden(t)
 
 	_, err := LoadConfig(nil, env(map[string]string{"MARKETPLACE_PLAN_ID": "DONOTMODIFY-premium"}))
 	assert.NoError(t, err, "only the whole literal is the placeholder")

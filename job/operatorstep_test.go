@@ -96,8 +96,7 @@ func TestRunHandsAFailedRegistrationToRecovery(t *testing.T) {
 			saved:  &operator.Record{Attempts: 0, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordRecovered, Registration: "scc-registration-new", Target: operatortest.Target},
 		},
 	}
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			r := &recorder{changed: !tc.unchanged}
@@ -167,8 +166,7 @@ func TestRunHandsAFailedRegistrationToRecovery(t *testing.T) {
 func TestRunSaysTheSecretIsStillTerminating(t *testing.T) {
 	// The message says whether the operator runs (its Lease) and, if not,
 	// to start it.
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range map[string]struct {
 		operator error
 	}{

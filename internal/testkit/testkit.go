@@ -1,16 +1,19 @@
 // Package testkit holds the helpers the tests of several packages share:
-// golden files (of whole error messages too), the engine's JSON log lines, files written as the kubelet
-// swaps a volume, a sleep recorder, a port for a DNS server, and the tools
-// a test execs (helm, kubectl) with an environment of their own. Only tests
-// import it; TestProductNeverImportsIt holds the binary to that.
+// golden files (of whole error messages too), the engine's JSON log lines,
+// files written as the kubelet swaps a volume, a sleep recorder, a port for
+// a DNS server, and the tools a test execs (helm, kubectl) with an
+// environment of their own. Only tests import it; TestProductNeverImportsIt
+// holds the binary to that.
 package testkit
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"os"
@@ -46,10 +49,11 @@ func Golden(t testing.TB, path string, got []byte) {
 }
 
 // Messages collects the messages of the errors a test's cases end with,
-// one per case, and compares them whole with a golden file: where the
-// message is what a person reads (a refused setting, a remedy), its text is
-// the product. The error's class is asserted apart, with errors.Is or
-// errors.As. Safe for parallel subtests.
+// one per case, and compares them whole with a golden file when the test
+// ends: where the message is what a person reads (a refused setting, a
+// remedy), its text is the product. The error's class is asserted apart,
+// with errors.Is or errors.As. Safe for parallel subtests. Make one with
+// NewMessages.
 type Messages struct {
 	// Replace holds pairs old, new: text that varies between runs (a
 	// temporary directory, a loopback address) and what the golden file
@@ -61,6 +65,15 @@ type Messages struct {
 	Varying bool
 	mu      sync.Mutex
 	msgs    map[string]string
+}
+
+// NewMessages collects t's messages and, once t and its subtests are done,
+// compares them with testdata/messages/<test>.txt (go test -run <test>
+// -update rewrites it).
+func NewMessages(t *testing.T) *Messages {
+	m := &Messages{}
+	t.Cleanup(func() { m.golden(t) })
+	return m
 }
 
 // loopbackPort is a port on a loopback address, which a test's servers
@@ -93,19 +106,59 @@ func (m *Messages) Add(name string, err error, replace ...string) string {
 	return msg
 }
 
-// Golden compares every message, in the order of their cases' names, with
-// testdata/messages/<test>.txt; go test -run <test> -update rewrites it.
-// Call it once the cases are done: with t.Cleanup where they may run in
-// parallel.
-func (m *Messages) Golden(t *testing.T) {
+// golden compares the messages, in the order of their cases' names, with
+// the golden file. When go test -run picked some of t's subtests, only
+// theirs are compared, and -update keeps the other cases' messages.
+func (m *Messages) golden(t *testing.T) {
 	t.Helper()
+	path := filepath.Join("testdata", "messages", strings.ReplaceAll(t.Name(), "/", "__")+".txt")
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var b strings.Builder
-	for _, n := range slices.Sorted(maps.Keys(m.msgs)) {
-		fmt.Fprintf(&b, "== %s\n%s\n\n", n, m.msgs[n])
+	if run := flag.Lookup("test.run"); run == nil || !strings.Contains(run.Value.String(), "/") {
+		Golden(t, path, renderMessages(m.msgs))
+		return
 	}
-	Golden(t, filepath.Join("testdata", "messages", strings.ReplaceAll(t.Name(), "/", "__")+".txt"), []byte(b.String()))
+	// Some subtests only: each recorded message against its case's.
+	want := parseMessages(t, path)
+	if *Update {
+		maps.Copy(want, m.msgs)
+		Golden(t, path, renderMessages(want))
+		return
+	}
+	for n, msg := range m.msgs {
+		assert.Equal(t, want[n], msg, "%s, case %q, changed; review the difference, then rewrite it with go test -run '%s' -update", path, n, t.Name())
+	}
+}
+
+// renderMessages is the golden file of msgs: "== <case>", the message and
+// an empty line, case after case in the order of their names.
+func renderMessages(msgs map[string]string) []byte {
+	var b strings.Builder
+	for _, n := range slices.Sorted(maps.Keys(msgs)) {
+		fmt.Fprintf(&b, "== %s\n%s\n\n", n, msgs[n])
+	}
+	return []byte(b.String())
+}
+
+// parseMessages reads a golden file renderMessages wrote; none when it
+// does not exist.
+func parseMessages(t *testing.T, path string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out
+	}
+	require.NoError(t, err)
+	if len(data) == 0 {
+		return out
+	}
+	for _, block := range strings.Split(string(data), "\n\n== ") {
+		name, msg, ok := strings.Cut(strings.TrimPrefix(block, "== "), "\n")
+		require.True(t, ok, "%s: a case without a message: %q", path, block)
+		out[name] = strings.TrimSuffix(msg, "\n\n")
+	}
+	return out
 }
 
 // LogLines parses the engine's log, one JSON object a line.

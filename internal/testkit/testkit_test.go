@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,4 +82,14 @@ func TestMessagesReplaceWhatVaries(t *testing.T) {
 	assert.Equal(t, "expired at <time>, now <time>: i/o timeout", got, "so are the test clock's times")
 	got = m.Add("a fourth", fmt.Errorf("open %s/cert.pem on 127.0.0.2:443: %w", t.TempDir(), os.ErrNotExist))
 	assert.Equal(t, "open <testdir>/cert.pem on 127.0.0.2:<port>: file does not exist", got, "and a test's temporary directories")
+}
+
+// TestMessagesFileRoundTrip: a golden file of messages reads back as the
+// cases it was written from, which a run of some subtests compares with.
+func TestMessagesFileRoundTrip(t *testing.T) {
+	msgs := map[string]string{"b case": "two\nlines", "a case": "one", "c": ""}
+	path := filepath.Join(t.TempDir(), "messages.txt")
+	require.NoError(t, os.WriteFile(path, renderMessages(msgs), 0o644))
+	assert.Equal(t, msgs, parseMessages(t, path))
+	assert.Empty(t, parseMessages(t, filepath.Join(t.TempDir(), "absent.txt")), "no file yet: no cases")
 }

@@ -87,8 +87,7 @@ func TestPublish(t *testing.T) {
 			wantErr: true, wantMaps: 1, wantWaits: 1,
 		},
 	}
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			m := &mapper{edit: edit, err: tc.mapErr}
@@ -123,9 +122,8 @@ func TestConfigValidate(t *testing.T) {
 	assert.NoError(t, Config{Map: false, Timeout: time.Second, Settle: time.Minute}.Validate(), "no mapping, no wait")
 	err := Config{Map: true, Timeout: time.Minute, Settle: time.Minute}.Validate()
 	require.Error(t, err)
-	var msgs testkit.Messages
+	msgs := testkit.NewMessages(t)
 	msgs.Add("settle as long as the timeout", err)
-	msgs.Golden(t)
 }
 
 // The hosts block's TTL is chosen to expire within the handover's settle

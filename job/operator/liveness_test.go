@@ -49,8 +49,7 @@ func TestOperatorLeaseCheck(t *testing.T) {
 		"absent":                                                        {},
 	}
 	// Each says who held the Lease and when it was last renewed.
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset()

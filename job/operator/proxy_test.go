@@ -36,8 +36,7 @@ func TestStepCheckProxy(t *testing.T) {
 	const url = "https://smt-azure.susecloud.net"
 	proxied := []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy.corp:3128"}, {Name: "NO_PROXY", Value: "cluster.local,.svc"}}
 	// A refusal names the proxy, NO_PROXY, the Deployment and the update server.
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range map[string]struct {
 		src     proxyEnv
 		stops   bool

@@ -183,8 +183,7 @@ func TestRecoverAFailedRegistration(t *testing.T) {
 	// What a failed recovery says: which attempt, the operator's words
 	// before and after, the command that clears the record, what was and
 	// was not deleted.
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			f := &operatortest.Fake{Reports: tc.next, Kept: tc.record, OperatorErr: tc.operator, RecreateErr: tc.recreate}
@@ -275,7 +274,7 @@ func TestRecoveryNotRecordedNothingDeleted(t *testing.T) {
 // TestRecoveryConfig: OPERATOR_LEASE must name namespace/name; recovery
 // off assembles no operator.Recovery, so nothing is deleted.
 func TestRecoveryConfig(t *testing.T) {
-	var msgs testkit.Messages
+	msgs := testkit.NewMessages(t)
 	for lease, valid := range map[string]bool{"kube-system/scc-controllers": true, "scc-controllers": false, "/x": false, "ns/": false, "a/b/c": false} {
 		err := operator.Config{Enabled: true, OperatorLease: lease}.Validate()
 		if valid {
@@ -285,7 +284,6 @@ func TestRecoveryConfig(t *testing.T) {
 		require.Error(t, err, lease)
 		msgs.Add(fmt.Sprintf("OPERATOR_LEASE=%q", lease), err)
 	}
-	msgs.Golden(t)
 	assert.Nil(t, operator.NewRecovery(operator.Config{OperatorLease: "kube-system/scc-controllers"}, nil, nil, nil, nil, 0, nil), "OPERATOR_RECOVERY=false")
 }
 

@@ -167,8 +167,7 @@ func TestParseErrors(t *testing.T) {
 		"quoted entry":       {text: entry(`"1.2.3.4"`), wantErrs: []error{ErrInvalidRegionServer}},
 		"trailing dot":       {text: entry("rgnsrv.example.com."), wantErrs: []error{ErrInvalidRegionServer}},
 	}
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, err := Parse([]byte(tc.text), "/etc/regionserverclnt.cfg")
@@ -205,8 +204,7 @@ func TestLoad(t *testing.T) {
 		"directory mounted":   {path: dir, wantErrs: []error{ErrRead}},
 		"larger than MaxSize": {path: huge, wantErrs: []error{ErrRead}},
 	}
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			s, err := Load(tc.path)

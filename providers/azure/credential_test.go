@@ -91,8 +91,8 @@ func TestCredentialModes(t *testing.T) {
 	// What each refusal says: the client ID as AZURE_CLIENT_ID and the
 	// chart value it comes from, IMDS's own words and the endpoint that
 	// failed with its last answer.
-	msgs := testkit.Messages{Varying: true}
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
+	msgs.Varying = true
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
@@ -135,8 +135,7 @@ func TestCredentialModeSettings(t *testing.T) {
 			wantErr: true,
 		},
 	}
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
@@ -176,8 +175,7 @@ func TestManagedIdentityReachesOnlyIMDS(t *testing.T) {
 	assert.True(t, failure.IsPermanent(err))
 	// The message names the source azidentity would use and the variables to
 	// unset (no "<nil>" of a missing cause).
-	var msgs testkit.Messages
+	msgs := testkit.NewMessages(t)
 	msgs.Add("MSI_ENDPOINT set", err)
-	msgs.Golden(t)
 	assert.Zero(t, e.fake.IdentityTokenRequests.Load())
 }

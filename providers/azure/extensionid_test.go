@@ -43,8 +43,7 @@ func TestParseExtensionID(t *testing.T) {
 		"trailing slash":                                         {id: aksExtension + "/"},
 		"white space":                                            {id: "/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/r g/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/x"},
 	}
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			id, err := azure.ParseExtensionID(tc.id)

@@ -370,8 +370,8 @@ func TestProve(t *testing.T) {
 	// What each refusal says, for an operator to act: expected and got, the
 	// role assignment, the setting and its chart value, the clock's
 	// direction, the IMDS restriction and hostNetwork.
-	msgs := testkit.Messages{Varying: true}
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
+	msgs.Varying = true
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
@@ -509,8 +509,9 @@ func TestNewReportsMissingSettings(t *testing.T) {
 			mutate: func(c *azure.Config) { c.RetryMax, c.RetryBackoff = 21, 0.5 },
 		},
 	}
-	msgs := testkit.Messages{Replace: []string{os.TempDir(), "<tmp>"}, Varying: true}
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
+	msgs.Replace = []string{os.TempDir(), "<tmp>"}
+	msgs.Varying = true
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)

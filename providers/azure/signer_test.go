@@ -44,8 +44,7 @@ func TestCheckSigner(t *testing.T) {
 		"no serverAuth extended key usage": {cert: azureLike(func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} }), refused: true},
 		"code signing only":                {cert: azureLike(func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning} }), refused: true},
 	}
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, err := (&document{signer: tc.cert}).checkSigner()

@@ -75,8 +75,7 @@ func TestRead(t *testing.T) {
 			want: Info{SysVendor: "Acme\uFFFD"},
 		},
 	}
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, err := Read(tc.fsys)

@@ -269,8 +269,7 @@ func TestCoreDNSFailures(t *testing.T) {
 	}
 	// What each says, the Role's missing grant and the chart value that
 	// gives it among them: the golden file.
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset(tc.objects...)
@@ -304,8 +303,7 @@ func TestCoreDNSPolicyRefusal(t *testing.T) {
 	denied.ErrStatus.Message = "configmaps \"coredns\" is forbidden: ValidatingAdmissionPolicy '" + PolicyName + "' with binding '" + PolicyName + "' denied request: only the engine's own hosts entries may change"
 	// The API server's words stay, followed by what a person does: the
 	// entry by hand with IN_CLUSTER_DNS=false, or the policy's manifest.
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, objects := range map[string][]runtime.Object{
 		"Corefile":       {cm(ConfigMap, map[string]string{CorefileKey: kindCorefile})},
 		"coredns-custom": {cm(CustomConfigMap, map[string]string{}), cm(ConfigMap, map[string]string{CorefileKey: aksCorefile})},
@@ -328,8 +326,7 @@ func TestCoreDNSPolicyRefusal(t *testing.T) {
 // 422 Invalid, the message in the status and its cause.
 func TestCoreDNSPolicyCostLimit(t *testing.T) {
 	// The message names the supported size and this Corefile's.
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, detail := range map[string]string{
 		"one expression's limit": "expression 'object.metadata.name != 'coredns' || …' resulted in error: composited variable \"kinds\" fails to evaluate: operation cancelled: actual cost limit exceeded",
 		"the policy's budget":    "validation failed due to running out of cost budget, no further validation rules will be run",
@@ -392,8 +389,7 @@ func TestCoreDNSCustomServerZones(t *testing.T) {
 	}
 	// Each refusal names the key, the zone that answers instead of the root
 	// block, and the two ways out.
-	var msgs testkit.Messages
-	t.Cleanup(func() { msgs.Golden(t) })
+	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			custom := map[string]string{"log.override": "log\n"}
