@@ -307,7 +307,8 @@ func TestCronJobShape(t *testing.T) {
 	assert.Equal(t, sa.Name, pod.ServiceAccountName)
 }
 
-// The Role covers exactly what job/kube and job/incluster/coredns write, by name, and nothing else.
+// The Role covers exactly what job/kube and job/incluster/coredns write, by
+// name, and nothing else.
 func TestRBACMatchesTheEngine(t *testing.T) {
 	_, objects := load(t)
 	_, _, c := cronJob(t, objects)

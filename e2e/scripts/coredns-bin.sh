@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds CoreDNS from the Go module proxy into a cache directory outside the
 # repository: the real DNS server the in-cluster DNS tests start with the
-# Corefile the engine wrote (job/incluster/coredns), and the one the kind node's
-# coredns image carries. Idempotent: when the stamp in the output directory
+# Corefile the engine wrote (job/incluster/coredns), and the one the kind
+# node's coredns image carries. Idempotent: when the stamp in the output directory
 # names the same versions, it exits at once and prints the binary's path.
 #
 #   e2e/scripts/coredns-bin.sh [OUTDIR]

@@ -1,11 +1,11 @@
 // Package incluster is the first half of phase 6: the update server's name
 // inside the cluster. Public DNS does not resolve the update servers'
 // names, yet rancher/scc-operator must connect to https://<name> for the
-// certificate to match; so the engine maps the name in CoreDNS
-// (job/incluster/coredns) and waits until the cluster's DNS serves it and the
-// server answers TLS there with the pinned certificate (job/incluster/handover). Only
-// then may the Secret be written: the operator registers once, and a
-// failed attempt stays failed.
+// certificate to match; so the engine maps the name in CoreDNS (its
+// subpackage coredns) and waits until the cluster's DNS serves it and the
+// server answers TLS there with the pinned certificate (its subpackage
+// handover). Only then may the Secret be written: the operator registers
+// once, and a failed attempt stays failed.
 //
 // Name.Publish is the one call phase 6 makes. It decides from its Config
 // what applies (IN_CLUSTER_DNS, whether the run is in a pod, the wait's
