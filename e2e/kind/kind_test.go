@@ -224,6 +224,10 @@ func TestKind(t *testing.T) {
 		})
 	})
 
+	// From here on the kubelet hands CoreDNS a changed ConfigMap at once
+	// (configSync); the run above waited out its real sync.
+	cfgSync := c.startConfigSync(t)
+
 	// The same cluster as the engine found it (no Secret, no Registration,
 	// a Corefile without the entry, loaded by CoreDNS), and the engine
 	// without its handover wait: the Secret then reaches the operator
@@ -231,8 +235,9 @@ func TestKind(t *testing.T) {
 	// good. The race is not close: the operator acts on the Secret within
 	// a second or two, CoreDNS loads the edited Corefile only after the
 	// kubelet refreshed its ConfigMap volume (its periodic sync, about a
-	// minute) and the reload plugin's next check (every 30 s ± 15 s), the
-	// 30–110 s measured before the wait existed; the test reports both.
+	// minute: the config sync is paused until the Registration failed) and
+	// the reload plugin's next check (every 30 s ± 15 s), the 30–110 s
+	// measured before the wait existed; the test reports both.
 	t.Run("without the handover wait the operator fails for good", func(t *testing.T) {
 		require.NotEmpty(t, registered, "needs the registration of the previous subtest")
 		ctx, cancel := context.WithTimeout(context.Background(), jobBound+4*time.Minute)
@@ -245,12 +250,14 @@ func TestKind(t *testing.T) {
 		reqsBefore := len(c.sccRequests(t, ctx))
 
 		start := time.Now()
+		cfgSync.pause()
 		job := c.runJob(t, ctx, "manual-no-wait", func(pod *corev1.PodSpec) {
 			controlplane.SetEnv(engineContainer(t, pod), map[string]string{handoverEnv: "0"})
 		})
 		jobCond := controlplane.FinishedCondition(job)
 		finished := time.Since(start)
 		name := c.waitRegistration(t, ctx, rec)
+		cfgSync.resume()
 		failed = name
 		states := rec.States(name)
 		final := states[len(states)-1]

@@ -6,6 +6,10 @@
 #                            images.sh, then
 #                            go test -tags e2e ./e2e/kind; stops the Docker
 #                            daemon it started on the way out
+#   e2e/kind/run.sh build    only what the tests need (the same steps up to
+#                            images.sh), leaving the Docker daemon running
+#                            for the run that follows (make e2e-kind-build,
+#                            which .ci/run starts beside the tiers before it)
 #   e2e/kind/run.sh clean    remove a cluster kept by E2E_KEEP_CLUSTER=1 and
 #                            stop that daemon
 #
@@ -41,8 +45,10 @@ t0=$(date +%s)
 lap() { local now; now=$(date +%s); log "$1 took $((now - t0))s"; t0=$now; }
 total=$t0
 
+build=
+[[ "${1:-}" == build ]] && build=1
 use_docker
-if [[ "${E2E_KEEP_CLUSTER:-}" != 1 && "${E2E_KEEP_DOCKER:-}" != 1 ]]; then
+if [[ -z $build && "${E2E_KEEP_CLUSTER:-}" != 1 && "${E2E_KEEP_DOCKER:-}" != 1 ]]; then
   trap '"$here/host.sh" stop' EXIT
 fi
 lap "Docker"
@@ -52,6 +58,10 @@ CACHE_DIR=$CACHE_DIR SCC_OPERATOR_DIR=$SCC_OPERATOR_DIR "$REPO/e2e/scripts/scc-o
 lap "rancher/scc-operator (scc-operator.sh)"
 "$here/images.sh"
 lap "images (images.sh)"
+if [[ -n $build ]]; then
+  log "make e2e-kind-build: done in $(( $(date +%s) - total ))s; the Docker daemon keeps running for make e2e-kind (e2e/kind/host.sh stop stops it)"
+  exit 0
+fi
 
 export K8S_TESTBIN KIND_NODE_IMAGE=$NODE_IMAGE E2E_IMAGE=$IMAGE E2E_FAKECLOUD_IMAGE=$FAKECLOUD_IMAGE E2E_OPERATOR_IMAGE=$OPERATOR_IMAGE E2E_CLUSTER_NAME=$cluster
 cd "$REPO"
