@@ -2,6 +2,7 @@ package proxycheck_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/proxycheck"
 )
@@ -102,13 +104,17 @@ func viaGoProxy(t *testing.T, vars []corev1.EnvVar, target string) bool {
 }
 
 func TestDecideRefusesWhatItCannotKnow(t *testing.T) {
+	// What each says, the variable and where its value comes from among
+	// it: the golden file.
+	msgs := testkit.NewMessages(t)
 	_, _, err := proxycheck.Decide([]corev1.EnvVar{{Name: "HTTPS_PROXY", ValueFrom: &corev1.EnvVarSource{
 		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "proxy"}, Key: "url"}}}}, regURL)
 	require.ErrorIs(t, err, proxycheck.ErrUnresolved)
-	assert.Contains(t, err.Error(), "HTTPS_PROXY comes from ConfigMap proxy key url")
+	msgs.Add("HTTPS_PROXY from a ConfigMap", err)
 
 	_, _, err = proxycheck.Decide(nil, "smt-azure.susecloud.net")
 	require.ErrorIs(t, err, proxycheck.ErrBadURL)
+	msgs.Add("a URL without a scheme", err)
 }
 
 func TestVerdictNamesVariableDeploymentAndName(t *testing.T) {
@@ -129,6 +135,9 @@ func deployment(c corev1.Container) *appsv1.Deployment {
 
 func TestReadOperatorEnv(t *testing.T) {
 	ctx := context.Background()
+	// What each refusal says, the Deployment and the rule a Role lacks
+	// among it: the golden file.
+	msgs := testkit.NewMessages(t)
 	t.Run("the operator's container", func(t *testing.T) {
 		c := fake.NewClientset(deployment(corev1.Container{Name: "rancher-scc-operator", Env: env("HTTPS_PROXY", "http://proxy.corp:3128")}))
 		got, err := proxycheck.ReadOperatorEnv(ctx, c.AppsV1().Deployments(proxycheck.DefaultNamespace), proxycheck.DefaultNamespace, proxycheck.DefaultDeployment, "")
@@ -142,21 +151,26 @@ func TestReadOperatorEnv(t *testing.T) {
 		c := fake.NewClientset()
 		_, err := proxycheck.ReadOperatorEnv(ctx, c.AppsV1().Deployments("cattle-scc-system"), "cattle-scc-system", proxycheck.DefaultDeployment, "")
 		require.ErrorIs(t, err, proxycheck.ErrNoDeployment)
+		msgs.Add("no Deployment", err)
 	})
 	t.Run("envFrom", func(t *testing.T) {
 		c := fake.NewClientset(deployment(corev1.Container{Name: "op", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}}}))
 		_, err := proxycheck.ReadOperatorEnv(ctx, c.AppsV1().Deployments(proxycheck.DefaultNamespace), proxycheck.DefaultNamespace, proxycheck.DefaultDeployment, "")
 		require.ErrorIs(t, err, proxycheck.ErrUnresolved)
+		msgs.Add("envFrom", err)
 	})
 	t.Run("forbidden names the rule", func(t *testing.T) {
 		_, err := proxycheck.ReadOperatorEnv(ctx, forbidden{}, "cattle-scc-system", proxycheck.DefaultDeployment, "")
 		require.ErrorIs(t, err, kube.ErrForbidden)
-		assert.Contains(t, err.Error(), "deployments.apps/rancher-scc-operator")
+		msgs.Add("forbidden names the rule", err)
 	})
 }
 
 type forbidden struct{}
 
 func (forbidden) Get(context.Context, string, metav1.GetOptions) (*appsv1.Deployment, error) {
-	return nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, proxycheck.DefaultDeployment, nil)
+	// The API server's reason, as it words it, so that the golden file
+	// shows the whole message a person reads.
+	return nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, proxycheck.DefaultDeployment,
+		errors.New(`User "system:serviceaccount:cattle-scc-system:registration-engine" cannot get resource "deployments" in API group "apps" in the namespace "cattle-scc-system"`))
 }

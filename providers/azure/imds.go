@@ -251,8 +251,11 @@ func (c *imdsClient) attested(ctx context.Context, nonce string) (*attestedRespo
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("attested document is not JSON: %w", err)
 	}
-	if r.Encoding != "pkcs7" || r.Signature == "" {
-		return nil, fmt.Errorf("attested document: encoding %q, want pkcs7 with a signature", r.Encoding)
+	switch {
+	case r.Encoding != "pkcs7":
+		return nil, fmt.Errorf("encoding %q, want pkcs7", r.Encoding)
+	case r.Signature == "":
+		return nil, fmt.Errorf("no signature (encoding %q)", r.Encoding)
 	}
 	return &r, nil
 }

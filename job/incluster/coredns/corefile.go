@@ -540,7 +540,10 @@ func validHostsEntry(fqdn string, ip netip.Addr) (string, netip.Addr, error) {
 		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: %w", ErrInvalidHostsEntry, err))
 	}
 	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsUnspecified() || ip.Zone() != "" {
+	if !ip.IsValid() {
+		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: no IP address for %s", ErrInvalidHostsEntry, name))
+	}
+	if ip.IsUnspecified() || ip.Zone() != "" {
 		return "", netip.Addr{}, failure.Permanent(fmt.Errorf("%w: %q is not a usable IP address", ErrInvalidHostsEntry, ip.String()))
 	}
 	return name, ip, nil

@@ -415,6 +415,9 @@ func TestRealCoreDNSEdges(t *testing.T) {
 	bin := corednsBin(t)
 	old := "smt-azure-old.susecloud.net"
 	oldIP := netip.MustParseAddr("20.38.0.1")
+	// What the refusal says, the coredns-custom key and its server block
+	// among it: the golden file.
+	msgs := testkit.NewMessages(t)
 
 	t.Run("AKS: a .server zone above the name answers instead of the engine's key", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -434,7 +437,7 @@ func TestRealCoreDNSEdges(t *testing.T) {
 
 		_, err := newCoreDNS(c).Ensure(ctx, smtName, smtIP)
 		require.ErrorIs(t, err, ErrCorefile, "refused at once")
-		assert.Contains(t, err.Error(), `key "corp.server" has the server block "susecloud.net:53"`)
+		msgs.Add("a .server zone above the name", err)
 		t.Logf("proved: a real CoreDNS answered %s with %s from coredns-custom key corp.server, not %s from %s; the engine refuses: %v", smtName, shadow, smtIP, DefaultHostsKey, err)
 	})
 
