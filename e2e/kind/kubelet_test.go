@@ -5,13 +5,14 @@ package kind
 import (
 	"context"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 )
@@ -37,23 +38,24 @@ const syncAnnotation = "e2e.registration-engine/configmaps"
 type configSync struct {
 	t      *testing.T
 	c      *kindCluster
-	stop   context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	paused bool
-	synced string // the resourceVersions last handed on
+	paused atomic.Bool // between pause and resume
+	synced string      // the resourceVersions last handed on
 	nudges int
 }
 
 // startConfigSync starts a configSync until the test ends.
 func (c *kindCluster) startConfigSync(t *testing.T) *configSync {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &configSync{t: t, c: c, stop: cancel, done: make(chan struct{})}
+	s := &configSync{t: t, c: c}
 	s.synced = s.versions(ctx)
-	go s.run(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait.UntilWithContext(ctx, s.sync, time.Second)
+	}()
 	t.Cleanup(func() {
-		s.stop()
-		<-s.done
+		cancel()
+		<-done
 		t.Logf("the config sync annotated the CoreDNS pods %d times (after each change of coredns or coredns-custom)", s.nudges)
 	})
 	return s
@@ -61,47 +63,27 @@ func (c *kindCluster) startConfigSync(t *testing.T) *configSync {
 
 // pause stops handing changes on until resume; a change made meanwhile is
 // handed on at resume.
-func (s *configSync) pause() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.paused = true
-}
+func (s *configSync) pause()  { s.paused.Store(true) }
+func (s *configSync) resume() { s.paused.Store(false) }
 
-func (s *configSync) resume() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.paused = false
-}
-
-func (s *configSync) run(ctx context.Context) {
-	defer close(s.done)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		s.mu.Lock()
-		paused := s.paused
-		s.mu.Unlock()
-		if paused {
-			continue
-		}
-		v := s.versions(ctx)
-		if v == "" || v == s.synced {
-			continue
-		}
-		if err := s.annotate(ctx, v); err != nil {
-			if ctx.Err() == nil {
-				s.t.Logf("config sync: %v (tries again)", err)
-			}
-			continue
-		}
-		s.synced = v
-		s.nudges++
+// sync hands a change of the ConfigMaps since the last one on to the
+// CoreDNS pods' kubelet.
+func (s *configSync) sync(ctx context.Context) {
+	if s.paused.Load() {
+		return
 	}
+	v := s.versions(ctx)
+	if v == "" || v == s.synced {
+		return
+	}
+	if err := s.annotate(ctx, v); err != nil {
+		if ctx.Err() == nil {
+			s.t.Logf("config sync: %v (tries again)", err)
+		}
+		return
+	}
+	s.synced = v
+	s.nudges++
 }
 
 // versions is "<coredns>/<coredns-custom>" by resourceVersion, "-" for a

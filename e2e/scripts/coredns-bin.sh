@@ -55,7 +55,7 @@ rm -f "$OUT/.stamp"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
-echo "coredns-bin: building coredns $COREDNS_VERSION (cold: a few minutes on two cores)" >&2
+echo "coredns-bin: building coredns $COREDNS_VERSION (cold: about 1.5–2 min on two cores)" >&2
 # A plain module dependency: coredns's own go.mod is not built, only a main
 # package like its own, importing the plugins of its plugin.cfg (name:path,
 # a bare path is under plugin/) less NO_PLUGINS. The order plugins run in is
