@@ -32,6 +32,13 @@ LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|Test
 # on a warm two-core machine (`make test`'s budget is 6 minutes warm).
 # docs/development.md, "Tests", says which command proves what.
 LONG_TESTS    ?= ^(TestOperatorRecovery)$$
+# make test runs E2E_MAIN_PKGS in two go test processes side by side, each
+# with its own control plane: E2E_SPLIT_TESTS in one, the rest in the
+# other. Most of an end-to-end test's time is spent waiting on timers (the
+# operator's, the Job controller's back-off, CoreDNS's reload), so two
+# cores carry both; the split halves the package's time (measured in
+# docs/development.md, "Tests"). A new test lands in the second process.
+E2E_SPLIT_TESTS ?= ^(TestOperator|TestOperatorBehindAProxy|TestChartInstall|TestStatus)$$
 # The test tiers, by package path. UNIT_PKGS: the product's packages (no
 # built binary, no control plane). HARNESS_PKGS: the end-to-end helpers whose
 # own tests need neither (e2e/kind's suite is behind the build tag e2e, so
@@ -88,22 +95,27 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 
 .PHONY: test
 test: tiers testbin scc-operator helm coredns sbom-tool promtool ## the contributor's loop: unit tests, the e2e helpers' own tests, the built binaries against the fake cloud, a real control plane (K8S_VERSION) and rancher/scc-operator; all but LONG_TESTS (go test -race)
-	@mkdir -p _out; rm -f _out/unit-test.rc
-	@# What both go test runs below compile, compiled once: from a cold
-	@# GOCACHE they would each compile it, side by side.
+	@mkdir -p _out; rm -f _out/unit-test.rc _out/e2e-test-split.rc
+	@# What the go test runs below compile, compiled once: from a cold
+	@# GOCACHE they would each compile it, side by side. The same for the
+	@# engine and the fake cloud, which each end-to-end process builds.
 	@CGO_ENABLED=1 $(GO) build -race $$($(GO) list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./...)
-	@echo "--- end-to-end on Kubernetes $(K8S_VERSION): the built binaries, a real kube-apiserver and rancher/scc-operator, all but $(LONG_TESTS) (full log: _out/e2e-test.log)"
-	@echo "--- beside it, marked unit|: the unit tests and the e2e helpers' own tests (full log: _out/unit-test.log), then the end-to-end harness's own tests, $(E2E_HARNESS_PKGS) (full log: _out/e2e-harness-test.log)"
+	@$(GO) build . ./e2e/cmd/fakecloud
+	@echo "--- end-to-end on Kubernetes $(K8S_VERSION): the built binaries, a real kube-apiserver and rancher/scc-operator, all but $(LONG_TESTS), in two processes: $(E2E_SPLIT_TESTS) (marked e2e|, full log: _out/e2e-test-split.log) beside the others (full log: _out/e2e-test.log)"
+	@echo "--- beside them, marked unit|: the unit tests and the e2e helpers' own tests (full log: _out/unit-test.log), then the end-to-end harness's own tests, $(E2E_HARNESS_PKGS) (full log: _out/e2e-harness-test.log)"
 	@{ set -o pipefail; \
 	  CGO_ENABLED=1 K8S_TESTBIN=$(K8S_TESTBIN) HELM_BIN=$(HELM_DIR)/helm COREDNS_BIN=$(COREDNS_BIN) CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD_BIN) PROMTOOL_BIN=$(PROMTOOL_BIN) \
 	    $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS) $(HARNESS_PKGS) 2>&1 | tee _out/unit-test.log | sed -u 's/^/unit| /'; unit_rc=$$?; \
 	  ( $(call e2e,$(K8S_TESTBIN),10m,e2e-harness-test,-skip '$(LONG_TESTS)' $(E2E_HARNESS_PKGS)) ) 2>&1 | sed -u 's/^/unit| /'; \
 	  echo "$$unit_rc $$?" >_out/unit-test.rc; } & \
-	e2e_rc=0; ( $(call e2e,$(K8S_TESTBIN),20m,e2e-test,-skip '$(LONG_TESTS)' $(E2E_MAIN_PKGS)) ) || e2e_rc=$$?; \
-	wait; read -r unit_rc harness_rc <_out/unit-test.rc; \
+	{ set -o pipefail; ( $(call e2e,$(K8S_TESTBIN),20m,e2e-test-split,-run '$(E2E_SPLIT_TESTS)' $(E2E_MAIN_PKGS)) ) 2>&1 | sed -u 's/^/e2e| /'; \
+	  echo "$$?" >_out/e2e-test-split.rc; } & \
+	e2e_rc=0; ( $(call e2e,$(K8S_TESTBIN),20m,e2e-test,-skip '$(LONG_TESTS)|$(E2E_SPLIT_TESTS)' $(E2E_MAIN_PKGS)) ) || e2e_rc=$$?; \
+	wait; read -r unit_rc harness_rc <_out/unit-test.rc; read -r split_rc <_out/e2e-test-split.rc; \
 	if [ "$$unit_rc" != 0 ]; then echo "the unit tests failed (rc $$unit_rc): their output is above, marked unit|, and in _out/unit-test.log"; fi; \
 	if [ "$$harness_rc" != 0 ]; then echo "the end-to-end harness's own tests failed (rc $$harness_rc): see above, marked unit|, and _out/e2e-harness-test.log"; fi; \
-	[ "$$unit_rc" = 0 ] && [ "$$harness_rc" = 0 ] && [ "$$e2e_rc" = 0 ]
+	if [ "$$split_rc" != 0 ]; then echo "the end-to-end tests $(E2E_SPLIT_TESTS) failed (rc $$split_rc): see above, marked e2e|, and _out/e2e-test-split.log"; fi; \
+	[ "$$unit_rc" = 0 ] && [ "$$harness_rc" = 0 ] && [ "$$split_rc" = 0 ] && [ "$$e2e_rc" = 0 ]
 
 .PHONY: e2e-long
 e2e-long: testbin scc-operator helm coredns ## the long end-to-end cases make test leaves out, LONG_TESTS, on K8S_VERSION (in .ci/run)

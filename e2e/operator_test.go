@@ -116,8 +116,13 @@ func (o *operatorEnv) testRegisters(t *testing.T) {
 	t.Cleanup(func() { o.Settle = harness.ProcessSettle })
 	o.ResetCoreDNS(ctx, t)
 	o.DNS.Forget()
-	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
+	// The Secret testAbsent's run wrote goes before the operator starts:
+	// an operator that found it would register from it while the reset
+	// CoreDNS has no entry, fail, and leave a failed Registration whose
+	// later cleanup removes the credentials of the next one with the same
+	// content (seen when the machine was busy enough to delay the delete).
 	o.forceDeleteSecret(ctx, t)
+	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
 	o.resetUpdateServers()
 	rec, err := sccoperator.Record(ctx, o.Plane.Admin)
 	require.NoError(t, err)
