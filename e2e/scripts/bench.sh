@@ -4,8 +4,7 @@
 # comparable when nothing of ours competes for the CPU):
 #   1. the Go benchmarks with -benchmem (detection at -benchtime=1x: one
 #      operation takes seconds), one package at a time;
-#   2. the stripped static binary, for its size (and the same unstripped,
-#      for the symbols that say what it is made of);
+#   2. the stripped static binary, for its size;
 #   3. the image, when a Docker daemon answers;
 #   4. e2e/cmd/benchrun: whole-process runs of bin/registration-engine
 #      against the fake cloud, the Kubernetes request count against the
@@ -29,9 +28,8 @@ go test -p 1 -run '^$' -bench 'BenchmarkDetect' -benchtime=1x -count=3 -benchmem
 go test -p 1 -run '^$' -bench . -benchtime=1s -count=5 -benchmem \
   ./providers/azure/ ./job/smt/ ./job/happyeyeballs/ | tee -a "$out/gobench.txt"
 
-echo "== bench: stripped static binary (and an unstripped one for what it is made of)"
+echo "== bench: stripped static binary"
 go build -trimpath -ldflags '-s -w' -o "$out/registration-engine" .
-go build -trimpath -o "$out/registration-engine.symbols" .
 
 echo "== bench: image"
 # No registry is needed when the kind tier has run here: its Docker daemon and
@@ -78,7 +76,6 @@ go build -o "$out/spawn" ./e2e/cmd/benchrun/spawn
   --engine "$bin/registration-engine" \
   --spawn "$out/spawn" \
   --stripped "$out/registration-engine" \
-  --unstripped "$out/registration-engine.symbols" \
   --gobench "$out/gobench.txt" \
   --testbin "${K8S_TESTBIN:-}" \
   --runs "$runs" \

@@ -73,49 +73,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestParseRequestTotals(t *testing.T) {
-	metrics := `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
-# TYPE apiserver_request_total counter
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="GET",version="v1"} 3
-apiserver_request_total{code="404",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="GET",version="v1"} 1
-apiserver_request_total{code="201",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="APPLY",version="v1"} 2
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="scale",verb="PATCH",version="v1"} 1
-apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",subresource="/metrics",verb="GET",version=""} 9
-apiserver_request_duration_seconds_count{resource="secrets",verb="GET"} 40
-`
-	assert.Equal(t, map[string]float64{
-		"GET secrets":             4,
-		"APPLY leases":            2,
-		"PATCH deployments/scale": 1,
-	}, parseRequestTotals(metrics))
-}
-
-func TestSymbolPackage(t *testing.T) {
-	tests := map[string]struct{ symbol, want string }{
-		"method":              {"k8s.io/api/core/v1.(*PodSpec).Unmarshal", "k8s.io/api/core/v1"},
-		"type descriptor":     {"type:*k8s.io/api/core/v1.Pod", "k8s.io/api/core/v1"},
-		"interface table":     {"go:itab.*k8s.io/api/apps/v1.ReplicaSet,k8s.io/apimachinery/pkg/runtime.Object", "k8s.io/api/apps/v1"},
-		"equality function":   {"type:.eq.k8s.io/api/core/v1.Toleration", "k8s.io/api/core/v1"},
-		"generic method":      {"k8s.io/client-go/gentype.(*Client[go.shape.*uint8]).Get", "k8s.io/client-go/gentype"},
-		"standard library":    {"crypto/tls.(*Conn).Read", "crypto/tls"},
-		"runtime":             {"runtime.mallocgc", "runtime"},
-		"escaped dot":         {"gopkg.in/yaml%2ev3.(*parser).parse", "gopkg.in/yaml.v3"},
-		"the engine's own":    {"github.com/rancher/registration-engine/job/smt.ParseRegionData", "github.com/rancher/registration-engine/job/smt"},
-		"closure in init":     {"k8s.io/api/core/v1.init.func1", "k8s.io/api/core/v1"},
-		"module with a dot":   {"go.yaml.in/yaml/v3.(*decoder).unmarshal", "go.yaml.in/yaml/v3"},
-		"package-level value": {"main.main", "main"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, symbolPackage(tc.symbol))
-		})
-	}
-	assert.Equal(t, "Kubernetes API types (k8s.io/api)", origin("k8s.io/api/core/v1"))
-	assert.Equal(t, "Go standard library and runtime", origin("crypto/tls"))
-	assert.Equal(t, "registration-engine itself", origin("main"))
-	assert.Equal(t, otherModules, origin("github.com/json-iterator/go"))
-}
-
 func TestSummarize(t *testing.T) {
 	tests := map[string]struct {
 		in   []time.Duration

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,17 +31,12 @@ import (
 const (
 	planeStartBudget = 3 * time.Minute
 	settleBudget     = 30 * time.Second
-	maxMetricsBody   = 64 << 20
 	engineNamespace  = "cattle-scc-system"
 	secretName       = "scc-registration"
 	// directRuns are the unchanged runs straight to the API server over
 	// TLS and HTTP/2, as in a cluster, for wall time and peak RSS.
 	directRuns = 5
 )
-
-// engineResources are the resources the engine reads and writes; the API
-// server's counters for every other resource belong to its own components.
-var engineResources = map[string]bool{"secrets": true, "leases": true, "configmaps": true, "deployments": true}
 
 // kubeRun is one engine run against the control plane.
 type kubeRun struct {
@@ -55,9 +47,6 @@ type kubeRun struct {
 	requests []string
 	// proxy counts the engine's requests by "VERB resource".
 	proxy map[string]int
-	// metrics is the change of apiserver_request_total over the run for the
-	// engine's resources, by "VERB resource"; background for the others.
-	metrics, background map[string]float64
 }
 
 func (r kubeRun) writes() int {
@@ -76,10 +65,8 @@ type kubeResult struct {
 	// runs went through the counting proxy.
 	runs []kubeRun
 	// direct are unchanged runs straight to the API server (TLS, HTTP/2,
-	// client certificate); directMetrics and directBackground are their
-	// apiserver_request_total changes per run (mean over the runs).
-	direct                          []sample
-	directMetrics, directBackground map[string]float64
+	// client certificate).
+	direct []sample
 	// directHeap is the Go heap of one more such run.
 	directHeap        heapPeak
 	secretUnchanged   bool
@@ -134,11 +121,6 @@ func measureKube(ctx context.Context, testbin, engine string, log io.Writer) *ku
 	if res.err = writeProxyKubeconfig(kubeconfig, px.url); res.err != nil {
 		return res
 	}
-	scrape, err := metricsScraper(p.Admin)
-	if err != nil {
-		res.err = err
-		return res
-	}
 	cs, err := kubernetes.NewForConfig(p.Admin)
 	if err != nil {
 		res.err = err
@@ -148,11 +130,6 @@ func measureKube(ctx context.Context, testbin, engine string, log io.Writer) *ku
 	env := append(cloud.Environ(), "REGISTRATION_CODE=BENCH-CODE", "POD_NAME=benchrun")
 	var secretRV, corefileRV string
 	for _, name := range []string{"first run (creates)", "second run (unchanged)"} {
-		before, err := scrape(ctx)
-		if err != nil {
-			res.err = err
-			return res
-		}
 		px.reset()
 		s, stderr, err := runEngine(ctx, engine, env, "--kubeconfig", kubeconfig)
 		if err != nil {
@@ -163,14 +140,8 @@ func measureKube(ctx context.Context, testbin, engine string, log io.Writer) *ku
 			res.err = fmt.Errorf("%s: exit %d; last log lines:\n%s", name, s.code, lastLines(stderr, 3))
 			return res
 		}
-		after, err := scrape(ctx)
-		if err != nil {
-			res.err = err
-			return res
-		}
 		run := kubeRun{name: name, sample: s}
 		run.requests, run.proxy = px.snapshot()
-		run.metrics, run.background = metricsDelta(before, after, 1)
 		res.runs = append(res.runs, run)
 
 		sec, err := cs.CoreV1().Secrets(engineNamespace).Get(ctx, secretName, metav1.GetOptions{})
@@ -190,11 +161,6 @@ func measureKube(ctx context.Context, testbin, engine string, log io.Writer) *ku
 		secretRV, corefileRV = sec.ResourceVersion, cm.ResourceVersion
 	}
 
-	before, err := scrape(ctx)
-	if err != nil {
-		res.err = err
-		return res
-	}
 	for i := range directRuns {
 		s, stderr, err := runEngine(ctx, engine, env, "--kubeconfig", p.AdminKubeconfig)
 		if err != nil {
@@ -207,34 +173,10 @@ func measureKube(ctx context.Context, testbin, engine string, log io.Writer) *ku
 		}
 		res.direct = append(res.direct, s)
 	}
-	after, err := scrape(ctx)
-	if err != nil {
-		res.err = err
-		return res
-	}
-	res.directMetrics, res.directBackground = metricsDelta(before, after, directRuns)
 	if res.directHeap, err = measureHeap(ctx, engine, env, "--kubeconfig", p.AdminKubeconfig); err != nil {
 		res.err = err
 	}
 	return res
-}
-
-// metricsDelta splits the growth of apiserver_request_total between two
-// scrapes, divided by runs, into the engine's resources and the others.
-func metricsDelta(before, after map[string]float64, runs int) (engine, other map[string]float64) {
-	engine, other = map[string]float64{}, map[string]float64{}
-	for k, v := range after {
-		d := (v - before[k]) / float64(runs)
-		if d <= 0 {
-			continue
-		}
-		if engineResources[strings.SplitN(strings.Fields(k)[1], "/", 2)[0]] {
-			engine[k] = d
-		} else {
-			other[k] = d
-		}
-	}
-	return engine, other
 }
 
 // prepareCluster creates what the engine expects of a cluster and waits
@@ -405,73 +347,4 @@ func writeProxyKubeconfig(path, server string) error {
 	cfg.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
 	cfg.CurrentContext = "bench"
 	return clientcmd.WriteToFile(*cfg, path)
-}
-
-var labelRE = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
-
-// metricsScraper returns a function that reads apiserver_request_total, as
-// the admin, summed by "VERB resource[/subresource]" (requests without a
-// resource, such as /metrics itself, are left out).
-func metricsScraper(admin *rest.Config) (func(context.Context) (map[string]float64, error), error) {
-	client, err := rest.HTTPClientFor(admin)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) (map[string]float64, error) {
-		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(admin.Host, "/")+"/metrics", nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("metrics: %w", err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("metrics: %s", resp.Status)
-		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetricsBody+1))
-		if err != nil {
-			return nil, fmt.Errorf("metrics: %w", err)
-		}
-		if len(body) > maxMetricsBody {
-			return nil, fmt.Errorf("metrics: body larger than %d bytes", maxMetricsBody)
-		}
-		return parseRequestTotals(string(body)), nil
-	}, nil
-}
-
-func parseRequestTotals(text string) map[string]float64 {
-	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		labelText, valueText, ok := strings.Cut(line, "} ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.Fields(valueText)[0], 64)
-		if err != nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, m := range labelRE.FindAllStringSubmatch(labelText, -1) {
-			labels[m[1]] = m[2]
-		}
-		if labels["resource"] == "" {
-			continue
-		}
-		key := labels["verb"] + " " + labels["resource"]
-		if labels["subresource"] != "" {
-			key += "/" + labels["subresource"]
-		}
-		out[key] += v
-	}
-	return out
 }

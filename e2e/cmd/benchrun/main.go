@@ -13,7 +13,7 @@
 //     script could build one);
 //   - the Kubernetes requests of a first and a second run against a real
 //     control plane (--testbin), counted by a proxy in front of the API
-//     server and cross-checked with the API server's apiserver_request_total.
+//     server, and the wall time and peak RSS of unchanged runs straight to it.
 //
 // Every figure comes from this one run on this one machine, so the ratios
 // between them hold even when the machine is busy; absolute times drift.
@@ -51,13 +51,13 @@ func main() {
 
 // options are benchrun's flags.
 type options struct {
-	engine, stripped, unstripped, gobench string
-	testbin, out                          string
-	command, revision                     string
-	runs                                  int
-	started                               time.Time
-	imageBytes                            int64
-	imageNote                             string
+	engine, stripped, gobench string
+	testbin, out              string
+	command, revision         string
+	runs                      int
+	started                   time.Time
+	imageBytes                int64
+	imageNote                 string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -66,7 +66,6 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.engine, "engine", "bin/registration-engine", "engine binary to run")
 	fs.StringVar(&spawner, "spawn", "", "the spawn helper (go build ./e2e/cmd/benchrun/spawn) that runs each engine process")
 	fs.StringVar(&o.stripped, "stripped", "", "stripped static engine binary whose size is reported")
-	fs.StringVar(&o.unstripped, "unstripped", "", "the same build without -s -w, whose symbols say what the binary is made of")
 	fs.StringVar(&o.gobench, "gobench", "", "output of go test -bench -benchmem to include")
 	fs.StringVar(&o.testbin, "testbin", "", "directory of etcd, kube-apiserver, kube-controller-manager, kubectl (empty: Kubernetes requests not measured)")
 	fs.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "report to write")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -60,7 +61,7 @@ func (r *report) scenario(name string) *scenarioResult {
 
 // target is one line of the targets table.
 type target struct {
-	what, measured, result, why string
+	what, measured, result string
 }
 
 func (r *report) targets() []target {
@@ -71,9 +72,6 @@ func (r *report) targets() []target {
 		w := sc.wall()
 		t.measured = fmt.Sprintf("%s (median of %d whole-process runs, max %s)", fmtDur(w.median), len(sc.samples), fmtDur(w.max))
 		t.result = judge(float64(w.median), float64(targetOffCloud), func(f float64) string { return fmtDur(time.Duration(f)) })
-		if w.median > targetOffCloud {
-			t.why = fmt.Sprintf("the detection budget is 2 s (DETECT_BUDGET); the rest is process start-up, config and DMI (wall median − 2 s = %s)", fmtDur(w.median-2*time.Second))
-		}
 	} else {
 		t.measured, t.result = "not measured: the off-cloud scenario failed", "—"
 	}
@@ -84,9 +82,6 @@ func (r *report) targets() []target {
 		w, in := sc.wall(), sc.inProcess()
 		t.measured = fmt.Sprintf("%s (median of %d, max %s; %s of it inside the run)", fmtDur(w.median), len(sc.samples), fmtDur(w.max), fmtDur(in.median))
 		t.result = judge(float64(w.median), float64(targetHealthy), func(f float64) string { return fmtDur(time.Duration(f)) })
-		if w.median > targetHealthy {
-			t.why = fmt.Sprintf("process start-up and exit cost %s of it (wall − in-run median): loading and initialising a %s binary", fmtDur(w.median-in.median), fmtBytes(r.sizes.binary))
-		}
 	} else {
 		t.measured, t.result = "not measured: the healthy scenario failed", "—"
 	}
@@ -98,9 +93,6 @@ func (r *report) targets() []target {
 		t.measured = fmt.Sprintf("%s vs %s healthy (medians of %d each, side by side): +%s, %.2f× the healthy run",
 			fmtDur(b.median), fmtDur(w.median), len(bh.samples), fmtDur(b.median-w.median), float64(b.median)/float64(w.median))
 		t.result = judge(float64(b.median-w.median), float64(targetBlackHole), func(f float64) string { return fmtDur(time.Duration(f)) })
-		if b.median-w.median > targetBlackHole {
-			t.why = "the one race, phase 4's health check, costs the 250 ms head start IPv6 gets; anything beyond it is a request that waited for a timeout on the black-holed address"
-		}
 	} else {
 		t.measured, t.result = "not measured: the healthy or the IPv6 black hole scenario failed", "—"
 	}
@@ -131,9 +123,6 @@ func (r *report) targets() []target {
 	if peak > 0 {
 		t.measured = fmt.Sprintf("%s (highest of every run; in: %s)", fmtBytes(peak*1024), peakOf)
 		t.result = judge(float64(peak*1024), targetRSS, func(f float64) string { return fmtBytes(int64(f)) })
-		if float64(peak*1024) > targetRSS {
-			t.why = r.rssWhy()
-		}
 	} else {
 		t.measured, t.result = "not measured", "—"
 	}
@@ -143,12 +132,6 @@ func (r *report) targets() []target {
 	if r.sizes.binary > 0 {
 		t.measured = fmtBytes(r.sizes.binary)
 		t.result = judge(float64(r.sizes.binary), targetBinary, func(f float64) string { return fmtBytes(int64(f)) })
-		if float64(r.sizes.binary) > targetBinary {
-			t.why = r.binaryWhy()
-			if float64(r.sizes.binary) <= targetBinary*(1<<20)/1e6 {
-				t.why += " If MB means MiB (40 MiB = 41,943,040 bytes), it passes."
-			}
-		}
 	} else {
 		t.measured, t.result = fmt.Sprintf("not measured: %v", r.sizes.binaryErr), "—"
 	}
@@ -159,35 +142,12 @@ func (r *report) targets() []target {
 	case r.sizes.image > 0:
 		t.measured = fmt.Sprintf("%s (%s)", fmtBytes(r.sizes.image), r.sizes.imageNote)
 		t.result = judge(float64(r.sizes.image), targetImage, func(f float64) string { return fmtBytes(int64(f)) })
-		if float64(r.sizes.image) > targetImage {
-			t.why = "the image is the binary plus the distroless/static base. " + r.binaryWhy()
-		}
 	default:
 		t.measured = r.sizes.imageNote
 		t.result = fmt.Sprintf("not measured; the binary, the image's one large file, is %s, which leaves %s for the base image's CA bundle and passwd", fmtBytes(r.sizes.binary), fmtBytes(int64(targetImage)-r.sizes.binary))
-		if float64(r.sizes.binary) > targetImage {
-			t.result = fmt.Sprintf("not measured, but **cannot pass**: the image contains the binary, which alone is %s over", fmtBytes(r.sizes.binary-int64(targetImage)))
-			t.why = fmt.Sprintf("the binary is %s uncompressed (%s gzip-compressed, about what a node pulls for its layer); what makes it that large is under the binary's target.", fmtBytes(r.sizes.binary), fmtBytes(r.sizes.binaryGzip))
-		}
 	}
 	out = append(out, t)
 	return out
-}
-
-// rssWhy explains the peak RSS from the scenarios measured side by side.
-func (r *report) rssWhy() string {
-	var parts []string
-	if sc := r.scenario("start-up only"); sc != nil {
-		parts = append(parts, fmt.Sprintf("`--version` alone, which loads and initialises the binary and runs nothing, peaks at %s (median)", fmtMiB(sc.rss().median)))
-	}
-	if sc := r.scenario("healthy"); sc != nil {
-		parts = append(parts, fmt.Sprintf("a whole dry run at %s with a Go heap of %s", fmtMiB(sc.rss().median), sc.heap))
-	}
-	if r.kube != nil && len(r.kube.direct) > 0 {
-		parts = append(parts, fmt.Sprintf("a run that also talks to the API server over TLS through client-go at %s with a Go heap of %s", fmtMiB(kubeDirectRSS(r.kube).median), r.kube.directHeap))
-	}
-	return strings.Join(parts, "; ") + ". The heap is a small part: ru_maxrss also counts every page of the " + fmtBytes(r.sizes.binary) +
-		" binary that the run touched, and a cluster run touches more code (client-go, TLS, HTTP/2). The size of the binary is the lever (see the binary's row)."
 }
 
 func kubeDirectRSS(k *kubeResult) stats[int64] {
@@ -204,27 +164,6 @@ func kubeDirectWall(k *kubeResult) stats[time.Duration] {
 		xs = append(xs, s.wall)
 	}
 	return summarize(xs)
-}
-
-// binaryWhy says what makes the binary large, from the symbol breakdown.
-func (r *report) binaryWhy() string {
-	var total, kube int64
-	for _, p := range r.sizes.parts {
-		total += p.bytes
-		if strings.HasPrefix(p.origin, "Kubernetes") || strings.HasPrefix(p.origin, "OpenAPI") || strings.HasPrefix(p.origin, "protobuf") {
-			kube += p.bytes
-		}
-	}
-	why := "The Kubernetes client is most of it: the typed clients for core/v1, apps/v1 and coordination/v1 import " +
-		"k8s.io/client-go/kubernetes/scheme, which registers every built-in API group"
-	if r.sizes.apiPackages > 0 {
-		why += fmt.Sprintf(" (%d k8s.io/api packages linked in, each with generated protobuf, deep-copy and conversion code)", r.sizes.apiPackages)
-	}
-	if total > 0 {
-		why += fmt.Sprintf("; with the OpenAPI models and protobuf it brings, that is %.0f%% of the code and data the linker attributes (table under Sizes)", float64(kube)/float64(total)*100)
-	}
-	return why + ". Shrinking it means reaching the four resources the engine uses (Secret, Lease, ConfigMap, Deployment) through a " +
-		"REST client with a minimal scheme of its own instead of the typed clientset."
 }
 
 // judge says pass/miss and by how much.
@@ -246,17 +185,10 @@ func (r *report) markdown() string {
 	p("drift from run to run; the ratios between figures measured side by side in this run are the meaningful ones.\n\n")
 
 	p("## Targets\n\n| target | measured | result |\n|---|---|---|\n")
-	var whys []string
 	for _, t := range r.targets() {
 		p("| %s | %s | %s |\n", t.what, t.measured, t.result)
-		if t.why != "" {
-			whys = append(whys, fmt.Sprintf("- **%s**: %s", t.what, t.why))
-		}
 	}
 	p("\nSizes and memory are judged in decimal megabytes (1 MB = 10^6 bytes), the stricter reading; MiB are shown beside.\n")
-	if len(whys) > 0 {
-		p("\nWhy the misses:\n\n%s\n", strings.Join(whys, "\n"))
-	}
 
 	p("\n## Whole-process runs against the fake cloud\n\n")
 	p("`registration-engine --dry-run`, started %d times per scenario after one warm-up run, one run at a time. Wall time is from\n", o.runs)
@@ -391,21 +323,6 @@ func (r *report) sizesSection(p func(string, ...any)) {
 	} else {
 		p("| image | %s |\n", r.sizes.imageNote)
 	}
-	if len(r.sizes.parts) == 0 {
-		p("\nWhat the binary is made of: not measured: %v.\n", r.sizes.partsErr)
-		return
-	}
-	var total int64
-	for _, part := range r.sizes.parts {
-		total += part.bytes
-	}
-	p("\nWhat the binary is made of: sizes of the symbols of the same build without `-s -w`, by origin (code, read-only data and\n")
-	p("data stored in the file; the linker's own tables such as .gopclntab have no symbols and grow with the code they describe).\n\n")
-	p("| origin | bytes | share |\n|---|---|---|\n")
-	for _, part := range r.sizes.parts {
-		p("| %s | %s | %.0f%% |\n", part.origin, fmtBytes(part.bytes), float64(part.bytes)/float64(total)*100)
-	}
-	p("| **attributed in all** | %s | |\n", fmtBytes(total))
 }
 
 func (r *report) kubeSection(p func(string, ...any)) {
@@ -423,27 +340,16 @@ func (r *report) kubeSection(p func(string, ...any)) {
 	p("It holds the namespace cattle-scc-system and a kubeadm/kind CoreDNS ConfigMap in kube-system (Corefile with `reload`).\n")
 	p("The engine runs twice, not as a dry run, with `--kubeconfig` against a healthy fake cloud. The kubeconfig points at a\n")
 	p("plain-HTTP proxy on loopback that forwards to the API server with the admin's certificate and records each request, so the\n")
-	p("engine's requests are counted exactly; `apiserver_request_total` from the API server's /metrics, read as the admin before and\n")
-	p("after each run, is the cross-check (it also counts the API server's own requests, such as its identity Lease renewal every\n")
-	p("10 s, which the proxy never sees). The runs use the admin's rights, not the engine's RBAC Role: authorization changes no count.\n\n")
+	p("engine's requests are counted exactly, whatever else talks to the API server. The runs use the admin's rights, not the\n")
+	p("engine's RBAC Role: authorization changes no count.\n\n")
 
 	keys := map[string]bool{}
 	for _, run := range k.runs {
 		for key := range run.proxy {
 			keys[key] = true
 		}
-		for key := range run.metrics {
-			keys[key] = true
-		}
 	}
-	for key := range k.directMetrics {
-		keys[key] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for key := range keys {
-		sorted = append(sorted, key)
-	}
-	slices.SortFunc(sorted, func(a, b string) int {
+	sorted := slices.SortedFunc(maps.Keys(keys), func(a, b string) int {
 		fa, fb := strings.Fields(a), strings.Fields(b)
 		if c := strings.Compare(fa[1], fb[1]); c != 0 {
 			return c
@@ -452,20 +358,20 @@ func (r *report) kubeSection(p func(string, ...any)) {
 	})
 	p("| verb | resource |")
 	for _, run := range k.runs {
-		p(" %s: proxy | %s: apiserver metrics |", run.name, run.name)
+		p(" %s |", run.name)
 	}
-	p(" unchanged, straight over TLS: apiserver metrics per run (mean of %d) |\n|---|---|", len(k.direct))
+	p("\n|---|---|")
 	for range k.runs {
-		p("---|---|")
+		p("---|")
 	}
-	p("---|\n")
+	p("\n")
 	for _, key := range sorted {
 		f := strings.Fields(key)
 		p("| %s | %s |", f[0], f[1])
 		for _, run := range k.runs {
-			p(" %d | %s |", run.proxy[key], fmtCount(run.metrics[key]))
+			p(" %d |", run.proxy[key])
 		}
-		p(" %s |\n", fmtCount(k.directMetrics[key]))
+		p("\n")
 	}
 	p("| **all** | |")
 	for _, run := range k.runs {
@@ -473,17 +379,13 @@ func (r *report) kubeSection(p func(string, ...any)) {
 		for _, v := range run.proxy {
 			total += v
 		}
-		p(" **%d** (%d writes) | %s |", total, run.writes(), fmtCount(sum(run.metrics)))
+		p(" **%d** (%d writes) |", total, run.writes())
 	}
-	p(" %s |", fmtCount(sum(k.directMetrics)))
 	p("\n\n")
 	for _, run := range k.runs {
 		p("**%s** (exit %d, %s wall, peak RSS %s), in order:\n\n", run.name, run.sample.code, fmtDur(run.sample.wall), fmtMiB(run.sample.rssKiB))
 		for i, req := range run.requests {
 			p("%d. `%s`\n", i+1, req)
-		}
-		if len(run.background) > 0 {
-			p("\nThe API server also served, during this run, requests of its own components (not the engine's): %s.\n", background(run.background))
 		}
 		p("\n")
 	}
@@ -491,9 +393,6 @@ func (r *report) kubeSection(p func(string, ...any)) {
 		w, m := kubeDirectWall(k), kubeDirectRSS(k)
 		p("**%d unchanged runs straight to the API server** (kubeconfig with the admin's client certificate, TLS and HTTP/2 as in a\n", len(k.direct))
 		p("cluster): wall %s median (%s – %s), peak RSS %s median (%s – %s), Go heap peak %s.", fmtDur(w.median), fmtDur(w.min), fmtDur(w.max), fmtMiB(m.median), fmtMiB(m.min), fmtMiB(m.max), k.directHeap)
-		if len(k.directBackground) > 0 {
-			p(" Other requests the API server served meanwhile, per run: %s.", background(k.directBackground))
-		}
 		p("\n\n")
 	}
 	p("After the second run the Secret's resourceVersion is %s and the CoreDNS ConfigMap's is %s: ",
@@ -503,23 +402,6 @@ func (r *report) kubeSection(p func(string, ...any)) {
 	} else {
 		p("the second run wrote although nothing changed.\n")
 	}
-}
-
-func background(m map[string]float64) string {
-	var bg []string
-	for key, v := range m {
-		bg = append(bg, fmt.Sprintf("%s × %s", key, fmtCount(v)))
-	}
-	slices.Sort(bg)
-	return strings.Join(bg, ", ")
-}
-
-func sum(m map[string]float64) float64 {
-	t := 0.0
-	for _, v := range m {
-		t += v
-	}
-	return t
 }
 
 func yesNo(b bool, yes, no string) string {
