@@ -38,7 +38,9 @@ echo "== bench: image"
 image_bytes=0
 build_args=()
 stop_docker=
-kind_docker=${XDG_CACHE_HOME:-$HOME/.cache}/registration-engine/kind/docker
+# Where the kind tier keeps its daemon and what it names its bases: from
+# e2e/kind/lib.sh, which follows CACHE_DIR as host.sh does.
+read -r kind_docker static_image go_image < <(bash -c 'source e2e/kind/lib.sh >/dev/null; echo "$DOCKER_ROOT $STATIC_IMAGE $GO_IMAGE"')
 if ! timeout 20 docker info >/dev/null 2>&1 && [[ -d "$kind_docker/data" ]] && command -v dockerd >/dev/null; then
   if host=$(e2e/kind/host.sh start 2>"$out/dockerd.log" | tail -n 1) && [[ $host == DOCKER_HOST=* ]]; then
     export "${host?}"
@@ -46,9 +48,6 @@ if ! timeout 20 docker info >/dev/null 2>&1 && [[ -d "$kind_docker/data" ]] && c
   fi
 fi
 if timeout 20 docker info >/dev/null 2>&1; then
-  # shellcheck source=e2e/kind/lib.sh
-  static=$(bash -c 'source e2e/kind/lib.sh >/dev/null; echo "$STATIC_IMAGE $GO_IMAGE"')
-  read -r static_image go_image <<<"$static"
   if docker image inspect "$static_image" "$go_image" >/dev/null 2>&1; then
     build_args=(--build-arg "BUILD_IMAGE=$go_image" --build-arg "BASE_IMAGE=$static_image")
     bases="the local bases $go_image and $static_image"
