@@ -416,9 +416,9 @@ func TestChartUninstallWhenCleanupCannotRun(t *testing.T) {
 	assert.Less(t, took, time.Duration(deadline+30)*time.Second, "bounded by the hook's activeDeadlineSeconds, not helm's --timeout")
 	_, err = e.Admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the CronJob went with the release (err %v)", err)
-	_, err = testkit.Command(ctx, helm, "status", "registration-engine", "--namespace", kube.Namespace, "--kubeconfig", p.AdminKubeconfig)
-	require.Error(t, err, "helm status finds no release")
-	assert.Contains(t, err.Error(), "not found", "no release left to uninstall again")
+	releases, err := testkit.Command(ctx, helm, "list", "--all", "--short", "--namespace", kube.Namespace, "--kubeconfig", p.AdminKubeconfig)
+	require.NoError(t, err, "%s", releases)
+	assert.Empty(t, strings.TrimSpace(string(releases)), "no release left, in any state, to uninstall again")
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := e.Admin.BatchV1().Jobs(kube.Namespace).Get(ctx, harness.CronJobName+"-cleanup", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil

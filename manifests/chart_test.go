@@ -487,10 +487,9 @@ func TestChartValues(t *testing.T) {
 	tests := map[string]struct {
 		set   []string
 		files []string
-		// wantErr: values.schema.json refuses the value, in helm's words.
-		wantErr string
-		// refused: the chart refuses the values itself (a fail in its
-		// templates); what it says is in the golden file.
+		// refused: the chart refuses the values, by values.schema.json (in
+		// helm's words) or a fail in its templates; what the person
+		// installing reads is in the golden file.
 		refused bool
 		check   check
 	}{
@@ -556,7 +555,7 @@ func TestChartValues(t *testing.T) {
 		},
 		"unknown credential mode": {
 			set:     []string{"azure.credentialMode=client-secret"},
-			wantErr: `at '/azure/credentialMode': value must be one of '', 'workload-identity', 'managed-identity'`,
+			refused: true,
 		},
 		"managed identity without a client ID": {
 			set:     []string{"azure.credentialMode=managed-identity"},
@@ -646,7 +645,7 @@ func TestChartValues(t *testing.T) {
 		},
 		"unknown CoreDNS layout": {
 			set:     []string{"coreDNSLayout=kubeadm"},
-			wantErr: `at '/coreDNSLayout': value must be one of 'aks', 'corefile'`,
+			refused: true,
 		},
 		"updateServerDomains reach the engine and the admission policy": {
 			set: []string{"updateServerDomains={susecloud.net,smt.example.org}"},
@@ -672,7 +671,7 @@ func TestChartValues(t *testing.T) {
 		},
 		"an update server domain that is no DNS name": {
 			set:     []string{"updateServerDomains={susecloud.net']}"},
-			wantErr: `at '/updateServerDomains/0': 'susecloud.net\']' does not match pattern`,
+			refused: true,
 		},
 		"the admission policy binds the release's ServiceAccount": {
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
@@ -703,11 +702,6 @@ func TestChartValues(t *testing.T) {
 			if tc.refused {
 				require.Error(t, err)
 				msgs.Add(name, chartRefusal(err))
-				return
-			}
-			if tc.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tc.wantErr)
 				return
 			}
 			require.NoError(t, err)

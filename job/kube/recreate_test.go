@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"testing"
 	"time"
 
@@ -52,6 +53,14 @@ func countVerb(c *fake.Clientset, verb string) int {
 // over.
 func TestSecretRecreate(t *testing.T) {
 	ctx := context.Background()
+	// What a refused recreate says is what the admin reads: compared whole
+	// with testdata/messages/TestSecretRecreate.txt, the deletion's age
+	// (wall clock) read as <age>.
+	msgs := testkit.NewMessages(t)
+	msgs.Varying = true
+	add := func(name string, err error) {
+		msgs.Add(name, errors.New(secretAge.ReplaceAllString(err.Error(), "(<age> ago)")))
+	}
 
 	t.Run("deleted, gone, written afresh without the operator's labels", func(t *testing.T) {
 		r := recreateRegistration()
@@ -82,6 +91,7 @@ func TestSecretRecreate(t *testing.T) {
 		c := fake.NewClientset(failedSecret(r))
 		_, err := newStore(c, &testkit.Sleeps{}).Recreate(ctx, r, "uid-1", "40", time.Second)
 		require.ErrorIs(t, err, kube.ErrSecretChanged)
+		add("changed since read", err)
 		assert.False(t, failure.IsPermanent(err), "the next run reads afresh")
 		assert.Equal(t, 0, countVerb(c, "delete"))
 		assert.Equal(t, "uid-1", string(getSecret(t, c).UID))
@@ -108,13 +118,14 @@ func TestSecretRecreate(t *testing.T) {
 		_, err := st.Recreate(ctx, r, "uid-1", "41", 100*time.Millisecond)
 		require.ErrorIs(t, err, kube.ErrSecretTerminating)
 		assert.True(t, failure.IsPermanent(err))
-		assert.Contains(t, err.Error(), "wrangler.cattle.io/prime-registration-secrets-remove", "says what holds it")
+		add("held by the finalizer", err)
 		assert.Equal(t, 0, countVerb(c, "patch"), "never written over")
 
 		other := r
 		other.RegCode = "CODE-2"
 		_, err = st.Write(ctx, other)
 		require.ErrorIs(t, err, kube.ErrSecretTerminating, "a later run says so too")
+		add("held by the finalizer, a later Write", err)
 		assert.Equal(t, 0, countVerb(c, "patch"))
 	})
 
@@ -133,6 +144,9 @@ func TestSecretRecreate(t *testing.T) {
 		assert.Equal(t, 0, countVerb(c, "patch"), "never written over")
 	})
 }
+
+// secretAge is how long ago a Secret's deletion began, as a refusal says.
+var secretAge = regexp.MustCompile(`\([0-9a-zµ.]+ ago\)`)
 
 // heldByFinalizer is a clientset whose scc-registration, once deleted,
 // stays Terminating behind the operator's finalizer.

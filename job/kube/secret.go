@@ -99,7 +99,7 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 			return APIError(err, need)
 		}
 		if cur != nil && cur.DeletionTimestamp != nil {
-			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, TerminatingMessage(cur)))
+			return failure.Permanent(fmt.Errorf("%w%s", ErrSecretTerminating, terminating(cur)))
 		}
 		if w := FindOtherWriter(cur); w != nil {
 			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretOtherWriter, w.Verdict(ns, name)))
@@ -198,7 +198,7 @@ func (s *SecretStore) Recreate(ctx context.Context, r Registration, uid types.UI
 			return res, wrap(fmt.Errorf("%w: read at uid %s resourceVersion %s, now uid %s resourceVersion %s; nothing deleted", ErrSecretChanged, uid, resourceVersion, cur.UID, cur.ResourceVersion))
 		}
 		if cur.DeletionTimestamp != nil {
-			return res, wrap(failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, TerminatingMessage(cur))))
+			return res, wrap(failure.Permanent(fmt.Errorf("%w%s", ErrSecretTerminating, terminating(cur))))
 		}
 		if r.RegCode == "" {
 			r.RegCode = s.keptCode(cur)
@@ -251,11 +251,11 @@ func (s *SecretStore) waitGone(ctx context.Context, uid types.UID, wait time.Dur
 			if cause := context.Cause(wctx); !errors.Is(cause, errGoneWaitOver) {
 				return fmt.Errorf("waiting for %s/%s to go after the delete: %w", ns, name, cause)
 			}
-			msg := fmt.Sprintf("still there %s after the delete", wait)
+			msg := fmt.Sprintf(": still there %s after the delete", wait)
 			if last != nil {
-				msg = TerminatingMessage(last)
+				msg = terminating(last)
 			}
-			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretTerminating, msg))
+			return failure.Permanent(fmt.Errorf("%w%s", ErrSecretTerminating, msg))
 		}
 	}
 }
@@ -267,12 +267,18 @@ var errGoneWaitOver = errors.New("the wait for the deleted secret to go is over"
 // and since when. The operator's finalizer runs only while the operator
 // does.
 func TerminatingMessage(s *corev1.Secret) string {
+	return fmt.Sprintf("%s/%s is being deleted%s", s.Namespace, s.Name, terminating(s))
+}
+
+// terminating is what follows "is being deleted" in a Secret-being-deleted
+// message: since when, and the finalizers it waits for.
+func terminating(s *corev1.Secret) string {
 	since := ""
 	if s.DeletionTimestamp != nil {
 		since = fmt.Sprintf(" since %s (%s ago)", s.DeletionTimestamp.UTC().Format(time.RFC3339), time.Since(s.DeletionTimestamp.Time).Round(time.Second))
 	}
-	return fmt.Sprintf("%s/%s is being deleted%s and waits for its finalizers %v; rancher/scc-operator removes its finalizer once it has cleaned up, which needs it running; the engine never writes over a Secret being deleted, and writes it afresh once it is gone",
-		s.Namespace, s.Name, since, s.Finalizers)
+	return fmt.Sprintf("%s and waits for its finalizers %v; rancher/scc-operator removes its finalizer once it has cleaned up, which needs it running; the engine never writes over a Secret being deleted, and writes it afresh once it is gone",
+		since, s.Finalizers)
 }
 
 func orDuration(d, def time.Duration) time.Duration {

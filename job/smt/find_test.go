@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/regionconfig"
 )
 
@@ -30,6 +34,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestFind(t *testing.T) {
 	w := newWorld(t)
 	v6 := fakecloud.HasIPv6Loopback()
+	// Each refusal is what an admin reads in the run's log: its whole text
+	// is compared with testdata/messages/TestFind.txt, written where the
+	// loopback has IPv6 (A is dual stack there, which its messages show).
+	// The certificates are made afresh each run, so their fingerprints'
+	// digits read X (the form stays: the two sides of a mismatch read
+	// alike).
+	var msgs *testkit.Messages
+	if v6 {
+		msgs = testkit.NewMessages(t)
+		msgs.Varying = true
+	}
 
 	type env struct {
 		t *testing.T
@@ -48,8 +63,6 @@ func TestFind(t *testing.T) {
 		permanent  bool
 		wantPauses []time.Duration
 		check      func(t *testing.T, w *world, got UpdateServer)
-		// mentions are what the error must name so an operator can act.
-		mentions []string
 		// checkErr asserts on the error beyond its sentinels.
 		checkErr func(t *testing.T, err error)
 	}{
@@ -158,7 +171,6 @@ func TestFind(t *testing.T) {
 			},
 			wantErr:   []error{ErrNoRegionServer, ErrPinnedCert},
 			permanent: true,
-			mentions:  []string{region1 + ".pem", "region-server-certs"},
 		},
 		"metadata server replaces the region servers": {
 			setup: func(e env) {
@@ -198,8 +210,7 @@ func TestFind(t *testing.T) {
 				e.f.MetadataRoots.AddCert(srv.Certificate())
 				e.f.PassTimeouts = e.f.PassTimeouts[:1]
 			},
-			wantErr:  []error{ErrNoRegionServer},
-			mentions: []string{"HTTP 302"},
+			wantErr: []error{ErrNoRegionServer},
 			checkErr: func(t *testing.T, err error) {
 				var status *StatusError
 				require.ErrorAs(t, err, &status)
@@ -213,8 +224,7 @@ func TestFind(t *testing.T) {
 				e.s.MetadataServer = srv.URL + "/smtinfo"
 				e.f.PassTimeouts = e.f.PassTimeouts[:1]
 			},
-			wantErr:  []error{ErrNoRegionServer},
-			mentions: []string{"certificate"},
+			wantErr: []error{ErrNoRegionServer},
 			checkErr: func(t *testing.T, err error) {
 				var unknown x509.UnknownAuthorityError
 				assert.ErrorAs(t, err, &unknown, "the TLS handshake refused the certificate")
@@ -330,11 +340,6 @@ func TestFind(t *testing.T) {
 				e.w.rs(region1).SetEntries(linkLocal, linkLocal6, e.w.update[nameC].Info(ipC, "", testRegion))
 			},
 			wantErr: []error{ErrNoUpdateServer, ErrRefused},
-			mentions: []string{
-				nameA + " (169.254.169.254): update server refused: address 169.254.169.254 is link-local",
-				nameB + " (fe80::1): update server refused: address fe80::1 is link-local",
-				nameC + " (" + ipC + "): update server refused: address " + ipC + " is loopback",
-			},
 			check: func(t *testing.T, w *world, _ UpdateServer) {
 				assert.Zero(t, w.dialsTo(ipC)+w.dialsTo("169.254.169.254")+w.dialsTo("fe80::1"), "nothing is sent to a refused address")
 			},
@@ -474,8 +479,8 @@ func TestFind(t *testing.T) {
 					assert.ErrorIs(t, err, want)
 				}
 				assert.Equal(t, tc.permanent, failure.IsPermanent(err))
-				for _, m := range tc.mentions {
-					assert.Contains(t, err.Error(), m)
+				if msgs != nil {
+					msgs.Add(name, errors.New(fingerprints.ReplaceAllStringFunc(err.Error(), hideHex)), w.certDir, "<certdir>")
 				}
 				if tc.checkErr != nil {
 					tc.checkErr(t, err)
@@ -493,6 +498,19 @@ func TestFind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fingerprints are SHA-1 fingerprints in hex, with or without colons.
+var fingerprints = regexp.MustCompile(`\b[0-9A-F]{2}(:?[0-9A-F]{2}){19}\b`)
+
+// hideHex writes each hex digit of a fingerprint as X.
+func hideHex(fp string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ':' {
+			return r
+		}
+		return 'X'
+	}, fp)
 }
 
 // closedPort is a loopback port nothing listens on.

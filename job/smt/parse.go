@@ -205,6 +205,20 @@ func Fingerprint(pemBytes []byte) (string, error) {
 	return strings.ToUpper(hex.EncodeToString(sum[:])), nil
 }
 
+// colonPairs writes a fingerprint of hex digits in the form the region
+// servers publish, colon-separated pairs, so that the two sides of a
+// mismatch read alike.
+func colonPairs(hexDigits string) string {
+	var b strings.Builder
+	for i := 0; i < len(hexDigits); i += 2 {
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		b.WriteString(hexDigits[i:min(i+2, len(hexDigits))])
+	}
+	return b.String()
+}
+
 // verifyCert checks that body's first PEM block is a certificate whose
 // SHA-1 is fingerprint, and returns that block alone, re-encoded: anything
 // after it was not checked and must not reach the cluster's trust store.
@@ -218,7 +232,7 @@ func verifyCert(body []byte, fingerprint string) ([]byte, error) {
 		return nil, err
 	}
 	if want := normalizeFingerprint(fingerprint); got != want {
-		return nil, fmt.Errorf("%w: certificate has %s, region data says %s", ErrFingerprint, got, fingerprint)
+		return nil, fmt.Errorf("%w: certificate has %s, region data says %s", ErrFingerprint, colonPairs(got), fingerprint)
 	}
 	if block.Type != "CERTIFICATE" {
 		return nil, fmt.Errorf("%w: PEM block is %q", ErrNoCertificate, block.Type)
