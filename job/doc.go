@@ -31,8 +31,9 @@
 //     whole in the owning package's Config and checked by its Validate.
 //
 // The root package only orchestrates and holds the command-line surface:
-// Config and its settings table (config.go, settings.go, parse.go,
-// help.go); the Secret type that keeps codes out of logs; the dry-run and
+// Config and its settings table (config.go; settings.go, the table, with
+// parse.go's parsers; load.go, which fills a Config from flags, variables
+// and defaults; help.go); the Secret type that keeps codes out of logs; the dry-run and
 // file outputs; and the dispatch of the subcommands, which live with their
 // packages: `status` (job/status) and `attestation inspect`
 // (providers/azure), handed the version and the exit codes from here.

@@ -76,7 +76,7 @@ type Job struct {
 	// Provers proves each cloud's identity (phase 2), by cloud: the one
 	// place a cloud is added (provers.go).
 	Provers map[providers.Cloud]ProverFactory
-	// Settings are the region settings LoadConfig read and checked at
+	// Settings are the region settings the configuration read and checked at
 	// start; phase 3 reports them.
 	Settings  regionconfig.Settings
 	Finder    Finder
@@ -227,7 +227,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error)
 	if err != nil {
 		return ph.failed(res), err
 	}
-	ph.doneBefore("load-config", "LoadConfig read and checked it at start", slog.Int("regionServers", len(j.Settings.RegionServers)), slog.Bool("metadataServer", j.Settings.MetadataServer != ""))
+	ph.doneBefore("load-config", "read and checked at start, with the other settings", slog.Int("regionServers", len(j.Settings.RegionServers)), slog.Bool("metadataServer", j.Settings.MetadataServer != ""))
 	server, err := runPhase(ctx, ph, "find-update-server", func(ctx context.Context) (smt.UpdateServer, []any, error) { return j.find(ctx, ev.RegionHint) })
 	res.Server = server.Name
 	if err != nil {

@@ -1,37 +1,3 @@
-// Package azure proves, in phase 2, that the engine runs on Azure as part of
-// the Marketplace offer it claims, and produces the instanceData the SUSE
-// update server verifies.
-//
-// Four independent facts are established, and the run fails closed when
-// any of them is missing:
-//
-//  1. The identity AZURE_CREDENTIAL_MODE names — the pod's workload identity
-//     (azidentity.NewWorkloadIdentityCredential) or the extension's managed
-//     identity through IMDS (azidentity.NewManagedIdentityCredential with
-//     AZURE_CLIENT_ID), never DefaultAzureCredential, which would fall back
-//     to whatever identity the node has — may read the cluster extension
-//     from ARM, and that extension carries exactly the configured
-//     Marketplace plan.
-//  2. The extension lives in the subscription of the machine IMDS describes.
-//  3. The extension belongs to the cluster the engine runs in: its parent
-//     managed cluster, read with the same identity, has the node's IMDS
-//     resource group as its node resource group.
-//  4. IMDS signs an attested document whose nonce is derived from the plan
-//     URN, and that document verifies locally: signature over the content
-//     (SHA-256 or better), a signer certificate like Azure's (named under
-//     metadata.azure.com or the sovereign clouds' names, on its SAN when it
-//     has one; an end-entity TLS certificate), chain to pinned roots,
-//     subscriptionId and vmId signed; only then our nonce, and last the
-//     node clock: createdOn not ahead of it, expiresOn not passed
-//     (transient failures, see checkClock).
-//
-// These are the engine's own checks, where the operator can fix a wrong
-// setting; they do not replace the update server's. Whoever controls the
-// cluster controls this binary, so the update server must still verify
-// the purchase itself.
-//
-// Inspect runs the same verification on a document a customer sends, for
-// the `attestation inspect` command.
 package azure
 
 import (
@@ -39,17 +5,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/rancher/registration-engine/internal/failure"
-	"github.com/rancher/registration-engine/internal/pause"
-	"github.com/rancher/registration-engine/providers"
 )
 
 // Production endpoints and the API versions the engine pins.
@@ -78,8 +39,6 @@ const (
 	IMDSAPIVersion = "2021-02-01"
 	// armScope is the token scope for ARM.
 	armScope = "https://management.azure.com/.default"
-	// extensionType is the only resource type EXTENSION_RESOURCE_ID may name.
-	extensionType = "Microsoft.KubernetesConfiguration/extensions"
 	// wiHint says how workload identity reaches a pod; every missing WI
 	// variable points there.
 	wiHint = `the workload identity webhook injects it only into pods labelled azure.workload.identity/use: "true" ` +
@@ -93,6 +52,41 @@ var (
 	WantRetryMax     = fmt.Sprintf("want a whole number from %d to %d", MinRetryMax, MaxRetryMax)
 	WantRetryBackoff = fmt.Sprintf("want a number from %g to %g", MinRetryBackoff, MaxRetryBackoff)
 )
+
+// CredentialMode is how the engine gets its ARM token (AZURE_CREDENTIAL_MODE).
+// There is no "auto": a pod that was meant to use one identity must never
+// fall back to another one the node happens to have (what
+// DefaultAzureCredential does), so the caller always names a mode.
+type CredentialMode string
+
+const (
+	// WorkloadIdentity exchanges the ServiceAccount token the Workload
+	// Identity webhook projects (AZURE_CLIENT_ID, AZURE_TENANT_ID,
+	// AZURE_FEDERATED_TOKEN_FILE) at Entra ID. It needs a federated
+	// identity credential, which a Marketplace ARM template cannot create.
+	WorkloadIdentity CredentialMode = "workload-identity"
+	// ManagedIdentity asks IMDS on the node for a token of the user-assigned
+	// identity AZURE_CLIENT_ID: the cluster extension's identity, which the
+	// Marketplace passes as global.azure.identity.clientId. No setup.
+	ManagedIdentity CredentialMode = "managed-identity"
+)
+
+// CredentialModes lists the modes, for help texts and errors.
+var CredentialModes = []CredentialMode{WorkloadIdentity, ManagedIdentity}
+
+// wantMode is what every error about an unknown mode asks for.
+const wantMode = "want " + string(WorkloadIdentity) + " or " + string(ManagedIdentity)
+
+// ParseCredentialMode accepts exactly the names of CredentialModes; any
+// other is ErrConfig (errors.Is).
+func ParseCredentialMode(s string) (CredentialMode, error) {
+	for _, m := range CredentialModes {
+		if s == string(m) {
+			return m, nil
+		}
+	}
+	return "", configError{errors.New(wantMode)}
+}
 
 // Config is everything the Azure prover needs. The caller reads the
 // environment; this package never does.
@@ -163,18 +157,6 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// Prover proves Azure identity for one run. It implements providers.Prover.
-type Prover struct {
-	cfg      Config
-	resource ExtensionID
-	urn      string
-	nonce    string
-	log      *slog.Logger
-	arm      *armClient
-	imds     *imdsClient
-	chain    *chainVerifier
-}
-
 // Validate checks the values cfg holds against this package's rules, each
 // problem naming its variable and the value: the endpoints' schemes, the
 // extension ID's grammar (when set), the retry bounds (MinRetryMax to
@@ -213,87 +195,3 @@ func (cfg Config) Validate() error {
 
 // wantHTTPS is the rule of the endpoints that receive a bearer token.
 const wantHTTPS = "want an https URL (Entra and ARM are only spoken to over TLS)"
-
-// New validates cfg (Validate, after filling the zero endpoints and retry
-// settings with their defaults), checks that every setting Azure needs is
-// present, and builds the clients. Every problem is reported at once; all
-// of them are permanent (failure.Permanent, ErrConfig): a missing workload
-// identity variable names the variable and the pod label that makes the
-// webhook inject it.
-func New(cfg Config) (*Prover, error) {
-	if cfg.ARMEndpoint == "" {
-		cfg.ARMEndpoint = DefaultARMEndpoint
-	}
-	if cfg.IMDSEndpoint == "" {
-		cfg.IMDSEndpoint = providers.DefaultAzureIMDS
-	}
-	if cfg.RetryMax == 0 {
-		cfg.RetryMax = DefaultRetryMax
-	}
-	if cfg.RetryBackoff == 0 {
-		cfg.RetryBackoff = DefaultRetryBackoff
-	}
-	if cfg.RetryUnit <= 0 {
-		cfg.RetryUnit = time.Second
-	}
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	errs = append(errs, CheckCredential(cfg)...)
-	if err := cfg.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	cfg.ARMEndpoint = strings.TrimRight(cfg.ARMEndpoint, "/")
-	cfg.IMDSEndpoint = strings.TrimRight(cfg.IMDSEndpoint, "/")
-	var rid ExtensionID
-	if strings.TrimSpace(cfg.ExtensionResourceID) == "" {
-		bad("EXTENSION_RESOURCE_ID is not set: it is the ARM ID of this cluster extension, %s", extensionIDShape)
-	} else if id, err := ParseExtensionID(strings.TrimSpace(cfg.ExtensionResourceID)); err == nil {
-		rid = id
-	}
-	for _, v := range []struct{ name, value string }{
-		{"MARKETPLACE_PUBLISHER_ID", cfg.Publisher}, {"MARKETPLACE_OFFER_ID", cfg.Offer}, {"MARKETPLACE_PLAN_ID", cfg.Plan},
-	} {
-		if strings.TrimSpace(v.value) == "" {
-			bad("%s is not set: the Marketplace plan this deployment must carry", v.name)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, failure.Permanent(fmt.Errorf("azure: %w: %w", ErrConfig, errors.Join(errs...)))
-	}
-
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = pause.For
-	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	log = log.With("cloud", "azure")
-	var tr trust
-	if cfg.Roots != nil {
-		tr = trustFromPool(cfg.Roots)
-	} else {
-		roots, err := productionRoots()
-		if err != nil {
-			return nil, failure.Permanent(fmt.Errorf("azure: %w: pinned roots: %w", ErrConfig, err))
-		}
-		tr = trustFromCerts(roots)
-	}
-	p := &Prover{
-		cfg:      cfg,
-		resource: rid,
-		urn:      URN(cfg.Publisher, cfg.Offer, cfg.Plan),
-		log:      log,
-		chain:    &chainVerifier{trust: tr, fetch: newAIAFetcher(cfg.AIAClient, cfg.AIAAllowedHosts)},
-	}
-	p.nonce = Nonce(p.urn)
-	p.imds = newIMDSClient(cfg, log)
-	var err error
-	if p.arm, err = newARMClient(cfg, rid, p.imds.client); err != nil {
-		return nil, err
-	}
-	return p, nil
-}

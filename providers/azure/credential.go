@@ -20,41 +20,6 @@ import (
 	"github.com/rancher/registration-engine/internal/failure"
 )
 
-// CredentialMode is how the engine gets its ARM token (AZURE_CREDENTIAL_MODE).
-// There is no "auto": a pod that was meant to use one identity must never
-// fall back to another one the node happens to have (what
-// DefaultAzureCredential does), so the caller always names a mode.
-type CredentialMode string
-
-const (
-	// WorkloadIdentity exchanges the ServiceAccount token the Workload
-	// Identity webhook projects (AZURE_CLIENT_ID, AZURE_TENANT_ID,
-	// AZURE_FEDERATED_TOKEN_FILE) at Entra ID. It needs a federated
-	// identity credential, which a Marketplace ARM template cannot create.
-	WorkloadIdentity CredentialMode = "workload-identity"
-	// ManagedIdentity asks IMDS on the node for a token of the user-assigned
-	// identity AZURE_CLIENT_ID: the cluster extension's identity, which the
-	// Marketplace passes as global.azure.identity.clientId. No setup.
-	ManagedIdentity CredentialMode = "managed-identity"
-)
-
-// CredentialModes lists the modes, for help texts and errors.
-var CredentialModes = []CredentialMode{WorkloadIdentity, ManagedIdentity}
-
-// wantMode is what every error about an unknown mode asks for.
-const wantMode = "want " + string(WorkloadIdentity) + " or " + string(ManagedIdentity)
-
-// ParseCredentialMode accepts exactly the names of CredentialModes; any
-// other is ErrConfig (errors.Is).
-func ParseCredentialMode(s string) (CredentialMode, error) {
-	for _, m := range CredentialModes {
-		if s == string(m) {
-			return m, nil
-		}
-	}
-	return "", configError{errors.New(wantMode)}
-}
-
 const (
 	// miHint says where AZURE_CLIENT_ID comes from in managed-identity mode.
 	miHint = "in managed-identity mode it is the client ID of the cluster extension's managed identity, " +

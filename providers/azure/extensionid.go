@@ -107,6 +107,8 @@ func ParseExtensionID(s string) (ExtensionID, error) {
 // reads the managed cluster to match its node resource group with the
 // node's (Prover.bindCluster), which only AKS has.
 const (
+	// extensionType is the only resource type EXTENSION_RESOURCE_ID may name.
+	extensionType          = "Microsoft.KubernetesConfiguration/extensions"
 	managedClusterProvider = "Microsoft.ContainerService"
 	managedClusterType     = "managedClusters"
 )

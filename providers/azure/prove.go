@@ -5,14 +5,113 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/avast/retry-go/v4"
 
 	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/pause"
 	"github.com/rancher/registration-engine/providers"
 )
+
+// Prover proves Azure identity for one run. It implements providers.Prover.
+type Prover struct {
+	cfg      Config
+	resource ExtensionID
+	urn      string
+	nonce    string
+	log      *slog.Logger
+	arm      *armClient
+	imds     *imdsClient
+	chain    *chainVerifier
+}
+
+// New validates cfg (Validate, after filling the zero endpoints and retry
+// settings with their defaults), checks that every setting Azure needs is
+// present, and builds the clients. Every problem is reported at once; all
+// of them are permanent (failure.Permanent, ErrConfig): a missing workload
+// identity variable names the variable and the pod label that makes the
+// webhook inject it.
+func New(cfg Config) (*Prover, error) {
+	if cfg.ARMEndpoint == "" {
+		cfg.ARMEndpoint = DefaultARMEndpoint
+	}
+	if cfg.IMDSEndpoint == "" {
+		cfg.IMDSEndpoint = providers.DefaultAzureIMDS
+	}
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = DefaultRetryMax
+	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	if cfg.RetryUnit <= 0 {
+		cfg.RetryUnit = time.Second
+	}
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	errs = append(errs, CheckCredential(cfg)...)
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	cfg.ARMEndpoint = strings.TrimRight(cfg.ARMEndpoint, "/")
+	cfg.IMDSEndpoint = strings.TrimRight(cfg.IMDSEndpoint, "/")
+	var rid ExtensionID
+	if strings.TrimSpace(cfg.ExtensionResourceID) == "" {
+		bad("EXTENSION_RESOURCE_ID is not set: it is the ARM ID of this cluster extension, %s", extensionIDShape)
+	} else if id, err := ParseExtensionID(strings.TrimSpace(cfg.ExtensionResourceID)); err == nil {
+		rid = id
+	}
+	for _, v := range []struct{ name, value string }{
+		{"MARKETPLACE_PUBLISHER_ID", cfg.Publisher}, {"MARKETPLACE_OFFER_ID", cfg.Offer}, {"MARKETPLACE_PLAN_ID", cfg.Plan},
+	} {
+		if strings.TrimSpace(v.value) == "" {
+			bad("%s is not set: the Marketplace plan this deployment must carry", v.name)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, failure.Permanent(fmt.Errorf("azure: %w: %w", ErrConfig, errors.Join(errs...)))
+	}
+
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = pause.For
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	log = log.With("cloud", "azure")
+	var tr trust
+	if cfg.Roots != nil {
+		tr = trustFromPool(cfg.Roots)
+	} else {
+		roots, err := productionRoots()
+		if err != nil {
+			return nil, failure.Permanent(fmt.Errorf("azure: %w: pinned roots: %w", ErrConfig, err))
+		}
+		tr = trustFromCerts(roots)
+	}
+	p := &Prover{
+		cfg:      cfg,
+		resource: rid,
+		urn:      URN(cfg.Publisher, cfg.Offer, cfg.Plan),
+		log:      log,
+		chain:    &chainVerifier{trust: tr, fetch: newAIAFetcher(cfg.AIAClient, cfg.AIAAllowedHosts)},
+	}
+	p.nonce = Nonce(p.urn)
+	p.imds = newIMDSClient(cfg, log)
+	var err error
+	if p.arm, err = newARMClient(cfg, rid, p.imds.client); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
 
 // Prove runs phase 2 on Azure: IMDS compute (subscription, region, node
 // resource group), the ARM plan check of the extension, the binding of the
