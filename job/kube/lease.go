@@ -313,28 +313,49 @@ func (l *Lease) Annotation(ctx context.Context, key string) (value string, ok bo
 // Update carrying the resourceVersion just read, retried on conflicts: the
 // Lease is the engine's own, and this run holds it.
 func (l *Lease) SetAnnotation(ctx context.Context, key string, value *string) error {
+	return l.UpdateAnnotation(ctx, key, func(string, bool) (*string, error) { return value, nil })
+}
+
+// UpdateAnnotation rewrites one annotation of the Lease from its current
+// value in one read and one write: next gets the value read (ok false when
+// absent) and returns the one to write (nil removes it). The Update carries
+// the resourceVersion just read; on a conflict the Lease is read again and
+// next called again. An error from next is returned as it is, with nothing
+// written.
+func (l *Lease) UpdateAnnotation(ctx context.Context, key string, next func(cur string, ok bool) (*string, error)) error {
 	ns := orDefault(l.Namespace, Namespace)
 	leases := l.Leases.Leases(ns)
+	var value *string
+	var nextErr error
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		next := cur.DeepCopy()
-		if value == nil {
-			if _, ok := next.Annotations[key]; !ok {
-				return nil
-			}
-			delete(next.Annotations, key)
-		} else {
-			if next.Annotations == nil {
-				next.Annotations = map[string]string{}
-			}
-			next.Annotations[key] = *value
+		old, ok := cur.Annotations[key]
+		if value, nextErr = next(old, ok && old != ""); nextErr != nil {
+			return nil
 		}
-		_, err = leases.Update(ctx, next, metav1.UpdateOptions{FieldManager: l.fieldManager()})
+		upd := cur.DeepCopy()
+		switch {
+		case value == nil && !ok:
+			return nil
+		case value == nil:
+			delete(upd.Annotations, key)
+		case ok && old == *value:
+			return nil
+		default:
+			if upd.Annotations == nil {
+				upd.Annotations = map[string]string{}
+			}
+			upd.Annotations[key] = *value
+		}
+		_, err = leases.Update(ctx, upd, metav1.UpdateOptions{FieldManager: l.fieldManager()})
 		return err
 	})
+	if nextErr != nil {
+		return nextErr
+	}
 	if err != nil {
 		return fmt.Errorf("kube: lease %s/%s: annotation %s: %w", ns, l.Name, key, APIError(err, Access{Verbs: []string{"get", "update"}, Resource: "leases/" + l.Name, Namespace: ns}))
 	}

@@ -76,22 +76,22 @@ func ParseRunRecord(annotations map[string]string) (rec RunRecord, ok bool, err 
 }
 
 // SaveRun records cur on the Lease, carrying over the counts of the
-// record there.
+// record there, in one read and one write (UpdateAnnotation). A record that
+// does not parse is replaced: the counts start again.
 func (l *Lease) SaveRun(ctx context.Context, cur RunRecord) (RunRecord, error) {
-	var prev RunRecord
-	raw, ok, err := l.Annotation(ctx, AnnotationLastRun)
-	if err != nil {
-		return cur, err
-	}
-	if ok {
-		// A record that does not parse is replaced: the counts start again.
-		prev, _, _ = ParseRunRecord(map[string]string{AnnotationLastRun: raw})
-	}
-	next := prev.Next(cur)
-	b, err := json.Marshal(next)
-	if err != nil {
-		return next, fmt.Errorf("kube: run record: %w", err)
-	}
-	v := string(b)
-	return next, l.SetAnnotation(ctx, AnnotationLastRun, &v)
+	next := cur
+	err := l.UpdateAnnotation(ctx, AnnotationLastRun, func(raw string, ok bool) (*string, error) {
+		var prev RunRecord
+		if ok {
+			prev, _, _ = ParseRunRecord(map[string]string{AnnotationLastRun: raw})
+		}
+		next = prev.Next(cur)
+		b, err := json.Marshal(next)
+		if err != nil {
+			return nil, fmt.Errorf("kube: run record: %w", err)
+		}
+		v := string(b)
+		return &v, nil
+	})
+	return next, err
 }

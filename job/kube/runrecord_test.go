@@ -1,0 +1,82 @@
+package kube_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/kube/kubetest"
+)
+
+// TestSaveRun: a run's record costs the API server one read and one write
+// of the Lease, and carries over the counts of the record it replaces; on a
+// conflict (another writer between the read and the write) it reads again
+// and carries over that writer's counts, not the stale ones.
+func TestSaveRun(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	failed := kube.RunRecord{Time: t0, Outcome: "failed", ExitCode: 1, Phase: "find-update-server"}
+
+	t.Run("one read and one write, counts carried over", func(t *testing.T) {
+		c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace}})
+		l := &kube.Lease{Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: leaseName, Holder: "pod-1"}
+		_, err := l.SaveRun(ctx, failed)
+		require.NoError(t, err)
+		c.ClearActions()
+
+		second := failed
+		second.Time = t0.Add(18 * time.Hour)
+		got, err := l.SaveRun(ctx, second)
+		require.NoError(t, err)
+		assert.Equal(t, 2, got.ConsecutiveFailures)
+		assert.Equal(t, t0, *got.FailingSince, "failing since the first")
+		var verbs []string
+		for _, a := range c.Actions() {
+			verbs = append(verbs, a.GetVerb())
+		}
+		assert.Equal(t, []string{"get", "update"}, verbs)
+		assert.Equal(t, got, readRunRecord(t, c))
+	})
+
+	t.Run("a conflict reads again and carries over the other writer's counts", func(t *testing.T) {
+		c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace}})
+		l := &kube.Lease{Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: leaseName, Holder: "pod-1"}
+		conflicted := false
+		c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if conflicted {
+				return false, nil, nil
+			}
+			conflicted = true
+			// Another writer's record lands between this read and write.
+			other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace,
+				Annotations: map[string]string{kube.AnnotationLastRun: `{"time":"2026-11-30T10:00:00Z","outcome":"failed","exitCode":1,"consecutiveFailures":4,"failingSince":"2026-11-28T10:00:00Z"}`}}}
+			require.NoError(t, c.Tracker().Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), other, kube.Namespace))
+			return true, nil, apierrors.NewConflict(leasesGR, leaseName, nil)
+		})
+		got, err := l.SaveRun(ctx, failed)
+		require.NoError(t, err)
+		assert.Equal(t, 5, got.ConsecutiveFailures)
+		assert.Equal(t, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC), got.FailingSince.UTC())
+		assert.Equal(t, got, readRunRecord(t, c))
+	})
+}
+
+func readRunRecord(t *testing.T, c *fake.Clientset) kube.RunRecord {
+	t.Helper()
+	le, err := c.CoordinationV1().Leases(kube.Namespace).Get(context.Background(), leaseName, metav1.GetOptions{})
+	require.NoError(t, err)
+	rec, ok, err := kube.ParseRunRecord(le.Annotations)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return rec
+}
