@@ -355,7 +355,7 @@ func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServ
 		attrs = append(attrs, pub.Attrs()...)
 	}
 	if j.RegCode == "" {
-		log.Info("no registration code configured (REGISTRATION_CODE, REG_CODE or REGCODE): the one in the Secret is kept")
+		log.Info("no registration code configured in " + regCodeVarsText + ": the one in the Secret is kept")
 	}
 	changed, err := j.Store.Write(ctx, w.reg)
 	w.changed = changed
@@ -511,7 +511,7 @@ func withRegCodeSources(err error) error {
 
 // regCodeSources says where a registration code must come from, for the
 // error of a first install without one.
-const regCodeSources = "set REGISTRATION_CODE (or REG_CODE or REGCODE); the Helm chart and manifests/overlays/azure " +
+var regCodeSources = "set " + regCodeVarsText + "; the Helm chart and manifests/overlays/azure " +
 	"read it from the Secret registration-code, key regCode, in the engine's namespace " +
 	"(chart value registrationCode, or kubectl create secret generic registration-code --from-literal=regCode=...)"
 

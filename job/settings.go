@@ -36,6 +36,14 @@ func logLevel(c *Config, v string) error {
 	return nil
 }
 
+// regCodeVars are the variables that may hold the registration code, the
+// first non-empty one winning: the one list the setting, the messages that
+// name them and the redaction of a run that cannot start read.
+var regCodeVars = []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE"}
+
+// regCodeVarsText is regCodeVars as messages name them.
+var regCodeVarsText = regCodeVars[0] + " (or " + strings.Join(regCodeVars[1:], " or ") + ")"
+
 var settings = []setting{
 	{group: "Marketplace and Azure identity"},
 	{flag: "extension-resource-id", envs: []string{"EXTENSION_RESOURCE_ID"}, help: "ARM resource ID of the cluster extension whose Marketplace plan is verified", set: str(func(c *Config) *string { return &c.Azure.ExtensionResourceID })},
@@ -76,7 +84,7 @@ var settings = []setting{
 	{flag: "update-server-allow-loopback", envs: []string{"UPDATE_SERVER_ALLOW_LOOPBACK"}, def: "false", boolean: true, help: "TESTS AND THE FAKE CLOUD ONLY: accept update servers at loopback addresses (logged as a warning on every run)", set: boolean(func(c *Config) *bool { return &c.SMT.AllowLoopback })},
 
 	{group: "Kubernetes storage"},
-	{flag: "registration-code", envs: []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE"}, secret: true, help: "SUSE/Rancher registration code (the first non-empty variable wins)", set: func(c *Config, v string) error { c.RegCode = Secret(v); return nil }},
+	{flag: "registration-code", envs: regCodeVars, secret: true, help: "SUSE/Rancher registration code (the first non-empty variable wins)", set: func(c *Config, v string) error { c.RegCode = Secret(v); return nil }},
 	{flag: "secret-name", envs: []string{"REGISTRATION_SECRET_NAME"}, def: kube.SecretName, help: "Secret read by rancher/scc-operator", set: str(func(c *Config) *string { return &c.SecretName })},
 	{flag: "secret-namespace", envs: []string{"REGISTRATION_SECRET_NAMESPACE"}, def: kube.Namespace, help: "namespace of the Secret and the Lease", set: str(func(c *Config) *string { return &c.SecretNamespace })},
 	{flag: "kubeconfig", envs: []string{"KUBECONFIG"}, help: "kubeconfig for a run from a workstation (default: in-cluster)", set: str(func(c *Config) *string { return &c.Kubeconfig })},

@@ -30,7 +30,10 @@ const PhaseStart = "load-config"
 // run's error is the one that counts. log, when set, is the run's logger;
 // otherwise one is made from LOG_FORMAT.
 func ReportStartFailure(ctx context.Context, runErr error, log *slog.Logger, getenv func(string) string, stderr io.Writer) {
-	secrets := redact.New(getenv("REGISTRATION_CODE"), getenv("REG_CODE"), getenv("REGCODE"))
+	secrets := redact.New()
+	for _, v := range regCodeVars {
+		secrets.Add(getenv(v))
+	}
 	code := ExitCode(runErr)
 	text := strings.EqualFold(strings.TrimSpace(getenv("LOG_FORMAT")), "text")
 	if log == nil {
