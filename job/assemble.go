@@ -19,7 +19,6 @@ import (
 	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
-	"github.com/rancher/registration-engine/providers/azure"
 )
 
 // New assembles the Job that cfg describes: production collaborators pointed
@@ -31,7 +30,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 	if err != nil {
 		return nil, err
 	}
-	roots, err := attestationRoots(cfg.AttestationRoots)
+	provers, err := provers(cfg, httpClient, log)
 	if err != nil {
 		return nil, err
 	}
@@ -46,8 +45,9 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 			Dmidecode:      providers.RunDmidecode,
 			Log:            log,
 		},
-		Provers: provers(cfg, httpClient, roots, log),
-		// LoadConfig read and checked the file at start; phase 3 reports it.
+		Provers: provers,
+		// The configuration read and checked the file at start; phase 3
+		// reports it.
 		Settings:  cfg.RegionSettings,
 		Finder:    &smt.Finder{Config: cfg.SMT, Log: log},
 		RegCode:   cfg.RegCode,
@@ -161,27 +161,6 @@ func tlsClient(caFile string) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}, nil
-}
-
-// attestationRoots reads the trust anchors that replace the pinned Azure
-// roots; nil (the pinned roots) when path is empty.
-func attestationRoots(path string) (*x509.CertPool, error) {
-	if path == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("config: ATTESTATION_ROOTS_FILE: %w", err))
-	}
-	certs, err := azure.ParsePEMCertificates(data)
-	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("config: ATTESTATION_ROOTS_FILE %s: %w", path, err))
-	}
-	pool := x509.NewCertPool()
-	for _, c := range certs {
-		pool.AddCert(c)
-	}
-	return pool, nil
 }
 
 // Version is set at build time with -ldflags "-X ...job.Version=v1.2.3".

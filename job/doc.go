@@ -22,8 +22,9 @@
 //
 // Where a change goes:
 //   - a new cloud: providers/<cloud>/ (detection, a Config with Validate, a
-//     Prover that reports which of its evidence is secret) and one line in
-//     provers.go; its settings in settings.go.
+//     Prover that reports which of its evidence is secret, a
+//     DocumentInspector for status and attestation inspect) and its lines
+//     in provers.go; its settings in settings.go.
 //   - a new consumer of the Secret (another operator reading the same
 //     values): a package beside job/operator with a Step that Run calls
 //     after the write.
@@ -33,8 +34,9 @@
 // The root package only orchestrates and holds the command-line surface:
 // Config and its settings table (config.go; settings.go, the table, with
 // parse.go's parsers; load.go, which fills a Config from flags, variables
-// and defaults; help.go); the Secret type that keeps codes out of logs; the dry-run and
-// file outputs; and the dispatch of the subcommands, which live with their
-// packages: `status` (job/status) and `attestation inspect`
-// (providers/azure), handed the version and the exit codes from here.
+// and defaults; help.go); the Secret type that keeps codes out of logs;
+// the dry-run and file outputs; and the dispatch of the subcommands, which
+// live with their packages: `status` (job/status) and `attestation inspect` (the proving
+// cloud's DocumentInspector), handed the version, the exit codes and the
+// inspector from here.
 package job

@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/rancher/registration-engine/job/status"
-	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers"
 )
 
 // The subcommands live with their packages; this file hands them what
@@ -25,18 +25,18 @@ var statusExits = status.ExitCodes{NotYet: ExitTransient, ActionNeeded: ExitPerm
 // status.ErrActionNeeded (exit 2); any other error (a flag, a file) is
 // printed on stderr.
 func RunStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	err := status.Command{Version: Version, Exits: statusExits}.Run(ctx, args, getenv, stdout, stderr)
+	err := status.Command{Version: Version, Exits: statusExits, Inspector: documentInspector()}.Run(ctx, args, getenv, stdout, stderr)
 	printProblem(stderr, err, status.ErrNotYetRegistered, status.ErrActionNeeded)
 	return err
 }
 
-// RunAttestation is `registration-engine attestation inspect`
-// (providers/azure's InspectCommand). A problem that stops it is printed
-// on stderr; a document that does not verify returns azure.ErrNotVerified
-// after the report, which says why.
+// RunAttestation is `registration-engine attestation inspect`, the
+// proving cloud's (documentInspector). A problem that stops it is printed
+// on stderr; a document that does not verify returns
+// providers.ErrNotVerified after the report, which says why.
 func RunAttestation(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	err := azure.InspectCommand(ctx, args, stdin, stdout, stderr)
-	printProblem(stderr, err, azure.ErrNotVerified)
+	err := documentInspector().Command(ctx, args, stdin, stdout, stderr)
+	printProblem(stderr, err, providers.ErrNotVerified)
 	return err
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
-	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers"
 )
 
 // Command is `registration-engine status` with what it receives from the
@@ -20,6 +20,9 @@ import (
 type Command struct {
 	Version string
 	Exits   ExitCodes
+	// Inspector checks the Secret's instanceData offline (the proving
+	// cloud's; its flags are status's); nil skips the check.
+	Inspector providers.DocumentInspector
 }
 
 // Run is `registration-engine status`: it reads, with the caller's own
@@ -50,8 +53,9 @@ Flags:
 	namespace := fs.String("namespace", kube.Namespace, "namespace of the engine's CronJob, Lease and Secret")
 	fs.StringVar(namespace, "n", kube.Namespace, "shorthand for --namespace")
 	output := fs.String("o", "text", "output: text or json")
-	roots := fs.String("attestation-roots", getenv("ATTESTATION_ROOTS_FILE"), "PEM trust anchors for instanceData instead of the pinned Azure roots (ATTESTATION_ROOTS_FILE)")
-	inters := fs.String("intermediates", "", "PEM intermediates for instanceData's chain (it is checked offline)")
+	if c.Inspector != nil {
+		c.Inspector.AddFlags(fs, getenv)
+	}
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on all reads together")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -66,9 +70,14 @@ Flags:
 		fs.Usage()
 		return failure.Permanent(fmt.Errorf("status: unexpected argument %q", fs.Arg(0)))
 	}
-	inspect := azure.InspectOptions{Offline: true}
-	if err := inspect.ReadTrust(*roots, *inters); err != nil {
-		return failure.Permanent(fmt.Errorf("status: %w", err))
+	var inspect func(ctx context.Context, doc []byte) (providers.DocumentCheck, error)
+	if c.Inspector != nil {
+		if err := c.Inspector.ReadFlags(); err != nil {
+			return failure.Permanent(fmt.Errorf("status: %w", err))
+		}
+		inspect = func(ctx context.Context, doc []byte) (providers.DocumentCheck, error) {
+			return c.Inspector.Inspect(ctx, doc, time.Now())
+		}
 	}
 	cfg, err := kube.WorkstationConfig(*kubeconfig, *kubeContext)
 	var reader *kube.Reader
@@ -97,11 +106,7 @@ Flags:
 	report := Gather(ctx, reader, Options{
 		Namespace: *namespace,
 		Exits:     c.Exits,
-		Inspect: func(ctx context.Context, doc []byte) (*azure.InspectReport, error) {
-			opts := inspect
-			opts.At = time.Now()
-			return azure.Inspect(ctx, doc, opts)
-		},
+		Inspect:   inspect,
 	})
 	if *output == "json" {
 		err = report.WriteJSON(stdout)

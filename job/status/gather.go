@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"maps"
@@ -25,7 +24,7 @@ import (
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
-	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers"
 )
 
 // Source is what status reads; *kube.Reader serves it. Every method returns
@@ -74,7 +73,7 @@ type Options struct {
 	// DNSNamespace holds CoreDNS; default kube-system.
 	DNSNamespace string
 	// Inspect verifies instanceData offline; nil skips it.
-	Inspect func(ctx context.Context, doc []byte) (*azure.InspectReport, error)
+	Inspect func(ctx context.Context, doc []byte) (providers.DocumentCheck, error)
 	// Now is the time of the report; zero means time.Now().
 	Now time.Time
 	// Exits are the exit codes of the status command and the engine.
@@ -346,29 +345,11 @@ func describeCert(pemBytes []byte) *Cert {
 	}
 }
 
-func describeDocument(rep *azure.InspectReport, err error) *Document {
+func describeDocument(c providers.DocumentCheck, err error) *Document {
 	if err != nil {
 		return &Document{Error: err.Error()}
 	}
-	d := &Document{Signature: rep.Signature.State(), Signer: rep.Signer.State(), Chain: rep.Chain.State(), Claims: rep.Claims.State()}
-	for _, v := range []azure.Verdict{rep.Signature, rep.Signer, rep.Chain, rep.Claims} {
-		if !v.OK {
-			d.Detail = v.Detail
-			break
-		}
-	}
-	if d.Detail == "" {
-		d.Detail = rep.Signer.Detail
-	}
-	var content struct {
-		TimeStamp struct {
-			CreatedOn string `json:"createdOn"`
-		} `json:"timeStamp"`
-	}
-	if json.Unmarshal(rep.Content, &content) == nil {
-		d.CreatedOn = content.TimeStamp.CreatedOn
-	}
-	return d
+	return &Document{DocumentCheck: c}
 }
 
 func (g *gatherer) dns(ctx context.Context) {

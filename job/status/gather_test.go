@@ -21,7 +21,7 @@ import (
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
-	"github.com/rancher/registration-engine/providers/azure"
+	"github.com/rancher/registration-engine/providers"
 )
 
 // source serves Gather from memory: an object that is not there is the API
@@ -241,25 +241,23 @@ func TestGatherSecretKeys(t *testing.T) {
 	assert.NotContains(t, text.String(), "CODE-1234")
 }
 
-// TestGatherInstanceData: the instanceData line shows each of Inspect's
-// verdicts, claims included, and a document whose claims fail is not
-// shown as verified: its state is FAILED and the cause is printed.
+// TestGatherInstanceData: the instanceData line shows each check of the
+// cloud's offline verification, claims included, and a document whose
+// claims fail is not shown as verified: its state is FAILED and the cause
+// is printed. (providers/azure's TestInspectReportCheck makes the checks
+// from Azure's verdicts.)
 func TestGatherInstanceData(t *testing.T) {
 	const created = "11/30/26 11:59:00 -0000"
-	ok := azure.Verdict{OK: true, Detail: "fine"}
 	tests := map[string]struct {
-		claims   azure.Verdict
-		want     Document
+		check    providers.DocumentCheck
 		wantLine string
 	}{
-		"all verdicts hold": {
-			claims:   ok,
-			want:     Document{Signature: "OK", Signer: "OK", Chain: "OK", Claims: "OK", Detail: "metadata.azure.com", CreatedOn: created},
+		"all checks hold": {
+			check:    providers.DocumentCheck{Signature: "OK", Signer: "OK", Chain: "OK", Claims: "OK", Detail: "metadata.azure.com", CreatedOn: created},
 			wantLine: "instanceData: verified offline: signature OK, signer OK (metadata.azure.com), chain OK, claims OK, created " + created + "\n",
 		},
 		"claims fail": {
-			claims: azure.Verdict{Detail: "signed content has no subscriptionId (api-version 2021-02-01 always signs it)"},
-			want: Document{Signature: "OK", Signer: "OK", Chain: "OK", Claims: "FAILED",
+			check: providers.DocumentCheck{Signature: "OK", Signer: "OK", Chain: "OK", Claims: "FAILED",
 				Detail: "signed content has no subscriptionId (api-version 2021-02-01 always signs it)", CreatedOn: created},
 			wantLine: "instanceData: verified offline: signature OK, signer OK, chain OK, claims FAILED, created " + created + "\n" +
 				"             signed content has no subscriptionId (api-version 2021-02-01 always signs it)\n",
@@ -269,23 +267,20 @@ func TestGatherInstanceData(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := &source{secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
 				Data: map[string][]byte{kube.KeyInstanceData: []byte("<document>…</document>")}}}
-			inspect := func(_ context.Context, doc []byte) (*azure.InspectReport, error) {
+			inspect := func(_ context.Context, doc []byte) (providers.DocumentCheck, error) {
 				assert.Equal(t, "<document>…</document>", string(doc))
-				return &azure.InspectReport{
-					Content:   []byte(`{"timeStamp":{"createdOn":"` + created + `"}}`),
-					Signature: ok, Signer: azure.Verdict{OK: true, Detail: "metadata.azure.com"}, Chain: ok, Claims: tc.claims,
-				}, nil
+				return tc.check, nil
 			}
 
 			r := Gather(context.Background(), src, Options{Exits: testExits, Inspect: inspect, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
 
 			require.NotNil(t, r.Secret.InstanceData)
-			assert.Equal(t, tc.want, *r.Secret.InstanceData)
+			assert.Equal(t, Document{DocumentCheck: tc.check}, *r.Secret.InstanceData)
 			var text, js strings.Builder
 			require.NoError(t, r.WriteText(&text))
 			assert.Contains(t, text.String(), tc.wantLine)
 			require.NoError(t, r.WriteJSON(&js))
-			assert.Contains(t, js.String(), `"claims": "`+tc.want.Claims+`"`)
+			assert.Contains(t, js.String(), `"claims": "`+tc.check.Claims+`"`)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/providers"
 )
 
 // Report is everything status found, verdict first. It is also the -o json
@@ -201,20 +202,10 @@ type Cert struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Document is the offline verification of instanceData's signed document.
+// Document is the offline verification of instanceData's signed document,
+// by the DocumentInspector of the cloud that wrote it.
 type Document struct {
-	// Signature, Signer, Chain and Claims are azure.Verdict.State: OK,
-	// FAILED or UNAVAILABLE. Claims is the check the engine makes of the
-	// signed content (subscriptionId and vmId present, createdOn not
-	// ahead).
-	Signature string `json:"signature,omitempty"`
-	Signer    string `json:"signer,omitempty"`
-	Chain     string `json:"chain,omitempty"`
-	Claims    string `json:"claims,omitempty"`
-	// Detail is the first failing verdict's detail, or the signer's name
-	// when all hold.
-	Detail    string `json:"detail,omitempty"`
-	CreatedOn string `json:"createdOn,omitempty"`
+	providers.DocumentCheck
 	// Error is why it is not a document at all.
 	Error string `json:"error,omitempty"`
 }

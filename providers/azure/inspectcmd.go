@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/providers"
 )
 
 // ErrNotVerified is InspectCommand's error when a document was read but
 // did not verify; its report, already written, says why (permanent).
-var ErrNotVerified = failure.Permanent(errors.New("attestation: the document did not verify"))
+var ErrNotVerified = providers.ErrNotVerified
 
 // InspectCommand is `registration-engine attestation inspect`, args
 // starting at "inspect": the support engineer's view of an attested
