@@ -150,7 +150,7 @@ func newJob(r *recorder, logs *bytes.Buffer) *Job {
 		Finder:   r,
 		// The real phase-6 publisher, with the recorder as CoreDNS and
 		// the handover wait.
-		InCluster: &incluster.Name{Config: incluster.Config{Map: true, Timeout: time.Minute}, Map: r, Wait: r, Log: log},
+		InCluster: &incluster.Name{Config: incluster.Config{Map: true, Timeout: time.Minute}, CoreDNS: r, Wait: r, Log: log},
 		Store:     r,
 		Lock:      r,
 		RegCode:   "REGCODE-SECRET",

@@ -74,12 +74,12 @@ type Waiter interface {
 }
 
 // Name publishes the update server's name in the cluster. New assembles it
-// from a Config and the cluster's clients; tests set Map and Wait.
+// from a Config and the cluster's clients; tests set CoreDNS and Wait.
 type Name struct {
-	Config Config
-	Map    Mapper
-	Wait   Waiter
-	Log    *slog.Logger
+	Config  Config
+	CoreDNS Mapper
+	Wait    Waiter
+	Log     *slog.Logger
 }
 
 // New assembles the production Name: CoreDNS through clients, a wait that
@@ -87,7 +87,7 @@ type Name struct {
 func New(cfg Config, clients *kube.Clients, log *slog.Logger) *Name {
 	n := &Name{Config: cfg, Log: log}
 	if cfg.Map {
-		n.Map = &coredns.Editor{ConfigMaps: clients.ConfigMaps, Domains: cfg.Domains, Log: log}
+		n.CoreDNS = &coredns.Editor{ConfigMaps: clients.ConfigMaps, Domains: cfg.Domains, Log: log}
 	}
 	w := &handover.Wait{
 		Port:     cfg.Port,
@@ -159,7 +159,7 @@ func (n *Name) Publish(ctx context.Context, name string, addr netip.Addr, certPE
 		log.Info("in-cluster DNS left alone", slog.String("reason", res.Skipped), slog.String("server", name), slog.String("address", addr.String()))
 		return res, nil
 	}
-	edit, err := n.Map.Ensure(ctx, name, addr)
+	edit, err := n.CoreDNS.Ensure(ctx, name, addr)
 	if err != nil {
 		return res, fmt.Errorf("in-cluster DNS: %w", err)
 	}

@@ -95,7 +95,7 @@ func TestPublish(t *testing.T) {
 			if tc.mapErr != nil {
 				m.edit = coredns.Edit{}
 			}
-			got, err := (&Name{Config: tc.cfg, Map: m, Wait: w}).Publish(context.Background(), "smt-azure.example", addr, []byte("PEM"))
+			got, err := (&Name{Config: tc.cfg, CoreDNS: m, Wait: w}).Publish(context.Background(), "smt-azure.example", addr, []byte("PEM"))
 			if tc.wantErr {
 				require.Error(t, err)
 				msgs.Add(name, err)
@@ -140,7 +140,7 @@ func TestHostsTTLExpiresWithinTheSettle(t *testing.T) {
 func TestPublishReportsRemovedEntries(t *testing.T) {
 	m := &mapper{edit: coredns.Edit{Object: "kube-system/coredns", Changed: true, Removed: []string{"20.38.0.1 smt-azure-old.susecloud.net"}}}
 
-	got, err := (&Name{Config: Config{Map: true, Timeout: time.Minute}, Map: m, Wait: &waiter{}}).Publish(context.Background(), "smt-azure.susecloud.net", addr, []byte("PEM"))
+	got, err := (&Name{Config: Config{Map: true, Timeout: time.Minute}, CoreDNS: m, Wait: &waiter{}}).Publish(context.Background(), "smt-azure.susecloud.net", addr, []byte("PEM"))
 
 	require.NoError(t, err)
 	assert.Equal(t, []string{"20.38.0.1 smt-azure-old.susecloud.net"}, got.Removed)
@@ -151,6 +151,6 @@ func TestPublishReportsRemovedEntries(t *testing.T) {
 
 	domains := []string{"susecloud.net", "example.com"}
 	n := New(Config{Map: true, Domains: domains}, &kube.Clients{}, nil)
-	require.IsType(t, &coredns.Editor{}, n.Map)
-	assert.Equal(t, domains, n.Map.(*coredns.Editor).Domains)
+	require.IsType(t, &coredns.Editor{}, n.CoreDNS)
+	assert.Equal(t, domains, n.CoreDNS.(*coredns.Editor).Domains)
 }
