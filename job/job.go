@@ -54,14 +54,15 @@ type (
 	EventRecorder interface {
 		Record(ctx context.Context, e kube.JobEvent) error
 	}
-	// RunRecorder keeps the run's verdict where it outlives Events (the
-	// engine's Lease).
+	// RunRecorder keeps the verdict of a run that ended without holding
+	// the Lease where it outlives Events (the engine's Lease).
 	RunRecorder interface {
 		SaveRun(ctx context.Context, r kube.RunRecord) (kube.RunRecord, error)
 	}
-	// Locker keeps two runs apart.
+	// Locker keeps two runs apart. The release it returns also records
+	// the run's verdict, in the same write.
 	Locker interface {
-		Acquire(ctx context.Context) (release func(context.Context) error, err error)
+		Acquire(ctx context.Context) (release kube.Release, err error)
 	}
 )
 
@@ -155,16 +156,16 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	j.Secrets.Add(j.RegCode.Reveal())
 	log := j.logger()
 	start := time.Now()
-	res, err := j.run(ctx, log)
+	res, release, err := j.run(ctx, log)
 	outcome := res.Outcome
 	if err != nil {
 		outcome = OutcomeFailed
 	}
 	res.Outcome = outcome
-	// The Event and the record first: the summary stays the run's last log
-	// line.
+	// The Event, then the record with the release: the summary stays the
+	// run's last log line.
 	j.recordEvent(ctx, log, res, err)
-	j.recordRun(ctx, log, res, err)
+	j.recordRun(ctx, log, res, err, release)
 	attrs := []any{
 		slog.String("outcome", outcome),
 		slog.Int64("durationMs", time.Since(start).Milliseconds()),
@@ -186,35 +187,34 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	return res, err
 }
 
-func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, err error) {
+// run is the startup sleep, the Lease and the six phases. The Lease, when
+// taken, is the caller's to release (with the run's record).
+func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release kube.Release, err error) {
 	if err := j.startupSleep(ctx, log); err != nil {
 		res.Failed = "startup-sleep"
-		return res, err
+		return res, nil, err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, j.deadline(), ErrDeadline)
 	defer cancel()
 
 	if j.Lock != nil {
-		release, err := j.Lock.Acquire(ctx)
+		release, err = j.Lock.Acquire(ctx)
 		if errors.Is(err, kube.ErrLeaseHeld) {
 			log.Info("another run holds the lease; skipping this run", slog.String("reason", err.Error()))
 			res.Outcome, res.Skipped = OutcomeSkipped, err.Error()
-			return res, nil
+			return res, nil, nil
 		}
 		if err != nil {
 			res.Failed = "lease"
-			return res, withCause(ctx, fmt.Errorf("lease: %w", err))
+			return res, nil, withCause(ctx, fmt.Errorf("lease: %w", err))
 		}
-		defer func() {
-			// The run's context may be cancelled already; release with one of
-			// its own so the next run need not wait for the Lease to expire.
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer rcancel()
-			if rerr := release(rctx); rerr != nil {
-				log.Warn("could not release the lease; the next run waits for it to expire", slog.String("error", rerr.Error()))
-			}
-		}()
 	}
+	res, err = j.runPhases(ctx, log)
+	return res, release, err
+}
+
+// runPhases runs the design card's six phases and the operator step.
+func (j *Job) runPhases(ctx context.Context, log *slog.Logger) (res Result, err error) {
 
 	// The design card's six phases, each handing its value on to the next.
 	ph := &phases{log: log, secrets: j.Secrets}
@@ -450,28 +450,43 @@ func failedEvent(phase string, err error) kube.JobEvent {
 }
 
 // recordRun keeps the run's verdict on the engine's Lease, where it
-// outlives the Event; a skipped run did nothing and records nothing. A
-// record that cannot be written is a warning, never a failed run.
-func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runErr error) {
-	if j.Runs == nil || res.Outcome == OutcomeSkipped {
-		return
+// outlives the Event: with the release when the run holds the Lease (one
+// write for both), else through Runs; a skipped run did nothing and
+// records nothing. A record or release that fails is a warning, never a
+// failed run.
+func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runErr error, release kube.Release) {
+	var rec *kube.RunRecord
+	if j.Runs != nil && res.Outcome != OutcomeSkipped {
+		rec = &kube.RunRecord{
+			Time: time.Now().UTC(), Job: j.JobName, Outcome: res.Outcome, ExitCode: ExitCode(runErr),
+			Server: res.Server, Operator: res.Operator.Report.State,
+		}
+		if runErr != nil {
+			rec.Outcome, rec.Phase, rec.Permanent = OutcomeFailed, res.Failed, failure.IsPermanent(runErr)
+			rec.Error = cutString(j.Secrets.String(runErr.Error()), kube.MaxRunError)
+		}
 	}
-	rec := kube.RunRecord{
-		Time: time.Now().UTC(), Job: j.JobName, Outcome: res.Outcome, ExitCode: ExitCode(runErr),
-		Server: res.Server, Operator: res.Operator.Report.State,
-	}
-	if runErr != nil {
-		rec.Outcome, rec.Phase, rec.Permanent = OutcomeFailed, res.Failed, failure.IsPermanent(runErr)
-		rec.Error = cutString(j.Secrets.String(runErr.Error()), kube.MaxRunError)
-	}
+	// The run's context may be cancelled already: a context of its own, so
+	// that the next run need not wait for the Lease to expire.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	saved, err := j.Runs.SaveRun(rctx, rec)
-	if err != nil {
-		log.Warn("could not record the run's verdict on the engine's Lease", slog.String("error", err.Error()))
-		return
+	var saved kube.RunRecord
+	var err error
+	switch {
+	case release != nil:
+		if saved, err = release(rctx, rec); err != nil {
+			log.Warn("could not release the lease (the next run waits for it to expire) or record the run's verdict on it", slog.String("error", err.Error()))
+			return
+		}
+	case rec != nil:
+		if saved, err = j.Runs.SaveRun(rctx, *rec); err != nil {
+			log.Warn("could not record the run's verdict on the engine's Lease", slog.String("error", err.Error()))
+			return
+		}
 	}
-	log.Debug("run recorded", slog.Int("consecutiveFailures", saved.ConsecutiveFailures))
+	if rec != nil {
+		log.Debug("run recorded", slog.Int("consecutiveFailures", saved.ConsecutiveFailures))
+	}
 }
 
 // cutString cuts s to at most n bytes on a rune boundary.

@@ -41,6 +41,8 @@ type recorder struct {
 	block    string // phase that blocks until ctx is done
 	written  []kube.Registration
 	released bool
+	// recorded are the run records the release wrote.
+	recorded []kube.RunRecord
 	leaseErr error
 	changed  bool
 	// handedOver records what the handover wait was asked to check.
@@ -123,21 +125,25 @@ func (r *recorder) Write(ctx context.Context, reg kube.Registration) (bool, erro
 	return r.changed, nil
 }
 
-func (r *recorder) Acquire(ctx context.Context) (func(context.Context) error, error) {
+func (r *recorder) Acquire(ctx context.Context) (kube.Release, error) {
 	if err := r.step(ctx, "lease"); err != nil {
 		return nil, err
 	}
 	if r.leaseErr != nil {
 		return nil, r.leaseErr
 	}
-	return func(ctx context.Context) error {
+	return func(ctx context.Context, rec *kube.RunRecord) (kube.RunRecord, error) {
 		if ctx.Err() != nil {
-			return ctx.Err() // a release must get a live context of its own
+			return kube.RunRecord{}, ctx.Err() // a release must get a live context of its own
 		}
 		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.released = true
-		r.mu.Unlock()
-		return nil
+		if rec != nil {
+			r.recorded = append(r.recorded, *rec)
+			return *rec, nil
+		}
+		return kube.RunRecord{}, nil
 	}, nil
 }
 
@@ -602,7 +608,7 @@ func TestRunRedactsTheOperatorsMessage(t *testing.T) {
 // first, a success resets the count, and the error keeps no secret.
 func TestRunRecordsItsVerdictOnTheLease(t *testing.T) {
 	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: kube.Namespace}})
-	lease := &kube.Lease{Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: kube.LeaseName, Holder: "pod-1"}
+	lease := &kube.Lease{Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: kube.LeaseName, Holder: "pod-1", Duration: time.Minute}
 	read := func() kube.RunRecord {
 		le, err := c.CoordinationV1().Leases(kube.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -611,9 +617,14 @@ func TestRunRecordsItsVerdictOnTheLease(t *testing.T) {
 		require.True(t, ok, "a record on the Lease")
 		return rec
 	}
+	// As New assembles it: the Lease keeps runs apart and records them.
 	run := func(r *recorder) {
 		j := newJob(r, &bytes.Buffer{})
-		j.Runs, j.JobName = lease, "registration-engine-29000000"
+		j.Lock, j.Runs, j.JobName = lease, lease, "registration-engine-29000000"
+		if r.leaseErr != nil {
+			j.Lock = r
+		}
+		c.ClearActions()
 		_, _ = j.Run(context.Background())
 	}
 	for range 2 {
@@ -631,12 +642,17 @@ func TestRunRecordsItsVerdictOnTheLease(t *testing.T) {
 	assert.Equal(t, "registration-engine-29000000", rec.Job)
 
 	run(&recorder{changed: true})
+	assert.Equal(t, []string{"get", "update", "get", "update"}, kubetest.Verbs(c, "leases"), "the Lease taken, then released with the record in one write")
 	rec = read()
 	assert.Equal(t, OutcomeRegistered, rec.Outcome)
 	assert.Zero(t, rec.ConsecutiveFailures)
 	assert.Nil(t, rec.FailingSince)
 	require.NotNil(t, rec.LastSuccess)
 	assert.Empty(t, rec.Error)
+
+	le, err := c.CoordinationV1().Leases(kube.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, le.Spec.HolderIdentity, "released")
 
 	run(&recorder{leaseErr: &kube.LeaseHeldError{Holder: "another"}})
 	assert.Equal(t, OutcomeRegistered, read().Outcome, "a skipped run records nothing")

@@ -82,11 +82,16 @@ type Lease struct {
 	Log             *slog.Logger
 }
 
+// Release gives up the Lease Acquire took and, in the same write, records
+// rec, the run's verdict (as SaveRun does: the counts of the record there
+// carried over), unless rec is nil. Call it when the run ends, failed or
+// not, even with a cancelled context: it uses a context of its own bounded
+// by ReleaseTimeout. It returns the record written.
+type Release func(ctx context.Context, rec *RunRecord) (RunRecord, error)
+
 // Acquire takes the Lease, or returns a *LeaseHeldError (errors.Is
-// ErrLeaseHeld) when another run holds it and it has not expired. The
-// returned release gives the Lease up; call it when the run ends, failed or
-// not, even with a cancelled context: it uses a context of its own bounded by
-// ReleaseTimeout.
+// ErrLeaseHeld) when another run holds it and it has not expired; release
+// gives it up.
 //
 // An absent Lease is created by server-side apply (the Role limits leases by
 // resourceNames, which a POST can never satisfy), without Force and under a
@@ -94,7 +99,7 @@ type Lease struct {
 // instead of both winning. An existing Lease is taken over by an Update
 // carrying the resourceVersion just read, so of two runs taking over an
 // expired Lease only one succeeds; the other gets ErrLeaseHeld.
-func (l *Lease) Acquire(ctx context.Context) (release func(context.Context) error, err error) {
+func (l *Lease) Acquire(ctx context.Context) (release Release, err error) {
 	ns := orDefault(l.Namespace, Namespace)
 	if l.Name == "" || l.Holder == "" || l.Duration <= 0 {
 		return nil, failure.Permanent(fmt.Errorf("kube: lease: name, holder and a positive duration are required (name %q, holder %q, duration %s)", l.Name, l.Holder, l.Duration))
@@ -180,37 +185,55 @@ func (l *Lease) Acquire(ctx context.Context) (release func(context.Context) erro
 		}
 	}
 	logger(l.Log).Debug("lease acquired", slog.String("lease", ns+"/"+l.Name), slog.String("holder", l.Holder))
-	return func(ctx context.Context) error { return l.release(ctx, ns) }, nil
+	return func(ctx context.Context, rec *RunRecord) (RunRecord, error) { return l.release(ctx, ns, rec) }, nil
 }
 
-// release clears holderIdentity if we still hold the Lease. It updates with
+// release clears holderIdentity if we still hold the Lease and, with rec,
+// writes the run record: one read and one write for both. It updates with
 // the resourceVersion it read (the Role grants no delete), retries only on
-// conflicts, and leaves a Lease another run has taken over alone.
-func (l *Lease) release(ctx context.Context, ns string) error {
+// conflicts, and leaves the holder of a Lease another run has taken over
+// alone (the record is still written: the run did what it records).
+func (l *Lease) release(ctx context.Context, ns string, rec *RunRecord) (RunRecord, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
 	leases := l.Leases.Leases(ns)
+	var saved RunRecord
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) && rec == nil {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if holder, _ := holderOf(cur); holder != l.Holder {
+		next := cur.DeepCopy()
+		changed := false
+		if holder, _ := holderOf(cur); holder == l.Holder {
+			next.Spec.HolderIdentity = nil
+			changed = true
+		}
+		if rec != nil {
+			var v string
+			if saved, v, err = nextRunRecord(cur.Annotations, *rec); err != nil {
+				return err
+			}
+			if next.Annotations == nil {
+				next.Annotations = map[string]string{}
+			}
+			next.Annotations[AnnotationLastRun] = v
+			changed = true
+		}
+		if !changed {
 			return nil
 		}
-		next := cur.DeepCopy()
-		next.Spec.HolderIdentity = nil
 		_, err = leases.Update(ctx, next, metav1.UpdateOptions{FieldManager: l.fieldManager()})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("kube: lease %s/%s: release: %w", ns, l.Name, APIError(err, Access{Verbs: []string{"get", "update"}, Resource: "leases/" + l.Name, Namespace: ns}))
+		return saved, fmt.Errorf("kube: lease %s/%s: release: %w", ns, l.Name, APIError(err, Access{Verbs: []string{"get", "update"}, Resource: "leases/" + l.Name, Namespace: ns}))
 	}
-	logger(l.Log).Debug("lease released", slog.String("lease", ns+"/"+l.Name))
-	return nil
+	logger(l.Log).Debug("lease released", slog.String("lease", ns+"/"+l.Name), slog.Bool("recorded", rec != nil))
+	return saved, nil
 }
 
 // heldBy reads the Lease back after losing a race, to name the winner. If it

@@ -270,7 +270,8 @@ func TestLeaseRelease(t *testing.T) {
 				cancel()
 			}
 
-			require.NoError(t, release(ctx))
+			_, err = release(ctx, nil)
+			require.NoError(t, err)
 
 			got := getLease(t, c)
 			assert.Equal(t, tc.holder, holderIdentity(got))
@@ -294,7 +295,8 @@ func TestLeaseReleaseRetriesConflict(t *testing.T) {
 		return handled, nil, err
 	})
 
-	require.NoError(t, release(context.Background()))
+	_, err = release(context.Background(), nil)
+	require.NoError(t, err)
 
 	assert.Empty(t, holderIdentity(getLease(t, c)))
 }
@@ -336,5 +338,6 @@ func TestLeaseRecordsTheJob(t *testing.T) {
 	release, err := retry.Acquire(ctx)
 	require.NoError(t, err, "the same Job's retry pod is not skipped by its dead predecessor")
 	assert.Equal(t, "job-1-bbbbb", holderIdentity(getLease(t, c)))
-	require.NoError(t, release(ctx))
+	_, err = release(ctx, nil)
+	require.NoError(t, err)
 }

@@ -76,22 +76,29 @@ func ParseRunRecord(annotations map[string]string) (rec RunRecord, ok bool, err 
 }
 
 // SaveRun records cur on the Lease, carrying over the counts of the
-// record there, in one read and one write (UpdateAnnotation). A record that
-// does not parse is replaced: the counts start again.
+// record there, in one read and one write (UpdateAnnotation): for a run
+// that ends without holding the Lease; one that holds it records with the
+// release (Release).
 func (l *Lease) SaveRun(ctx context.Context, cur RunRecord) (RunRecord, error) {
 	next := cur
 	err := l.UpdateAnnotation(ctx, AnnotationLastRun, func(raw string, ok bool) (*string, error) {
-		var prev RunRecord
-		if ok {
-			prev, _, _ = ParseRunRecord(map[string]string{AnnotationLastRun: raw})
-		}
-		next = prev.Next(cur)
-		b, err := json.Marshal(next)
-		if err != nil {
-			return nil, fmt.Errorf("kube: run record: %w", err)
-		}
-		v := string(b)
-		return &v, nil
+		var v string
+		var err error
+		next, v, err = nextRunRecord(map[string]string{AnnotationLastRun: raw}, cur)
+		return &v, err
 	})
 	return next, err
+}
+
+// nextRunRecord is the record of a run that ended as cur, following the one
+// in annotations, and its annotation's value. A record there that does not
+// parse is replaced: the counts start again.
+func nextRunRecord(annotations map[string]string, cur RunRecord) (RunRecord, string, error) {
+	prev, _, _ := ParseRunRecord(annotations)
+	next := prev.Next(cur)
+	b, err := json.Marshal(next)
+	if err != nil {
+		return next, "", fmt.Errorf("kube: run record: %w", err)
+	}
+	return next, string(b), nil
 }

@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
@@ -79,4 +81,45 @@ func readRunRecord(t *testing.T, c *fake.Clientset) kube.RunRecord {
 	require.NoError(t, err)
 	require.True(t, ok)
 	return rec
+}
+
+// TestReleaseRecordsTheRun: a run that holds the Lease records its verdict
+// with the release, in one read and one write for both; on a Lease another
+// run has taken over, the record is still written and that run keeps the
+// Lease.
+func TestReleaseRecordsTheRun(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	prev := kube.RunRecord{Time: t0.Add(-18 * time.Hour), Outcome: "failed", ExitCode: 1, ConsecutiveFailures: 1, FailingSince: &t0}
+	raw, err := json.Marshal(prev)
+	require.NoError(t, err)
+
+	for _, takenOver := range []bool{false, true} {
+		t.Run(map[bool]string{false: "held: released and recorded", true: "taken over: recorded, the holder kept"}[takenOver], func(t *testing.T) {
+			c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace,
+				Annotations: map[string]string{kube.AnnotationLastRun: string(raw)}}})
+			release, err := newLease(c, "pod-b", t0).Acquire(ctx)
+			require.NoError(t, err)
+			if takenOver {
+				le := getLease(t, c)
+				le.Spec.HolderIdentity = ptr.To("pod-c")
+				_, err := c.CoordinationV1().Leases(kube.Namespace).Update(ctx, le, metav1.UpdateOptions{})
+				require.NoError(t, err)
+			}
+			c.ClearActions()
+
+			got, err := release(ctx, &kube.RunRecord{Time: t0, Outcome: "registered"})
+
+			require.NoError(t, err)
+			assert.Equal(t, []string{"get", "update"}, kubetest.Verbs(c, "leases"))
+			assert.Zero(t, got.ConsecutiveFailures, "a success resets the count")
+			require.NotNil(t, got.LastSuccess)
+			assert.Equal(t, got, readRunRecord(t, c))
+			want := ""
+			if takenOver {
+				want = "pod-c"
+			}
+			assert.Equal(t, want, holderIdentity(getLease(t, c)))
+		})
+	}
 }
