@@ -215,7 +215,6 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release ku
 
 // runPhases runs the design card's six phases and the operator step.
 func (j *Job) runPhases(ctx context.Context, log *slog.Logger) (res Result, err error) {
-
 	// The design card's six phases, each handing its value on to the next.
 	ph := &phases{log: log, secrets: j.Secrets}
 	det, err := runPhase(ctx, ph, "detect", j.detect)
