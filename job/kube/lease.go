@@ -189,39 +189,60 @@ func (l *Lease) Acquire(ctx context.Context) (release Release, err error) {
 }
 
 // release clears holderIdentity if we still hold the Lease and, with rec,
-// writes the run record: one read and one write for both. It updates with
-// the resourceVersion it read (the Role grants no delete), retries only on
-// conflicts, and leaves the holder of a Lease another run has taken over
-// alone (the record is still written: the run did what it records).
+// writes the run record: one read and one write for both (modify). It
+// leaves the holder of a Lease another run has taken over alone (the
+// record is still written: the run did what it records), and a Lease that
+// is gone when there is nothing to record.
 func (l *Lease) release(ctx context.Context, ns string, rec *RunRecord) (RunRecord, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
-	leases := l.Leases.Leases(ns)
 	var saved RunRecord
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) && rec == nil {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		next := cur.DeepCopy()
+	err := l.modify(ctx, ns, func(next *coordinationv1.Lease) (bool, error) {
 		changed := false
-		if holder, _ := holderOf(cur); holder == l.Holder {
+		if holder, _ := holderOf(next); holder == l.Holder {
 			next.Spec.HolderIdentity = nil
 			changed = true
 		}
 		if rec != nil {
 			var v string
-			if saved, v, err = nextRunRecord(cur.Annotations, *rec); err != nil {
-				return err
+			var err error
+			if saved, v, err = nextRunRecord(next.Annotations, *rec); err != nil {
+				return false, err
 			}
-			if next.Annotations == nil {
-				next.Annotations = map[string]string{}
-			}
-			next.Annotations[AnnotationLastRun] = v
+			setAnnotation(next, AnnotationLastRun, &v)
 			changed = true
+		}
+		return changed, nil
+	})
+	if apierrors.IsNotFound(err) && rec == nil {
+		return saved, nil
+	}
+	if err != nil {
+		return saved, fmt.Errorf("kube: lease %s/%s: release: %w", ns, l.Name, err)
+	}
+	logger(l.Log).Debug("lease released", slog.String("lease", ns+"/"+l.Name), slog.Bool("recorded", rec != nil))
+	return saved, nil
+}
+
+// modify is the Lease's read-modify-write: it reads the Lease, lets change
+// edit a copy, and writes the copy with the resourceVersion it read (the
+// Role grants get and update, no delete), read and changed again on a
+// conflict. Nothing is written when change reports no change. An error of
+// change stops it and is returned as it is; the API's carries what the
+// Role must grant (APIError).
+func (l *Lease) modify(ctx context.Context, ns string, change func(next *coordinationv1.Lease) (changed bool, err error)) error {
+	leases := l.Leases.Leases(ns)
+	var changeErr error
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		next := cur.DeepCopy()
+		changed, err := change(next)
+		if err != nil {
+			changeErr = err
+			return nil
 		}
 		if !changed {
 			return nil
@@ -229,11 +250,28 @@ func (l *Lease) release(ctx context.Context, ns string, rec *RunRecord) (RunReco
 		_, err = leases.Update(ctx, next, metav1.UpdateOptions{FieldManager: l.fieldManager()})
 		return err
 	})
-	if err != nil {
-		return saved, fmt.Errorf("kube: lease %s/%s: release: %w", ns, l.Name, APIError(err, Access{Verbs: []string{"get", "update"}, Resource: "leases/" + l.Name, Namespace: ns}))
+	if changeErr != nil {
+		return changeErr
 	}
-	logger(l.Log).Debug("lease released", slog.String("lease", ns+"/"+l.Name), slog.Bool("recorded", rec != nil))
-	return saved, nil
+	return APIError(err, Access{Verbs: []string{"get", "update"}, Resource: "leases/" + l.Name, Namespace: ns})
+}
+
+// setAnnotation sets key on le to *value, or removes it when value is nil;
+// it reports whether that changed le.
+func setAnnotation(le *coordinationv1.Lease, key string, value *string) bool {
+	old, ok := le.Annotations[key]
+	switch {
+	case value == nil && !ok, value != nil && ok && old == *value:
+		return false
+	case value == nil:
+		delete(le.Annotations, key)
+	default:
+		if le.Annotations == nil {
+			le.Annotations = map[string]string{}
+		}
+		le.Annotations[key] = *value
+	}
+	return true
 }
 
 // heldBy reads the Lease back after losing a race, to name the winner. If it
@@ -340,47 +378,23 @@ func (l *Lease) SetAnnotation(ctx context.Context, key string, value *string) er
 }
 
 // UpdateAnnotation rewrites one annotation of the Lease from its current
-// value in one read and one write: next gets the value read (ok false when
-// absent) and returns the one to write (nil removes it). The Update carries
-// the resourceVersion just read; on a conflict the Lease is read again and
-// next called again. An error from next is returned as it is, with nothing
-// written.
+// value in one read and one write (modify): next gets the value read (ok
+// false when absent or empty) and returns the one to write (nil removes
+// it); on a conflict it is called again with what the other writer left.
+// An error from next stops it, with nothing written.
 func (l *Lease) UpdateAnnotation(ctx context.Context, key string, next func(cur string, ok bool) (*string, error)) error {
 	ns := orDefault(l.Namespace, Namespace)
-	leases := l.Leases.Leases(ns)
 	var value *string
-	var nextErr error
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
+	err := l.modify(ctx, ns, func(le *coordinationv1.Lease) (bool, error) {
+		old := le.Annotations[key]
+		var err error
+		if value, err = next(old, old != ""); err != nil {
+			return false, err
 		}
-		old, ok := cur.Annotations[key]
-		if value, nextErr = next(old, ok && old != ""); nextErr != nil {
-			return nil
-		}
-		upd := cur.DeepCopy()
-		switch {
-		case value == nil && !ok:
-			return nil
-		case value == nil:
-			delete(upd.Annotations, key)
-		case ok && old == *value:
-			return nil
-		default:
-			if upd.Annotations == nil {
-				upd.Annotations = map[string]string{}
-			}
-			upd.Annotations[key] = *value
-		}
-		_, err = leases.Update(ctx, upd, metav1.UpdateOptions{FieldManager: l.fieldManager()})
-		return err
+		return setAnnotation(le, key, value), nil
 	})
-	if nextErr != nil {
-		return nextErr
-	}
 	if err != nil {
-		return fmt.Errorf("kube: lease %s/%s: annotation %s: %w", ns, l.Name, key, APIError(err, Access{Verbs: []string{"get", "update"}, Resource: "leases/" + l.Name, Namespace: ns}))
+		return fmt.Errorf("kube: lease %s/%s: annotation %s: %w", ns, l.Name, key, err)
 	}
 	logger(l.Log).Debug("lease annotation saved", slog.String("lease", ns+"/"+l.Name), slog.String("key", key), slog.Bool("cleared", value == nil))
 	return nil
