@@ -31,7 +31,7 @@ func TestSaveRun(t *testing.T) {
 
 	t.Run("one read and one write, counts carried over", func(t *testing.T) {
 		c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace}})
-		l := &kube.Lease{Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: leaseName, Holder: "pod-1"}
+		l := newLease(c, "pod-1", t0)
 		_, err := l.SaveRun(ctx, failed)
 		require.NoError(t, err)
 		c.ClearActions()
@@ -42,17 +42,13 @@ func TestSaveRun(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 2, got.ConsecutiveFailures)
 		assert.Equal(t, t0, *got.FailingSince, "failing since the first")
-		var verbs []string
-		for _, a := range c.Actions() {
-			verbs = append(verbs, a.GetVerb())
-		}
-		assert.Equal(t, []string{"get", "update"}, verbs)
+		assert.Equal(t, []string{"get", "update"}, kubetest.Verbs(c, "leases"))
 		assert.Equal(t, got, readRunRecord(t, c))
 	})
 
 	t.Run("a conflict reads again and carries over the other writer's counts", func(t *testing.T) {
 		c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace}})
-		l := &kube.Lease{Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: leaseName, Holder: "pod-1"}
+		l := newLease(c, "pod-1", t0)
 		conflicted := false
 		c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 			if conflicted {
