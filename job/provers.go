@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/providers"
@@ -40,13 +39,9 @@ func attestationRoots(path string) (*x509.CertPool, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	certs, err := azure.ReadCertificates(path)
 	if err != nil {
 		return nil, failure.Permanent(fmt.Errorf("config: ATTESTATION_ROOTS_FILE: %w", err))
-	}
-	certs, err := azure.ParsePEMCertificates(data)
-	if err != nil {
-		return nil, failure.Permanent(fmt.Errorf("config: ATTESTATION_ROOTS_FILE %s: %w", path, err))
 	}
 	pool := x509.NewCertPool()
 	for _, c := range certs {

@@ -105,12 +105,12 @@ const maxInspectBytes = 1 << 20
 func (o *InspectOptions) ReadTrust(rootsFile, intersFile string) error {
 	var err error
 	if rootsFile != "" {
-		if o.Roots, err = readCerts(rootsFile); err != nil {
+		if o.Roots, err = ReadCertificates(rootsFile); err != nil {
 			return err
 		}
 	}
 	if intersFile != "" {
-		if o.Intermediates, err = readCerts(intersFile); err != nil {
+		if o.Intermediates, err = ReadCertificates(intersFile); err != nil {
 			return err
 		}
 	}
@@ -126,7 +126,11 @@ func readLimited(name string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxInspectBytes))
 }
 
-func readCerts(name string) ([]*x509.Certificate, error) {
+// ReadCertificates reads the PEM certificates of the file name (at most
+// 1 MiB of it); an error names the file. The trust anchors and
+// intermediates of both commands, and ATTESTATION_ROOTS_FILE, are read
+// with it.
+func ReadCertificates(name string) ([]*x509.Certificate, error) {
 	data, err := readLimited(name)
 	if err != nil {
 		return nil, err // an *fs.PathError, which names the file
