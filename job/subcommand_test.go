@@ -44,9 +44,9 @@ func TestSubcommandProblemsReachStderr(t *testing.T) {
 		says []string
 		is   error
 	}{
-		"status: a roots file that does not exist": {run: status("--attestation-roots", missing), says: []string{"status: ", missing}, is: fs.ErrNotExist},
+		"status: a roots file that does not exist": {run: status("--attestation-roots", missing), says: []string{"status: --attestation-roots: ", missing}, is: fs.ErrNotExist},
 		"status: an intermediates file without a certificate": {
-			run: status("--intermediates", notPEM), says: []string{"status: ", notPEM, "no PEM certificate"}},
+			run: status("--intermediates", notPEM), says: []string{"status: --intermediates: ", notPEM, "no PEM certificate"}},
 		"status: an unknown output": {run: status("-o", "yaml"), says: []string{`status: -o "yaml": want text or json`}},
 		"attestation: a roots file that does not exist": {
 			run: attestation("inspect", "--roots", missing, notDoc), says: []string{"attestation: ", missing}, is: fs.ErrNotExist},

@@ -74,10 +74,11 @@ type DocumentCheck struct {
 // DocumentInspector checks the instance data its cloud's prover writes,
 // outside a run: `registration-engine status` on the Secret's instanceData
 // (Inspect, offline) and `registration-engine attestation inspect` on a
-// document a customer sent (Command). Both take the same trust settings.
+// document a customer sent (Command, with trust flags of its own).
 type DocumentInspector interface {
 	// AddFlags adds the trust settings to status's flags; getenv serves
-	// their variables. ReadFlags then reads the files they name.
+	// their variables. ReadFlags then reads the files they name; its error
+	// names the flag and the file.
 	AddFlags(fs *flag.FlagSet, getenv func(string) string)
 	ReadFlags() error
 	// Inspect verifies instanceData offline as at at. Its error says the

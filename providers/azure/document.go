@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"time"
 
@@ -28,13 +29,21 @@ func (d *DocumentInspector) AddFlags(fs *flag.FlagSet, getenv func(string) strin
 	fs.StringVar(&d.intersFile, "intermediates", "", "PEM intermediates for instanceData's chain (it is checked offline)")
 }
 
-// ReadFlags reads the files the flags name; an error names the file.
+// ReadFlags reads the files the flags name; an error names the flag and
+// the file.
 func (d *DocumentInspector) ReadFlags() error {
-	d.opts = InspectOptions{Offline: true}
-	return d.opts.ReadTrust(d.rootsFile, d.intersFile)
+	d.opts = InspectOptions{}
+	if err := d.opts.ReadTrust(d.rootsFile, ""); err != nil {
+		return fmt.Errorf("--attestation-roots: %w", err)
+	}
+	if err := d.opts.ReadTrust("", d.intersFile); err != nil {
+		return fmt.Errorf("--intermediates: %w", err)
+	}
+	return nil
 }
 
-// Inspect verifies instanceData offline as at at (Inspect).
+// Inspect verifies instanceData as at at (Inspect), offline: status never
+// fetches an intermediate.
 func (d *DocumentInspector) Inspect(ctx context.Context, instanceData []byte, at time.Time) (providers.DocumentCheck, error) {
 	opts := d.opts
 	opts.Offline, opts.At = true, at

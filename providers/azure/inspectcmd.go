@@ -14,17 +14,13 @@ import (
 	"github.com/rancher/registration-engine/providers"
 )
 
-// ErrNotVerified is InspectCommand's error when a document was read but
-// did not verify; its report, already written, says why (permanent).
-var ErrNotVerified = providers.ErrNotVerified
-
 // InspectCommand is `registration-engine attestation inspect`, args
 // starting at "inspect": the support engineer's view of an attested
 // document a customer sent. It parses its flags, reads the document from
 // a file or stdin, and writes Inspect's report on stdout; a problem that
 // stops it (a flag, a file, not a document) is its error, permanent, for
 // the caller to print. A document that does not verify returns
-// ErrNotVerified after the report.
+// providers.ErrNotVerified after the report.
 func InspectCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	usage := func() {
 		fmt.Fprint(stderr, `Usage: registration-engine attestation inspect [flags] FILE|-
@@ -89,7 +85,7 @@ Flags:
 		return err
 	}
 	if !report.OK() {
-		return ErrNotVerified
+		return providers.ErrNotVerified
 	}
 	return nil
 }
