@@ -30,6 +30,7 @@ import (
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // chartRegCode is the registration code the chart test installs as the
@@ -141,7 +142,7 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	// kube-system's CoreDNS, as on AKS (where the Marketplace installs):
 	// the Corefile and coredns-custom, where the chart's default lets the
 	// engine write.
-	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
+	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.Namespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	p.Apply(t, []byte(harness.AKSCorednsFixture))
 	_, err = e.Admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
@@ -160,11 +161,11 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	// must start with no person, as on a cluster.
 	kubeletCtx, stopKubelet := context.WithCancel(ctx)
 	defer stopKubelet()
-	runs := e.StartKubelet(kubeletCtx, t, kube.Namespace, c)
+	runs := e.StartKubelet(kubeletCtx, t, operator.Namespace, c)
 	start := time.Now()
-	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace}, install...)...)
+	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", operator.Namespace}, install...)...)
 	installed := time.Since(start)
-	manifest := runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace)
+	manifest := runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", operator.Namespace)
 	release := releaseObjects(t, manifest)
 	require.NotEmpty(t, release)
 
@@ -180,18 +181,18 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	before := e.Secret(ctx, t)
 	harness.AssertRegistration(t, before, chartRegCode)
 	t.Logf("proved: helm install (Marketplace values, credential mode %s) exited 0 in %s and, with no manual Job, the release's run %s registered %s %s after the install started (pod ran %s)",
-		tc.wantMode, installed.Round(time.Millisecond), first, kube.SecretName, registered.Round(time.Millisecond), pr.Res.Took.Round(time.Millisecond))
+		tc.wantMode, installed.Round(time.Millisecond), first, operator.SecretName, registered.Round(time.Millisecond), pr.Res.Took.Round(time.Millisecond))
 	if !tc.lifecycle {
 		tc.uninstall(ctx, t, p, e, helm, release, before, registered)
 		return
 	}
 
 	// An upgrade with nothing a run reads changed starts nothing.
-	runHelm(t, p, helm, append([]string{"upgrade", "registration-engine", chart, "--namespace", kube.Namespace}, install...)...)
-	unchanged := releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace))
+	runHelm(t, p, helm, append([]string{"upgrade", "registration-engine", chart, "--namespace", operator.Namespace}, install...)...)
+	unchanged := releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", operator.Namespace))
 	assert.Equal(t, first, runJobOfOrEmpty(unchanged), "the finished run's Job stays in the release, unchanged, until its TTL")
 	time.Sleep(3 * time.Second)
-	jobs, err := e.Admin.BatchV1().Jobs(kube.Namespace).List(ctx, metav1.ListOptions{})
+	jobs, err := e.Admin.BatchV1().Jobs(operator.Namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, j := range jobs.Items {
 		assert.Equal(t, first, j.Name, "an unchanged upgrade started a Job")
@@ -203,8 +204,8 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	// the new code (the operator re-registers on a new regCode by itself).
 	const newCode = "E2E-CHART-REGISTRATION-CODE-2"
 	start = time.Now()
-	runHelm(t, p, helm, append([]string{"upgrade", "registration-engine", chart, "--namespace", kube.Namespace}, append(install, "--set", "registrationCode="+newCode)...)...)
-	release = releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace))
+	runHelm(t, p, helm, append([]string{"upgrade", "registration-engine", chart, "--namespace", operator.Namespace}, append(install, "--set", "registrationCode="+newCode)...)...)
+	release = releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", operator.Namespace))
 	second := runJobOf(t, release)
 	require.NotEqual(t, first, second, "a new code, a new run")
 	pr = e.completedRun(ctx, t, runs, second)
@@ -212,7 +213,7 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"])
 	after := e.Secret(ctx, t)
 	harness.AssertRegistration(t, after, newCode)
-	t.Logf("proved: helm upgrade with a new registration code started run %s, which wrote the new code into %s %s after the upgrade started", second, kube.SecretName, rerun.Round(time.Millisecond))
+	t.Logf("proved: helm upgrade with a new registration code started run %s, which wrote the new code into %s %s after the upgrade started", second, operator.SecretName, rerun.Round(time.Millisecond))
 
 	tc.uninstall(ctx, t, p, e, helm, release, after, registered)
 }
@@ -265,7 +266,7 @@ func runJobOf(t *testing.T, release []releaseObject) string {
 func (tc chartCase) uninstall(ctx context.Context, t *testing.T, p *controlplane.Plane, e *clusterEnv, helm string, release []releaseObject, secret *corev1.Secret, registered time.Duration) {
 	require.NotEmpty(t, e.DNS.Lookup(ctx, harness.UpdateServer), "precondition: CoreDNS answers the update server's name")
 	start := time.Now()
-	runHelm(t, p, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--wait", "--timeout", "120s")
+	runHelm(t, p, helm, "uninstall", "registration-engine", "--namespace", operator.Namespace, "--wait", "--timeout", "120s")
 	took := time.Since(start)
 	assert.Less(t, took, 90*time.Second, "helm uninstall, cleanup hook included, is bounded")
 	dyn, err := dynamic.NewForConfig(p.Admin)
@@ -277,20 +278,20 @@ func (tc chartCase) uninstall(ctx context.Context, t *testing.T, p *controlplane
 	custom, err := e.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns-custom", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"log.override": "log\n"}, custom.Data, "the engine's key gone, the customer's kept")
-	_, err = e.Admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+	_, err = e.Admin.CoordinationV1().Leases(operator.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the Lease went with the release (err %v)", err)
 	var gone time.Duration
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		gone = time.Since(start)
 		return len(e.DNS.Lookup(ctx, harness.UpdateServer)) == 0, nil
 	}), "CoreDNS still answers the update server's name after helm uninstall")
-	hooks, err := e.Admin.BatchV1().Jobs(kube.Namespace).List(ctx, metav1.ListOptions{})
+	hooks, err := e.Admin.BatchV1().Jobs(operator.Namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, hooks.Items, "no Job left behind (the cleanup hook deletes itself)")
 	assertNoCleanupAccess(ctx, t, dyn)
 	after := e.Secret(ctx, t)
 	assert.Equal(t, secret.ResourceVersion, after.ResourceVersion, "helm uninstall must not touch the operator's Secret")
-	t.Logf("proved: helm uninstall finished in %s; its post-delete cleanup hook, under its own ServiceAccount and policy copy (gone with it), removed coredns-custom key %s (the customer's log.override kept) and the Lease, CoreDNS stopped answering %s %s after the uninstall started, and %s stayed", took.Round(time.Millisecond), coredns.DefaultHostsKey, harness.UpdateServer, gone.Round(time.Millisecond), kube.SecretName)
+	t.Logf("proved: helm uninstall finished in %s; its post-delete cleanup hook, under its own ServiceAccount and policy copy (gone with it), removed coredns-custom key %s (the customer's log.override kept) and the Lease, CoreDNS stopped answering %s %s after the uninstall started, and %s stayed", took.Round(time.Millisecond), coredns.DefaultHostsKey, harness.UpdateServer, gone.Round(time.Millisecond), operator.SecretName)
 }
 
 // TestChartInstallWhileUpdateServersFail: the Marketplace installs while
@@ -306,7 +307,7 @@ func TestChartInstallWhileUpdateServersFail(t *testing.T) {
 	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
+	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.Namespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	p.Apply(t, []byte(harness.AKSCorednsFixture))
 	_, err = e.Admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
@@ -318,23 +319,23 @@ func TestChartInstallWhileUpdateServersFail(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(fc.Stop)
 	c := harness.Cloud{Dir: t.TempDir(), Env: fc.Environ()}
-	runs := e.StartKubelet(ctx, t, kube.Namespace, c)
+	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
 
 	start := time.Now()
-	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace, "--wait", "--timeout", "60s"},
+	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", operator.Namespace, "--wait", "--timeout", "60s"},
 		marketplaceValues(chart, c.Vars(), chartRegCode)...)...)
 	installed := time.Since(start)
-	first := runJobOf(t, releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", kube.Namespace)))
-	done := controlplane.WaitJobFinished(ctx, t, e.Admin, kube.Namespace, first)
+	first := runJobOf(t, releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", operator.Namespace)))
+	done := controlplane.WaitJobFinished(ctx, t, e.Admin, operator.Namespace, first)
 	cond := controlplane.FinishedCondition(done)
 	require.NotNil(t, cond)
 	assert.Equal(t, batchv1.JobFailed, cond.Type, "the run failed while the update servers did")
 	failedAfter := time.Since(start)
 	assert.Less(t, installed, failedAfter, "helm install returned before the run finished: it does not wait for it")
-	status := runHelm(t, p, helm, "status", "registration-engine", "--namespace", kube.Namespace)
+	status := runHelm(t, p, helm, "status", "registration-engine", "--namespace", operator.Namespace)
 	assert.Contains(t, status, "STATUS: deployed", "the release is installed, whatever the run did")
-	events, err := e.Admin.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
+	events, err := e.Admin.EventsV1().Events(operator.Namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	var failed int
 	for _, ev := range events.Items {
@@ -353,7 +354,7 @@ func TestChartInstallWhileUpdateServersFail(t *testing.T) {
 		u.SetFaults(fakecloud.UpdateFaults{})
 	}
 	const next = "next-run"
-	p.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, next)
+	p.Kubectl(t, "-n", operator.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, next)
 	pr := e.completedRun(ctx, t, runs, next)
 	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"])
 	harness.AssertRegistration(t, e.Secret(ctx, t), chartRegCode)
@@ -364,9 +365,9 @@ func TestChartInstallWhileUpdateServersFail(t *testing.T) {
 // cleanupAccess are the objects the cleanup hook brings for itself (its
 // ServiceAccount, Roles and policy copy), which must go with its Job.
 var cleanupAccess = []releaseObject{
-	{gvr: schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, namespace: kube.Namespace, name: "registration-engine-cleanup"},
-	{gvr: rbacv1.SchemeGroupVersion.WithResource("roles"), namespace: kube.Namespace, name: "registration-engine-cleanup"},
-	{gvr: rbacv1.SchemeGroupVersion.WithResource("rolebindings"), namespace: kube.Namespace, name: "registration-engine-cleanup"},
+	{gvr: schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, namespace: operator.Namespace, name: "registration-engine-cleanup"},
+	{gvr: rbacv1.SchemeGroupVersion.WithResource("roles"), namespace: operator.Namespace, name: "registration-engine-cleanup"},
+	{gvr: rbacv1.SchemeGroupVersion.WithResource("rolebindings"), namespace: operator.Namespace, name: "registration-engine-cleanup"},
 	{gvr: rbacv1.SchemeGroupVersion.WithResource("roles"), namespace: "kube-system", name: "registration-engine-cleanup"},
 	{gvr: rbacv1.SchemeGroupVersion.WithResource("rolebindings"), namespace: "kube-system", name: "registration-engine-cleanup"},
 	{gvr: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"), name: "registration-engine-coredns-cleanup"},
@@ -397,30 +398,30 @@ func TestChartUninstallWhenCleanupCannotRun(t *testing.T) {
 	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
+	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.Namespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	p.Apply(t, []byte(harness.AKSCorednsFixture))
 	c := harness.StartCloud(t)
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
 	const deadline = 15
-	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", kube.Namespace,
+	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", operator.Namespace,
 		"--set", fmt.Sprintf("cleanupDeadlineSeconds=%d", deadline)}, marketplaceValues(chart, c.Vars(), chartRegCode)...)...)
 
 	start := time.Now()
-	out, err := testkit.Command(ctx, helm, "uninstall", "registration-engine", "--namespace", kube.Namespace, "--timeout", "120s", "--kubeconfig", p.AdminKubeconfig)
+	out, err := testkit.Command(ctx, helm, "uninstall", "registration-engine", "--namespace", operator.Namespace, "--timeout", "120s", "--kubeconfig", p.AdminKubeconfig)
 	took := time.Since(start)
 	require.Error(t, err, "helm reports the failed hook:\n%s", out)
 	helmErr := err.Error()
 	assert.Contains(t, helmErr, "uninstallation completed with 1 error(s)", "the uninstall itself completed")
 	assert.Contains(t, helmErr, "DeadlineExceeded", "the reason is the hook's deadline")
 	assert.Less(t, took, time.Duration(deadline+30)*time.Second, "bounded by the hook's activeDeadlineSeconds, not helm's --timeout")
-	_, err = e.Admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
+	_, err = e.Admin.BatchV1().CronJobs(operator.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the CronJob went with the release (err %v)", err)
-	releases, err := testkit.Command(ctx, helm, "list", "--all", "--short", "--namespace", kube.Namespace, "--kubeconfig", p.AdminKubeconfig)
+	releases, err := testkit.Command(ctx, helm, "list", "--all", "--short", "--namespace", operator.Namespace, "--kubeconfig", p.AdminKubeconfig)
 	require.NoError(t, err, "%s", releases)
 	assert.Empty(t, strings.TrimSpace(string(releases)), "no release left, in any state, to uninstall again")
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := e.Admin.BatchV1().Jobs(kube.Namespace).Get(ctx, harness.CronJobName+"-cleanup", metav1.GetOptions{})
+		_, err := e.Admin.BatchV1().Jobs(operator.Namespace).Get(ctx, harness.CronJobName+"-cleanup", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}), "the failed hook Job is deleted (hook-failed)")
 	dyn, err := dynamic.NewForConfig(p.Admin)

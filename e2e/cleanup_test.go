@@ -20,7 +20,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // TestCleanupUnderTheHookAccess: `registration-engine cleanup` as the
@@ -38,7 +38,7 @@ func TestCleanupUnderTheHookAccess(t *testing.T) {
 	admin := p.AdminClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kube.Namespace}}, metav1.CreateOptions{})
+	_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.Namespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	p.Apply(t, []byte(harness.AKSCorednsFixture))
 	customer := map[string]string{"log.override": "log\n"}
@@ -48,13 +48,13 @@ func TestCleanupUnderTheHookAccess(t *testing.T) {
 	}
 	_, err = admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: coredns.CustomConfigMap}, Data: data}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = admin.CoordinationV1().Leases(kube.Namespace).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: harness.LeaseName}}, metav1.CreateOptions{})
+	_, err = admin.CoordinationV1().Leases(operator.Namespace).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: harness.LeaseName}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	// The hook's objects but its Job: the ServiceAccount first, the rest
 	// once the cleanup runs.
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
-	out, err := testkit.Command(ctx, helm, "template", "registration-engine", chart, "--namespace", kube.Namespace,
+	out, err := testkit.Command(ctx, helm, "template", "registration-engine", chart, "--namespace", operator.Namespace,
 		"--values", filepath.Join("..", "manifests", "testdata", "chart", "minimal.yaml"), "--show-only", "templates/cleanup-job.yaml")
 	require.NoError(t, err)
 	var account, access []string
@@ -70,12 +70,12 @@ func TestCleanupUnderTheHookAccess(t *testing.T) {
 	require.Len(t, access, 6, "two Roles, two RoleBindings, the policy copy and its binding")
 	p.Apply(t, []byte(account[0]))
 	token := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(token, []byte(p.ServiceAccountToken(t, kube.Namespace, "registration-engine-cleanup")), 0o600))
+	require.NoError(t, os.WriteFile(token, []byte(p.ServiceAccountToken(t, operator.Namespace, "registration-engine-cleanup")), 0o600))
 
 	wait, err := harness.StartEngine(ctx, []string{
 		"KUBERNETES_SERVICE_HOST=" + p.Host, "KUBERNETES_SERVICE_PORT=" + p.Port,
 		"KUBERNETES_TOKEN=" + token, "KUBERNETES_CA_CERT=" + p.CAFile,
-		"POD_NAMESPACE=" + kube.Namespace, "POD_NAME=registration-engine-cleanup-x1", "LEASE_NAME=" + harness.LeaseName,
+		"POD_NAMESPACE=" + operator.Namespace, "POD_NAME=registration-engine-cleanup-x1", "LEASE_NAME=" + harness.LeaseName,
 		"IN_CLUSTER_DNS=true", "UPDATE_SERVER_DOMAINS=susecloud.net",
 	}, "cleanup")
 	require.NoError(t, err)
@@ -103,7 +103,7 @@ func TestCleanupUnderTheHookAccess(t *testing.T) {
 	custom, err := admin.CoreV1().ConfigMaps("kube-system").Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, customer, custom.Data, "the engine's key gone, the customer's kept")
-	_, err = admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+	_, err = admin.CoordinationV1().Leases(operator.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the Lease is gone (err %v)", err)
 	t.Logf("proved: under the hook's own ServiceAccount, with only the chart's hook Roles and policy copy (applied %s after it started), registration-engine cleanup retried %d refusal(s), then removed coredns-custom key %s (the customer's key kept) and the Lease, exit 0 in %s",
 		late, retried, coredns.DefaultHostsKey, res.Took.Round(time.Millisecond))

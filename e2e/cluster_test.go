@@ -28,6 +28,7 @@ import (
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // clusterEnv is the harness's cluster, with TestCluster's cases as its
@@ -89,7 +90,7 @@ func (e *clusterEnv) testFirstRun(t *testing.T, c harness.Cloud) {
 	assert.Equal(t, corev1.SecretTypeOpaque, s.Type)
 	assert.NotContains(t, s.Labels, "app.kubernetes.io/managed-by", "the operator refuses a Secret that names a manager")
 	t.Logf("proved: the engine, authenticated by a TokenRequest token of %s/%s through KUBERNETES_TOKEN and KUBERNETES_CA_CERT, created %s with its five keys under the least-privilege Role (in %s)",
-		kube.Namespace, harness.EngineSA, kube.SecretName, res.Took.Round(time.Millisecond))
+		operator.Namespace, harness.EngineSA, operator.SecretName, res.Took.Round(time.Millisecond))
 }
 
 // testSecondRun: a run that finds the same values writes nothing, so the
@@ -108,7 +109,7 @@ func (e *clusterEnv) testSecondRun(t *testing.T, c harness.Cloud) {
 	assert.Equal(t, false, s["changed"])
 	after := e.Secret(ctx, t)
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "an unchanged run must not write: the operator re-registers on every change")
-	t.Logf("proved: a second run with the same findings left %s at resourceVersion %s (outcome %q)", kube.SecretName, after.ResourceVersion, s["outcome"])
+	t.Logf("proved: a second run with the same findings left %s at resourceVersion %s (outcome %q)", operator.SecretName, after.ResourceVersion, s["outcome"])
 }
 
 // testOperatorMetadataSurvives: our server-side apply over a Secret the
@@ -122,16 +123,16 @@ func (e *clusterEnv) testOperatorMetadataSurvives(t *testing.T, c harness.Cloud)
 		"scc.cattle.io/instance-salt":  "a1b2c3d4e5",
 	}
 	annotations := map[string]string{"scc.cattle.io/last-processed": "2025-01-01T00:00:00Z"}
-	_, err := e.Admin.CoreV1().Secrets(kube.Namespace).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Labels: labels, Annotations: annotations},
+	_, err := e.Admin.CoreV1().Secrets(operator.Namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Labels: labels, Annotations: annotations},
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
-			"operatorKey":               []byte("kept"),
-			kube.KeyRegistrationURL:     []byte("https://old-server.example"),
-			kube.KeyRegistrationType:    []byte("offline"),
-			kube.KeyRegCode:             []byte("OLD-CODE"),
-			kube.KeyInstanceData:        []byte("old"),
-			kube.KeyRegistrationURLCert: []byte("old"),
+			"operatorKey":                   []byte("kept"),
+			operator.KeyRegistrationURL:     []byte("https://old-server.example"),
+			operator.KeyRegistrationType:    []byte("offline"),
+			operator.KeyRegCode:             []byte("OLD-CODE"),
+			operator.KeyInstanceData:        []byte("old"),
+			operator.KeyRegistrationURLCert: []byte("old"),
 		},
 	}, metav1.CreateOptions{FieldManager: "rancher-scc-operator"})
 	require.NoError(t, err)
@@ -178,7 +179,7 @@ func (e *clusterEnv) testNoCodeKeepsCode(t *testing.T, c harness.Cloud) {
 				// manager: labels, a finalizer, and here a new code.
 				patch := `{"metadata":{"labels":{"scc.cattle.io/managed-by":"rancher-scc-operator","scc.cattle.io/instance-salt":"a1b2c3d4e5"},` +
 					`"finalizers":["scc.cattle.io/registration-secret"]},"data":{"regCode":"` + base64.StdEncoding.EncodeToString([]byte(operatorCode)) + `"}}`
-				_, err := e.Admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "rancher-scc-operator"})
+				_, err := e.Admin.CoreV1().Secrets(operator.Namespace).Patch(ctx, operator.SecretName, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "rancher-scc-operator"})
 				require.NoError(t, err)
 				t.Cleanup(func() { e.dropFinalizers(t) })
 			},
@@ -192,7 +193,7 @@ func (e *clusterEnv) testNoCodeKeepsCode(t *testing.T, c harness.Cloud) {
 			require.Equal(t, job.ExitOK, first.Code, first.String())
 			tc.adopt(ctx, t)
 			// A key this engine owns goes stale, so the run must apply.
-			_, err := e.Admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType,
+			_, err := e.Admin.CoreV1().Secrets(operator.Namespace).Patch(ctx, operator.SecretName, types.MergePatchType,
 				[]byte(`{"data":{"instanceData":"c3RhbGU="}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"})
 			require.NoError(t, err)
 			before := e.Secret(ctx, t)
@@ -226,7 +227,7 @@ func (e *clusterEnv) testFirstInstallWithoutCode(t *testing.T, c harness.Cloud) 
 	s := summary(t, res.Stderr)
 	assert.Equal(t, "write-secret", s["failedPhase"])
 	msg, _ := s["error"].(string)
-	assert.Contains(t, msg, kube.ErrNoRegCode.Error())
+	assert.Contains(t, msg, operator.ErrNoRegCode.Error())
 	for _, where := range []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE", "registration-code"} {
 		assert.Contains(t, msg, where, "the error says where the code must come from")
 	}
@@ -244,7 +245,7 @@ func (e *clusterEnv) testFirstInstallWithoutCode(t *testing.T, c harness.Cloud) 
 func (e *clusterEnv) dropFinalizers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := e.Admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType,
+	_, err := e.Admin.CoreV1().Secrets(operator.Namespace).Patch(ctx, operator.SecretName, types.MergePatchType,
 		[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	assert.True(t, err == nil || apierrors.IsNotFound(err), "drop finalizers: %v", err)
 }
@@ -257,8 +258,8 @@ func (e *clusterEnv) testTwoRuns(t *testing.T) {
 	// Lease taken.
 	c := harness.StartCloud(t, "slow-imds")
 	e.DeleteSecret(ctx, t)
-	secrets := e.Admin.CoreV1().Secrets(kube.Namespace)
-	sel := fields.OneTermEqualSelector("metadata.name", kube.SecretName).String()
+	secrets := e.Admin.CoreV1().Secrets(operator.Namespace)
+	sel := fields.OneTermEqualSelector("metadata.name", operator.SecretName).String()
 	list, err := secrets.List(ctx, metav1.ListOptions{FieldSelector: sel})
 	require.NoError(t, err)
 	w, err := secrets.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
@@ -282,7 +283,7 @@ func (e *clusterEnv) testTwoRuns(t *testing.T) {
 			return false, errors.New("run A finished before it was seen holding the Lease")
 		default:
 		}
-		l, err := e.Admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+		l, err := e.Admin.CoordinationV1().Leases(operator.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -319,7 +320,7 @@ func (e *clusterEnv) testStaleLease(t *testing.T, c harness.Cloud) {
 	require.NotNil(t, took, res.Stderr)
 	assert.Equal(t, "crashed-run", took["previousHolder"])
 
-	l, err := e.Admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+	l, err := e.Admin.CoordinationV1().Leases(operator.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Nil(t, l.Spec.HolderIdentity, "released at the end of the run")
 	require.NotNil(t, l.Spec.LeaseTransitions)
@@ -338,11 +339,11 @@ func (e *clusterEnv) testRejectedToken(t *testing.T, c harness.Cloud) {
 		"garbage": {token: func(*testing.T) string { return "not-a-token" }},
 		"of a deleted ServiceAccount": {token: func(t *testing.T) string {
 			ctx := harness.Context(t)
-			sas := e.Admin.CoreV1().ServiceAccounts(kube.Namespace)
+			sas := e.Admin.CoreV1().ServiceAccounts(operator.Namespace)
 			sa, err := sas.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{GenerateName: "revoked-"}}, metav1.CreateOptions{})
 			require.NoError(t, err)
 			name := sa.Name
-			token := e.Plane.ServiceAccountToken(t, kube.Namespace, name)
+			token := e.Plane.ServiceAccountToken(t, operator.Namespace, name)
 			require.NoError(t, sas.Delete(ctx, name, metav1.DeleteOptions{}))
 			// The authenticator learns of the deletion from its cache.
 			as := kubernetes.NewForConfigOrDie(e.Plane.ClientAs(t, token))
@@ -458,11 +459,11 @@ func (e *clusterEnv) testCorednsCustom(t *testing.T, c harness.Cloud) {
 func (e *clusterEnv) testManualJob(t *testing.T, c harness.Cloud) {
 	ctx := harness.Context(t)
 	e.DeleteSecret(ctx, t)
-	runs := e.StartKubelet(ctx, t, kube.Namespace, c)
+	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
 	const name = "manual-1"
-	e.Plane.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
-	t.Cleanup(func() { e.DeleteJob(t, kube.Namespace, name) })
-	j, err := e.Admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
+	e.Plane.Kubectl(t, "-n", operator.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
+	t.Cleanup(func() { e.DeleteJob(t, operator.Namespace, name) })
+	j, err := e.Admin.BatchV1().Jobs(operator.Namespace).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "manual", j.Annotations["cronjob.kubernetes.io/instantiate"])
 	owner := metav1.GetControllerOf(j)
@@ -490,17 +491,17 @@ func (e *clusterEnv) testManualJob(t *testing.T, c harness.Cloud) {
 func (e *clusterEnv) testStartFailure(t *testing.T, c harness.Cloud) {
 	ctx := harness.Context(t)
 	before := e.SecretVersion(ctx, t)
-	runs := e.StartKubelet(ctx, t, kube.Namespace, c)
-	cj, err := e.Admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
+	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
+	cj, err := e.Admin.BatchV1().CronJobs(operator.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
 	require.NoError(t, err)
 	const name = "bad-setting"
 	spec := cj.Spec.JobTemplate.Spec.DeepCopy()
 	controlplane.SetEnv(&spec.Template.Spec.Containers[0], map[string]string{"RUN_DEADLINE": "-5m"})
-	_, err = e.Admin.BatchV1().Jobs(kube.Namespace).Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: *spec}, metav1.CreateOptions{})
+	_, err = e.Admin.BatchV1().Jobs(operator.Namespace).Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: *spec}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { e.DeleteJob(t, kube.Namespace, name) })
+	t.Cleanup(func() { e.DeleteJob(t, operator.Namespace, name) })
 
-	done := controlplane.WaitJobFinished(ctx, t, e.Admin, kube.Namespace, name)
+	done := controlplane.WaitJobFinished(ctx, t, e.Admin, operator.Namespace, name)
 	cond := controlplane.FinishedCondition(done)
 	pr := runs.ForJob(t, name)
 	require.Len(t, pr, 1, "one pod: a retry cannot help")
@@ -510,7 +511,7 @@ func (e *clusterEnv) testStartFailure(t *testing.T, c harness.Cloud) {
 	sum := summary(t, pr[0].Res.Stderr)
 	assert.Equal(t, job.PhaseStart, sum["failedPhase"])
 	assert.Contains(t, sum["error"], `RUN_DEADLINE="-5m"`)
-	ev := controlplane.JobEvent(ctx, t, e.Admin, kube.Namespace, name, kube.ReportingController)
+	ev := controlplane.JobEvent(ctx, t, e.Admin, operator.Namespace, name, kube.ReportingController)
 	assert.Equal(t, "Warning", ev.Type)
 	assert.Equal(t, kube.ReasonFailed, ev.Reason)
 	assert.Contains(t, ev.Note, "phase load-config failed (exit code 2)")
@@ -525,7 +526,7 @@ func (e *clusterEnv) testStartFailure(t *testing.T, c harness.Cloud) {
 // that it completed with exactly one pod, and returns that pod's run.
 func (e *clusterEnv) completedRun(ctx context.Context, t *testing.T, runs *harness.PodRuns, name string) harness.PodRun {
 	t.Helper()
-	done := controlplane.WaitJobFinished(ctx, t, e.Admin, kube.Namespace, name)
+	done := controlplane.WaitJobFinished(ctx, t, e.Admin, operator.Namespace, name)
 	cond := controlplane.FinishedCondition(done)
 	require.NotNil(t, cond)
 	pr := runs.ForJob(t, name)
@@ -611,7 +612,7 @@ func (e *clusterEnv) testScheduledRun(t *testing.T) {
 	require.NoError(t, err, "the sleep is logged as a duration: %v", sleep["sleep"])
 	assert.Less(t, slept, 2*time.Second)
 	assert.Equal(t, job.OutcomeRegistered, summary(t, pr[0].Res.Stderr)["outcome"])
-	s, err := e.Admin.CoreV1().Secrets(ns).Get(ctx, kube.SecretName, metav1.GetOptions{})
+	s, err := e.Admin.CoreV1().Secrets(ns).Get(ctx, operator.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	harness.AssertRegistration(t, s, harness.OverlayRegCode)
 	t.Logf("proved: the controller-manager created Job %s %s after the CronJob, its pod took the startup sleep (%s of at most 2s) and the Job completed",

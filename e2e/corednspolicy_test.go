@@ -18,6 +18,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // corednsPolicy is the ValidatingAdmissionPolicy of manifests/base.
@@ -261,7 +262,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Logf("proved: as %s (a TokenRequest token), job/incluster/coredns's own edits were admitted (%s); the same token was refused:", "system:serviceaccount:"+kube.Namespace+":"+harness.EngineSA, strings.Join(admitted, "; "))
+	t.Logf("proved: as %s (a TokenRequest token), job/incluster/coredns's own edits were admitted (%s); the same token was refused:", "system:serviceaccount:"+operator.Namespace+":"+harness.EngineSA, strings.Join(admitted, "; "))
 	for _, what := range []string{
 		"Corefile: forward . to an outside resolver",
 		"Corefile: a cluster address in the cluster's hosts block, which answers PTR queries",

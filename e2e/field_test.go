@@ -21,6 +21,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // TestSecretWriters: the engine meets a scc-registration someone else
@@ -115,9 +116,9 @@ func (e *clusterEnv) testRancherChartSecret(t *testing.T, c harness.Cloud) {
 	ctx := harness.Context(t)
 	e.DeleteSecret(ctx, t)
 	t.Cleanup(func() { e.DeleteSecret(context.Background(), t) })
-	_, err := e.Admin.CoreV1().Secrets(kube.Namespace).Create(ctx, &corev1.Secret{
+	_, err := e.Admin.CoreV1().Secrets(operator.Namespace).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   kube.SecretName,
+			Name:   operator.SecretName,
 			Labels: map[string]string{"app": "rancher", "app.kubernetes.io/managed-by": "Helm"},
 			Annotations: map[string]string{"meta.helm.sh/release-name": "rancher", "meta.helm.sh/release-namespace": "cattle-system",
 				"helm.sh/resource-policy": "keep"},
@@ -169,13 +170,13 @@ func putPythonEngineSecret(ctx context.Context, t *testing.T, e *clusterEnv, url
 		"registrationType": "online", "registrationUrl": url, "regCode": regCode,
 		"instanceData": "<document>python</document>", "registrationUrlCert": "-----BEGIN CERTIFICATE-----\nold\n-----END CERTIFICATE-----\n",
 	}
-	_, err = py.CoreV1().Secrets(kube.Namespace).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName}, Type: corev1.SecretTypeOpaque, StringData: stringData,
+	_, err = py.CoreV1().Secrets(operator.Namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName}, Type: corev1.SecretTypeOpaque, StringData: stringData,
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	patch, err := json.Marshal(map[string]any{"stringData": stringData})
 	require.NoError(t, err)
-	_, err = py.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = py.CoreV1().Secrets(operator.Namespace).Patch(ctx, operator.SecretName, types.MergePatchType, patch, metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 
@@ -207,24 +208,24 @@ func (e *clusterEnv) testPythonEngineSecret(t *testing.T, c harness.Cloud) {
 	e.DeleteSecret(ctx, t)
 	t.Cleanup(func() { e.DeleteSecret(context.Background(), t) })
 	putPythonEngineSecret(ctx, t, e, "https://127.0.0.4", harness.DirectRegCode)
-	require.Contains(t, managers(t, e.Secret(ctx, t)), kube.PythonEngineManager, "the API server records the Python engine as python-requests")
+	require.Contains(t, managers(t, e.Secret(ctx, t)), operator.PythonEngineManager, "the API server records the Python engine as python-requests")
 
 	res := e.RunAs(ctx, t, c, e.Token(t), "run-after-python")
 	require.Equal(t, job.ExitOK, res.Code, res.String())
 	assert.Equal(t, job.OutcomeRegistered, summary(t, res.Stderr)["outcome"])
 	s := e.Secret(ctx, t)
 	harness.AssertRegistration(t, s, harness.DirectRegCode)
-	assert.Equal(t, "https://smt-azure.susecloud.net", string(s.Data[kube.KeyRegistrationURL]), "the bare IP gives way to the name")
+	assert.Equal(t, "https://smt-azure.susecloud.net", string(s.Data[operator.KeyRegistrationURL]), "the bare IP gives way to the name")
 	owners := managers(t, s)
-	assert.ElementsMatch(t, kube.RegistrationKeys(), owners[kube.FieldManager], "the engine owns the five keys")
+	assert.ElementsMatch(t, operator.ValueKeys(), owners[kube.FieldManager], "the engine owns the five keys")
 	// A key whose value the apply left as it was stays shared with its
 	// earlier manager (server-side apply's co-ownership), which is no
 	// conflict: python-requests is not another tool, and the engine's
 	// next apply needs no force for it.
-	t.Logf("keys still co-owned by %s (same value): %v", kube.PythonEngineManager, owners[kube.PythonEngineManager])
+	t.Logf("keys still co-owned by %s (same value): %v", operator.PythonEngineManager, owners[operator.PythonEngineManager])
 	if t.Failed() {
 		return
 	}
 	t.Logf("proved: a scc-registration SUSE's Python engine wrote (field manager %s, registrationUrl https://<ip>) was taken over by one run in %s: exit 0, the five keys now the engine's (those it left unchanged shared with python-requests), no conflict",
-		kube.PythonEngineManager, res.Took.Round(time.Millisecond))
+		operator.PythonEngineManager, res.Took.Round(time.Millisecond))
 }

@@ -72,8 +72,8 @@ func TestMoveFromPythonEngine(t *testing.T) {
 		"registrationType": "online", "registrationUrl": "https://" + harness.UpdateServer, "regCode": harness.OverlayRegCode,
 		"instanceData": "<document>python</document>", "registrationUrlCert": string(o.fc.Updates[0].CertPEM),
 	}
-	_, err = py.CoreV1().Secrets(kube.Namespace).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName}, Type: corev1.SecretTypeOpaque, StringData: stringData,
+	_, err = py.CoreV1().Secrets(operator.Namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName}, Type: corev1.SecretTypeOpaque, StringData: stringData,
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
@@ -89,7 +89,7 @@ func TestMoveFromPythonEngine(t *testing.T) {
 	before := waitActive(ctx, t, o, rec)
 	announcesBefore := announces(o)
 
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "after-python")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	sum := summary(t, pr.Res.Stderr)
@@ -106,8 +106,8 @@ func TestMoveFromPythonEngine(t *testing.T) {
 
 	s := o.Secret(ctx, t)
 	owners := managers(t, s)
-	assert.ElementsMatch(t, kube.RegistrationKeys(), owners[kube.FieldManager], "the engine owns the five keys")
-	t.Logf("keys still co-owned by %s (same value): %v", kube.PythonEngineManager, owners[kube.PythonEngineManager])
+	assert.ElementsMatch(t, operator.ValueKeys(), owners[kube.FieldManager], "the engine owns the five keys")
+	t.Logf("keys still co-owned by %s (same value): %v", operator.PythonEngineManager, owners[operator.PythonEngineManager])
 	after, err := sccoperator.NameForSecret(s)
 	require.NoError(t, err)
 	last := rec.States(after)
@@ -128,7 +128,7 @@ func waitActive(ctx context.Context, t *testing.T, o *operatorEnv, rec *sccopera
 	t.Helper()
 	var name string
 	require.Eventually(t, func() bool {
-		s, err := o.Admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+		s, err := o.Admin.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}

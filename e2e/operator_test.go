@@ -92,7 +92,7 @@ func (o *operatorEnv) testAbsent(t *testing.T) {
 	sccoperator.Forget(t, o.Plane)
 	o.Plane.Kubectl(t, "delete", "crd", "registrations.scc.cattle.io", "--ignore-not-found", "--wait=true")
 	o.forceDeleteSecret(ctx, t)
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "operator-absent")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	sum := summary(t, pr.Res.Stderr)
@@ -127,7 +127,7 @@ func (o *operatorEnv) testRegisters(t *testing.T) {
 	rec, err := sccoperator.Record(ctx, o.Plane.Admin)
 	require.NoError(t, err)
 	t.Cleanup(rec.Stop)
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 
 	pr, done := o.runJob(ctx, t, runs, "operator-1")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
@@ -172,7 +172,7 @@ func (o *operatorEnv) testRegisters(t *testing.T) {
 	assert.Equal(t, kube.ReasonRegistered, ev.Reason)
 	assert.Equal(t, "Normal", ev.Type)
 	t.Logf("run summary: %s", lastLine(pr.Res.Stderr))
-	t.Logf("kubectl get events:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "get", "events", "--field-selector", "involvedObject.name=operator-1"))
+	t.Logf("kubectl get events:\n%s", o.Plane.Kubectl(t, "-n", operator.Namespace, "get", "events", "--field-selector", "involvedObject.name=operator-1"))
 	t.Logf("proved: the Job waited %s for %s to resolve through the cluster's DNS and answer with the pinned certificate, wrote the Secret, and rancher/scc-operator %.7s took Registration %s to Done/activated without ever passing Failure (%d states); the fake SCC saw our regCode over SNI %s; the summary says operator=%v and the Job carries Event %s",
 		waited.Round(time.Millisecond), harness.UpdateServer, sccoperator.CommitRMT, regName, len(states), announce.ServerName, sum["operator"], ev.Reason)
 }
@@ -183,7 +183,7 @@ func (o *operatorEnv) testUnchanged(t *testing.T) {
 	ctx := harness.Context(t)
 	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
 	before := o.Secret(ctx, t)
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "operator-2")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	sum := summary(t, pr.Res.Stderr)
@@ -222,14 +222,14 @@ func (o *operatorEnv) testAbsoluteURL(t *testing.T) {
 	requestsBefore := len(o.fc.SCCRequests())
 
 	absolute := "https://" + harness.UpdateServer + "."
-	_, err = o.Admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.MergePatchType,
+	_, err = o.Admin.CoreV1().Secrets(operator.Namespace).Patch(ctx, operator.SecretName, types.MergePatchType,
 		// As a person would (kubectl patch): a field manager the engine's
 		// next run does not take for another tool writing the Secret.
-		[]byte(`{"stringData":{"`+kube.KeyRegistrationURL+`":"`+absolute+`"}}`), metav1.PatchOptions{FieldManager: "kubectl-patch"})
+		[]byte(`{"stringData":{"`+operator.KeyRegistrationURL+`":"`+absolute+`"}}`), metav1.PatchOptions{FieldManager: "kubectl-patch"})
 	require.NoError(t, err)
 	var newName string
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		s, err := o.Admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+		s, err := o.Admin.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -269,7 +269,7 @@ func (o *operatorEnv) testRefusedCode(t *testing.T) {
 	t.Cleanup(func() {
 		o.setCronJobEnv(context.Background(), t, map[string]string{"REGISTRATION_CODE": harness.OverlayRegCode})
 	})
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "operator-wrong-code")
 	cond := controlplane.FinishedCondition(done)
 	assert.Equal(t, batchv1.JobFailed, cond.Type, pr.Res.String())
@@ -290,7 +290,7 @@ func (o *operatorEnv) testRefusedCode(t *testing.T) {
 	assert.Equal(t, "Warning", ev.Type)
 	assert.Contains(t, ev.Note, "put a valid one in the Secret registration-code", "a refused code needs a new code, not a delete")
 	t.Logf("run summary: %s", lastLine(pr.Res.Stderr))
-	t.Logf("kubectl describe job:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", "operator-wrong-code"))
+	t.Logf("kubectl describe job:\n%s", o.Plane.Kubectl(t, "-n", operator.Namespace, "describe", "job", "operator-wrong-code"))
 	t.Logf("proved: with a code the update server refuses, rancher/scc-operator failed the Registration (%q), the run exited %d with failedPhase=%v, the Job failed through its podFailurePolicy and carries Event %s with the remedy",
 		msg, pr.Res.Code, sum["failedPhase"], ev.Reason)
 	// Leave no Failed Registration behind: the operator deregisters on delete.
@@ -306,7 +306,7 @@ func (o *operatorEnv) testMainRevision(t *testing.T) {
 	o.forceDeleteSecret(ctx, t)
 	o.resetUpdateServers()
 	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitMain), ProxyURL: o.proxy.URL})
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 	pr, done := o.runJob(ctx, t, runs, "operator-main")
 	assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	assert.Equal(t, job.ExitPermanent, pr.Res.Code, pr.Res.Stderr)
@@ -323,9 +323,9 @@ func (o *operatorEnv) testMainRevision(t *testing.T) {
 // runJob creates a Job from the CronJob, waits for it and returns its one pod run.
 func (o *operatorEnv) runJob(ctx context.Context, t *testing.T, runs *harness.PodRuns, name string) (harness.PodRun, *batchv1.Job) {
 	t.Helper()
-	o.Plane.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
-	t.Cleanup(func() { o.DeleteJob(t, kube.Namespace, name) })
-	done := controlplane.WaitJobFinished(ctx, t, o.Admin, kube.Namespace, name)
+	o.Plane.Kubectl(t, "-n", operator.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
+	t.Cleanup(func() { o.DeleteJob(t, operator.Namespace, name) })
+	done := controlplane.WaitJobFinished(ctx, t, o.Admin, operator.Namespace, name)
 	pr := runs.ForJob(t, name)
 	require.Len(t, pr, 1, "one pod")
 	return pr[0], done
@@ -334,9 +334,9 @@ func (o *operatorEnv) runJob(ctx context.Context, t *testing.T, runs *harness.Po
 // jobEvent returns the one events.k8s.io Event regarding Job name.
 func (o *operatorEnv) jobEvent(ctx context.Context, t *testing.T, name string) eventsv1.Event {
 	t.Helper()
-	j, err := o.Admin.BatchV1().Jobs(kube.Namespace).Get(ctx, name, metav1.GetOptions{})
+	j, err := o.Admin.BatchV1().Jobs(operator.Namespace).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
-	ev := controlplane.JobEvent(ctx, t, o.Admin, kube.Namespace, name, kube.ReportingController)
+	ev := controlplane.JobEvent(ctx, t, o.Admin, operator.Namespace, name, kube.ReportingController)
 	assert.Equal(t, j.UID, ev.Regarding.UID, "the Event points at the Job itself (JOB_UID from the downward API)")
 	return ev
 }
@@ -346,20 +346,20 @@ func (o *operatorEnv) jobEvent(ctx context.Context, t *testing.T, name string) e
 // finalizer first.
 func (o *operatorEnv) forceDeleteSecret(ctx context.Context, t *testing.T) {
 	t.Helper()
-	secrets := o.Admin.CoreV1().Secrets(kube.Namespace)
-	err := secrets.Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
+	secrets := o.Admin.CoreV1().Secrets(operator.Namespace)
+	err := secrets.Delete(ctx, operator.SecretName, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return
 	}
 	require.NoError(t, err)
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := secrets.Get(ctx, kube.SecretName, metav1.GetOptions{})
+		_, err := secrets.Get(ctx, operator.SecretName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err == nil {
 		return
 	}
-	_, err = secrets.Patch(ctx, kube.SecretName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	_, err = secrets.Patch(ctx, operator.SecretName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "drop finalizers: %v", err)
 }
 

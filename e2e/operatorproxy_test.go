@@ -20,7 +20,6 @@ import (
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
-	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
 
@@ -71,7 +70,7 @@ func TestOperatorBehindAProxy(t *testing.T) {
 	})
 
 	sccoperator.Run(t, o.Plane, sccoperator.Options{Binary: sccoperator.Binary(t, sccoperator.CommitRMT), ProxyURL: o.proxy.URL})
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 
 	// HTTPS_PROXY without the update server's domain in NO_PROXY.
 	pr, done := o.runJob(ctx, t, runs, "operator-proxied")
@@ -86,7 +85,7 @@ func TestOperatorBehindAProxy(t *testing.T) {
 	for _, want := range []string{"NO_PROXY", "rancher-scc-operator", harness.UpdateServer} {
 		assert.Contains(t, ev.Note, want, "the Event names the variable, the Deployment and the name")
 	}
-	_, err = o.Admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+	_, err = o.Admin.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "no Secret bound to fail (err %v)", err)
 	core, err := o.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)

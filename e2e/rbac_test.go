@@ -22,7 +22,6 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
-	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
 
@@ -127,7 +126,7 @@ func TestEngineRBAC(t *testing.T) {
 	// leave the Secret, with the operator's finalizer, its Registrations and
 	// the Lease behind, and the creation below needs them absent.
 	sccoperator.Forget(t, p)
-	err := admin.CoordinationV1().Leases(kube.Namespace).Delete(ctx, harness.LeaseName, metav1.DeleteOptions{})
+	err := admin.CoordinationV1().Leases(operator.Namespace).Delete(ctx, harness.LeaseName, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Lease: %v", err)
 
 	p.Apply(t, []byte(rbacFixture))
@@ -148,7 +147,7 @@ func TestEngineRBAC(t *testing.T) {
 		_ = admin.CoreV1().ConfigMaps("kube-system").Delete(context.Background(), "coredns-custom", metav1.DeleteOptions{})
 	})
 	p.Apply(t, p.Kustomize(t, manifestsBase))
-	as := p.ClientAs(t, p.ServiceAccountToken(t, kube.Namespace, harness.EngineSA))
+	as := p.ClientAs(t, p.ServiceAccountToken(t, operator.Namespace, harness.EngineSA))
 
 	review, err := kubernetes.NewForConfigOrDie(as).AuthenticationV1().SelfSubjectReviews().
 		Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
@@ -156,11 +155,11 @@ func TestEngineRBAC(t *testing.T) {
 	require.Equal(t, "system:serviceaccount:cattle-scc-system:registration-engine", review.Status.UserInfo.Username)
 
 	// Creation comes first and in order: everything below needs the objects.
-	code, body := request(t, as, http.MethodPatch, secretPath(kube.Namespace, kube.SecretName)+apply, applyType, secretApply(kube.Namespace, kube.SecretName))
+	code, body := request(t, as, http.MethodPatch, secretPath(operator.Namespace, operator.SecretName)+apply, applyType, secretApply(operator.Namespace, operator.SecretName))
 	require.Equal(t, http.StatusCreated, code, "server-side apply must create the absent Secret: %s", body)
-	code, body = request(t, as, http.MethodPatch, leasePath(kube.Namespace, harness.LeaseName)+apply, applyType, leaseApply(kube.Namespace, harness.LeaseName))
+	code, body = request(t, as, http.MethodPatch, leasePath(operator.Namespace, harness.LeaseName)+apply, applyType, leaseApply(operator.Namespace, harness.LeaseName))
 	require.Equal(t, http.StatusCreated, code, "server-side apply must create the absent Lease: %s", body)
-	created, err := admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+	created, err := admin.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "online", string(created.Data["registrationType"]))
 
@@ -179,36 +178,36 @@ func TestEngineRBAC(t *testing.T) {
 		want                            int
 	}{
 		"get the Secret": {
-			method: http.MethodGet, path: secretPath(kube.Namespace, kube.SecretName), want: http.StatusOK,
+			method: http.MethodGet, path: secretPath(operator.Namespace, operator.SecretName), want: http.StatusOK,
 		},
 		"server-side apply the existing Secret": {
-			method: http.MethodPatch, path: secretPath(kube.Namespace, kube.SecretName) + apply, contentType: applyType,
-			body: secretApply(kube.Namespace, kube.SecretName), want: http.StatusOK,
+			method: http.MethodPatch, path: secretPath(operator.Namespace, operator.SecretName) + apply, contentType: applyType,
+			body: secretApply(operator.Namespace, operator.SecretName), want: http.StatusOK,
 		},
 		"merge-patch the Secret's data": {
-			method: http.MethodPatch, path: secretPath(kube.Namespace, kube.SecretName), contentType: mergeType,
+			method: http.MethodPatch, path: secretPath(operator.Namespace, operator.SecretName), contentType: mergeType,
 			body: `{"data":{"regCode":"Y29kZQ=="}}`, want: http.StatusOK,
 		},
 		"update the Secret is refused": {
 			// The engine only ever applies the Secret.
-			method: http.MethodPut, path: secretPath(kube.Namespace, kube.SecretName), contentType: jsonType,
-			bodyFrom: asRead(secretPath(kube.Namespace, kube.SecretName)), want: http.StatusForbidden,
+			method: http.MethodPut, path: secretPath(operator.Namespace, operator.SecretName), contentType: jsonType,
+			bodyFrom: asRead(secretPath(operator.Namespace, operator.SecretName)), want: http.StatusForbidden,
 		},
 		"POST-create the Secret is refused": {
 			// Refused, not 409 AlreadyExists: the rule's resourceNames
 			// never match a POST, which carries no name in its URL.
-			method: http.MethodPost, path: "/api/v1/namespaces/" + kube.Namespace + "/secrets", contentType: jsonType,
+			method: http.MethodPost, path: "/api/v1/namespaces/" + operator.Namespace + "/secrets", contentType: jsonType,
 			body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"scc-registration"}}`, want: http.StatusForbidden,
 		},
 		"delete the Secret is allowed (the engine guards it with preconditions)": {
 			// Allowed (the recovery of a Failed Registration); the engine
 			// sends the UID it read, so a stale one is a conflict, not a
 			// deleted Secret.
-			method: http.MethodDelete, path: secretPath(kube.Namespace, kube.SecretName), contentType: jsonType,
+			method: http.MethodDelete, path: secretPath(operator.Namespace, operator.SecretName), contentType: jsonType,
 			body: `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"00000000-0000-0000-0000-000000000000"}}`, want: http.StatusConflict,
 		},
 		"delete another Secret is refused": {
-			method: http.MethodDelete, path: secretPath(kube.Namespace, "someone-elses"), want: http.StatusForbidden,
+			method: http.MethodDelete, path: secretPath(operator.Namespace, "someone-elses"), want: http.StatusForbidden,
 		},
 		"get the operator's Lease": {
 			// Is rancher/scc-operator running? Asked before a recovery deletes.
@@ -222,48 +221,48 @@ func TestEngineRBAC(t *testing.T) {
 			method: http.MethodGet, path: leasePath("kube-system", "kube-controller-manager"), want: http.StatusForbidden,
 		},
 		"get another Secret is refused": {
-			method: http.MethodGet, path: secretPath(kube.Namespace, "someone-elses"), want: http.StatusForbidden,
+			method: http.MethodGet, path: secretPath(operator.Namespace, "someone-elses"), want: http.StatusForbidden,
 		},
 		"merge-patch another Secret is refused": {
-			method: http.MethodPatch, path: secretPath(kube.Namespace, "someone-elses"), contentType: mergeType,
+			method: http.MethodPatch, path: secretPath(operator.Namespace, "someone-elses"), contentType: mergeType,
 			body: `{"data":{"password":"b3duZWQ="}}`, want: http.StatusForbidden,
 		},
 		"server-side apply another Secret is refused": {
-			method: http.MethodPatch, path: secretPath(kube.Namespace, "scc-registration-2") + apply, contentType: applyType,
-			body: secretApply(kube.Namespace, "scc-registration-2"), want: http.StatusForbidden,
+			method: http.MethodPatch, path: secretPath(operator.Namespace, "scc-registration-2") + apply, contentType: applyType,
+			body: secretApply(operator.Namespace, "scc-registration-2"), want: http.StatusForbidden,
 		},
 		"list Secrets is refused": {
-			method: http.MethodGet, path: "/api/v1/namespaces/" + kube.Namespace + "/secrets", want: http.StatusForbidden,
+			method: http.MethodGet, path: "/api/v1/namespaces/" + operator.Namespace + "/secrets", want: http.StatusForbidden,
 		},
 		"watch Secrets is refused": {
-			method: http.MethodGet, path: "/api/v1/namespaces/" + kube.Namespace + "/secrets?watch=true&timeoutSeconds=1",
+			method: http.MethodGet, path: "/api/v1/namespaces/" + operator.Namespace + "/secrets?watch=true&timeoutSeconds=1",
 			want: http.StatusForbidden,
 		},
 		"get the Lease": {
-			method: http.MethodGet, path: leasePath(kube.Namespace, harness.LeaseName), want: http.StatusOK,
+			method: http.MethodGet, path: leasePath(operator.Namespace, harness.LeaseName), want: http.StatusOK,
 		},
 		"server-side apply the existing Lease": {
-			method: http.MethodPatch, path: leasePath(kube.Namespace, harness.LeaseName) + apply, contentType: applyType,
-			body: leaseApply(kube.Namespace, harness.LeaseName), want: http.StatusOK,
+			method: http.MethodPatch, path: leasePath(operator.Namespace, harness.LeaseName) + apply, contentType: applyType,
+			body: leaseApply(operator.Namespace, harness.LeaseName), want: http.StatusOK,
 		},
 		"update the Lease": {
-			method: http.MethodPut, path: leasePath(kube.Namespace, harness.LeaseName), contentType: jsonType,
-			bodyFrom: asRead(leasePath(kube.Namespace, harness.LeaseName)), want: http.StatusOK,
+			method: http.MethodPut, path: leasePath(operator.Namespace, harness.LeaseName), contentType: jsonType,
+			bodyFrom: asRead(leasePath(operator.Namespace, harness.LeaseName)), want: http.StatusOK,
 		},
 		"POST-create the Lease is refused": {
-			method: http.MethodPost, path: "/apis/coordination.k8s.io/v1/namespaces/" + kube.Namespace + "/leases",
-			contentType: jsonType, body: leaseApply(kube.Namespace, harness.LeaseName), want: http.StatusForbidden,
+			method: http.MethodPost, path: "/apis/coordination.k8s.io/v1/namespaces/" + operator.Namespace + "/leases",
+			contentType: jsonType, body: leaseApply(operator.Namespace, harness.LeaseName), want: http.StatusForbidden,
 		},
 		"server-side apply another Lease is refused": {
-			method: http.MethodPatch, path: leasePath(kube.Namespace, "other-lock") + apply, contentType: applyType,
-			body: leaseApply(kube.Namespace, "other-lock"), want: http.StatusForbidden,
+			method: http.MethodPatch, path: leasePath(operator.Namespace, "other-lock") + apply, contentType: applyType,
+			body: leaseApply(operator.Namespace, "other-lock"), want: http.StatusForbidden,
 		},
 		"get the same-named Secret in default is refused": {
-			method: http.MethodGet, path: secretPath("default", kube.SecretName), want: http.StatusForbidden,
+			method: http.MethodGet, path: secretPath("default", operator.SecretName), want: http.StatusForbidden,
 		},
 		"server-side apply the Secret in default is refused": {
-			method: http.MethodPatch, path: secretPath("default", kube.SecretName) + apply, contentType: applyType,
-			body: secretApply("default", kube.SecretName), want: http.StatusForbidden,
+			method: http.MethodPatch, path: secretPath("default", operator.SecretName) + apply, contentType: applyType,
+			body: secretApply("default", operator.SecretName), want: http.StatusForbidden,
 		},
 		"server-side apply the Lease in default is refused": {
 			method: http.MethodPatch, path: leasePath("default", harness.LeaseName) + apply, contentType: applyType,
@@ -355,17 +354,17 @@ func TestEngineRBAC(t *testing.T) {
 			method: http.MethodDelete, path: registrationPath("scc-registration-0123abcd"), want: http.StatusForbidden,
 		},
 		"create an Event on the Job": {
-			method: http.MethodPost, path: eventPath(kube.Namespace), contentType: jsonType, body: eventBody(kube.Namespace), want: http.StatusCreated,
+			method: http.MethodPost, path: eventPath(operator.Namespace), contentType: jsonType, body: eventBody(operator.Namespace), want: http.StatusCreated,
 		},
 		"create an Event in default is refused": {
 			method: http.MethodPost, path: eventPath("default"), contentType: jsonType, body: eventBody("default"), want: http.StatusForbidden,
 		},
 		"list Events is refused": {
-			method: http.MethodGet, path: eventPath(kube.Namespace), want: http.StatusForbidden,
+			method: http.MethodGet, path: eventPath(operator.Namespace), want: http.StatusForbidden,
 		},
 		"create a core/v1 Event is refused": {
-			method: http.MethodPost, path: "/api/v1/namespaces/" + kube.Namespace + "/events", contentType: jsonType,
-			body: `{"apiVersion":"v1","kind":"Event","metadata":{"generateName":"x."},"involvedObject":{"kind":"Job","name":"manual-1","namespace":"` + kube.Namespace + `"},"reason":"Registered"}`,
+			method: http.MethodPost, path: "/api/v1/namespaces/" + operator.Namespace + "/events", contentType: jsonType,
+			body: `{"apiVersion":"v1","kind":"Event","metadata":{"generateName":"x."},"involvedObject":{"kind":"Job","name":"manual-1","namespace":"` + operator.Namespace + `"},"reason":"Registered"}`,
 			want: http.StatusForbidden,
 		},
 		"list namespaces is refused": {
@@ -388,7 +387,7 @@ func TestEngineRBAC(t *testing.T) {
 		})
 	}
 
-	other, err := admin.CoreV1().Secrets(kube.Namespace).Get(ctx, "someone-elses", metav1.GetOptions{})
+	other, err := admin.CoreV1().Secrets(operator.Namespace).Get(ctx, "someone-elses", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "not-yours", string(other.Data["password"]), "a refused patch must not have changed another Secret")
 }

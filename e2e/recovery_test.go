@@ -89,7 +89,7 @@ func (o *operatorEnv) testRecovers(t *testing.T, name string, faults fakecloud.U
 	ctx := harness.Context(t)
 	_, rec := o.freshRecovery(ctx, t)
 	o.setUpdateFaults(faults)
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 
 	pr, done := o.runJob(ctx, t, runs, name)
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
@@ -130,7 +130,7 @@ func (o *operatorEnv) testRecovers(t *testing.T, name string, faults fakecloud.U
 
 	took := active.Seen.Sub(failed.Seen)
 	t.Logf("run summary: %s", lastLine(pr.Res.Stderr))
-	t.Logf("kubectl describe job:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", name))
+	t.Logf("kubectl describe job:\n%s", o.Plane.Kubectl(t, "-n", operator.Namespace, "describe", "job", name))
 	t.Logf("proved: rancher/scc-operator %.7s failed Registration %s (%q; cause %s); the same Job's run deleted the Secret, wrote it afresh, and Registration %s was active %s after the failure (announces answered %v); the old Registration is gone and the Job carries Event %s: %q",
 		sccoperator.CommitRMT, oldName, replaced, cause, newName, took.Round(time.Millisecond), statuses, ev.Reason, ev.Note)
 }
@@ -144,7 +144,7 @@ func (o *operatorEnv) testActivate500(t *testing.T) {
 	ctx := harness.Context(t)
 	_, rec := o.freshRecovery(ctx, t)
 	o.setUpdateFaults(fakecloud.UpdateFaults{SCCActivateFailures: 1})
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 
 	pr, done := o.runJob(ctx, t, runs, "recover-activate-500")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
@@ -186,7 +186,7 @@ func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
 	t.Cleanup(func() {
 		o.setCronJobEnv(context.Background(), t, map[string]string{"REGISTRATION_CODE": harness.OverlayRegCode})
 	})
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 
 	var uid types.UID
 	var evidence []string
@@ -211,7 +211,7 @@ func (o *operatorEnv) testRefusedNeverDeleted(t *testing.T) {
 		assert.Contains(t, ev.Note, "registration-code", "the remedy is a code, not a delete")
 		evidence = append(evidence, fmt.Sprintf("%s: exit %d, Secret uid %s resourceVersion %s", name, pr.Res.Code, s.UID, s.ResourceVersion))
 	}
-	t.Logf("kubectl describe job refused-3:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", "refused-3"))
+	t.Logf("kubectl describe job refused-3:\n%s", o.Plane.Kubectl(t, "-n", operator.Namespace, "describe", "job", "refused-3"))
 
 	o.setCronJobEnv(ctx, t, map[string]string{"REGISTRATION_CODE": harness.OverlayRegCode})
 	pr, done := o.runJob(ctx, t, runs, "refused-fixed")
@@ -236,18 +236,18 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 	o.setUpdateFaults(fakecloud.UpdateFaults{SCCAnnounceFailures: 1})
 	o.setCronJobEnv(ctx, t, map[string]string{"OPERATOR_RECOVERY": "false"})
 	t.Cleanup(func() { o.setCronJobEnv(context.Background(), t, map[string]string{"OPERATOR_RECOVERY": "true"}) })
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 	pr, _ := o.runJob(ctx, t, runs, "stopped-setup")
 	require.Equal(t, operator.NotAttempted, summary(t, pr.Res.Stderr)["recovery"], pr.Res.Stderr)
 	require.NoError(t, op.Stop())
 	before := o.Secret(ctx, t)
 
 	o.setCronJobEnv(ctx, t, map[string]string{"OPERATOR_RECOVERY": "true"})
-	o.Plane.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, "stopped")
-	t.Cleanup(func() { o.DeleteJob(t, kube.Namespace, "stopped") })
+	o.Plane.Kubectl(t, "-n", operator.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, "stopped")
+	t.Cleanup(func() { o.DeleteJob(t, operator.Namespace, "stopped") })
 	// Exit 1: the Job retries (backoffLimit 2), each pod watching the
 	// operator's Lease for a renewal before it gives up.
-	done := controlplane.WaitJobFinishedWithin(ctx, t, o.Admin, kube.Namespace, "stopped", 5*time.Minute)
+	done := controlplane.WaitJobFinishedWithin(ctx, t, o.Admin, operator.Namespace, "stopped", 5*time.Minute)
 	assert.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type)
 	prs := runs.ForJob(t, "stopped")
 	require.NotEmpty(t, prs)
@@ -264,7 +264,7 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 	assert.Equal(t, before.UID, after.UID, "nothing deleted")
 	assert.Nil(t, after.DeletionTimestamp, "not left Terminating")
 	// One Event per pod: each retry says so again.
-	list, err := o.Admin.EventsV1().Events(kube.Namespace).List(ctx, metav1.ListOptions{})
+	list, err := o.Admin.EventsV1().Events(operator.Namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	var events int
 	for _, ev := range list.Items {
@@ -277,7 +277,7 @@ func (o *operatorEnv) testOperatorStopped(t *testing.T) {
 		assert.Contains(t, ev.Note, "not recovered, nothing deleted: rancher/scc-operator is not running")
 	}
 	assert.Equal(t, len(prs), events, "an Event per pod")
-	t.Logf("kubectl describe job stopped:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", "stopped"))
+	t.Logf("kubectl describe job stopped:\n%s", o.Plane.Kubectl(t, "-n", operator.Namespace, "describe", "job", "stopped"))
 	t.Logf("proved: with Registration Failed and rancher/scc-operator stopped, %d pod(s) of Job stopped exited %d, deleted nothing (Secret uid %s, not Terminating) and said: %v",
 		len(prs), prs[0].Res.Code, after.UID, summary(t, prs[0].Res.Stderr)["error"])
 }
@@ -291,7 +291,7 @@ func (o *operatorEnv) testThreeFailedRecoveries(t *testing.T) {
 	ctx := recoveryContext(t)
 	_, _ = o.freshRecovery(ctx, t)
 	o.setUpdateFaults(fakecloud.UpdateFaults{SCCAnnounce5xx: true})
-	runs := o.StartKubelet(ctx, t, kube.Namespace, o.c)
+	runs := o.StartKubelet(ctx, t, operator.Namespace, o.c)
 
 	var uids []types.UID
 	for i := 1; i <= 3; i++ {
@@ -317,13 +317,13 @@ func (o *operatorEnv) testThreeFailedRecoveries(t *testing.T) {
 	assert.Contains(t, msg, "stopped recovering: 3 recoveries in a row")
 	assert.Contains(t, msg, "annotate lease registration-engine "+operator.AnnotationRecovery+"-")
 	assert.Equal(t, uids[2], o.Secret(ctx, t).UID, "the fourth run deleted nothing")
-	t.Logf("kubectl describe job again-4:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "describe", "job", "again-4"))
-	t.Logf("the recovery record on the Lease:\n%s", o.Plane.Kubectl(t, "-n", kube.Namespace, "get", "lease", kube.LeaseName, "-o", "jsonpath={.metadata.annotations}"))
+	t.Logf("kubectl describe job again-4:\n%s", o.Plane.Kubectl(t, "-n", operator.Namespace, "describe", "job", "again-4"))
+	t.Logf("the recovery record on the Lease:\n%s", o.Plane.Kubectl(t, "-n", operator.Namespace, "get", "lease", kube.LeaseName, "-o", "jsonpath={.metadata.annotations}"))
 
 	// The update server answers again; a person clears the record as the
 	// README says; the next run recovers.
 	o.setUpdateFaults(fakecloud.UpdateFaults{})
-	o.Plane.Kubectl(t, "-n", kube.Namespace, "annotate", "lease", kube.LeaseName, operator.AnnotationRecovery+"-")
+	o.Plane.Kubectl(t, "-n", operator.Namespace, "annotate", "lease", kube.LeaseName, operator.AnnotationRecovery+"-")
 	pr, done := o.runJob(ctx, t, runs, "again-cleared")
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, pr.Res.String())
 	assert.Equal(t, operator.Recovered, summary(t, pr.Res.Stderr)["recovery"], pr.Res.Stderr)
@@ -343,7 +343,7 @@ func recoveryContext(t *testing.T) context.Context {
 func (o *operatorEnv) clearRecoveryRecord(ctx context.Context, t *testing.T) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		leases := o.Admin.CoordinationV1().Leases(kube.Namespace)
+		leases := o.Admin.CoordinationV1().Leases(operator.Namespace)
 		l, err := leases.Get(ctx, kube.LeaseName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -364,7 +364,7 @@ func (o *operatorEnv) clearRecoveryRecord(ctx context.Context, t *testing.T) {
 // recoveryRecord reads the engine's recovery record.
 func (o *operatorEnv) recoveryRecord(ctx context.Context, t *testing.T) operator.Record {
 	t.Helper()
-	l, err := o.Admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, kube.LeaseName, metav1.GetOptions{})
+	l, err := o.Admin.CoordinationV1().Leases(operator.Namespace).Get(ctx, kube.LeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	rec, ok, err := operator.ParseRecord(l.Annotations)
 	require.NoError(t, err)
@@ -374,9 +374,9 @@ func (o *operatorEnv) recoveryRecord(ctx context.Context, t *testing.T) operator
 
 // setCronJobEnv sets variables of the CronJob's container.
 func (o *operatorEnv) setCronJobEnv(ctx context.Context, t *testing.T, env map[string]string) {
-	cj, err := o.Admin.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
+	cj, err := o.Admin.BatchV1().CronJobs(operator.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
 	require.NoError(t, err)
 	controlplane.SetEnv(&cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0], env)
-	_, err = o.Admin.BatchV1().CronJobs(kube.Namespace).Update(ctx, cj, metav1.UpdateOptions{})
+	_, err = o.Admin.BatchV1().CronJobs(operator.Namespace).Update(ctx, cj, metav1.UpdateOptions{})
 	require.NoError(t, err)
 }

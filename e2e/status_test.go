@@ -30,7 +30,7 @@ import (
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/status"
 )
 
@@ -83,13 +83,13 @@ func TestStatus(t *testing.T) {
 
 	t.Run("last Job failed permanently (wrong plan)", func(t *testing.T) {
 		ctx := harness.Context(t)
-		runs := e.StartKubelet(ctx, t, kube.Namespace, harness.StartCloud(t, "wrong-plan"))
+		runs := e.StartKubelet(ctx, t, operator.Namespace, harness.StartCloud(t, "wrong-plan"))
 		const name = "status-wrong-plan"
-		e.Plane.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
+		e.Plane.Kubectl(t, "-n", operator.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
 		// Once fixed, the next run is the newest Job; the later cases start
 		// from there.
-		t.Cleanup(func() { e.DeleteJob(t, kube.Namespace, name) })
-		done := controlplane.WaitJobFinished(ctx, t, e.Admin, kube.Namespace, name)
+		t.Cleanup(func() { e.DeleteJob(t, operator.Namespace, name) })
+		done := controlplane.WaitJobFinished(ctx, t, e.Admin, operator.Namespace, name)
 		require.Equal(t, batchv1.JobFailed, controlplane.FinishedCondition(done).Type)
 		require.Len(t, runs.ForJob(t, name), 1)
 		res := e.status(t, e.adminKubeconfig)
@@ -110,7 +110,7 @@ func TestStatus(t *testing.T) {
 		// someone removes the key by hand after a run that wrote it.
 		run := e.RunAs(ctx, t, e.cloud, e.Token(t), "run-with-code", "IN_CLUSTER_DNS=true", noOperatorWait)
 		require.Equal(t, job.ExitOK, run.Code, run.String())
-		_, err := e.Admin.CoreV1().Secrets(kube.Namespace).Patch(ctx, kube.SecretName, types.JSONPatchType,
+		_, err := e.Admin.CoreV1().Secrets(operator.Namespace).Patch(ctx, operator.SecretName, types.JSONPatchType,
 			[]byte(`[{"op":"remove","path":"/data/regCode"}]`), metav1.PatchOptions{})
 		require.NoError(t, err)
 		res := e.status(t, e.adminKubeconfig)
@@ -148,10 +148,10 @@ func TestStatus(t *testing.T) {
 		ctx := harness.Context(t)
 		// As a user would: a Job from the CronJob, through the process
 		// kubelet; the run waits for the operator and records its Event.
-		runs := e.StartKubelet(ctx, t, kube.Namespace, e.cloud)
+		runs := e.StartKubelet(ctx, t, operator.Namespace, e.cloud)
 		const name = "status-healthy"
-		e.Plane.Kubectl(t, "-n", kube.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
-		done := controlplane.WaitJobFinished(ctx, t, e.Admin, kube.Namespace, name)
+		e.Plane.Kubectl(t, "-n", operator.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, name)
+		done := controlplane.WaitJobFinished(ctx, t, e.Admin, operator.Namespace, name)
 		pr := runs.ForJob(t, name)
 		require.Len(t, pr, 1)
 		require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "%s", pr[0].Res)
@@ -220,14 +220,14 @@ func TestStatus(t *testing.T) {
 		// status reads, nothing it does not.
 		ctx := harness.Context(t)
 		out, err := testkit.Command(ctx, testkit.Helm(t), "template", "registration-engine", filepath.Join("..", "manifests", "chart", "registration-engine"),
-			"--namespace", kube.Namespace, "--values", filepath.Join("..", "manifests", "testdata", "chart", "minimal.yaml"),
+			"--namespace", operator.Namespace, "--values", filepath.Join("..", "manifests", "testdata", "chart", "minimal.yaml"),
 			"--show-only", "templates/status-rbac.yaml")
 		require.NoError(t, err)
 		e.Plane.Apply(t, out)
 		t.Cleanup(func() {
 			_, _ = e.Plane.RunKubectl(context.Background(), out, "delete", "-f", "-", "--ignore-not-found")
 		})
-		kc := e.kubeconfig(t, "status", e.Plane.ServiceAccountToken(t, kube.Namespace, "registration-engine-status"), "")
+		kc := e.kubeconfig(t, "status", e.Plane.ServiceAccountToken(t, operator.Namespace, "registration-engine-status"), "")
 		admin := e.status(t, e.adminKubeconfig)
 		res := e.status(t, kc)
 		assert.Equal(t, admin.verdict, res.verdict, "%s", res.Result)
@@ -298,18 +298,18 @@ func (e *statusEnv) expect(t *testing.T, res statusResult, code int, verdict str
 func (e *statusEnv) reset(t *testing.T) {
 	ctx := harness.Context(t)
 	sccoperator.Forget(t, e.Plane)
-	jobs := e.Admin.BatchV1().Jobs(kube.Namespace)
+	jobs := e.Admin.BatchV1().Jobs(operator.Namespace)
 	list, err := jobs.List(ctx, metav1.ListOptions{LabelSelector: status.AppLabel})
 	require.NoError(t, err)
 	for _, j := range list.Items {
-		e.DeleteJob(t, kube.Namespace, j.Name)
+		e.DeleteJob(t, operator.Namespace, j.Name)
 	}
 	e.DeleteLease(t)
 	e.ResetCoreDNS(ctx, t)
 }
 
 func (e *statusEnv) patchCronJob(ctx context.Context, t *testing.T, patch string) {
-	_, err := e.Admin.BatchV1().CronJobs(kube.Namespace).Patch(ctx, harness.CronJobName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := e.Admin.BatchV1().CronJobs(operator.Namespace).Patch(ctx, harness.CronJobName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 
@@ -339,9 +339,9 @@ func (e *statusEnv) readOnlyUser(t *testing.T) string {
 	ctx := harness.Context(t)
 	const name = "status-reader"
 	cs := e.Admin
-	_, err := cs.CoreV1().ServiceAccounts(kube.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, err := cs.CoreV1().ServiceAccounts(operator.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = cs.RbacV1().Roles(kube.Namespace).Create(ctx, &rbacv1.Role{
+	_, err = cs.RbacV1().Roles(operator.Namespace).Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"", "batch", "coordination.k8s.io", "events.k8s.io"},
@@ -350,19 +350,19 @@ func (e *statusEnv) readOnlyUser(t *testing.T) string {
 		}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = cs.RbacV1().RoleBindings(kube.Namespace).Create(ctx, &rbacv1.RoleBinding{
+	_, err = cs.RbacV1().RoleBindings(operator.Namespace).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: kube.Namespace}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: operator.Namespace}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = cs.RbacV1().RoleBindings(kube.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
-		_ = cs.RbacV1().Roles(kube.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
-		_ = cs.CoreV1().ServiceAccounts(kube.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		_ = cs.RbacV1().RoleBindings(operator.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		_ = cs.RbacV1().Roles(operator.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		_ = cs.CoreV1().ServiceAccounts(operator.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	})
-	return e.Plane.ServiceAccountToken(t, kube.Namespace, name)
+	return e.Plane.ServiceAccountToken(t, operator.Namespace, name)
 }
 
 // kubeconfig writes a kubeconfig file for the plane: a copy of from, or

@@ -85,7 +85,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 	if holder == "" {
 		holder, _ = os.Hostname()
 	}
-	store := &kube.SecretStore{
+	store := &operator.SecretStore{
 		Secrets:      clients.Secrets,
 		Namespace:    cfg.SecretNamespace,
 		Name:         cfg.SecretName,

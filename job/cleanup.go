@@ -19,6 +19,7 @@ import (
 	"github.com/rancher/registration-engine/internal/pause"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/smt"
 )
 
@@ -145,7 +146,7 @@ func cleanup(ctx context.Context, log *slog.Logger, kubeconfig string, getenv fu
 		rep.Problems = append(rep.Problems, err)
 		return rep
 	}
-	ns := cmp.Or(getenv("REGISTRATION_SECRET_NAMESPACE"), getenv("POD_NAMESPACE"), kube.Namespace)
+	ns := cmp.Or(getenv("REGISTRATION_SECRET_NAMESPACE"), getenv("POD_NAMESPACE"), operator.Namespace)
 	leaseName := cmp.Or(getenv("LEASE_NAME"), kube.LeaseName)
 	holder := cmp.Or(getenv("POD_NAME"), "registration-engine-cleanup")
 

@@ -13,7 +13,8 @@
 //	5 race-addresses          address families (job/happyeyeballs)
 //	6 write-secret          job/incluster maps the name in the cluster's DNS
 //	                          (job/incluster/coredns) and waits for the handover
-//	                          (job/incluster/handover); job/kube writes the Secret
+//	                          (job/incluster/handover); job/operator's
+//	                          SecretStore writes the Secret
 //	  operator step         job/operator: what rancher/scc-operator made of
 //	                          it, and the recovery of a Registration it failed
 //
@@ -25,9 +26,12 @@
 //     Prover that reports which of its evidence is secret, a
 //     DocumentInspector for status and attestation inspect) and its lines
 //     in provers.go; its settings in settings.go.
-//   - a new consumer of the Secret (another operator reading the same
-//     values): a package beside job/operator with a Step that Run calls
-//     after the write.
+//   - a new consumer (another operator reading the same values from a
+//     Secret of its own): a package beside job/operator holding its
+//     contract (the Secret's names and keys, its Values, a store with the
+//     write rules) and its answer (a watch and a Step); assemble.go builds
+//     its store and Step, job.go calls the Step after the write. job/kube,
+//     the Kubernetes client, stays as it is.
 //   - a new setting: settings.go (name, variables, default, help), held
 //     whole in the owning package's Config and checked by its Validate.
 //

@@ -47,8 +47,8 @@ type (
 	// Store writes the registration (phase 6). Check runs first, before
 	// CoreDNS is edited, and fails when Write certainly would.
 	Store interface {
-		Check(ctx context.Context, r kube.Registration) error
-		Write(ctx context.Context, r kube.Registration) (changed bool, err error)
+		Check(ctx context.Context, r operator.Values) error
+		Write(ctx context.Context, r operator.Values) (changed bool, err error)
 	}
 	// EventRecorder records the run's outcome as an Event on its Job.
 	EventRecorder interface {
@@ -312,7 +312,7 @@ func (j *Job) find(ctx context.Context, regionHint string) (smt.UpdateServer, []
 // whether the Secret changed, and, when the handover check did not run,
 // why ("" when it passed).
 type written struct {
-	reg      kube.Registration
+	reg      operator.Values
 	changed  bool
 	unproven string
 }
@@ -321,7 +321,7 @@ type written struct {
 // the Secret written.
 func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServer, ev *providers.Evidence) (written, []any, error) {
 	w := written{
-		reg: kube.Registration{
+		reg: operator.Values{
 			// The name as it is, not absolute ("name."): the trailing dot
 			// would reach the update server's Host header, and changing
 			// the URL makes the operator re-register every existing
@@ -509,7 +509,7 @@ func hasOperatorEvent(res Result) bool {
 // secretRef is namespace/name of the Secret the run writes.
 func (j *Job) secretRef() string {
 	if j.SecretRef == "" {
-		return kube.Namespace + "/" + kube.SecretName
+		return operator.Namespace + "/" + operator.SecretName
 	}
 	return j.SecretRef
 }
@@ -517,7 +517,7 @@ func (j *Job) secretRef() string {
 // withRegCodeSources adds to a missing-code error where the code must come
 // from: kube knows the Secret, not the settings and manifests.
 func withRegCodeSources(err error) error {
-	if errors.Is(err, kube.ErrNoRegCode) {
+	if errors.Is(err, operator.ErrNoRegCode) {
 		return fmt.Errorf("%w; %s", err, regCodeSources)
 	}
 	return err

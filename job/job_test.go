@@ -39,7 +39,7 @@ type recorder struct {
 	failAt   string
 	failWith error
 	block    string // phase that blocks until ctx is done
-	written  []kube.Registration
+	written  []operator.Values
 	released bool
 	// recorded are the run records the release wrote.
 	recorded []kube.RunRecord
@@ -113,9 +113,9 @@ func (r *recorder) Until(ctx context.Context, name string, addr netip.Addr, cert
 	return time.Second, nil
 }
 
-func (r *recorder) Check(context.Context, kube.Registration) error { return r.checkErr }
+func (r *recorder) Check(context.Context, operator.Values) error { return r.checkErr }
 
-func (r *recorder) Write(ctx context.Context, reg kube.Registration) (bool, error) {
+func (r *recorder) Write(ctx context.Context, reg operator.Values) (bool, error) {
 	if err := r.step(ctx, "write"); err != nil {
 		return false, err
 	}
@@ -180,7 +180,7 @@ func TestRunExecutesEveryPhaseOnceInOrder(t *testing.T) {
 	assert.True(t, r.released)
 	assert.Equal(t, OutcomeRegistered, res.Outcome)
 	require.Len(t, r.written, 1)
-	assert.Equal(t, kube.Registration{URL: "https://smt-azure.example", RegCode: "REGCODE-SECRET", InstanceData: "<document>{}</document>", CertPEM: []byte("PEM")}, r.written[0])
+	assert.Equal(t, operator.Values{URL: "https://smt-azure.example", RegCode: "REGCODE-SECRET", InstanceData: "<document>{}</document>", CertPEM: []byte("PEM")}, r.written[0])
 
 	var phases []string
 	lines := logLines(t, &logs)
@@ -242,11 +242,11 @@ func TestRunWithoutAReachedAddressWritesNothing(t *testing.T) {
 // edited or the handover waited for, and the error says where the code
 // comes from.
 func TestRunWithoutACodeChangesNothing(t *testing.T) {
-	r := &recorder{changed: true, checkErr: failure.Permanent(fmt.Errorf("%w: none is configured and the Secret holds none", kube.ErrNoRegCode))}
+	r := &recorder{changed: true, checkErr: failure.Permanent(fmt.Errorf("%w: none is configured and the Secret holds none", operator.ErrNoRegCode))}
 	j := newJob(r, &bytes.Buffer{})
 	j.RegCode = ""
 	res, err := j.Run(context.Background())
-	require.ErrorIs(t, err, kube.ErrNoRegCode)
+	require.ErrorIs(t, err, operator.ErrNoRegCode)
 	assert.Equal(t, ExitPermanent, ExitCode(err))
 	assert.Equal(t, "write-secret", res.Failed)
 	assert.Equal(t, []string{"lease", "detect", "prove", "find"}, r.calls, "no CoreDNS edit, no handover wait, no write")
@@ -607,10 +607,10 @@ func TestRunRedactsTheOperatorsMessage(t *testing.T) {
 // API server drops Events after an hour): failures are counted from the
 // first, a success resets the count, and the error keeps no secret.
 func TestRunRecordsItsVerdictOnTheLease(t *testing.T) {
-	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: kube.Namespace}})
-	lease := &kube.Lease{Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: kube.LeaseName, Holder: "pod-1", Duration: time.Minute}
+	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: operator.Namespace}})
+	lease := &kube.Lease{Leases: kubetest.Typed(c), Namespace: operator.Namespace, Name: kube.LeaseName, Holder: "pod-1", Duration: time.Minute}
 	read := func() kube.RunRecord {
-		le, err := c.CoordinationV1().Leases(kube.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
+		le, err := c.CoordinationV1().Leases(operator.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
 		require.NoError(t, err)
 		rec, ok, err := kube.ParseRunRecord(le.Annotations)
 		require.NoError(t, err)
@@ -650,7 +650,7 @@ func TestRunRecordsItsVerdictOnTheLease(t *testing.T) {
 	require.NotNil(t, rec.LastSuccess)
 	assert.Empty(t, rec.Error)
 
-	le, err := c.CoordinationV1().Leases(kube.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
+	le, err := c.CoordinationV1().Leases(operator.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Nil(t, le.Spec.HolderIdentity, "released")
 

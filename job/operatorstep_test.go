@@ -174,11 +174,11 @@ func TestRunSaysTheSecretIsStillTerminating(t *testing.T) {
 		"operator not running": {operator: fmt.Errorf("%w: its Lease kube-system/scc-controllers is held by nobody", operator.ErrOperatorNotRunning)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := &recorder{failAt: "write", failWith: failure.Permanent(fmt.Errorf("kube: secret cattle-scc-system/scc-registration: %w: waits for its finalizers", kube.ErrSecretTerminating))}
+			r := &recorder{failAt: "write", failWith: failure.Permanent(fmt.Errorf("operator: secret cattle-scc-system/scc-registration: %w: waits for its finalizers", operator.ErrSecretTerminating))}
 			f := &operatortest.Fake{Reports: []operator.Report{operatortest.ActiveReport("x")}, OperatorErr: tc.operator}
 			var logs bytes.Buffer
 			res, err := recoveryJob(r, f, &logs).Run(context.Background())
-			require.ErrorIs(t, err, kube.ErrSecretTerminating)
+			require.ErrorIs(t, err, operator.ErrSecretTerminating)
 			assert.Equal(t, ExitPermanent, ExitCode(err))
 			assert.Equal(t, "write-secret", res.Failed)
 			msgs.Add(name, err)

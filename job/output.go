@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // secretManifest renders data as a v1 Secret manifest that `kubectl apply -f`
@@ -33,10 +33,10 @@ type PrintStore struct {
 }
 
 // Check has nothing to check: a dry run writes nowhere.
-func (PrintStore) Check(context.Context, kube.Registration) error { return nil }
+func (PrintStore) Check(context.Context, operator.Values) error { return nil }
 
 // Write prints r and reports it as changed (nothing was compared).
-func (p PrintStore) Write(_ context.Context, r kube.Registration) (bool, error) {
+func (p PrintStore) Write(_ context.Context, r operator.Values) (bool, error) {
 	out, err := secretManifest(p.Namespace, p.Name, r.Redacted())
 	if err != nil {
 		return false, err
@@ -54,11 +54,11 @@ type FileStore struct {
 }
 
 // Check has nothing to check: the file is written whatever r holds.
-func (FileStore) Check(context.Context, kube.Registration) error { return nil }
+func (FileStore) Check(context.Context, operator.Values) error { return nil }
 
 // Write writes r to the file; changed is false when the file already holds
 // exactly this manifest.
-func (f FileStore) Write(_ context.Context, r kube.Registration) (bool, error) {
+func (f FileStore) Write(_ context.Context, r operator.Values) (bool, error) {
 	out, err := secretManifest(f.Namespace, f.Name, r.Data())
 	if err != nil {
 		return false, err

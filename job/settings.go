@@ -85,8 +85,8 @@ var settings = []setting{
 
 	{group: "Kubernetes storage"},
 	{flag: "registration-code", envs: regCodeVars, secret: true, help: "SUSE/Rancher registration code (the first non-empty variable wins)", set: func(c *Config, v string) error { c.RegCode = Secret(v); return nil }},
-	{flag: "secret-name", envs: []string{"REGISTRATION_SECRET_NAME"}, def: kube.SecretName, help: "Secret read by rancher/scc-operator", set: str(func(c *Config) *string { return &c.SecretName })},
-	{flag: "secret-namespace", envs: []string{"REGISTRATION_SECRET_NAMESPACE"}, def: kube.Namespace, help: "namespace of the Secret and the Lease", set: str(func(c *Config) *string { return &c.SecretNamespace })},
+	{flag: "secret-name", envs: []string{"REGISTRATION_SECRET_NAME"}, def: operator.SecretName, help: "Secret read by rancher/scc-operator", set: str(func(c *Config) *string { return &c.SecretName })},
+	{flag: "secret-namespace", envs: []string{"REGISTRATION_SECRET_NAMESPACE"}, def: operator.Namespace, help: "namespace of the Secret and the Lease", set: str(func(c *Config) *string { return &c.SecretNamespace })},
 	{flag: "kubeconfig", envs: []string{"KUBECONFIG"}, help: "kubeconfig for a run from a workstation (default: in-cluster)", set: str(func(c *Config) *string { return &c.Kubeconfig })},
 	{flag: "kubernetes-service-host", envs: []string{"KUBERNETES_SERVICE_HOST"}, help: "API server host (injected by Kubernetes)", set: str(func(c *Config) *string { return &c.KubeHost })},
 	{flag: "kubernetes-service-port", envs: []string{"KUBERNETES_SERVICE_PORT"}, help: "API server port (injected by Kubernetes)", set: str(func(c *Config) *string { return &c.KubePort })},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/redact"
 )
 
@@ -66,7 +67,7 @@ func ReportStartFailure(ctx context.Context, runErr error, log *slog.Logger, get
 	}
 	events := &kube.JobEvents{
 		Events:    clients.Events,
-		Namespace: cmp.Or(getenv("REGISTRATION_SECRET_NAMESPACE"), getenv("POD_NAMESPACE"), kube.Namespace),
+		Namespace: cmp.Or(getenv("REGISTRATION_SECRET_NAMESPACE"), getenv("POD_NAMESPACE"), operator.Namespace),
 		JobName:   jobName,
 		JobUID:    jobUID,
 		Instance:  getenv("POD_NAME"),

@@ -25,7 +25,6 @@ import (
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
-	"github.com/rancher/registration-engine/job/proxycheck"
 	"github.com/rancher/registration-engine/job/regionconfig"
 )
 
@@ -150,7 +149,7 @@ func TestKustomizationsReferToExistingFiles(t *testing.T) {
 	require.Contains(t, kustomizations, "overlays/azure")
 	require.Contains(t, kustomizations, "overlays/e2e")
 
-	wantNamespace := map[string]string{"base/cattle-scc-system": kube.Namespace, "base/kube-system": "kube-system", "base/corefile-layout": "kube-system", "base/operator-lease": operator.LeaseNamespace}
+	wantNamespace := map[string]string{"base/cattle-scc-system": operator.Namespace, "base/kube-system": "kube-system", "base/corefile-layout": "kube-system", "base/operator-lease": operator.LeaseNamespace}
 	baseObjects := map[string]bool{}
 	for _, o := range objects {
 		if strings.HasPrefix(o.file, "base/") {
@@ -283,7 +282,7 @@ func TestCronJobShape(t *testing.T) {
 		assert.Equal(t, fp, e[name].ValueFrom.FieldRef.FieldPath, name)
 	}
 	assert.Equal(t, cj.Name, e["CRONJOB_NAME"].Value, "the startup sleep recognises the CronJob's Jobs by this name")
-	assert.Equal(t, kube.SecretName, e["REGISTRATION_SECRET_NAME"].Value)
+	assert.Equal(t, operator.SecretName, e["REGISTRATION_SECRET_NAME"].Value)
 	assert.Equal(t, "true", e["IN_CLUSTER_DNS"].Value)
 	assert.Equal(t, "/etc/regionserverclnt.cfg", e["REGIONSRV_CONFIG"].Value)
 
@@ -328,7 +327,7 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 		}
 		assert.NotEmpty(t, r.ResourceNames, "every other rule is limited by resourceNames")
 	}
-	assert.Equal(t, []string{kube.SecretName}, rules["secrets"].ResourceNames)
+	assert.Equal(t, []string{operator.SecretName}, rules["secrets"].ResourceNames)
 	assert.Equal(t, []string{leaseName}, rules["leases"].ResourceNames)
 	// Exactly the verbs the engine calls, nothing more: server-side apply
 	// (get, then a patch that creates by name, so create too); the Lease is
@@ -340,7 +339,7 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 	assert.ElementsMatch(t, []string{"get", "create", "update", "patch"}, rules["leases"].Verbs, "leases")
 	// rancher/scc-operator's Deployment, read by name: the proxy settings
 	// it runs with (job/operator CheckProxy).
-	assert.Equal(t, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{proxycheck.DefaultDeployment}, Verbs: []string{"get"}}, rules["deployments"])
+	assert.Equal(t, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{operator.Deployment}, Verbs: []string{"get"}}, rules["deployments"])
 	assert.Len(t, rules, 4)
 
 	// Cluster-wide, only a read of the operator's Registrations.
@@ -383,7 +382,7 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 		rb := find[*rbacv1.RoleBinding](t, objects, file)
 		assert.Equal(t, roleName, rb.RoleRef.Name, file)
 		require.Len(t, rb.Subjects, 1, file)
-		assert.Equal(t, rbacv1.Subject{Kind: "ServiceAccount", Name: "registration-engine", Namespace: kube.Namespace}, rb.Subjects[0], file)
+		assert.Equal(t, rbacv1.Subject{Kind: "ServiceAccount", Name: "registration-engine", Namespace: operator.Namespace}, rb.Subjects[0], file)
 	}
 }
 
@@ -401,7 +400,7 @@ func TestCoreDNSPolicyMatchesTheEngine(t *testing.T) {
 	require.NotNil(t, vap.Spec.FailurePolicy)
 	assert.Equal(t, admissionregistrationv1.Fail, *vap.Spec.FailurePolicy, "an expression that cannot be evaluated refuses")
 	require.Len(t, vap.Spec.MatchConditions, 1)
-	assert.Equal(t, "request.userInfo.username == 'system:serviceaccount:"+kube.Namespace+":"+sa.Name+"'", vap.Spec.MatchConditions[0].Expression,
+	assert.Equal(t, "request.userInfo.username == 'system:serviceaccount:"+operator.Namespace+":"+sa.Name+"'", vap.Spec.MatchConditions[0].Expression,
 		"bound to the engine's ServiceAccount alone")
 	mc := vap.Spec.MatchConstraints
 	require.NotNil(t, mc)

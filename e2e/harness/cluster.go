@@ -28,7 +28,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // What manifests/overlays/e2e and the fake cloud fix.
@@ -147,7 +147,7 @@ func Context(t testing.TB) context.Context {
 
 // Token mints a TokenRequest token for the engine's ServiceAccount.
 func (e *Cluster) Token(t testing.TB) string {
-	return e.Plane.ServiceAccountToken(t, kube.Namespace, EngineSA)
+	return e.Plane.ServiceAccountToken(t, operator.Namespace, EngineSA)
 }
 
 // RunEnv is the environment of a run the test starts itself: the fake
@@ -185,7 +185,7 @@ func (e *Cluster) RunAs(ctx context.Context, t testing.TB, c Cloud, token, podNa
 // Secret is the engine's Secret; the test fails if there is none.
 func (e *Cluster) Secret(ctx context.Context, t testing.TB) *corev1.Secret {
 	t.Helper()
-	s, err := e.Admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+	s, err := e.Admin.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	return s
 }
@@ -193,7 +193,7 @@ func (e *Cluster) Secret(ctx context.Context, t testing.TB) *corev1.Secret {
 // SecretVersion is the Secret's resourceVersion, "" when there is none.
 func (e *Cluster) SecretVersion(ctx context.Context, t testing.TB) string {
 	t.Helper()
-	s, err := e.Admin.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+	s, err := e.Admin.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return ""
 	}
@@ -204,14 +204,14 @@ func (e *Cluster) SecretVersion(ctx context.Context, t testing.TB) string {
 // DeleteSecret deletes the engine's Secret, if there is one.
 func (e *Cluster) DeleteSecret(ctx context.Context, t testing.TB) {
 	t.Helper()
-	err := e.Admin.CoreV1().Secrets(kube.Namespace).Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
+	err := e.Admin.CoreV1().Secrets(operator.Namespace).Delete(ctx, operator.SecretName, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "delete secret: %v", err)
 }
 
 // DeleteLease deletes the engine's Lease, if there is one.
 func (e *Cluster) DeleteLease(t testing.TB) {
 	t.Helper()
-	err := e.Admin.CoordinationV1().Leases(kube.Namespace).Delete(context.Background(), LeaseName, metav1.DeleteOptions{})
+	err := e.Admin.CoordinationV1().Leases(operator.Namespace).Delete(context.Background(), LeaseName, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "delete lease: %v", err)
 }
 
@@ -222,7 +222,7 @@ func (e *Cluster) PutLease(ctx context.Context, t testing.TB, holder string, ren
 	t.Helper()
 	e.DeleteLease(t)
 	at := metav1.NewMicroTime(renewed)
-	_, err := e.Admin.CoordinationV1().Leases(kube.Namespace).Create(ctx, &coordinationv1.Lease{
+	_, err := e.Admin.CoordinationV1().Leases(operator.Namespace).Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: LeaseName},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(durationSeconds),
@@ -310,7 +310,7 @@ func (e *Cluster) OverlayObjects(t testing.TB) OverlayObjects {
 			metav1.ObjectMeta `json:"metadata"`
 		}
 		require.NoError(t, yaml.Unmarshal([]byte(doc), &meta))
-		if meta.Namespace != kube.Namespace {
+		if meta.Namespace != operator.Namespace {
 			continue
 		}
 		var dst any
@@ -365,12 +365,12 @@ func CountWrites(ctx context.Context, t testing.TB, w watch.Interface, final str
 // AssertRegistration checks the five keys of the operator's contract.
 func AssertRegistration(t testing.TB, s *corev1.Secret, regCode string) {
 	t.Helper()
-	assert.Equal(t, "https://"+UpdateServer, string(s.Data[kube.KeyRegistrationURL]))
-	assert.Equal(t, kube.RegistrationTypeOnline, string(s.Data[kube.KeyRegistrationType]))
-	assert.Equal(t, regCode, string(s.Data[kube.KeyRegCode]))
-	doc := string(s.Data[kube.KeyInstanceData])
+	assert.Equal(t, "https://"+UpdateServer, string(s.Data[operator.KeyRegistrationURL]))
+	assert.Equal(t, operator.RegistrationTypeOnline, string(s.Data[operator.KeyRegistrationType]))
+	assert.Equal(t, regCode, string(s.Data[operator.KeyRegCode]))
+	doc := string(s.Data[operator.KeyInstanceData])
 	assert.True(t, strings.HasPrefix(doc, "<document>") && strings.HasSuffix(doc, "</document>"), "instanceData is the <document> of the attested data: %.60q", doc)
-	block, _ := pem.Decode(s.Data[kube.KeyRegistrationURLCert])
+	block, _ := pem.Decode(s.Data[operator.KeyRegistrationURLCert])
 	require.NotNil(t, block, "registrationUrlCert is PEM")
 	assert.Equal(t, "CERTIFICATE", block.Type)
 	cert, err := x509.ParseCertificate(block.Bytes)

@@ -16,7 +16,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // TestCluster: what the suites arrange on the shared plane is what they
@@ -32,7 +32,7 @@ func TestCluster(t *testing.T) {
 		o := e.OverlayObjects(t)
 		assert.Equal(t, harness.EngineSA, o.SA.Name)
 		assert.Equal(t, harness.CronJobName, o.CronJob.Name)
-		assert.Equal(t, kube.Namespace, o.CronJob.Namespace)
+		assert.Equal(t, operator.Namespace, o.CronJob.Namespace)
 		assert.NotEmpty(t, o.Role.Rules)
 	})
 
@@ -59,7 +59,7 @@ func TestCluster(t *testing.T) {
 		renewed := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
 		e.PutLease(ctx, t, "dead-pod", renewed, 60)
 		t.Cleanup(func() { e.DeleteLease(t) })
-		l, err := e.Admin.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+		l, err := e.Admin.CoordinationV1().Leases(operator.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, "dead-pod", *l.Spec.HolderIdentity)
 		assert.True(t, l.Spec.RenewTime.Time.Equal(renewed), "renewed at %s, want %s", l.Spec.RenewTime, renewed)

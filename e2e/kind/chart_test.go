@@ -17,7 +17,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/internal/testkit"
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // chartRegCode is the registration code the chart's install carries, other
@@ -49,7 +49,7 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context, layout str
 	// install finds the chart's CronJob gone and the overlay's replaced,
 	// so they are read once.
 	if c.overlayEnv == nil {
-		cj, err := c.cs.BatchV1().CronJobs(kube.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
+		cj, err := c.cs.BatchV1().CronJobs(operator.Namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
 		require.NoError(t, err)
 		c.overlayEnv = map[string]string{}
 		for _, e := range engineContainer(t, &cj.Spec.JobTemplate.Spec.Template.Spec).Env {
@@ -57,7 +57,7 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context, layout str
 		}
 	}
 	overlay := c.overlayEnv
-	regionCert, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/certs/"+fakecloudHost+".pem", nil).DoRaw(ctx)
+	regionCert, err := c.cs.CoreV1().Services(operator.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/certs/"+fakecloudHost+".pem", nil).DoRaw(ctx)
 	require.NoError(t, err, "the fake region server's certificate")
 	repo, image, ok := strings.Cut(c.s.image, ":")
 	require.True(t, ok, "image %q has no tag", c.s.image)
@@ -121,15 +121,15 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context, layout str
 	out := helmCmd("install")
 	t.Logf("helm install: %s", strings.SplitN(string(out), "\n", 2)[0])
 
-	_, err = c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, "registration-code", metav1.GetOptions{})
-	require.NoError(t, err, "helm install did not create the chart's %s/registration-code Secret (registrationCode in the values)", kube.Namespace)
+	_, err = c.cs.CoreV1().Secrets(operator.Namespace).Get(ctx, "registration-code", metav1.GetOptions{})
+	require.NoError(t, err, "helm install did not create the chart's %s/registration-code Secret (registrationCode in the values)", operator.Namespace)
 }
 
 // helm runs the helm binary make e2e-kind built against this cluster, in
 // the engine's namespace, with a home of its own, and returns its stdout.
 func (c *kindCluster) helm(t *testing.T, ctx context.Context, args ...string) []byte {
 	t.Helper()
-	out, err := testkit.Command(ctx, testkit.Helm(t), append(args, "--namespace", kube.Namespace, "--kubeconfig", c.kubeconfig)...)
+	out, err := testkit.Command(ctx, testkit.Helm(t), append(args, "--namespace", operator.Namespace, "--kubeconfig", c.kubeconfig)...)
 	require.NoError(t, err)
 	return out
 }

@@ -155,8 +155,8 @@ func TestKind(t *testing.T) {
 		assert.Equal(t, int32(engine.ExitPermanent), term.ExitCode)
 		logs := c.logs(t, ctx, pods[0].Name)
 		assert.Contains(t, logs, "not-the-plan-of-the-extension", "the log names the plan that did not match")
-		_, err := c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
-		assert.True(t, apierrors.IsNotFound(err), "a failed run wrote %s: %v", kube.SecretName, err)
+		_, err := c.cs.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "a failed run wrote %s: %v", operator.SecretName, err)
 		t.Logf("proved: with plan %q the pod exits %d and the Job fails by its podFailurePolicy with %d pod", "not-the-plan-of-the-extension", term.ExitCode, len(pods))
 	})
 
@@ -173,20 +173,20 @@ func TestKind(t *testing.T) {
 		assert.Equal(t, int32(0), job.Status.Failed, "no pod failed on the way")
 		took := time.Since(start)
 
-		sec, err := c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+		sec, err := c.cs.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, corev1.SecretTypeOpaque, sec.Type)
-		assert.Equal(t, kube.RegistrationTypeOnline, string(sec.Data[kube.KeyRegistrationType]))
-		assert.Equal(t, "https://"+harness.UpdateServer, string(sec.Data[kube.KeyRegistrationURL]), "the update server's name, never the raced address")
-		assert.Equal(t, harness.OverlayRegCode, string(sec.Data[kube.KeyRegCode]))
-		assert.True(t, strings.HasPrefix(string(sec.Data[kube.KeyInstanceData]), "<document>"), "instanceData: %.80q", sec.Data[kube.KeyInstanceData])
-		block, _ := pem.Decode(sec.Data[kube.KeyRegistrationURLCert])
+		assert.Equal(t, operator.RegistrationTypeOnline, string(sec.Data[operator.KeyRegistrationType]))
+		assert.Equal(t, "https://"+harness.UpdateServer, string(sec.Data[operator.KeyRegistrationURL]), "the update server's name, never the raced address")
+		assert.Equal(t, harness.OverlayRegCode, string(sec.Data[operator.KeyRegCode]))
+		assert.True(t, strings.HasPrefix(string(sec.Data[operator.KeyInstanceData]), "<document>"), "instanceData: %.80q", sec.Data[operator.KeyInstanceData])
+		block, _ := pem.Decode(sec.Data[operator.KeyRegistrationURLCert])
 		require.NotNil(t, block, "registrationUrlCert is not PEM")
 		cert, err := x509.ParseCertificate(block.Bytes)
 		require.NoError(t, err)
 		assert.NoError(t, cert.VerifyHostname(harness.UpdateServer), "registrationUrlCert is not the update server's")
 		served := c.updateServerCert(t, ctx)
-		assert.Equal(t, strings.TrimSpace(served), strings.TrimSpace(string(sec.Data[kube.KeyRegistrationURLCert])), "the certificate the update server serves")
+		assert.Equal(t, strings.TrimSpace(served), strings.TrimSpace(string(sec.Data[operator.KeyRegistrationURLCert])), "the certificate the update server serves")
 
 		sum := c.summary(t, ctx, job.Name)
 		assert.Equal(t, "registered", sum["outcome"], "the run's summary: %v", sum)
@@ -202,7 +202,7 @@ func TestKind(t *testing.T) {
 		podIP := c.fakecloudPodIP(t, ctx)
 		assert.Contains(t, c.corefile(t, ctx), podIP+" "+harness.UpdateServer, "CoreDNS maps the update server's name to the address that won the race")
 		t.Logf("proved: Job %s completed in %.1fs and wrote %s with its five keys after each of the %d CoreDNS replicas answered %s with %s (the fake cloud's pod)",
-			job.Name, took.Seconds(), kube.SecretName, replicas, harness.UpdateServer, podIP)
+			job.Name, took.Seconds(), operator.SecretName, replicas, harness.UpdateServer, podIP)
 
 		t.Run("the operator registers and activates", func(t *testing.T) {
 			var final sccoperator.Registration
@@ -328,7 +328,7 @@ func TestKind(t *testing.T) {
 		assert.Equal(t, kube.ReasonOperatorRecovered, ev.Reason, "%s", ev.Note)
 		assert.Equal(t, corev1.EventTypeNormal, ev.Type)
 		assert.Contains(t, ev.Note, "had failed registration "+failed)
-		describe := c.kubectl(t, ctx, nil, "-n", kube.Namespace, "describe", "job", job.Name)
+		describe := c.kubectl(t, ctx, nil, "-n", operator.Namespace, "describe", "job", job.Name)
 		assert.Contains(t, string(describe), kube.ReasonOperatorRecovered, "kubectl describe job shows the Event")
 		// The overlay's CronJob is suspended (the test makes its Jobs), which
 		// status rightly reports once the cluster is registered.
@@ -341,7 +341,7 @@ func TestKind(t *testing.T) {
 		t.Logf("kubectl describe job %s:\n%s", job.Name, describe)
 		t.Logf("status after the run (exit %d): %s", after.code, after.verdict)
 		t.Logf("proved: Registration %s Failed (%q); status said %q; Job %s from the CronJob deleted %s, wrote it afresh and ended Complete in %.0fs with Event %s; rancher/scc-operator %.7s activated Registration %s %.0fs after the failure (activated=%t), the Failed one is gone, status exits %d",
-			failed, gaveUp.FailureMessage(), before.verdict, job.Name, kube.SecretName, took.Seconds(), ev.Reason, sccoperator.CommitRMT, newName, active.Seen.Sub(gaveUp.Seen).Seconds(), active.Activated, after.code)
+			failed, gaveUp.FailureMessage(), before.verdict, job.Name, operator.SecretName, took.Seconds(), ev.Reason, sccoperator.CommitRMT, newName, active.Seen.Sub(gaveUp.Seen).Seconds(), active.Activated, after.code)
 	})
 
 	// The way the Azure Marketplace installs the engine: the Helm chart
@@ -480,7 +480,7 @@ func TestKind(t *testing.T) {
 			require.True(t, time.Now().Before(deadline), "CoreDNS still answers %s 4 minutes after helm uninstall", harness.UpdateServer)
 			time.Sleep(5 * time.Second)
 		}
-		_, err = c.cs.CoordinationV1().Leases(kube.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+		_, err = c.cs.CoordinationV1().Leases(operator.Namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "the Lease went at uninstall (err %v)", err)
 		t.Logf("proved: helm uninstall on AKS's layout finished in %.0fs; its post-delete cleanup hook, on a real kubelet under its own ServiceAccount, removed coredns-custom key %s (the customer's keys %v untouched) and the Lease; CoreDNS stopped answering %s %.0fs after the uninstall started",
 			uninstalled.Seconds(), coredns.DefaultHostsKey, slices.Sorted(maps.Keys(aksUserKeys)), harness.UpdateServer, gone.Seconds())
@@ -495,7 +495,7 @@ func (c *kindCluster) releaseRun(t *testing.T, ctx context.Context) *batchv1.Job
 	t.Helper()
 	var name string
 	require.Eventually(t, func() bool {
-		jobs, err := c.cs.BatchV1().Jobs(kube.Namespace).List(ctx, metav1.ListOptions{})
+		jobs, err := c.cs.BatchV1().Jobs(operator.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
@@ -507,7 +507,7 @@ func (c *kindCluster) releaseRun(t *testing.T, ctx context.Context) *batchv1.Job
 		}
 		return false
 	}, time.Minute, time.Second, "helm install started no run Job")
-	return controlplane.WaitJobFinishedWithin(ctx, t, c.cs, kube.Namespace, name, jobBound)
+	return controlplane.WaitJobFinishedWithin(ctx, t, c.cs, operator.Namespace, name, jobBound)
 }
 
 // nextReleaseRun waits for the run an upgrade started (a run Job other than
@@ -516,7 +516,7 @@ func (c *kindCluster) nextReleaseRun(t *testing.T, ctx context.Context, previous
 	t.Helper()
 	var name string
 	require.Eventually(t, func() bool {
-		jobs, err := c.cs.BatchV1().Jobs(kube.Namespace).List(ctx, metav1.ListOptions{})
+		jobs, err := c.cs.BatchV1().Jobs(operator.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
@@ -528,7 +528,7 @@ func (c *kindCluster) nextReleaseRun(t *testing.T, ctx context.Context, previous
 		}
 		return false
 	}, time.Minute, time.Second, "helm upgrade started no run Job")
-	return controlplane.WaitJobFinishedWithin(ctx, t, c.cs, kube.Namespace, name, jobBound)
+	return controlplane.WaitJobFinishedWithin(ctx, t, c.cs, operator.Namespace, name, jobBound)
 }
 
 // activeRegistration waits for the operator's Registration of the Secret
@@ -552,7 +552,7 @@ func (c *kindCluster) waitRegistration(t *testing.T, ctx context.Context, rec *s
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	name, err := sccoperator.WaitForSecret(ctx, c.cs, kube.Namespace, kube.SecretName)
+	name, err := sccoperator.WaitForSecret(ctx, c.cs, operator.Namespace, operator.SecretName)
 	require.NoError(t, err, "operator log:\n%s", c.operatorLog(t, ctx))
 	_, err = rec.Wait(ctx, name, sccoperator.Registration.Terminal)
 	require.NoError(t, err, "operator log:\n%s", c.operatorLog(t, ctx))
@@ -611,7 +611,7 @@ func (c *kindCluster) coreDNSReplicas(t *testing.T, ctx context.Context) int {
 // jobEvent is the one events.k8s.io Event the engine recorded on Job job.
 func (c *kindCluster) jobEvent(t *testing.T, ctx context.Context, job string) eventsv1.Event {
 	t.Helper()
-	return controlplane.JobEvent(ctx, t, c.cs, kube.Namespace, job, kube.ReportingController)
+	return controlplane.JobEvent(ctx, t, c.cs, operator.Namespace, job, kube.ReportingController)
 }
 
 // announce is the one announce (POST /connect/subscriptions/systems) the
@@ -729,7 +729,7 @@ func (c *kindCluster) collect(t *testing.T) {
 		t.Logf("collect: %v", err)
 		return
 	}
-	for _, ns := range []string{kube.Namespace, "kube-system"} {
+	for _, ns := range []string{operator.Namespace, "kube-system"} {
 		pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Logf("collect: pods in %s: %v", ns, err)
@@ -742,7 +742,7 @@ func (c *kindCluster) collect(t *testing.T) {
 					b = []byte(err.Error())
 				}
 				_ = os.WriteFile(filepath.Join(dir, ns+"_"+p.Name+"_"+ctr.Name+".log"), b, 0o644)
-				if ns == kube.Namespace {
+				if ns == operator.Namespace {
 					t.Logf("--- log of %s/%s (%s):\n%s", p.Name, ctr.Name, p.Status.Phase, b)
 				}
 			}
@@ -753,7 +753,7 @@ func (c *kindCluster) collect(t *testing.T) {
 				fmt.Fprintf(&b, "%s %s %s/%s %s: %s\n", e.LastTimestamp.Format(time.RFC3339), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 			}
 			_ = os.WriteFile(filepath.Join(dir, ns+"_events.txt"), []byte(b.String()), 0o644)
-			if ns == kube.Namespace {
+			if ns == operator.Namespace {
 				t.Logf("--- events in %s:\n%s", ns, b.String())
 			}
 		}
@@ -809,7 +809,7 @@ func (c *kindCluster) waitForFakecloud(t *testing.T, ctx context.Context) {
 	t.Helper()
 	start := time.Now()
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		d, err := c.cs.AppsV1().Deployments(kube.Namespace).Get(ctx, fakecloudName, metav1.GetOptions{})
+		d, err := c.cs.AppsV1().Deployments(operator.Namespace).Get(ctx, fakecloudName, metav1.GetOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // not there yet, or the API server is busy: poll again
 		}
@@ -833,8 +833,8 @@ func (c *kindCluster) copyTrust(t *testing.T, ctx context.Context) {
 		},
 		"region-server-certs": {fakecloudHost + ".pem": file("certs/" + fakecloudHost + ".pem")},
 	} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kube.Namespace}, Data: data}
-		_, err := c.cs.CoreV1().ConfigMaps(kube.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: operator.Namespace}, Data: data}
+		_, err := c.cs.CoreV1().ConfigMaps(operator.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 }
@@ -843,7 +843,7 @@ func (c *kindCluster) copyTrust(t *testing.T, ctx context.Context) {
 // fetched through the API server's Service proxy.
 func (c *kindCluster) fakecloudFile(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
-	b, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/"+name, nil).DoRaw(ctx)
+	b, err := c.cs.CoreV1().Services(operator.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/files/"+name, nil).DoRaw(ctx)
 	require.NoError(t, err, "fetch %s from the fake cloud", name)
 	require.Contains(t, string(b), "BEGIN CERTIFICATE", name)
 	return string(b)
@@ -855,17 +855,17 @@ func (c *kindCluster) fakecloudFile(t *testing.T, ctx context.Context, name stri
 // until it completes or fails.
 func (c *kindCluster) runJob(t *testing.T, ctx context.Context, name string, edit func(*corev1.PodSpec)) *batchv1.Job {
 	t.Helper()
-	args := []string{"-n", kube.Namespace, "create", "job", name, "--from=cronjob/" + harness.CronJobName}
+	args := []string{"-n", operator.Namespace, "create", "job", name, "--from=cronjob/" + harness.CronJobName}
 	if edit == nil {
 		c.kubectl(t, ctx, nil, args...)
 	} else {
 		var job batchv1.Job
 		require.NoError(t, json.Unmarshal(c.kubectl(t, ctx, nil, append(args, "--dry-run=client", "-o", "json")...), &job))
 		edit(&job.Spec.Template.Spec)
-		_, err := c.cs.BatchV1().Jobs(kube.Namespace).Create(ctx, &job, metav1.CreateOptions{})
+		_, err := c.cs.BatchV1().Jobs(operator.Namespace).Create(ctx, &job, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	return controlplane.WaitJobFinishedWithin(ctx, t, c.cs, kube.Namespace, name, jobBound)
+	return controlplane.WaitJobFinishedWithin(ctx, t, c.cs, operator.Namespace, name, jobBound)
 }
 
 // engineContainer is the engine's container in the CronJob's pod.
@@ -878,7 +878,7 @@ func engineContainer(t *testing.T, pod *corev1.PodSpec) *corev1.Container {
 
 func (c *kindCluster) jobPods(t *testing.T, ctx context.Context, job string) []corev1.Pod {
 	t.Helper()
-	pods, err := c.cs.CoreV1().Pods(kube.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	pods, err := c.cs.CoreV1().Pods(operator.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
 	require.NoError(t, err)
 	return pods.Items
 }
@@ -902,14 +902,14 @@ func terminated(p corev1.Pod, container string) *corev1.ContainerStateTerminated
 
 func (c *kindCluster) logs(t *testing.T, ctx context.Context, pod string) string {
 	t.Helper()
-	b, err := c.cs.CoreV1().Pods(kube.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: engineName}).DoRaw(ctx)
+	b, err := c.cs.CoreV1().Pods(operator.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: engineName}).DoRaw(ctx)
 	require.NoError(t, err)
 	return string(b)
 }
 
 func (c *kindCluster) fakecloudPod(t *testing.T, ctx context.Context) corev1.Pod {
 	t.Helper()
-	pods, err := c.cs.CoreV1().Pods(kube.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + fakecloudName})
+	pods, err := c.cs.CoreV1().Pods(operator.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + fakecloudName})
 	require.NoError(t, err)
 	require.Len(t, pods.Items, 1)
 	return pods.Items[0]
@@ -935,7 +935,7 @@ func (c *kindCluster) updateServerCert(t *testing.T, ctx context.Context) string
 	}
 	require.NotEmpty(t, port, "the fake cloud's pod names no update-http port")
 	// The pod proxy takes a port number, not a name.
-	b, err := c.cs.CoreV1().Pods(kube.Namespace).ProxyGet("http", p.Name, port, "/smt.crt", nil).DoRaw(ctx)
+	b, err := c.cs.CoreV1().Pods(operator.Namespace).ProxyGet("http", p.Name, port, "/smt.crt", nil).DoRaw(ctx)
 	require.NoError(t, err)
 	return string(b)
 }

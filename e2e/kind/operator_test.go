@@ -27,7 +27,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	engine "github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // operatorName is the operator's Deployment and container.
@@ -144,7 +144,7 @@ func (c *kindCluster) operatorLog(t *testing.T, ctx context.Context) string {
 // proxy).
 func (c *kindCluster) sccRequests(t *testing.T, ctx context.Context) []fakecloud.SCCRequest {
 	t.Helper()
-	b, err := c.cs.CoreV1().Services(kube.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/scc-requests", nil).DoRaw(ctx)
+	b, err := c.cs.CoreV1().Services(operator.Namespace).ProxyGet("http", fakecloudName, "imds", "/fakecloud/scc-requests", nil).DoRaw(ctx)
 	require.NoError(t, err)
 	var reqs []fakecloud.SCCRequest
 	require.NoError(t, json.Unmarshal(b, &reqs), "%s", b)
@@ -193,14 +193,14 @@ func (c *kindCluster) resetCoreDNS(t *testing.T, ctx context.Context, corefile s
 // both are gone: the recovery the operator requires after a Failure.
 func (c *kindCluster) deregister(t *testing.T, ctx context.Context, rec *sccoperator.Recorder, registration string) {
 	t.Helper()
-	secrets := c.cs.CoreV1().Secrets(kube.Namespace)
-	err := secrets.Delete(ctx, kube.SecretName, metav1.DeleteOptions{})
+	secrets := c.cs.CoreV1().Secrets(operator.Namespace)
+	err := secrets.Delete(ctx, operator.SecretName, metav1.DeleteOptions{})
 	require.NoError(t, err)
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := secrets.Get(ctx, kube.SecretName, metav1.GetOptions{})
+		_, err := secrets.Get(ctx, operator.SecretName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	require.NoError(t, err, "the operator did not release %s:\n%s", kube.SecretName, c.operatorLog(t, ctx))
+	require.NoError(t, err, "the operator did not release %s:\n%s", operator.SecretName, c.operatorLog(t, ctx))
 	_, err = rec.Wait(ctx, registration, func(r sccoperator.Registration) bool { return r.Deleted })
 	require.NoError(t, err, "the operator did not delete its Registration")
 }
@@ -209,7 +209,7 @@ func (c *kindCluster) deregister(t *testing.T, ctx context.Context, rec *sccoper
 // written afresh.
 func (c *kindCluster) secretUID(t *testing.T, ctx context.Context) types.UID {
 	t.Helper()
-	sec, err := c.cs.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+	sec, err := c.cs.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	return sec.UID
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"crypto/x509"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,12 @@ const (
 	// RequestTimeout bounds every API request, also with a kubeconfig that
 	// sets none.
 	RequestTimeout = 15 * time.Second
+
+	// FieldManager names the engine in the managedFields of everything it
+	// writes (the Secret, the Lease, Events, the CoreDNS entry). Server-side
+	// apply keys ownership on it: changing it between releases turns the
+	// engine's own earlier writes into another manager's fields.
+	FieldManager = "registration-engine"
 )
 
 // ClientOptions says how to reach the API server. The zero value means
@@ -106,8 +113,8 @@ func inCluster(o ClientOptions, log *slog.Logger) (*rest.Config, error) {
 	if o.Host == "" {
 		return nil, failure.Permanent(fmt.Errorf("kube: %w: KUBERNETES_SERVICE_HOST is unset; pass --kubeconfig to run from a workstation", ErrNotInCluster))
 	}
-	port := orDefault(o.Port, "443")
-	tokenFile := orDefault(o.TokenFile, DefaultTokenFile)
+	port := cmp.Or(o.Port, "443")
+	tokenFile := cmp.Or(o.TokenFile, DefaultTokenFile)
 	if fi, err := os.Stat(tokenFile); err != nil {
 		return nil, failure.Permanent(fmt.Errorf("kube: token file (KUBERNETES_TOKEN): %w", err))
 	} else if fi.IsDir() {
@@ -122,7 +129,7 @@ func inCluster(o ClientOptions, log *slog.Logger) (*rest.Config, error) {
 		// would otherwise apply them; NO_PROXY rarely lists the Service IP).
 		Proxy: NoProxy,
 	}
-	switch ca := orDefault(o.CACert, DefaultCAFile); {
+	switch ca := cmp.Or(o.CACert, DefaultCAFile); {
 	case strings.EqualFold(ca, InsecureCACert):
 		log.Warn("KUBERNETES_CA_CERT is False: the API server's certificate is not verified; anyone on the path can read the registration code")
 		cfg.Insecure = true

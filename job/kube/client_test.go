@@ -28,6 +28,7 @@ import (
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // fakeAPIServer answers the two requests SecretStore makes, over real TLS on
@@ -47,7 +48,7 @@ type fakeAPIServer struct {
 	}
 }
 
-const secretPath = "/api/v1/namespaces/" + kube.Namespace + "/secrets/" + kube.SecretName
+const secretPath = "/api/v1/namespaces/" + operator.Namespace + "/secrets/" + operator.SecretName
 
 func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
@@ -58,7 +59,7 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: int32(code), Reason: reason,
-			Details: &metav1.StatusDetails{Name: kube.SecretName, Kind: "secrets"}})
+			Details: &metav1.StatusDetails{Name: operator.SecretName, Kind: "secrets"}})
 	}
 	object := func(code int, s *corev1.Secret) {
 		w.Header().Set("Content-Type", "application/json")
@@ -168,12 +169,12 @@ current-context: x
 			require.NoError(t, err)
 			clients, err := kube.NewClients(cfg)
 			require.NoError(t, err)
-			store := &kube.SecretStore{Secrets: clients.Secrets}
+			store := &operator.SecretStore{Secrets: clients.Secrets}
 
-			changed, err := store.Write(context.Background(), testRegistration())
+			changed, err := store.Write(context.Background(), testValues())
 			require.NoError(t, err)
 			assert.True(t, changed)
-			changed, err = store.Write(context.Background(), testRegistration())
+			changed, err = store.Write(context.Background(), testValues())
 			require.NoError(t, err)
 			assert.False(t, changed)
 
@@ -202,7 +203,7 @@ func TestSecretStoreForbiddenOverTLS(t *testing.T) {
 	clients, err := kube.NewClients(cfg)
 	require.NoError(t, err)
 
-	_, err = (&kube.SecretStore{Secrets: clients.Secrets, Sleep: (&testkit.Sleeps{}).Sleep}).Write(context.Background(), testRegistration())
+	_, err = (&operator.SecretStore{Secrets: clients.Secrets, Sleep: (&testkit.Sleeps{}).Sleep}).Write(context.Background(), testValues())
 
 	require.ErrorIs(t, err, kube.ErrForbidden)
 	assert.True(t, failure.IsPermanent(err))
@@ -325,16 +326,16 @@ current-context: ctx-a
 // as the API server's 403, so status can tell it from an absent object.
 func TestReaderOverTLS(t *testing.T) {
 	f, srv, caPEM := startAPIServer(t)
-	f.secret = &corev1.Secret{TypeMeta: metav1.TypeMeta{Kind: "Secret", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
-		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online")}}
+	f.secret = &corev1.Secret{TypeMeta: metav1.TypeMeta{Kind: "Secret", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Namespace: operator.Namespace},
+		Data: map[string][]byte{operator.KeyRegistrationType: []byte("online")}}
 	cfg, err := kube.RESTConfig(inClusterOptions(t, srv.URL, caPEM, "reader-token"), nil)
 	require.NoError(t, err)
 	r, err := kube.NewReader(cfg)
 	require.NoError(t, err)
 
-	got, err := r.Secret(context.Background(), kube.Namespace, kube.SecretName)
+	got, err := r.Secret(context.Background(), operator.Namespace, operator.SecretName)
 	require.NoError(t, err)
-	assert.Equal(t, "online", string(got.Data[kube.KeyRegistrationType]))
+	assert.Equal(t, "online", string(got.Data[operator.KeyRegistrationType]))
 
 	_, err = r.ConfigMap(context.Background(), "kube-system", "coredns")
 	assert.True(t, apierrors.IsNotFound(err), "an absent object is the API server's 404: %v", err)
@@ -342,7 +343,7 @@ func TestReaderOverTLS(t *testing.T) {
 	f.mu.Lock()
 	f.forbid = true
 	f.mu.Unlock()
-	_, err = r.Secret(context.Background(), kube.Namespace, kube.SecretName)
+	_, err = r.Secret(context.Background(), operator.Namespace, operator.SecretName)
 	assert.True(t, apierrors.IsForbidden(err), "a refused read is the API server's 403, unwrapped: %v", err)
 
 	f.mu.Lock()
@@ -370,4 +371,10 @@ func TestInClusterNeverUsesProxy(t *testing.T) {
 	p, err := cfg.Proxy(req)
 	require.NoError(t, err)
 	assert.Nil(t, p, "the API server is reached directly")
+}
+
+// testValues are the Secret's values the client tests write through the
+// operator's store: any will do, the tests look at the requests.
+func testValues() operator.Values {
+	return operator.Values{URL: "https://smt-azure.susecloud.net", RegCode: "INTERNAL-USE-ONLY-0000-0000", InstanceData: "<document>c2lnbmVk</document>", CertPEM: []byte("PEM")}
 }

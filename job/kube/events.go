@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -130,7 +131,7 @@ func (j *JobEvents) Record(ctx context.Context, e JobEvent) error {
 		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", j.JobName, t.UnixNano()), Namespace: j.Namespace, Annotations: annotations},
 		EventTime:           metav1.NewMicroTime(t),
 		ReportingController: ReportingController,
-		ReportingInstance:   orDefault(j.Instance, ReportingController),
+		ReportingInstance:   cmp.Or(j.Instance, ReportingController),
 		Action:              e.Action,
 		Reason:              e.Reason,
 		Type:                typ,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/redact"
 )
 
@@ -25,17 +26,17 @@ import (
 func TestJobEventsRecord(t *testing.T) {
 	c := fake.NewClientset()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: kube.Namespace, JobName: "manual-1", JobUID: "uid-1", Instance: "manual-1-abcde", Now: func() time.Time { return now }}
+	j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: operator.Namespace, JobName: "manual-1", JobUID: "uid-1", Instance: "manual-1-abcde", Now: func() time.Time { return now }}
 	long := make([]byte, 3000)
 	for i := range long {
 		long[i] = 'x'
 	}
 	require.NoError(t, j.Record(context.Background(), kube.JobEvent{Warning: true, Reason: kube.ReasonOperatorFailed, Action: "Report", Note: string(long)}))
-	list, err := c.EventsV1().Events(kube.Namespace).List(context.Background(), metav1.ListOptions{})
+	list, err := c.EventsV1().Events(operator.Namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	ev := list.Items[0]
-	assert.Equal(t, corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: kube.Namespace, Name: "manual-1", UID: "uid-1"}, ev.Regarding)
+	assert.Equal(t, corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: operator.Namespace, Name: "manual-1", UID: "uid-1"}, ev.Regarding)
 	assert.Equal(t, "Warning", ev.Type)
 	assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason)
 	assert.Equal(t, kube.ReportingController, ev.ReportingController)
@@ -51,10 +52,10 @@ func TestJobEventsRecord(t *testing.T) {
 // replacement characters, longer than the limit.
 func TestJobEventsRecordCutsOnARune(t *testing.T) {
 	c := fake.NewClientset()
-	j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: kube.Namespace, JobName: "manual-3"}
+	j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: operator.Namespace, JobName: "manual-3"}
 	note := strings.Repeat("x", kube.MaxNote-4) + strings.Repeat("—", 10) // the cut falls inside a dash
 	require.NoError(t, j.Record(context.Background(), kube.JobEvent{Warning: true, Reason: kube.ReasonFailed, Action: "Register", Note: note}))
-	list, err := c.EventsV1().Events(kube.Namespace).List(context.Background(), metav1.ListOptions{})
+	list, err := c.EventsV1().Events(operator.Namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	got := list.Items[0].Note
@@ -67,10 +68,10 @@ func TestJobEventsRecordCutsOnARune(t *testing.T) {
 // which, as structured data status compares with the CoreDNS entry.
 func TestJobEventsRecordAddress(t *testing.T) {
 	c := fake.NewClientset()
-	j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: kube.Namespace, JobName: "manual-2", JobUID: "uid-2"}
+	j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: operator.Namespace, JobName: "manual-2", JobUID: "uid-2"}
 	require.NoError(t, j.Record(context.Background(), kube.JobEvent{Reason: kube.ReasonRegistered, Action: "Register",
 		Note: "wrote it (address ::1)", Address: "::1", Server: "smt-azure.susecloud.net"}))
-	list, err := c.EventsV1().Events(kube.Namespace).List(context.Background(), metav1.ListOptions{})
+	list, err := c.EventsV1().Events(operator.Namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	assert.Equal(t, map[string]string{kube.AnnotationAddress: "::1", kube.AnnotationServer: "smt-azure.susecloud.net"}, list.Items[0].Annotations)
@@ -80,10 +81,10 @@ func TestJobEventsRecordAddress(t *testing.T) {
 // (a denied apply, the operator's message) reaches the Event redacted.
 func TestJobEventsRecordRedacts(t *testing.T) {
 	c := fake.NewClientset()
-	j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: kube.Namespace, JobName: "manual-4", JobUID: "uid-4", Redact: redact.New("KEPT-CODE-0000")}
+	j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: operator.Namespace, JobName: "manual-4", JobUID: "uid-4", Redact: redact.New("KEPT-CODE-0000")}
 	note := "phase write-secret failed: denied: {\"regCode\":\"" + base64.StdEncoding.EncodeToString([]byte("KEPT-CODE-0000")) + "\"} and KEPT-CODE-0000"
 	require.NoError(t, j.Record(context.Background(), kube.JobEvent{Warning: true, Reason: kube.ReasonFailed, Action: "Register", Note: note}))
-	list, err := c.EventsV1().Events(kube.Namespace).List(context.Background(), metav1.ListOptions{})
+	list, err := c.EventsV1().Events(operator.Namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	assert.Equal(t, `phase write-secret failed: denied: {"regCode":"REDACTED"} and REDACTED`, list.Items[0].Note)
@@ -112,10 +113,10 @@ func TestJobEventsRecordEscapes(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset()
-			j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: kube.Namespace, JobName: "manual-5", Redact: redact.New("CODE-\x1b0000")}
+			j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: operator.Namespace, JobName: "manual-5", Redact: redact.New("CODE-\x1b0000")}
 			require.NoError(t, j.Record(context.Background(), kube.JobEvent{Warning: true, Reason: kube.ReasonOperatorFailed, Action: "Report",
 				Note: tc.note, Server: "smt\x1b]0;x\x07.susecloud.net"}))
-			list, err := c.EventsV1().Events(kube.Namespace).List(context.Background(), metav1.ListOptions{})
+			list, err := c.EventsV1().Events(operator.Namespace).List(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)
 			require.Len(t, list.Items, 1)
 			ev := list.Items[0]
@@ -133,13 +134,13 @@ func TestJobEventsRecordEscapes(t *testing.T) {
 // long.
 func TestJobEventsRecordEscapesBeforeTheCut(t *testing.T) {
 	c := fake.NewClientset()
-	j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: kube.Namespace, JobName: "manual-6"}
+	j := &kube.JobEvents{Events: kubetest.Typed(c), Namespace: operator.Namespace, JobName: "manual-6"}
 	note := ""
 	for range kube.MaxNote {
 		note += "\x1b"
 	}
 	require.NoError(t, j.Record(context.Background(), kube.JobEvent{Warning: true, Reason: kube.ReasonFailed, Action: "Register", Note: note}))
-	list, err := c.EventsV1().Events(kube.Namespace).List(context.Background(), metav1.ListOptions{})
+	list, err := c.EventsV1().Events(operator.Namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	got := list.Items[0].Note

@@ -4,9 +4,6 @@ package kube
 // which imports kube) reach the unexported parts they assert on through
 // these names. Only tests see them.
 
-// SecretApplyPatch is secretApplyPatch: the golden apply body.
-var SecretApplyPatch = secretApplyPatch
-
 // MaxNote is maxNote: the API server's limit on an Event's note.
 const MaxNote = maxNote
 

@@ -65,7 +65,7 @@ const (
 // holding the Lease is a dead one.
 type Lease struct {
 	Leases    LeasesGetter
-	Namespace string // default Namespace
+	Namespace string // required
 	Name      string // LEASE_NAME; required
 	// Holder is this run's identity (the pod name); required. Two runs with
 	// the same holder are one run as far as the Lease knows.
@@ -100,9 +100,9 @@ type Release func(ctx context.Context, rec *RunRecord) (RunRecord, error)
 // carrying the resourceVersion just read, so of two runs taking over an
 // expired Lease only one succeeds; the other gets ErrLeaseHeld.
 func (l *Lease) Acquire(ctx context.Context) (release Release, err error) {
-	ns := orDefault(l.Namespace, Namespace)
-	if l.Name == "" || l.Holder == "" || l.Duration <= 0 {
-		return nil, failure.Permanent(fmt.Errorf("kube: lease: name, holder and a positive duration are required (name %q, holder %q, duration %s)", l.Name, l.Holder, l.Duration))
+	ns := l.Namespace
+	if ns == "" || l.Name == "" || l.Holder == "" || l.Duration <= 0 {
+		return nil, failure.Permanent(fmt.Errorf("kube: lease: namespace, name, holder and a positive duration are required (namespace %q, name %q, holder %q, duration %s)", ns, l.Name, l.Holder, l.Duration))
 	}
 	need := Access{Verbs: []string{"get", "create", "update", "patch"}, Resource: "leases/" + l.Name, Namespace: ns}
 	wrap := func(err error) error { return fmt.Errorf("kube: lease %s/%s: %w", ns, l.Name, err) }
@@ -358,7 +358,7 @@ func ptrMicro(t time.Time) *metav1.MicroTime {
 // or the annotation is absent. Other packages keep their memory here when it
 // must outlive the Secret (job/operator's recovery record).
 func (l *Lease) Annotation(ctx context.Context, key string) (value string, ok bool, err error) {
-	ns := orDefault(l.Namespace, Namespace)
+	ns := l.Namespace
 	cur, err := l.Leases.Leases(ns).Get(ctx, l.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", false, nil
@@ -383,7 +383,7 @@ func (l *Lease) SetAnnotation(ctx context.Context, key string, value *string) er
 // it); on a conflict it is called again with what the other writer left.
 // An error from next stops it, with nothing written.
 func (l *Lease) UpdateAnnotation(ctx context.Context, key string, next func(cur string, ok bool) (*string, error)) error {
-	ns := orDefault(l.Namespace, Namespace)
+	ns := l.Namespace
 	var value *string
 	err := l.modify(ctx, ns, func(le *coordinationv1.Lease) (bool, error) {
 		old := le.Annotations[key]
@@ -401,4 +401,4 @@ func (l *Lease) UpdateAnnotation(ctx context.Context, key string, next func(cur 
 }
 
 // Ref is namespace/name of the Lease.
-func (l *Lease) Ref() string { return orDefault(l.Namespace, Namespace) + "/" + l.Name }
+func (l *Lease) Ref() string { return l.Namespace + "/" + l.Name }

@@ -22,6 +22,7 @@ import (
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 const leaseName = "registration-engine"
@@ -33,7 +34,7 @@ var (
 
 func newLease(c *fake.Clientset, holder string, now time.Time) *kube.Lease {
 	return &kube.Lease{
-		Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: leaseName,
+		Leases: kubetest.Typed(c), Namespace: operator.Namespace, Name: leaseName,
 		Holder: holder, Duration: 10 * time.Minute,
 		Clock: clocktesting.NewFakePassiveClock(now),
 	}
@@ -42,7 +43,7 @@ func newLease(c *fake.Clientset, holder string, now time.Time) *kube.Lease {
 // heldLease is a Lease that holder renewed at renewed for 10 minutes.
 func heldLease(holder string, renewed time.Time) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace, ResourceVersion: "7"},
+		ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: operator.Namespace, ResourceVersion: "7"},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(holder),
 			LeaseDurationSeconds: ptr.To[int32](600),
@@ -55,7 +56,7 @@ func heldLease(holder string, renewed time.Time) *coordinationv1.Lease {
 
 func getLease(t *testing.T, c *fake.Clientset) *coordinationv1.Lease {
 	t.Helper()
-	le, err := c.CoordinationV1().Leases(kube.Namespace).Get(context.Background(), leaseName, metav1.GetOptions{})
+	le, err := c.CoordinationV1().Leases(operator.Namespace).Get(context.Background(), leaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	return le
 }
@@ -81,7 +82,7 @@ func TestLeaseAcquire(t *testing.T) {
 	}{
 		"absent: created by apply": {
 			now:     t0,
-			actions: []string{"get", applyVerb},
+			actions: []string{"get", kubetest.ApplyVerb},
 		},
 		"free (released by the last run): taken with an update": {
 			existing: func() *coordinationv1.Lease {
@@ -263,7 +264,7 @@ func TestLeaseRelease(t *testing.T) {
 			if tc.takenBy != "" {
 				le := getLease(t, c)
 				le.Spec.HolderIdentity = ptr.To(tc.takenBy)
-				_, err := c.CoordinationV1().Leases(kube.Namespace).Update(context.Background(), le, metav1.UpdateOptions{})
+				_, err := c.CoordinationV1().Leases(operator.Namespace).Update(context.Background(), le, metav1.UpdateOptions{})
 				require.NoError(t, err)
 			}
 			if tc.cancelled {

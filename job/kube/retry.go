@@ -25,17 +25,17 @@ const (
 	retryMaxDelay = 30 * time.Second
 )
 
-// retrier runs one API operation up to attempts times, pausing
+// Retrier runs one API operation up to attempts times, pausing
 // base×backoff^(n-1) between attempts, and only on errors another attempt
 // can fix: 409, 429, 5xx and answers that never came (network errors).
-type retrier struct {
+type Retrier struct {
 	attempts int
 	backoff  float64
 	sleep    func(ctx context.Context, d time.Duration) error
 	log      *slog.Logger
 }
 
-func newRetrier(attempts int, backoff float64, sleep func(context.Context, time.Duration) error, log *slog.Logger) retrier {
+func NewRetrier(attempts int, backoff float64, sleep func(context.Context, time.Duration) error, log *slog.Logger) Retrier {
 	if attempts <= 0 {
 		attempts = DefaultRetryMax
 	}
@@ -45,13 +45,13 @@ func newRetrier(attempts int, backoff float64, sleep func(context.Context, time.
 	if sleep == nil {
 		sleep = pause.For
 	}
-	return retrier{attempts: attempts, backoff: backoff, sleep: sleep, log: logger(log)}
+	return Retrier{attempts: attempts, backoff: backoff, sleep: sleep, log: logger(log)}
 }
 
-// do calls op until it succeeds, fails for good, or the attempts run out.
+// Do calls op until it succeeds, fails for good, or the attempts run out.
 // op returns the raw client error; what names the operation in logs and in
 // the returned error.
-func (r retrier) do(ctx context.Context, what string, op func(ctx context.Context) error) error {
+func (r Retrier) Do(ctx context.Context, what string, op func(ctx context.Context) error) error {
 	delay := retryBaseDelay
 	var last error
 	for attempt := 1; attempt <= r.attempts; attempt++ {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // TestSaveRun: a run's record costs the API server one read and one write
@@ -30,7 +31,7 @@ func TestSaveRun(t *testing.T) {
 	failed := kube.RunRecord{Time: t0, Outcome: "failed", ExitCode: 1, Phase: "find-update-server"}
 
 	t.Run("one read and one write, counts carried over", func(t *testing.T) {
-		c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace}})
+		c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: operator.Namespace}})
 		l := newLease(c, "pod-1", t0)
 		_, err := l.SaveRun(ctx, failed)
 		require.NoError(t, err)
@@ -47,7 +48,7 @@ func TestSaveRun(t *testing.T) {
 	})
 
 	t.Run("a conflict reads again and carries over the other writer's counts", func(t *testing.T) {
-		c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace}})
+		c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: operator.Namespace}})
 		l := newLease(c, "pod-1", t0)
 		conflicted := false
 		c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -56,9 +57,9 @@ func TestSaveRun(t *testing.T) {
 			}
 			conflicted = true
 			// Another writer's record lands between this read and write.
-			other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace,
+			other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: operator.Namespace,
 				Annotations: map[string]string{kube.AnnotationLastRun: `{"time":"2026-11-30T10:00:00Z","outcome":"failed","exitCode":1,"consecutiveFailures":4,"failingSince":"2026-11-28T10:00:00Z"}`}}}
-			require.NoError(t, c.Tracker().Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), other, kube.Namespace))
+			require.NoError(t, c.Tracker().Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), other, operator.Namespace))
 			return true, nil, apierrors.NewConflict(leasesGR, leaseName, nil)
 		})
 		got, err := l.SaveRun(ctx, failed)
@@ -71,7 +72,7 @@ func TestSaveRun(t *testing.T) {
 
 func readRunRecord(t *testing.T, c *fake.Clientset) kube.RunRecord {
 	t.Helper()
-	le, err := c.CoordinationV1().Leases(kube.Namespace).Get(context.Background(), leaseName, metav1.GetOptions{})
+	le, err := c.CoordinationV1().Leases(operator.Namespace).Get(context.Background(), leaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	rec, ok, err := kube.ParseRunRecord(le.Annotations)
 	require.NoError(t, err)
@@ -92,14 +93,14 @@ func TestReleaseRecordsTheRun(t *testing.T) {
 
 	for _, takenOver := range []bool{false, true} {
 		t.Run(map[bool]string{false: "held: released and recorded", true: "taken over: recorded, the holder kept"}[takenOver], func(t *testing.T) {
-			c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: kube.Namespace,
+			c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: operator.Namespace,
 				Annotations: map[string]string{kube.AnnotationLastRun: string(raw)}}})
 			release, err := newLease(c, "pod-b", t0).Acquire(ctx)
 			require.NoError(t, err)
 			if takenOver {
 				le := getLease(t, c)
 				le.Spec.HolderIdentity = ptr.To("pod-c")
-				_, err := c.CoordinationV1().Leases(kube.Namespace).Update(ctx, le, metav1.UpdateOptions{})
+				_, err := c.CoordinationV1().Leases(operator.Namespace).Update(ctx, le, metav1.UpdateOptions{})
 				require.NoError(t, err)
 			}
 			c.ClearActions()

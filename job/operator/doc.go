@@ -1,5 +1,9 @@
 // Package operator is everything the engine knows about rancher/scc-operator,
-// the consumer of the Secret phase 6 writes: how to read its answer (Watch:
+// the consumer of the Secret phase 6 writes: the Secret's contract (its
+// names and keys, Values, contract.go), the rules for writing it
+// (SecretStore: write only on change, keep a code the Secret holds, never
+// write over one being deleted or one another tool writes, recreate it for a
+// recovery), how to read its answer (Watch:
 // the Secret's labels lead to the Registration, whose conditions say active,
 // failed or pending), what a failure means (Classify: can another attempt
 // with the same values succeed), whether it is running (LeaderLease), and
@@ -12,7 +16,7 @@
 // asks it what the operator did (Judge) and what a run will do about it
 // (Decide), so the run and status never disagree. job/kube is the client it
 // reads and writes through: this package holds no Kubernetes plumbing of its
-// own.
+// own, only what the objects mean to the operator.
 //
 // The operator never retries a Failed Registration; it asks a person to
 // delete scc-registration, let it clean up, and create it again. A run does
@@ -24,7 +28,8 @@
 // codes: this package marks what no retry can fix permanent
 // (failure.Permanent) and leaves the rest transient.
 //
-// A second consumer of the same values (another operator reading the
-// Secret) gets a package beside this one with the same shape: a watch of its
-// answer and a Step that package job calls after the write.
+// A second consumer of the same values (another operator reading a Secret
+// of its own) gets a package beside this one with the same shape: its
+// contract and store, a watch of its answer and a Step that package job
+// calls after the write.
 package operator

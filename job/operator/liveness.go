@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,7 +62,7 @@ type Liveness struct {
 
 // Ref is namespace/name of the Lease.
 func (o *LeaderLease) Ref() string {
-	return orDefault(o.Namespace, LeaseNamespace) + "/" + orDefault(o.Name, LeaseName)
+	return cmp.Or(o.Namespace, LeaseNamespace) + "/" + cmp.Or(o.Name, LeaseName)
 }
 
 // Check returns nil when the Lease is held, was renewed within the window,
@@ -69,7 +70,7 @@ func (o *LeaderLease) Ref() string {
 // else an error matching ErrOperatorNotRunning that says what the Lease
 // shows (or a permanent *kube.ForbiddenError naming the missing get).
 func (o *LeaderLease) Check(ctx context.Context) (Liveness, error) {
-	ns, name := orDefault(o.Namespace, LeaseNamespace), orDefault(o.Name, LeaseName)
+	ns, name := cmp.Or(o.Namespace, LeaseNamespace), cmp.Or(o.Name, LeaseName)
 	var live Liveness
 	cur, err := o.Leases.Leases(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {

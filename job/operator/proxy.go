@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +36,7 @@ type ProxyDeployment struct {
 
 // OperatorEnv reads the Deployment.
 func (p ProxyDeployment) OperatorEnv(ctx context.Context) (proxycheck.OperatorEnv, error) {
-	ns, name := orDefault(p.Namespace, proxycheck.DefaultNamespace), orDefault(p.Name, proxycheck.DefaultDeployment)
+	ns, name := cmp.Or(p.Namespace, Namespace), cmp.Or(p.Name, Deployment)
 	return proxycheck.ReadOperatorEnv(ctx, p.Deployments.Deployments(ns), ns, name, p.Container)
 }
 

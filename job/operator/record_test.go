@@ -24,10 +24,10 @@ func TestRecoveryRecordOnTheLease(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
 	c := fake.NewClientset(&coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: kube.Namespace, ResourceVersion: "7"},
+		ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: operator.Namespace, ResourceVersion: "7"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-1"), LeaseDurationSeconds: ptr.To[int32](600), RenewTime: ptr.To(metav1.NewMicroTime(t0))},
 	})
-	records := operator.LeaseRecords{Lease: &kube.Lease{Leases: kubetest.Typed(c), Namespace: kube.Namespace, Name: kube.LeaseName, Holder: "pod-1", Clock: clocktesting.NewFakePassiveClock(t0)}}
+	records := operator.LeaseRecords{Lease: &kube.Lease{Leases: kubetest.Typed(c), Namespace: operator.Namespace, Name: kube.LeaseName, Holder: "pod-1", Clock: clocktesting.NewFakePassiveClock(t0)}}
 	_, ok, err := records.Load(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok)
@@ -38,7 +38,7 @@ func TestRecoveryRecordOnTheLease(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, rec, got)
-	le, err := c.CoordinationV1().Leases(kube.Namespace).Get(ctx, kube.LeaseName, metav1.GetOptions{})
+	le, err := c.CoordinationV1().Leases(operator.Namespace).Get(ctx, kube.LeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "pod-1", *le.Spec.HolderIdentity, "the Lease's spec untouched")
 

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,9 +18,9 @@ import (
 
 type (
 	// Recreator deletes the Secret the report was read from and writes it
-	// afresh (*kube.SecretStore).
+	// afresh (*SecretStore).
 	Recreator interface {
-		Recreate(ctx context.Context, r kube.Registration, uid types.UID, resourceVersion string, goneWait time.Duration) (kube.RecreateResult, error)
+		Recreate(ctx context.Context, r Values, uid types.UID, resourceVersion string, goneWait time.Duration) (RecreateResult, error)
 	}
 	// Checker tells whether rancher/scc-operator is running (*LeaderLease).
 	Checker interface {
@@ -82,7 +83,7 @@ type Recovery struct {
 // recreates, the engine's Lease keeps the record, the operator's Lease
 // (read through clients) says whether it runs, watch reads the new
 // Registration for up to wait. It returns nil when cfg turns recovery off.
-func NewRecovery(cfg Config, clients *kube.Clients, secrets *kube.SecretStore, lease *kube.Lease, watch Watcher, wait time.Duration, redact func(string) string) *Recovery {
+func NewRecovery(cfg Config, clients *kube.Clients, secrets *SecretStore, lease *kube.Lease, watch Watcher, wait time.Duration, redact func(string) string) *Recovery {
 	if !cfg.Enabled {
 		return nil
 	}
@@ -171,7 +172,7 @@ type Failure struct {
 	// Server is the update server's name; Written the values this run
 	// wrote (or found current), which a recovery writes afresh.
 	Server  string
-	Written kube.Registration
+	Written Values
 	// Unproven says why this run did not check that the operator can
 	// reach the update server (the handover wait did not run); "" when it
 	// did and passed.
@@ -295,19 +296,19 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 		slog.Int("attempt", attempt), slog.Int("maxAttempts", MaxRecoveries), slog.String("cause", verdict.Cause), slog.String("registration", rep.Registration))
 
 	t := time.Now()
-	// 0: kube.DefaultGoneWait for the finalizer to let the Secret go.
+	// 0: DefaultGoneWait for the finalizer to let the Secret go.
 	rres, err := r.Secrets.Recreate(ctx, f.Written, rep.SecretUID, rep.SecretResourceVersion, 0)
 	if err != nil {
 		rr.Outcome = Incomplete
 		switch {
-		case errors.Is(err, kube.ErrSecretChanged):
+		case errors.Is(err, ErrSecretChanged):
 			// Nothing deleted: the attempt did not happen.
 			if hadRecord {
 				r.saveRecord(ctx, log, &prev)
 			} else {
 				r.saveRecord(ctx, log, nil)
 			}
-		case errors.Is(err, kube.ErrSecretTerminating):
+		case errors.Is(err, ErrSecretTerminating):
 			rr.Outcome = Terminating
 			rec.Outcome = RecordTerminating
 			r.saveRecord(ctx, log, &rec)
@@ -393,7 +394,7 @@ func (r *Recovery) saveRecord(ctx context.Context, log *slog.Logger, rec *Record
 // operator, whose finalizer holds it, is running. Any other error, and
 // every error when r is nil, is returned as it is.
 func (r *Recovery) WithOperatorState(ctx context.Context, err error) error {
-	if err == nil || !errors.Is(err, kube.ErrSecretTerminating) || r == nil || r.Operator == nil {
+	if err == nil || !errors.Is(err, ErrSecretTerminating) || r == nil || r.Operator == nil {
 		return err
 	}
 	live, cerr := r.Operator.Check(ctx)
@@ -429,12 +430,12 @@ func operatorRemedy(secret, server, cronJob string) string {
 // ns/cronJob (kube.CronJobName when empty) now, as Job job. Remedies name
 // the CronJob the engine runs under (CRONJOB_NAME), not the default.
 func RunNowCommand(ns, cronJob, job string) string {
-	return fmt.Sprintf("kubectl -n %s create job --from=cronjob/%s %s", ns, orDefault(cronJob, kube.CronJobName), job)
+	return fmt.Sprintf("kubectl -n %s create job --from=cronjob/%s %s", ns, cmp.Or(cronJob, kube.CronJobName), job)
 }
 
 // clearRecordCommand is the kubectl command that clears the record.
 func (r *Recovery) clearRecordCommand() string {
-	ref := kube.Namespace + "/" + kube.LeaseName
+	ref := Namespace + "/" + kube.LeaseName
 	if r != nil && r.LeaseRef != "" {
 		ref = r.LeaseRef
 	}

@@ -42,7 +42,7 @@ func classOf(err error) string {
 }
 
 // written is what the run wrote, which a recovery writes afresh.
-var written = kube.Registration{URL: "https://smt-azure.example", RegCode: "REGCODE-SECRET", InstanceData: "<document>{}</document>", CertPEM: []byte("PEM")}
+var written = operator.Values{URL: "https://smt-azure.example", RegCode: "REGCODE-SECRET", InstanceData: "<document>{}</document>", CertPEM: []byte("PEM")}
 
 // recoveryFor is an operator.Recovery whose every collaborator is f.
 func recoveryFor(f *operatortest.Fake) *operator.Recovery {
@@ -166,7 +166,7 @@ func TestRecoverAFailedRegistration(t *testing.T) {
 		},
 		"the finalizer never let it go: exit 2, never written over, recorded": {
 			failed:   operatortest.FailedReport("scc-registration-old", operatortest.Msg503),
-			recreate: failure.Permanent(fmt.Errorf("kube: secret cattle-scc-system/scc-registration: %w: waits for its finalizers", kube.ErrSecretTerminating)),
+			recreate: failure.Permanent(fmt.Errorf("operator: secret cattle-scc-system/scc-registration: %w: waits for its finalizers", operator.ErrSecretTerminating)),
 			class:    permanent, recreated: true, checked: true, outcome: operator.Terminating,
 			reason: kube.ReasonOperatorFailed, warning: true,
 			runFails: true,
@@ -175,7 +175,7 @@ func TestRecoverAFailedRegistration(t *testing.T) {
 		"the Secret changed since it was read: nothing deleted, the attempt not counted": {
 			failed:   operatortest.FailedReport("scc-registration-old", operatortest.Msg503),
 			record:   &operator.Record{Attempts: 1, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: operatortest.Target},
-			recreate: fmt.Errorf("kube: secret cattle-scc-system/scc-registration: %w: nothing deleted", kube.ErrSecretChanged),
+			recreate: fmt.Errorf("operator: secret cattle-scc-system/scc-registration: %w: nothing deleted", operator.ErrSecretChanged),
 			class:    transient, recreated: true, checked: true, outcome: operator.Incomplete, reason: kube.ReasonOperatorFailed, warning: true,
 			saved: &operator.Record{Attempts: 1, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: operatortest.Target},
 		},

@@ -37,7 +37,7 @@ type Step struct {
 type Input struct {
 	Changed  bool
 	Server   string
-	Written  kube.Registration
+	Written  Values
 	Unproven string
 }
 
@@ -109,7 +109,7 @@ func (s *Step) Run(ctx context.Context, log *slog.Logger, in Input) (Outcome, er
 // operator runs is the cause a person needs. Any other error is returned
 // as it is.
 func (s *Step) Explain(ctx context.Context, err error) error {
-	if s == nil || !errors.Is(err, kube.ErrSecretTerminating) {
+	if s == nil || !errors.Is(err, ErrSecretTerminating) {
 		return err
 	}
 	return s.Recovery.WithOperatorState(ctx, err)

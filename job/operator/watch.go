@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -87,8 +88,8 @@ func Judge(reg *kube.SCCRegistration) (state, message string, v Verdict) {
 type Watch struct {
 	Secrets       kube.SecretsGetter
 	Registrations kube.RegistrationsInterface
-	Namespace     string // default kube.Namespace
-	Name          string // default kube.SecretName
+	Namespace     string // default Namespace
+	Name          string // default SecretName
 	// Interval is the pause between two reads; 0 means 2 s.
 	Interval time.Duration
 	Log      *slog.Logger
@@ -125,21 +126,21 @@ func (o *Watch) Report(ctx context.Context, wait time.Duration) Report {
 
 // look reads the Secret and its Registration once.
 func (o *Watch) look(ctx context.Context) Report {
-	ns, name := orDefault(o.Namespace, kube.Namespace), orDefault(o.Name, kube.SecretName)
+	ns, name := cmp.Or(o.Namespace, Namespace), cmp.Or(o.Name, SecretName)
 	s, err := o.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return Report{State: StatePending, Message: fmt.Sprintf("secret %s/%s: %v", ns, name, kube.APIError(err, kube.Access{Verbs: []string{"get"}, Resource: "secrets/" + name, Namespace: ns}))}
 	}
 	rep := o.lookAt(ctx, ns, name, s)
 	rep.SecretUID, rep.SecretResourceVersion = s.UID, s.ResourceVersion
-	rep.Target = TargetHash(string(s.Data[kube.KeyRegCode]), string(s.Data[kube.KeyRegistrationURL]))
+	rep.Target = TargetHash(string(s.Data[KeyRegCode]), string(s.Data[KeyRegistrationURL]))
 	return rep
 }
 
 // lookAt reads the Registration made from s.
 func (o *Watch) lookAt(ctx context.Context, ns, name string, s *corev1.Secret) Report {
 	if s.DeletionTimestamp != nil {
-		return Report{State: StatePending, Message: kube.TerminatingMessage(s)}
+		return Report{State: StatePending, Message: TerminatingMessage(s)}
 	}
 	want, ok := RegistrationName(s)
 	if !ok {
@@ -175,15 +176,8 @@ func RegistrationName(s *corev1.Secret) (name string, ok bool) {
 	if !ok {
 		return "", false
 	}
-	sum := md5.Sum(slices.Concat([]byte(salt), s.Data[kube.KeyRegistrationType], s.Data[kube.KeyRegCode], s.Data[kube.KeyRegistrationURL]))
+	sum := md5.Sum(slices.Concat([]byte(salt), s.Data[KeyRegistrationType], s.Data[KeyRegCode], s.Data[KeyRegistrationURL]))
 	return RegistrationPrefix + hex.EncodeToString(sum[:]), true
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 func orDuration(d, def time.Duration) time.Duration {

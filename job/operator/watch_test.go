@@ -53,10 +53,10 @@ const salt = "0a1b2c3d"
 
 func adopted(regCode, labelFor string) *corev1.Secret {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace, Labels: map[string]string{operator.LabelSalt: salt}},
+		ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Namespace: operator.Namespace, Labels: map[string]string{operator.LabelSalt: salt}},
 		Data: map[string][]byte{
-			kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte(regCode),
-			kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net"), kube.KeyRegistrationURLCert: []byte("PEM"),
+			operator.KeyRegistrationType: []byte("online"), operator.KeyRegCode: []byte(regCode),
+			operator.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net"), operator.KeyRegistrationURLCert: []byte("PEM"),
 		},
 	}
 	if labelFor != "" {
@@ -150,8 +150,8 @@ func TestRegistrationNameIsTheOperatorsHash(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, operator.RegistrationPrefix+suffix("CODE"), got)
 	s := adopted("CODE", "")
-	s.Data[kube.KeyInstanceData] = []byte("<document>other</document>")
-	s.Data[kube.KeyRegistrationURLCert] = []byte("rotated")
+	s.Data[operator.KeyInstanceData] = []byte("<document>other</document>")
+	s.Data[operator.KeyRegistrationURLCert] = []byte("rotated")
 	again, _ := operator.RegistrationName(s)
 	assert.Equal(t, got, again, "instanceData and registrationUrlCert do not change the Registration")
 	_, ok = operator.RegistrationName(&corev1.Secret{})

@@ -128,7 +128,7 @@ func TestVerdictNamesVariableDeploymentAndName(t *testing.T) {
 
 func deployment(c corev1.Container) *appsv1.Deployment {
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: proxycheck.DefaultDeployment, Namespace: proxycheck.DefaultNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: "rancher-scc-operator", Namespace: "cattle-scc-system"},
 		Spec:       appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}},
 	}
 }
@@ -140,7 +140,7 @@ func TestReadOperatorEnv(t *testing.T) {
 	msgs := testkit.NewMessages(t)
 	t.Run("the operator's container", func(t *testing.T) {
 		c := fake.NewClientset(deployment(corev1.Container{Name: "rancher-scc-operator", Env: env("HTTPS_PROXY", "http://proxy.corp:3128")}))
-		got, err := proxycheck.ReadOperatorEnv(ctx, c.AppsV1().Deployments(proxycheck.DefaultNamespace), proxycheck.DefaultNamespace, proxycheck.DefaultDeployment, "")
+		got, err := proxycheck.ReadOperatorEnv(ctx, c.AppsV1().Deployments("cattle-scc-system"), "cattle-scc-system", "rancher-scc-operator", "")
 		require.NoError(t, err)
 		assert.Equal(t, "rancher-scc-operator", got.Container)
 		assert.Equal(t, env("HTTPS_PROXY", "http://proxy.corp:3128"), got.Env)
@@ -149,18 +149,18 @@ func TestReadOperatorEnv(t *testing.T) {
 	})
 	t.Run("no Deployment", func(t *testing.T) {
 		c := fake.NewClientset()
-		_, err := proxycheck.ReadOperatorEnv(ctx, c.AppsV1().Deployments("cattle-scc-system"), "cattle-scc-system", proxycheck.DefaultDeployment, "")
+		_, err := proxycheck.ReadOperatorEnv(ctx, c.AppsV1().Deployments("cattle-scc-system"), "cattle-scc-system", "rancher-scc-operator", "")
 		require.ErrorIs(t, err, proxycheck.ErrNoDeployment)
 		msgs.Add("no Deployment", err)
 	})
 	t.Run("envFrom", func(t *testing.T) {
 		c := fake.NewClientset(deployment(corev1.Container{Name: "op", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}}}))
-		_, err := proxycheck.ReadOperatorEnv(ctx, c.AppsV1().Deployments(proxycheck.DefaultNamespace), proxycheck.DefaultNamespace, proxycheck.DefaultDeployment, "")
+		_, err := proxycheck.ReadOperatorEnv(ctx, c.AppsV1().Deployments("cattle-scc-system"), "cattle-scc-system", "rancher-scc-operator", "")
 		require.ErrorIs(t, err, proxycheck.ErrUnresolved)
 		msgs.Add("envFrom", err)
 	})
 	t.Run("forbidden names the rule", func(t *testing.T) {
-		_, err := proxycheck.ReadOperatorEnv(ctx, forbidden{}, "cattle-scc-system", proxycheck.DefaultDeployment, "")
+		_, err := proxycheck.ReadOperatorEnv(ctx, forbidden{}, "cattle-scc-system", "rancher-scc-operator", "")
 		require.ErrorIs(t, err, kube.ErrForbidden)
 		msgs.Add("forbidden names the rule", err)
 	})
@@ -171,6 +171,6 @@ type forbidden struct{}
 func (forbidden) Get(context.Context, string, metav1.GetOptions) (*appsv1.Deployment, error) {
 	// The API server's reason, as it words it, so that the golden file
 	// shows the whole message a person reads.
-	return nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, proxycheck.DefaultDeployment,
+	return nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "rancher-scc-operator",
 		errors.New(`User "system:serviceaccount:cattle-scc-system:registration-engine" cannot get resource "deployments" in API group "apps" in the namespace "cattle-scc-system"`))
 }

@@ -12,13 +12,6 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 )
 
-// The operator's Deployment as Rancher installs it: in cattle-scc-system,
-// named after the operator (--operator-name's default).
-const (
-	DefaultNamespace  = kube.Namespace
-	DefaultDeployment = "rancher-scc-operator"
-)
-
 // DeploymentGetter reads one Deployment by name; client-go's
 // AppsV1().Deployments(namespace) is one. The engine's Role grants get on
 // the operator's Deployment by resourceNames and nothing else of apps.

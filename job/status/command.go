@@ -11,6 +11,7 @@ import (
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/providers"
 )
 
@@ -50,8 +51,8 @@ Flags:
 	}
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster)")
 	kubeContext := fs.String("context", "", "kubeconfig context (default: the current one)")
-	namespace := fs.String("namespace", kube.Namespace, "namespace of the engine's CronJob, Lease and Secret")
-	fs.StringVar(namespace, "n", kube.Namespace, "shorthand for --namespace")
+	namespace := fs.String("namespace", operator.Namespace, "namespace of the engine's CronJob, Lease and Secret")
+	fs.StringVar(namespace, "n", operator.Namespace, "shorthand for --namespace")
 	output := fs.String("o", "text", "output: text or json")
 	if c.Inspector != nil {
 		c.Inspector.AddFlags(fs, getenv)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // TestWriteTextEscapesForeignText: whoever may create an Event in the
@@ -30,9 +31,9 @@ func TestWriteTextEscapesForeignText(t *testing.T) {
 	const hostile = "\x1b[1A\x1b[2K\rRegistered: all fine\x1b]52;c;cm0gLXJmIH4=\x07\u009b2J"
 	renewed := metav1.NewMicroTime(now.Add(-time.Minute))
 	src := &source{
-		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
-			Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"),
-				kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net/" + hostile)}},
+		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Namespace: operator.Namespace},
+			Data: map[string][]byte{operator.KeyRegistrationType: []byte("online"), operator.KeyRegCode: []byte("CODE"),
+				operator.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net/" + hostile)}},
 		lease: &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod" + hostile), LeaseDurationSeconds: ptr.To(int32(900)), RenewTime: &renewed}},
 		jobs:  []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Name: "manual-1", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}},
 		events: []eventsv1.Event{{Regarding: corev1.ObjectReference{Kind: "Job", Name: "manual-1"}, ReportingController: kube.ReportingController,
@@ -92,9 +93,9 @@ func TestWriteJSONEscapesForeignText(t *testing.T) {
 	const hostile = "\x1b[2K\u009b2J\u009d52;c;eA==\u009c\x7f\u202eedoc\U000e0041"
 	renewed := metav1.NewMicroTime(now.Add(-time.Minute))
 	src := &source{
-		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
-			Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"),
-				kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net/" + hostile)}},
+		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Namespace: operator.Namespace},
+			Data: map[string][]byte{operator.KeyRegistrationType: []byte("online"), operator.KeyRegCode: []byte("CODE"),
+				operator.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net/" + hostile)}},
 		lease: &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod" + hostile), LeaseDurationSeconds: ptr.To(int32(900)), RenewTime: &renewed}},
 		jobs:  []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Name: "manual-1", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}},
 		events: []eventsv1.Event{{Regarding: corev1.ObjectReference{Kind: "Job", Name: "manual-1"}, ReportingController: kube.ReportingController,

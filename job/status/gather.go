@@ -92,7 +92,7 @@ type gatherer struct {
 // verdict. It does not fail: what it cannot read is in Unreadable, and the
 // verdict takes it into account.
 func Gather(ctx context.Context, src Source, opts Options) *Report {
-	opts.Namespace = cmp.Or(opts.Namespace, kube.Namespace)
+	opts.Namespace = cmp.Or(opts.Namespace, operator.Namespace)
 	opts.DNSNamespace = cmp.Or(opts.DNSNamespace, "kube-system")
 	now := opts.Now
 	if now.IsZero() {
@@ -292,9 +292,9 @@ func leaseUntil(le *coordinationv1.Lease) time.Time {
 func (g *gatherer) secret(ctx context.Context) *corev1.Secret {
 	ns := g.opts.Namespace
 	s := &g.r.Secret
-	s.Name = kube.SecretName
-	sec, err := g.src.Secret(ctx, ns, kube.SecretName)
-	if s.Access = g.access(ns+"/secrets/"+kube.SecretName, err); s.Access != Read {
+	s.Name = operator.SecretName
+	sec, err := g.src.Secret(ctx, ns, operator.SecretName)
+	if s.Access = g.access(ns+"/secrets/"+operator.SecretName, err); s.Access != Read {
 		return nil
 	}
 	s.Created = metaTime(&sec.CreationTimestamp)
@@ -303,23 +303,23 @@ func (g *gatherer) secret(ctx context.Context) *corev1.Secret {
 			s.Written = metaTime(m.Time)
 		}
 	}
-	if w := kube.FindOtherWriter(sec); w != nil {
-		s.OtherWriter = w.Verdict(ns, kube.SecretName)
+	if w := operator.FindOtherWriter(sec); w != nil {
+		s.OtherWriter = w.Verdict(ns, operator.SecretName)
 	}
 	s.Keys = map[string]int{}
-	for _, k := range kube.RegistrationKeys() {
+	for _, k := range operator.ValueKeys() {
 		s.Keys[k] = len(sec.Data[k])
 	}
-	s.RegistrationType = string(sec.Data[kube.KeyRegistrationType])
-	s.RegistrationURL = string(sec.Data[kube.KeyRegistrationURL])
-	s.Target = operator.TargetHash(string(sec.Data[kube.KeyRegCode]), s.RegistrationURL)
+	s.RegistrationType = string(sec.Data[operator.KeyRegistrationType])
+	s.RegistrationURL = string(sec.Data[operator.KeyRegistrationURL])
+	s.Target = operator.TargetHash(string(sec.Data[operator.KeyRegCode]), s.RegistrationURL)
 	if u, err := url.Parse(s.RegistrationURL); err == nil {
 		s.Host = u.Hostname()
 	}
-	if pemBytes := sec.Data[kube.KeyRegistrationURLCert]; len(pemBytes) > 0 {
+	if pemBytes := sec.Data[operator.KeyRegistrationURLCert]; len(pemBytes) > 0 {
 		s.Certificate = describeCert(pemBytes)
 	}
-	if doc := sec.Data[kube.KeyInstanceData]; len(doc) > 0 && g.opts.Inspect != nil {
+	if doc := sec.Data[operator.KeyInstanceData]; len(doc) > 0 && g.opts.Inspect != nil {
 		s.InstanceData = describeDocument(g.opts.Inspect(ctx, doc))
 	}
 	return sec

@@ -135,8 +135,8 @@ func (s *source) RegistrationsServed(context.Context) (bool, error) { return s.s
 func TestGatherOperatorState(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	secret := func(adopted bool) *corev1.Secret {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
-			Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Namespace: operator.Namespace},
+			Data: map[string][]byte{operator.KeyRegistrationType: []byte("online"), operator.KeyRegCode: []byte("CODE"), operator.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}
 		if adopted {
 			s.Labels = map[string]string{operator.LabelSalt: "salt"}
 			name, _ := operator.RegistrationName(s)
@@ -215,8 +215,8 @@ func TestGatherOperatorState(t *testing.T) {
 func TestDecideOperatorWithoutLeaderLease(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	corefile := ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        fallthrough\n    }\n    reload\n}\n"
-	src := &source{served: true, configMaps: map[string]*corev1.ConfigMap{"coredns": {Data: map[string]string{"Corefile": corefile}}}, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
-		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}}
+	src := &source{served: true, configMaps: map[string]*corev1.ConfigMap{"coredns": {Data: map[string]string{"Corefile": corefile}}}, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Namespace: operator.Namespace},
+		Data: map[string][]byte{operator.KeyRegistrationType: []byte("online"), operator.KeyRegCode: []byte("CODE"), operator.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}}
 
 	r := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
 
@@ -229,12 +229,12 @@ func TestDecideOperatorWithoutLeaderLease(t *testing.T) {
 // the document), and one the Secret lacks is reported as 0, which the text
 // output shows as MISSING.
 func TestGatherSecretKeys(t *testing.T) {
-	src := &source{secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
-		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE-1234"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}}
+	src := &source{secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Namespace: operator.Namespace},
+		Data: map[string][]byte{operator.KeyRegistrationType: []byte("online"), operator.KeyRegCode: []byte("CODE-1234"), operator.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}}
 
 	r := Gather(context.Background(), src, Options{Exits: testExits, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
 
-	assert.Equal(t, map[string]int{kube.KeyRegistrationType: 6, kube.KeyRegCode: 9, kube.KeyRegistrationURL: 31, kube.KeyInstanceData: 0, kube.KeyRegistrationURLCert: 0}, r.Secret.Keys)
+	assert.Equal(t, map[string]int{operator.KeyRegistrationType: 6, operator.KeyRegCode: 9, operator.KeyRegistrationURL: 31, operator.KeyInstanceData: 0, operator.KeyRegistrationURLCert: 0}, r.Secret.Keys)
 	var text strings.Builder
 	require.NoError(t, r.WriteText(&text))
 	assert.Contains(t, text.String(), "keys: registrationType=online, registrationUrl=https://smt-azure.susecloud.net, regCode set (9 bytes), instanceData MISSING, registrationUrlCert MISSING")
@@ -265,8 +265,8 @@ func TestGatherInstanceData(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			src := &source{secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
-				Data: map[string][]byte{kube.KeyInstanceData: []byte("<document>…</document>")}}}
+			src := &source{secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Namespace: operator.Namespace},
+				Data: map[string][]byte{operator.KeyInstanceData: []byte("<document>…</document>")}}}
 			inspect := func(_ context.Context, doc []byte) (providers.DocumentCheck, error) {
 				assert.Equal(t, "<document>…</document>", string(doc))
 				return tc.check, nil
@@ -351,8 +351,8 @@ func TestGatherDNS(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			src := &source{configMaps: tc.configMaps, forbidden: tc.forbidden, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
-				Data: map[string][]byte{kube.KeyRegistrationURL: []byte("https://" + host)}}}
+			src := &source{configMaps: tc.configMaps, forbidden: tc.forbidden, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Namespace: operator.Namespace},
+				Data: map[string][]byte{operator.KeyRegistrationURL: []byte("https://" + host)}}}
 
 			r := Gather(context.Background(), src, Options{Exits: testExits, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
 
@@ -455,8 +455,8 @@ func TestGatherLeaseHolder(t *testing.T) {
 // refused read is listed, never taken for a shadow.
 func TestGatherShadowingService(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Namespace: kube.Namespace},
-		Data: map[string][]byte{kube.KeyRegistrationType: []byte("online"), kube.KeyRegCode: []byte("CODE"), kube.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Namespace: operator.Namespace},
+		Data: map[string][]byte{operator.KeyRegistrationType: []byte("online"), operator.KeyRegCode: []byte("CODE"), operator.KeyRegistrationURL: []byte("https://smt-azure.susecloud.net")}}
 	service := func(clusterIP string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "susecloud", Namespace: "net"}, Spec: corev1.ServiceSpec{ClusterIP: clusterIP}}
 	}
@@ -551,7 +551,7 @@ func TestGatherRecoveryRecord(t *testing.T) {
 	rec := `{"attempts":1,"time":"2026-11-30T06:00:00Z","cause":"HTTP 503 Service Unavailable","message":"` + msg + `","outcome":"failed","registration":"scc-registration-abc","target":"0123456789ab"}`
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{operator.AnnotationRecovery: rec}}}
 	src := &source{lease: lease, registration: &kube.SCCRegistration{Name: "scc-registration-abc", Conditions: []kube.RegistrationCondition{{Type: "Failure", Status: "True", Message: msg}}},
-		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.SecretName, Labels: map[string]string{operator.LabelSalt: "s", operator.LabelNameSuffix: "abc"}}}}
+		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.SecretName, Labels: map[string]string{operator.LabelSalt: "s", operator.LabelNameSuffix: "abc"}}}}
 
 	r := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
 	require.NotNil(t, r.Lease.Recovery)

@@ -184,7 +184,7 @@ type Secret struct {
 	Certificate  *Cert     `json:"certificate,omitempty"`
 	InstanceData *Document `json:"instanceData,omitempty"`
 	// OtherWriter is the verdict naming another tool that writes the
-	// Secret (kube.FindOtherWriter: Rancher's chart, a GitOps controller),
+	// Secret (operator.FindOtherWriter: Rancher's chart, a GitOps controller),
 	// which the engine never writes over; "" when there is none.
 	OtherWriter string `json:"otherWriter,omitempty"`
 }

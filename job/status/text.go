@@ -187,13 +187,13 @@ func (s Secret) text(ns string, now time.Time) []string {
 	}
 	lines := []string{fmt.Sprintf("%s/%s: created %s, last written by the engine %s", ns, s.Name, orNever(s.Created), orNever(s.Written))}
 	var keys []string
-	for _, k := range kube.RegistrationKeys() {
+	for _, k := range operator.ValueKeys() {
 		switch n := s.Keys[k]; {
 		case n == 0:
 			keys = append(keys, k+" MISSING")
-		case k == kube.KeyRegistrationType:
+		case k == operator.KeyRegistrationType:
 			keys = append(keys, k+"="+s.RegistrationType)
-		case k == kube.KeyRegistrationURL:
+		case k == operator.KeyRegistrationURL:
 			keys = append(keys, k+"="+s.RegistrationURL)
 		default:
 			keys = append(keys, fmt.Sprintf("%s set (%d bytes)", k, n))

@@ -100,7 +100,7 @@ func (d decider) decide() Verdict {
 	case s.OtherWriter != "":
 		what, next, _ := strings.Cut(s.OtherWriter, "; ")
 		return action(what, next)
-	case s.Keys[kube.KeyRegCode] == 0:
+	case s.Keys[operator.KeyRegCode] == 0:
 		return action(fmt.Sprintf("%s has no regCode, so rancher/scc-operator cannot register", s.Name),
 			fmt.Sprintf("put the code in the Secret registration-code (kubectl -n %s create secret generic registration-code --from-literal=regCode=…), then run the engine: %s", r.Namespace, d.runNow()))
 	case s.Host == "":

@@ -65,11 +65,11 @@ func TestDecide(t *testing.T) {
 			wantState: StateRegistered, wantStart: "Registered: "},
 		"Rancher's chart writes the Secret too": {change: func(r *Report) {
 			r.Operator.State, r.Operator.ProcessedCurrent = operator.StatePending, nil
-			r.Secret.OtherWriter = (&kube.OtherWriter{Who: `Helm release "rancher" (namespace cattle-system)`, Evidence: "annotation meta.helm.sh/release-name=rancher",
+			r.Secret.OtherWriter = (&operator.OtherWriter{Who: `Helm release "rancher" (namespace cattle-system)`, Evidence: "annotation meta.helm.sh/release-name=rancher",
 				Release: "rancher", ReleaseNamespace: "cattle-system"}).Verdict("cattle-scc-system", "scc-registration")
 		}, wantState: StateActionNeeded, wantStart: `Not registered: cattle-scc-system/scc-registration is written by Helm release "rancher" (namespace cattle-system) (annotation meta.helm.sh/release-name=rancher) — two writers would overwrite each other`},
 		"another writer beside an active Registration": {change: func(r *Report) {
-			r.Secret.OtherWriter = (&kube.OtherWriter{Who: `field manager "argocd-controller"`, Evidence: "managedFields"}).Verdict("cattle-scc-system", "scc-registration")
+			r.Secret.OtherWriter = (&operator.OtherWriter{Who: `field manager "argocd-controller"`, Evidence: "managedFields"}).Verdict("cattle-scc-system", "scc-registration")
 		}, wantState: StateActionNeeded, wantStart: `Registered, action needed: cattle-scc-system/scc-registration is written by field manager "argocd-controller"`},
 		"operator behind the Secret's values": {change: func(r *Report) {
 			no := false

@@ -36,6 +36,7 @@ import (
 
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 func main() {
@@ -207,7 +208,7 @@ var scheduleLine = regexp.MustCompile(`(?m)^  schedule: "([^"]*)"$`)
 // render returns the CronJob schedule helm renders for a cluster whose
 // extension resource ID is id, with the Marketplace bundle's values.
 func render(ctx context.Context, o Options, id string, set ...string) (string, error) {
-	args := []string{"template", "registration-engine", o.Chart, "--namespace", kube.Namespace,
+	args := []string{"template", "registration-engine", o.Chart, "--namespace", operator.Namespace,
 		"--values", filepath.Join(o.Chart, "..", "..", "marketplace", "values.yaml"),
 		"--set", "global.azure.extension.resourceId=" + id,
 		"--set", "global.azure.identity.clientId=00000000-0000-0000-0000-000000000001",

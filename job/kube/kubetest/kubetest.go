@@ -6,6 +6,7 @@
 package kubetest
 
 import (
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -48,6 +49,9 @@ func (a API) Events(ns string) kube.EventInterface { return a.cs.EventsV1().Even
 func (a API) EndpointSlices(ns string) kube.EndpointSliceInterface {
 	return a.cs.DiscoveryV1().EndpointSlices(ns)
 }
+
+// ApplyVerb is how Verbs lists a server-side apply.
+const ApplyVerb = "patch:" + string(types.ApplyPatchType)
 
 // Verbs lists the client's actions on one resource as "verb" or
 // "patch:<type>", so a test can assert exactly which requests went out.

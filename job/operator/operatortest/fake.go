@@ -43,7 +43,7 @@ type Fake struct {
 // RecreateCall is one Recreate: the values written afresh and the
 // precondition of the delete.
 type RecreateCall struct {
-	Reg kube.Registration
+	Reg operator.Values
 	UID types.UID
 	RV  string
 	// SavedBefore is how many records had been saved when the delete ran.
@@ -67,19 +67,19 @@ func (f *Fake) Record(_ context.Context, e kube.JobEvent) error {
 }
 
 // Recreate records the call; the operator lets the Secret go in 300 ms.
-func (f *Fake) Recreate(ctx context.Context, r kube.Registration, uid types.UID, rv string, _ time.Duration) (kube.RecreateResult, error) {
+func (f *Fake) Recreate(ctx context.Context, r operator.Values, uid types.UID, rv string, _ time.Duration) (operator.RecreateResult, error) {
 	f.Recreated = append(f.Recreated, RecreateCall{r, uid, rv, len(f.Saved)})
 	if f.RecreateBlocks {
 		if f.InRecreate != nil {
 			close(f.InRecreate)
 		}
 		<-ctx.Done()
-		return kube.RecreateResult{Deleted: true}, fmt.Errorf("waiting for the deleted secret to go: %w", context.Cause(ctx))
+		return operator.RecreateResult{Deleted: true}, fmt.Errorf("waiting for the deleted secret to go: %w", context.Cause(ctx))
 	}
 	if f.RecreateErr != nil {
-		return kube.RecreateResult{Deleted: true}, f.RecreateErr
+		return operator.RecreateResult{Deleted: true}, f.RecreateErr
 	}
-	return kube.RecreateResult{Deleted: true, Gone: 300 * time.Millisecond}, nil
+	return operator.RecreateResult{Deleted: true, Gone: 300 * time.Millisecond}, nil
 }
 
 // Check is the operator's Lease, renewed 2 s ago by scc-operator-7d9.

@@ -1,6 +1,7 @@
-package kube
+package operator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,10 +16,11 @@ import (
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/pause"
+	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/redact"
 )
 
-// SecretStore writes the Registration into the operator's Secret (phase 6).
+// SecretStore writes the Values into the operator's Secret (phase 6).
 //
 // It reads the Secret first and writes nothing when our five keys already
 // hold the wanted values: every write that changes regCode, registrationUrl
@@ -27,7 +29,7 @@ import (
 // applies our keys with server-side apply; see Write for why that is the
 // only write that works under the Role in manifests/base.
 type SecretStore struct {
-	Secrets   SecretsGetter
+	Secrets   kube.SecretsGetter
 	Namespace string // default Namespace
 	Name      string // default SecretName
 
@@ -52,7 +54,7 @@ type SecretStore struct {
 // Write makes the Secret carry r, and reports whether it wrote anything.
 //
 // The write is a server-side apply of only our five data keys and the type,
-// with Force and FieldManager "registration-engine":
+// with Force and kube.FieldManager "registration-engine":
 //   - Absent, the apply creates the Secret. The API server authorizes that as
 //     "create" with the Secret's name, which a Role limited by resourceNames
 //     allows; a POST carries no name and is always denied.
@@ -85,18 +87,18 @@ type SecretStore struct {
 // Conflicts, throttling, 5xx and network errors are retried (the whole
 // read-compare-apply, so a retry re-reads); a 403 fails at once with an
 // error naming what the Role must allow.
-func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, err error) {
-	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
+func (s *SecretStore) Write(ctx context.Context, r Values) (changed bool, err error) {
+	ns, name := cmp.Or(s.Namespace, Namespace), cmp.Or(s.Name, SecretName)
 	log := logger(s.Log).With(slog.String("secret", ns+"/"+name))
-	need := Access{Verbs: []string{"get", "create", "patch"}, Resource: "secrets/" + name, Namespace: ns}
+	need := kube.Access{Verbs: []string{"get", "create", "patch"}, Resource: "secrets/" + name, Namespace: ns}
 
-	err = newRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
+	err = kube.NewRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).Do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
 		cur, err := s.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			cur = nil
 		case err != nil:
-			return APIError(err, need)
+			return kube.APIError(err, need)
 		}
 		if cur != nil && cur.DeletionTimestamp != nil {
 			return failure.Permanent(fmt.Errorf("%w%s", ErrSecretTerminating, terminating(cur)))
@@ -133,15 +135,15 @@ func (s *SecretStore) Write(ctx context.Context, r Registration) (changed bool, 
 			return failure.Permanent(err)
 		}
 		force := true
-		if _, err := s.Secrets.Secrets(ns).Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
-			return APIError(err, need)
+		if _, err := s.Secrets.Secrets(ns).Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: kube.FieldManager, Force: &force}); err != nil {
+			return kube.APIError(err, need)
 		}
 		changed = true
 		log.Info("registration secret written", slog.Bool("created", cur == nil), slog.Any("changedKeys", diff), slog.Bool("regCodeKept", r.RegCode == ""))
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("kube: secret %s/%s: %w", ns, name, err)
+		return false, fmt.Errorf("operator: secret %s/%s: %w", ns, name, err)
 	}
 	if !changed {
 		log.Debug("registration secret unchanged")
@@ -179,10 +181,10 @@ type RecreateResult struct {
 // ErrSecretTerminating, permanent: it is never written over (an apply to a
 // Terminating Secret would be lost with it), and later runs say so until
 // the operator has let it go.
-func (s *SecretStore) Recreate(ctx context.Context, r Registration, uid types.UID, resourceVersion string, goneWait time.Duration) (RecreateResult, error) {
-	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
-	wrap := func(err error) error { return fmt.Errorf("kube: secret %s/%s: %w", ns, name, err) }
-	need := Access{Verbs: []string{"get", "delete"}, Resource: "secrets/" + name, Namespace: ns}
+func (s *SecretStore) Recreate(ctx context.Context, r Values, uid types.UID, resourceVersion string, goneWait time.Duration) (RecreateResult, error) {
+	ns, name := cmp.Or(s.Namespace, Namespace), cmp.Or(s.Name, SecretName)
+	wrap := func(err error) error { return fmt.Errorf("operator: secret %s/%s: %w", ns, name, err) }
+	need := kube.Access{Verbs: []string{"get", "delete"}, Resource: "secrets/" + name, Namespace: ns}
 	secrets := s.Secrets.Secrets(ns)
 	var res RecreateResult
 
@@ -191,7 +193,7 @@ func (s *SecretStore) Recreate(ctx context.Context, r Registration, uid types.UI
 	case apierrors.IsNotFound(err):
 		cur = nil
 	case err != nil:
-		return res, wrap(APIError(err, need))
+		return res, wrap(kube.APIError(err, need))
 	}
 	if cur != nil {
 		if cur.UID != uid || cur.ResourceVersion != resourceVersion {
@@ -209,7 +211,7 @@ func (s *SecretStore) Recreate(ctx context.Context, r Registration, uid types.UI
 			return res, wrap(fmt.Errorf("%w: the delete's precondition (uid %s, resourceVersion %s) failed; nothing deleted: %v", ErrSecretChanged, uid, resourceVersion, err))
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return res, wrap(APIError(err, need))
+			return res, wrap(kube.APIError(err, need))
 		default:
 			res.Deleted = true
 		}
@@ -232,7 +234,7 @@ func (s *SecretStore) Recreate(ctx context.Context, r Registration, uid types.UI
 // deadline) is returned as its cause, so that the run exits 143 or 124 and
 // its Job retries, instead of blaming the finalizer.
 func (s *SecretStore) waitGone(ctx context.Context, uid types.UID, wait time.Duration) error {
-	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
+	ns, name := cmp.Or(s.Namespace, Namespace), cmp.Or(s.Name, SecretName)
 	wctx, cancel := context.WithTimeoutCause(ctx, wait, errGoneWaitOver)
 	defer cancel()
 	interval := orDuration(s.PollInterval, 500*time.Millisecond)
@@ -281,31 +283,24 @@ func terminating(s *corev1.Secret) string {
 		since, s.Finalizers)
 }
 
-func orDuration(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
-
 // Check fails, before the run changes anything in the cluster, when Write
 // certainly would: no registration code configured (r.RegCode empty) and
 // none in the Secret to keep. Without it a first install with no code would
 // edit CoreDNS and wait out the handover only to fail at the write. With a
 // code configured it reads nothing.
-func (s *SecretStore) Check(ctx context.Context, r Registration) error {
+func (s *SecretStore) Check(ctx context.Context, r Values) error {
 	if r.RegCode != "" {
 		return nil
 	}
-	ns, name := orDefault(s.Namespace, Namespace), orDefault(s.Name, SecretName)
-	need := Access{Verbs: []string{"get"}, Resource: "secrets/" + name, Namespace: ns}
-	err := newRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
+	ns, name := cmp.Or(s.Namespace, Namespace), cmp.Or(s.Name, SecretName)
+	need := kube.Access{Verbs: []string{"get"}, Resource: "secrets/" + name, Namespace: ns}
+	err := kube.NewRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).Do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
 		cur, err := s.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return errNoRegCode()
 		case err != nil:
-			return APIError(err, need)
+			return kube.APIError(err, need)
 		case FindOtherWriter(cur) != nil:
 			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretOtherWriter, FindOtherWriter(cur).Verdict(ns, name)))
 		case s.keptCode(cur) == "":
@@ -314,7 +309,7 @@ func (s *SecretStore) Check(ctx context.Context, r Registration) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("kube: secret %s/%s: %w", ns, name, err)
+		return fmt.Errorf("operator: secret %s/%s: %w", ns, name, err)
 	}
 	return nil
 }
@@ -348,12 +343,12 @@ func secretApplyPatch(ns, name, resourceVersion string, want map[string]string) 
 	})
 }
 
-// differingKeys lists, in registrationKeys order, the keys whose stored value
+// differingKeys lists, in valueKeys order, the keys whose stored value
 // differs from want (all of them when cur is nil). Only the names are
 // returned: the values are secret.
 func differingKeys(cur *corev1.Secret, want map[string]string) []string {
 	var diff []string
-	for _, k := range registrationKeys {
+	for _, k := range valueKeys {
 		v, ok := want[k]
 		if !ok {
 			continue
@@ -367,13 +362,6 @@ func differingKeys(cur *corev1.Secret, want map[string]string) []string {
 		}
 	}
 	return diff
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 // keptCode is the registration code in the existing Secret, which a run

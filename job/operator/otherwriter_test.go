@@ -1,4 +1,4 @@
-package kube_test
+package operator_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // managed is a managedFields entry of manager that owns fields (JSON).
@@ -28,7 +29,7 @@ func managed(manager string, op metav1.ManagedFieldsOperationType, fields string
 func rancherChartSecret() *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: kube.SecretName, Namespace: kube.Namespace,
+			Name: operator.SecretName, Namespace: operator.Namespace,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm", "app": "rancher"},
 			Annotations: map[string]string{
 				"meta.helm.sh/release-name": "rancher", "meta.helm.sh/release-namespace": "cattle-system",
@@ -51,17 +52,17 @@ func TestFindOtherWriter(t *testing.T) {
 	}{
 		"Rancher's chart (Helm release rancher)": {secret: rancherChartSecret, want: `Helm release "rancher" (namespace cattle-system)`},
 		"only Helm's label": {secret: func() *corev1.Secret {
-			s := operatorSecret(testRegistration())
+			s := operatorSecret(testValues())
 			s.Labels["app.kubernetes.io/managed-by"] = "Helm"
 			return s
 		}, want: "Helm"},
 		"a GitOps controller owns data keys": {secret: func() *corev1.Secret {
-			s := operatorSecret(testRegistration())
+			s := operatorSecret(testValues())
 			s.ManagedFields = []metav1.ManagedFieldsEntry{engine, managed("argocd-controller", metav1.ManagedFieldsOperationApply, `{"f:data":{"f:regCode":{}}}`)}
 			return s
 		}, want: `field manager "argocd-controller"`},
 		"the engine's own Secret, adopted by the operator": {secret: func() *corev1.Secret {
-			s := operatorSecret(testRegistration())
+			s := operatorSecret(testValues())
 			s.ManagedFields = []metav1.ManagedFieldsEntry{engine,
 				managed("operator", metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:labels":{"f:scc.cattle.io/instance-salt":{}},"f:finalizers":{}}}`)}
 			return s
@@ -70,26 +71,26 @@ func TestFindOtherWriter(t *testing.T) {
 		// 4ee2871): requests' merge-patch of stringData, no fieldManager, so
 		// the API server records the User-Agent's product.
 		"SUSE's Python engine: taken over, not another tool": {secret: func() *corev1.Secret {
-			s := operatorSecret(testRegistration())
+			s := operatorSecret(testValues())
 			s.Labels = nil
-			s.ManagedFields = []metav1.ManagedFieldsEntry{managed(kube.PythonEngineManager, metav1.ManagedFieldsOperationUpdate,
+			s.ManagedFields = []metav1.ManagedFieldsEntry{managed(operator.PythonEngineManager, metav1.ManagedFieldsOperationUpdate,
 				`{"f:data":{".":{},"f:instanceData":{},"f:regCode":{},"f:registrationType":{},"f:registrationUrl":{},"f:registrationUrlCert":{}},"f:type":{}}`)}
 			return s
 		}},
 		"a person with kubectl put the code in": {secret: func() *corev1.Secret {
-			s := operatorSecret(testRegistration())
+			s := operatorSecret(testValues())
 			s.ManagedFields = []metav1.ManagedFieldsEntry{managed("kubectl-create", metav1.ManagedFieldsOperationUpdate, `{"f:data":{"f:regCode":{}}}`)}
 			return s
 		}},
 		"a tool that only annotates": {secret: func() *corev1.Secret {
-			s := operatorSecret(testRegistration())
+			s := operatorSecret(testValues())
 			s.ManagedFields = []metav1.ManagedFieldsEntry{managed("velero", metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:annotations":{"f:backup":{}}}}`)}
 			return s
 		}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			w := kube.FindOtherWriter(tc.secret())
+			w := operator.FindOtherWriter(tc.secret())
 			if tc.want == "" {
 				assert.Nil(t, w)
 				return
@@ -110,17 +111,17 @@ func TestSecretStoreRefusesAnotherWriter(t *testing.T) {
 	// file.
 	msgs := testkit.NewMessages(t)
 	c := fake.NewClientset(rancherChartSecret())
-	_, err := newStore(c, &testkit.Sleeps{}).Write(ctx, testRegistration())
-	require.ErrorIs(t, err, kube.ErrSecretOtherWriter)
+	_, err := newStore(c, &testkit.Sleeps{}).Write(ctx, testValues())
+	require.ErrorIs(t, err, operator.ErrSecretOtherWriter)
 	assert.True(t, failure.IsPermanent(err))
 	msgs.Add("Write", err)
 	assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "secrets"), "read once, never written, never retried")
 	assert.Equal(t, "RANCHER-CODE", string(getSecret(t, c).Data["regCode"]))
 
-	noCode := testRegistration()
+	noCode := testValues()
 	noCode.RegCode = ""
 	err = newStore(c, &testkit.Sleeps{}).Check(ctx, noCode)
-	require.ErrorIs(t, err, kube.ErrSecretOtherWriter, "Check names the other writer, not a missing code")
+	require.ErrorIs(t, err, operator.ErrSecretOtherWriter, "Check names the other writer, not a missing code")
 	assert.True(t, failure.IsPermanent(err))
 	msgs.Add("Check", err)
 }

@@ -1,4 +1,4 @@
-package kube_test
+package operator_test
 
 import (
 	"context"
@@ -20,17 +20,16 @@ import (
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/testkit"
-	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
 
-func recreateRegistration() kube.Registration {
-	return kube.Registration{URL: "https://smt-azure.susecloud.net", RegCode: "CODE-1", InstanceData: "<document>{}</document>", CertPEM: []byte("PEM")}
+func recreateRegistration() operator.Values {
+	return operator.Values{URL: "https://smt-azure.susecloud.net", RegCode: "CODE-1", InstanceData: "<document>{}</document>", CertPEM: []byte("PEM")}
 }
 
 // failedSecret is scc-registration as the operator leaves it: adopted, with
 // its finalizer.
-func failedSecret(r kube.Registration) *corev1.Secret {
+func failedSecret(r operator.Values) *corev1.Secret {
 	s := operatorSecret(r)
 	s.UID, s.ResourceVersion = "uid-1", "41"
 	s.Finalizers = []string{"wrangler.cattle.io/prime-registration-secrets-remove"}
@@ -71,7 +70,7 @@ func TestSecretRecreate(t *testing.T) {
 		assert.True(t, res.Deleted)
 		assert.Equal(t, 1, countVerb(c, "delete"))
 		got := getSecret(t, c)
-		assert.Equal(t, "CODE-1", string(got.Data[kube.KeyRegCode]))
+		assert.Equal(t, "CODE-1", string(got.Data[operator.KeyRegCode]))
 		assert.NotContains(t, got.Labels, operator.LabelSalt, "a new Secret: the operator salts it afresh, so a new Registration")
 		assert.NotContains(t, got.Labels, "app.kubernetes.io/managed-by")
 	})
@@ -83,14 +82,14 @@ func TestSecretRecreate(t *testing.T) {
 		noCode.RegCode = ""
 		_, err := newStore(c, &testkit.Sleeps{}).Recreate(ctx, noCode, "uid-1", "41", time.Second)
 		require.NoError(t, err)
-		assert.Equal(t, "CODE-1", string(getSecret(t, c).Data[kube.KeyRegCode]))
+		assert.Equal(t, "CODE-1", string(getSecret(t, c).Data[operator.KeyRegCode]))
 	})
 
 	t.Run("changed since read: nothing deleted", func(t *testing.T) {
 		r := recreateRegistration()
 		c := fake.NewClientset(failedSecret(r))
 		_, err := newStore(c, &testkit.Sleeps{}).Recreate(ctx, r, "uid-1", "40", time.Second)
-		require.ErrorIs(t, err, kube.ErrSecretChanged)
+		require.ErrorIs(t, err, operator.ErrSecretChanged)
 		add("changed since read", err)
 		assert.False(t, failure.IsPermanent(err), "the next run reads afresh")
 		assert.Equal(t, 0, countVerb(c, "delete"))
@@ -104,10 +103,10 @@ func TestSecretRecreate(t *testing.T) {
 			d := a.(k8stesting.DeleteAction)
 			assert.Equal(t, types.UID("uid-1"), *d.GetDeleteOptions().Preconditions.UID)
 			assert.Equal(t, "41", *d.GetDeleteOptions().Preconditions.ResourceVersion)
-			return true, nil, apierrors.NewConflict(secretsGR, kube.SecretName, errors.New("Precondition failed: UID in precondition: uid-1, UID in object meta: uid-9"))
+			return true, nil, apierrors.NewConflict(secretsGR, operator.SecretName, errors.New("Precondition failed: UID in precondition: uid-1, UID in object meta: uid-9"))
 		})
 		_, err := newStore(c, &testkit.Sleeps{}).Recreate(ctx, r, "uid-1", "41", time.Second)
-		require.ErrorIs(t, err, kube.ErrSecretChanged)
+		require.ErrorIs(t, err, operator.ErrSecretChanged)
 	})
 
 	t.Run("held by the finalizer: ErrSecretTerminating, never written over, and the next Write refuses too", func(t *testing.T) {
@@ -116,7 +115,7 @@ func TestSecretRecreate(t *testing.T) {
 		st := newStore(c, &testkit.Sleeps{})
 		st.PollInterval = 10 * time.Millisecond
 		_, err := st.Recreate(ctx, r, "uid-1", "41", 100*time.Millisecond)
-		require.ErrorIs(t, err, kube.ErrSecretTerminating)
+		require.ErrorIs(t, err, operator.ErrSecretTerminating)
 		assert.True(t, failure.IsPermanent(err))
 		add("held by the finalizer", err)
 		assert.Equal(t, 0, countVerb(c, "patch"), "never written over")
@@ -124,7 +123,7 @@ func TestSecretRecreate(t *testing.T) {
 		other := r
 		other.RegCode = "CODE-2"
 		_, err = st.Write(ctx, other)
-		require.ErrorIs(t, err, kube.ErrSecretTerminating, "a later run says so too")
+		require.ErrorIs(t, err, operator.ErrSecretTerminating, "a later run says so too")
 		add("held by the finalizer, a later Write", err)
 		assert.Equal(t, 0, countVerb(c, "patch"))
 	})
@@ -139,7 +138,7 @@ func TestSecretRecreate(t *testing.T) {
 		time.AfterFunc(50*time.Millisecond, func() { cancel(drained) })
 		_, err := st.Recreate(dctx, r, "uid-1", "41", time.Hour)
 		require.ErrorIs(t, err, drained, "the run's own end, which main maps to 143")
-		assert.NotErrorIs(t, err, kube.ErrSecretTerminating, "not blamed on the finalizer")
+		assert.NotErrorIs(t, err, operator.ErrSecretTerminating, "not blamed on the finalizer")
 		assert.False(t, failure.IsPermanent(err), "a drained run's Job retries")
 		assert.Equal(t, 0, countVerb(c, "patch"), "never written over")
 	})
@@ -150,12 +149,12 @@ var secretAge = regexp.MustCompile(`\([0-9a-zµ.]+ ago\)`)
 
 // heldByFinalizer is a clientset whose scc-registration, once deleted,
 // stays Terminating behind the operator's finalizer.
-func heldByFinalizer(t *testing.T, r kube.Registration) *fake.Clientset {
+func heldByFinalizer(t *testing.T, r operator.Values) *fake.Clientset {
 	c := fake.NewClientset(failedSecret(r))
 	c.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		s := failedSecret(r)
 		s.DeletionTimestamp = ptr.To(metav1.NewTime(time.Now()))
-		require.NoError(t, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), s, kube.Namespace))
+		require.NoError(t, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("secrets"), s, operator.Namespace))
 		return true, nil, nil
 	})
 	return c

@@ -1,12 +1,15 @@
-package kube
+package operator
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rancher/registration-engine/job/kube"
 )
 
 // Helm's marks of ownership on an object it installed.
@@ -38,7 +41,7 @@ type OtherWriter struct {
 
 // FindOtherWriter reports a writer of s that the engine must not fight, or
 // nil. Those it does not count:
-//   - itself (FieldManager) and rancher/scc-operator, which adopts the
+//   - itself (kube.FieldManager) and rancher/scc-operator, which adopts the
 //     Secret with labels, annotations and a finalizer but writes no data;
 //   - a person with kubectl (managers "kubectl", "kubectl-…"), who may put
 //     the registration code into the Secret;
@@ -57,7 +60,7 @@ func FindOtherWriter(s *corev1.Secret) *OtherWriter {
 	if rel := s.Annotations[helmReleaseName]; rel != "" {
 		relNS := s.Annotations[helmReleaseNamespace]
 		return &OtherWriter{
-			Who:      fmt.Sprintf("Helm release %q (namespace %s)", rel, orDefault(relNS, "unknown")),
+			Who:      fmt.Sprintf("Helm release %q (namespace %s)", rel, cmp.Or(relNS, "unknown")),
 			Evidence: "annotation " + helmReleaseName + "=" + rel,
 			Release:  rel, ReleaseNamespace: relNS,
 		}
@@ -87,7 +90,7 @@ var OperatorManagers = []string{"operator", "scc-operator", "rancher-scc-operato
 
 // ownWriter: the managers FindOtherWriter does not count.
 func ownWriter(manager string) bool {
-	return manager == FieldManager || manager == PythonEngineManager ||
+	return manager == kube.FieldManager || manager == PythonEngineManager ||
 		slices.Contains(OperatorManagers, manager) ||
 		manager == "kubectl" || strings.HasPrefix(manager, "kubectl-")
 }
@@ -125,7 +128,7 @@ func (w *OtherWriter) Verdict(ns, name string) string {
 			"to let the engine register it (Azure Marketplace PAYG), turn the registration off in that release "+
 			"(Rancher's chart: helm upgrade %s <its chart> -n %s --reuse-values --set registration.enabled=false), "+
 			"delete the Secret it left (kubectl -n %s delete secret %s; its helm.sh/resource-policy keep keeps it after the upgrade), then run the engine",
-			w.Who, w.Release, orDefault(w.ReleaseNamespace, "<namespace>"), ns, name)
+			w.Who, w.Release, cmp.Or(w.ReleaseNamespace, "<namespace>"), ns, name)
 	default:
 		return head + fmt.Sprintf("to keep %s, uninstall this engine; to let the engine register the cluster, stop %s writing %s/%s "+
 			"(remove the Secret from its sources), delete the Secret (kubectl -n %s delete secret %s), then run the engine",

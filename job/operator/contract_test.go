@@ -1,4 +1,4 @@
-package kube_test
+package operator_test
 
 import (
 	"bytes"
@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/internal/testkit"
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 const testCertPEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
 
-func testRegistration() kube.Registration {
-	return kube.Registration{
+func testValues() operator.Values {
+	return operator.Values{
 		URL:          "https://smt-azure.susecloud.net",
 		RegCode:      "INTERNAL-USE-ONLY-0000-0000",
 		InstanceData: "<document>c2lnbmVk</document>",
@@ -32,24 +32,24 @@ func golden(t *testing.T, name string, got []byte) {
 
 // The operator reads these exact keys; the golden files are what a reviewer
 // compares with rancher/scc-operator when either side changes.
-func TestRegistrationDataGolden(t *testing.T) {
+func TestValuesDataGolden(t *testing.T) {
 	tests := map[string]struct {
-		render func(kube.Registration) any
+		render func(operator.Values) any
 		golden string
 	}{
 		"data": {
-			render: func(r kube.Registration) any { return r.Data() },
-			golden: "registration-data.golden",
+			render: func(r operator.Values) any { return r.Data() },
+			golden: "values-data.golden",
 		},
 		"redacted": {
-			render: func(r kube.Registration) any { return r.Redacted() },
-			golden: "registration-redacted.golden",
+			render: func(r operator.Values) any { return r.Redacted() },
+			golden: "values-redacted.golden",
 		},
 		// The body of the server-side apply: type and data only, no
 		// labels or annotations, data rather than stringData.
 		"apply configuration": {
-			render: func(r kube.Registration) any {
-				body, err := kube.SecretApplyPatch(kube.Namespace, kube.SecretName, "", r.Data())
+			render: func(r operator.Values) any {
+				body, err := operator.SecretApplyPatch(operator.Namespace, operator.SecretName, "", r.Data())
 				if err != nil {
 					return err
 				}
@@ -64,24 +64,24 @@ func TestRegistrationDataGolden(t *testing.T) {
 			enc := json.NewEncoder(&out)
 			enc.SetEscapeHTML(false)
 			enc.SetIndent("", "  ")
-			require.NoError(t, enc.Encode(tc.render(testRegistration())))
+			require.NoError(t, enc.Encode(tc.render(testValues())))
 			golden(t, tc.golden, out.Bytes())
 		})
 	}
 }
 
 func TestRedactedHidesSecretsOnly(t *testing.T) {
-	r := testRegistration()
+	r := testValues()
 	red := r.Redacted()
-	for _, k := range kube.RegistrationKeys() {
+	for _, k := range operator.ValueKeys() {
 		assert.Contains(t, red, k)
 	}
-	assert.NotContains(t, red[kube.KeyRegCode], r.RegCode)
-	assert.NotContains(t, red[kube.KeyInstanceData], "c2lnbmVk")
-	assert.Equal(t, r.URL, red[kube.KeyRegistrationURL])
-	assert.Equal(t, testCertPEM, red[kube.KeyRegistrationURLCert])
+	assert.NotContains(t, red[operator.KeyRegCode], r.RegCode)
+	assert.NotContains(t, red[operator.KeyInstanceData], "c2lnbmVk")
+	assert.Equal(t, r.URL, red[operator.KeyRegistrationURL])
+	assert.Equal(t, testCertPEM, red[operator.KeyRegistrationURLCert])
 
 	// A missing code stays visibly missing.
 	r.RegCode = ""
-	assert.Empty(t, r.Redacted()[kube.KeyRegCode])
+	assert.Empty(t, r.Redacted()[operator.KeyRegCode])
 }

@@ -1,4 +1,4 @@
-package kube
+package operator
 
 import (
 	"fmt"
@@ -20,6 +20,10 @@ const (
 	// Namespace is the operator's default system namespace
 	// (DefaultSCCNamespace, flag operator-namespace).
 	Namespace = "cattle-scc-system"
+	// Deployment is the operator's Deployment as Rancher installs it, named
+	// after the operator (--operator-name's default); the proxy check reads
+	// its environment.
+	Deployment = "rancher-scc-operator"
 
 	// KeyRegistrationType must be "online": the operator knows only online
 	// and offline, and a PAYG or RMT registration is online with a URL.
@@ -39,21 +43,16 @@ const (
 	// operator with PR #112 trusts only its first block for the URL.
 	KeyRegistrationURLCert = "registrationUrlCert"
 
-	// FieldManager names us in the managedFields of everything we write.
-	// Server-side apply keys ownership on it: changing it between releases
-	// turns our own earlier writes into another manager's fields.
-	FieldManager = "registration-engine"
-
 	// RegistrationTypeOnline is the only registration type the engine
 	// writes.
 	RegistrationTypeOnline = "online"
 )
 
-// registrationKeys are every key the engine has ever written to the Secret,
+// valueKeys are every key the engine has ever written to the Secret,
 // in a stable order. Server-side apply deletes a key that a manager owned
 // and stops applying, so a key may be added here but never removed without
 // a migration: dropping one would delete it from every cluster's Secret.
-var registrationKeys = []string{
+var valueKeys = []string{
 	KeyRegistrationType,
 	KeyRegistrationURL,
 	KeyRegCode,
@@ -61,15 +60,15 @@ var registrationKeys = []string{
 	KeyRegistrationURLCert,
 }
 
-// RegistrationKeys returns the keys the engine writes to the Secret, in a
+// ValueKeys returns the keys the engine writes to the Secret, in a
 // stable order, for a reader such as the status subcommand that reports on
 // each of them.
-func RegistrationKeys() []string { return slices.Clone(registrationKeys) }
+func ValueKeys() []string { return slices.Clone(valueKeys) }
 
-// Registration is what phases 1–5 found: the values of the Secret the
+// Values is what phases 1–5 found: the values of the Secret the
 // operator reads. RegCode and InstanceData are secret; log Redacted, never
 // Data.
-type Registration struct {
+type Values struct {
 	// URL is https://<update server FQDN>, never the raced IP: any change
 	// of it makes the operator deregister and register afresh.
 	URL string
@@ -86,7 +85,7 @@ type Registration struct {
 // Data returns the Secret's data keys, exactly as written. It holds the
 // registration code and the attested document in clear text: hand it to the
 // API server only, never to a log.
-func (r Registration) Data() map[string]string {
+func (r Values) Data() map[string]string {
 	return map[string]string{
 		KeyRegistrationType:    RegistrationTypeOnline,
 		KeyRegistrationURL:     r.URL,
@@ -99,7 +98,7 @@ func (r Registration) Data() map[string]string {
 // Redacted returns the same keys as Data with the registration code and the
 // instance data replaced by their length, for --dry-run output and logs. An
 // empty value stays empty, so a reader can still see that a code is missing.
-func (r Registration) Redacted() map[string]string {
+func (r Values) Redacted() map[string]string {
 	d := maps.Clone(r.Data())
 	for _, k := range []string{KeyRegCode, KeyInstanceData} {
 		if v := d[k]; v != "" {

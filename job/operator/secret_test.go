@@ -1,4 +1,4 @@
-package kube_test
+package operator_test
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -23,16 +22,15 @@ import (
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
+	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/redact"
 )
 
 var secretsGR = schema.GroupResource{Resource: "secrets"}
 
-const applyVerb = "patch:" + string(types.ApplyPatchType)
-
 // operatorSecret is the Secret after rancher/scc-operator adopted it: its
 // labels, salt and annotation, written by its own Update.
-func operatorSecret(r kube.Registration) *corev1.Secret {
+func operatorSecret(r operator.Values) *corev1.Secret {
 	data := map[string][]byte{}
 	for k, v := range r.Data() {
 		data[k] = []byte(v)
@@ -40,7 +38,7 @@ func operatorSecret(r kube.Registration) *corev1.Secret {
 	data["operatorNote"] = []byte("kept")
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: kube.SecretName, Namespace: kube.Namespace,
+			Name: operator.SecretName, Namespace: operator.Namespace,
 			Labels: map[string]string{
 				"app.kubernetes.io/managed-by":      "rancher-scc-operator",
 				"scc.cattle.io/managed-by":          "rancher-scc-operator_secret-broker",
@@ -55,18 +53,18 @@ func operatorSecret(r kube.Registration) *corev1.Secret {
 	}
 }
 
-func newStore(c *fake.Clientset, s *testkit.Sleeps) *kube.SecretStore {
-	return &kube.SecretStore{Secrets: kubetest.Typed(c), Namespace: kube.Namespace, Name: kube.SecretName, Sleep: s.Sleep}
+func newStore(c *fake.Clientset, s *testkit.Sleeps) *operator.SecretStore {
+	return &operator.SecretStore{Secrets: kubetest.Typed(c), Namespace: operator.Namespace, Name: operator.SecretName, Sleep: s.Sleep}
 }
 
 func getSecret(t *testing.T, c *fake.Clientset) *corev1.Secret {
 	t.Helper()
-	got, err := c.CoreV1().Secrets(kube.Namespace).Get(context.Background(), kube.SecretName, metav1.GetOptions{})
+	got, err := c.CoreV1().Secrets(operator.Namespace).Get(context.Background(), operator.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	return got
 }
 
-func assertData(t *testing.T, want kube.Registration, got *corev1.Secret) {
+func assertData(t *testing.T, want operator.Values, got *corev1.Secret) {
 	t.Helper()
 	for k, v := range want.Data() {
 		assert.Equal(t, v, string(got.Data[k]), "key %s", k)
@@ -75,7 +73,7 @@ func assertData(t *testing.T, want kube.Registration, got *corev1.Secret) {
 }
 
 func TestSecretStoreWrite(t *testing.T) {
-	old := testRegistration()
+	old := testValues()
 	next := old
 	next.RegCode = "NEW-CODE"
 	next.CertPEM = []byte("-----BEGIN CERTIFICATE-----\nMIIBrotated\n-----END CERTIFICATE-----\n")
@@ -85,7 +83,7 @@ func TestSecretStoreWrite(t *testing.T) {
 		// Update, as kubectl, the Python engine or the operator do).
 		existing *corev1.Secret
 		manager  string
-		write    kube.Registration
+		write    operator.Values
 		changed  bool
 		actions  []string
 		check    func(t *testing.T, got *corev1.Secret)
@@ -93,7 +91,7 @@ func TestSecretStoreWrite(t *testing.T) {
 		"absent: created by apply": {
 			write:   old,
 			changed: true,
-			actions: []string{"get", applyVerb},
+			actions: []string{"get", kubetest.ApplyVerb},
 			check: func(t *testing.T, got *corev1.Secret) {
 				assert.Empty(t, got.Labels, "we set no labels, least of all managed-by")
 				assert.Empty(t, got.Annotations)
@@ -114,7 +112,7 @@ func TestSecretStoreWrite(t *testing.T) {
 			manager:  "rancher-scc-operator",
 			write:    next,
 			changed:  true,
-			actions:  []string{"get", applyVerb},
+			actions:  []string{"get", kubetest.ApplyVerb},
 			check: func(t *testing.T, got *corev1.Secret) {
 				want := operatorSecret(old)
 				assert.Equal(t, want.Labels, got.Labels)
@@ -137,7 +135,7 @@ func TestSecretStoreWrite(t *testing.T) {
 			manager: "kubectl-create",
 			write:   next,
 			changed: true,
-			actions: []string{"get", applyVerb},
+			actions: []string{"get", kubetest.ApplyVerb},
 			check: func(t *testing.T, got *corev1.Secret) {
 				assert.Equal(t, "kept", string(got.Data["operatorNote"]))
 				assert.Empty(t, got.Labels)
@@ -146,13 +144,13 @@ func TestSecretStoreWrite(t *testing.T) {
 		"one key missing: written": {
 			existing: func() *corev1.Secret {
 				s := operatorSecret(old)
-				delete(s.Data, kube.KeyInstanceData)
+				delete(s.Data, operator.KeyInstanceData)
 				return s
 			}(),
 			manager: "rancher-scc-operator",
 			write:   old,
 			changed: true,
-			actions: []string{"get", applyVerb},
+			actions: []string{"get", kubetest.ApplyVerb},
 		},
 	}
 	for name, tc := range tests {
@@ -160,7 +158,7 @@ func TestSecretStoreWrite(t *testing.T) {
 			ctx := context.Background()
 			c := fake.NewClientset()
 			if tc.existing != nil {
-				_, err := c.CoreV1().Secrets(kube.Namespace).Create(ctx, tc.existing, metav1.CreateOptions{FieldManager: tc.manager})
+				_, err := c.CoreV1().Secrets(operator.Namespace).Create(ctx, tc.existing, metav1.CreateOptions{FieldManager: tc.manager})
 				require.NoError(t, err)
 				c.ClearActions()
 			}
@@ -187,23 +185,23 @@ func TestSecretStoreSecondRunIsNoop(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
 	store := newStore(c, &testkit.Sleeps{})
-	changed, err := store.Write(ctx, testRegistration())
+	changed, err := store.Write(ctx, testValues())
 	require.NoError(t, err)
 	require.True(t, changed)
 	c.ClearActions()
 
-	changed, err = store.Write(ctx, testRegistration())
+	changed, err = store.Write(ctx, testValues())
 	require.NoError(t, err)
 	assert.False(t, changed)
 	assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "secrets"))
 }
 
 func TestSecretStoreRetries(t *testing.T) {
-	conflict := apierrors.NewConflict(secretsGR, kube.SecretName, errors.New("the object has been modified"))
+	conflict := apierrors.NewConflict(secretsGR, operator.SecretName, errors.New("the object has been modified"))
 	throttled := apierrors.NewTooManyRequests("slow down", 1)
 	unavailable := apierrors.NewServiceUnavailable("etcd leader changed")
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
-	forbidden := apierrors.NewForbidden(secretsGR, kube.SecretName, errors.New(`User "system:serviceaccount:cattle-scc-system:registration-engine" cannot get resource "secrets"`))
+	forbidden := apierrors.NewForbidden(secretsGR, operator.SecretName, errors.New(`User "system:serviceaccount:cattle-scc-system:registration-engine" cannot get resource "secrets"`))
 	unauthorized := apierrors.NewUnauthorized("token expired")
 
 	tests := map[string]struct {
@@ -240,8 +238,8 @@ func TestSecretStoreRetries(t *testing.T) {
 				var fe *kube.ForbiddenError
 				require.ErrorAs(t, err, &fe)
 				assert.Equal(t, []string{"get", "create", "patch"}, fe.Verbs)
-				assert.Equal(t, "secrets/"+kube.SecretName, fe.Resource)
-				assert.Equal(t, kube.Namespace, fe.Namespace)
+				assert.Equal(t, "secrets/"+operator.SecretName, fe.Resource)
+				assert.Equal(t, operator.Namespace, fe.Namespace)
 			},
 		},
 		"403 on apply: no retry, permanent": {
@@ -278,7 +276,7 @@ func TestSecretStoreRetries(t *testing.T) {
 			})
 			s := &testkit.Sleeps{}
 
-			changed, err := newStore(c, s).Write(context.Background(), testRegistration())
+			changed, err := newStore(c, s).Write(context.Background(), testValues())
 
 			assert.Equal(t, tc.sleeps, s.All())
 			assert.Equal(t, tc.requests, calls)
@@ -290,7 +288,7 @@ func TestSecretStoreRetries(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.True(t, changed)
-			assertData(t, testRegistration(), getSecret(t, c))
+			assertData(t, testValues(), getSecret(t, c))
 		})
 	}
 }
@@ -304,7 +302,7 @@ func TestSecretStoreBackoffSettings(t *testing.T) {
 	store := newStore(c, s)
 	store.RetryMax, store.RetryBackoff = 4, 3
 
-	_, err := store.Write(context.Background(), testRegistration())
+	_, err := store.Write(context.Background(), testValues())
 
 	require.ErrorIs(t, err, kube.ErrRetriesExhausted)
 	assert.Equal(t, []time.Duration{time.Second, 3 * time.Second, 9 * time.Second}, s.All())
@@ -320,7 +318,7 @@ func TestSecretStoreCancelledWhileBackingOff(t *testing.T) {
 	store := newStore(c, nil)
 	store.Sleep = func(context.Context, time.Duration) error { cancel(); return context.Canceled }
 
-	_, err := store.Write(ctx, testRegistration())
+	_, err := store.Write(ctx, testValues())
 
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Len(t, kubetest.Verbs(c, "secrets"), 1)
@@ -328,13 +326,13 @@ func TestSecretStoreCancelledWhileBackingOff(t *testing.T) {
 
 func TestSecretStoreWrongType(t *testing.T) {
 	ctx := context.Background()
-	existing := operatorSecret(testRegistration())
+	existing := operatorSecret(testValues())
 	existing.Type = corev1.SecretTypeTLS
 	c := fake.NewClientset(existing)
 
-	_, err := newStore(c, &testkit.Sleeps{}).Write(ctx, testRegistration())
+	_, err := newStore(c, &testkit.Sleeps{}).Write(ctx, testValues())
 
-	require.ErrorIs(t, err, kube.ErrSecretType)
+	require.ErrorIs(t, err, operator.ErrSecretType)
 	assert.True(t, failure.IsPermanent(err))
 	assert.Equal(t, []string{"get"}, kubetest.Verbs(c, "secrets"), "nothing written")
 }
@@ -344,7 +342,7 @@ func TestSecretStoreWrongType(t *testing.T) {
 // which server-side apply would delete if the field were simply left out),
 // and a first install with no code anywhere writes nothing.
 func TestSecretStoreWithoutRegCode(t *testing.T) {
-	configured := testRegistration()
+	configured := testValues()
 	none := configured
 	none.RegCode = ""
 	rotated := none
@@ -352,9 +350,9 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 
 	tests := map[string]struct {
 		// before runs first, as this engine with a code (empty: no run).
-		before   *kube.Registration
+		before   *operator.Values
 		existing *corev1.Secret // created before the run by "rancher-scc-operator"
-		write    kube.Registration
+		write    operator.Values
 		changed  bool
 		actions  []string
 		wantErr  error // nil: the Secret must keep configured.RegCode
@@ -368,28 +366,28 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 			existing: operatorSecret(configured),
 			write:    rotated,
 			changed:  true,
-			actions:  []string{"get", applyVerb},
+			actions:  []string{"get", kubetest.ApplyVerb},
 		},
 		"our own earlier apply's code, the certificate changed: kept": {
 			before:  &configured,
 			write:   rotated,
 			changed: true,
-			actions: []string{"get", applyVerb},
+			actions: []string{"get", kubetest.ApplyVerb},
 		},
 		"first install, no code anywhere: permanent, nothing written": {
 			write:   none,
 			actions: []string{"get"},
-			wantErr: kube.ErrNoRegCode,
+			wantErr: operator.ErrNoRegCode,
 		},
 		"Secret with an empty code: permanent, nothing written": {
 			existing: func() *corev1.Secret {
 				s := operatorSecret(configured)
-				s.Data[kube.KeyRegCode] = nil
+				s.Data[operator.KeyRegCode] = nil
 				return s
 			}(),
 			write:   none,
 			actions: []string{"get"},
-			wantErr: kube.ErrNoRegCode,
+			wantErr: operator.ErrNoRegCode,
 		},
 	}
 	for name, tc := range tests {
@@ -397,7 +395,7 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 			ctx := context.Background()
 			c := fake.NewClientset()
 			if tc.existing != nil {
-				_, err := c.CoreV1().Secrets(kube.Namespace).Create(ctx, tc.existing, metav1.CreateOptions{FieldManager: "rancher-scc-operator"})
+				_, err := c.CoreV1().Secrets(operator.Namespace).Create(ctx, tc.existing, metav1.CreateOptions{FieldManager: "rancher-scc-operator"})
 				require.NoError(t, err)
 			}
 			store := newStore(c, &testkit.Sleeps{})
@@ -406,7 +404,7 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 				_, err := store.Write(ctx, *tc.before)
 				require.NoError(t, err)
 			}
-			before, _ := c.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+			before, _ := c.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 			c.ClearActions()
 
 			// Check, which runs before CoreDNS is edited, says what Write
@@ -428,16 +426,16 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 				require.ErrorIs(t, err, tc.wantErr)
 				assert.True(t, failure.IsPermanent(err))
 				assert.False(t, changed)
-				after, _ := c.CoreV1().Secrets(kube.Namespace).Get(ctx, kube.SecretName, metav1.GetOptions{})
+				after, _ := c.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 				assert.Equal(t, before, after, "nothing written")
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.changed, changed)
 			got := getSecret(t, c)
-			assert.Equal(t, configured.RegCode, string(got.Data[kube.KeyRegCode]), "the registration code must survive a run that has none")
+			assert.Equal(t, configured.RegCode, string(got.Data[operator.KeyRegCode]), "the registration code must survive a run that has none")
 			assert.Equal(t, "refused: "+redact.Redacted, store.Redact.String("refused: "+configured.RegCode), "the kept code is redacted like a configured one")
-			assert.Equal(t, string(tc.write.CertPEM), string(got.Data[kube.KeyRegistrationURLCert]))
+			assert.Equal(t, string(tc.write.CertPEM), string(got.Data[operator.KeyRegistrationURLCert]))
 			if tc.existing != nil {
 				assert.Equal(t, tc.existing.Labels, got.Labels)
 			}
@@ -450,13 +448,13 @@ func TestSecretStoreWithoutRegCode(t *testing.T) {
 func TestSecretStoreCheck(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	require.NoError(t, newStore(c, &testkit.Sleeps{}).Check(ctx, testRegistration()))
+	require.NoError(t, newStore(c, &testkit.Sleeps{}).Check(ctx, testValues()))
 	assert.Empty(t, kubetest.Verbs(c, "secrets"), "a configured code needs no read")
 
 	c.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), kube.SecretName, errors.New("RBAC"))
+		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), operator.SecretName, errors.New("RBAC"))
 	})
-	none := testRegistration()
+	none := testValues()
 	none.RegCode = ""
 	err := newStore(c, &testkit.Sleeps{}).Check(ctx, none)
 	require.ErrorIs(t, err, kube.ErrForbidden)
@@ -464,6 +462,6 @@ func TestSecretStoreCheck(t *testing.T) {
 	var forbidden *kube.ForbiddenError
 	require.ErrorAs(t, err, &forbidden)
 	assert.Equal(t, []string{"get"}, forbidden.Verbs, "Check only reads")
-	assert.Equal(t, "secrets/"+kube.SecretName, forbidden.Resource)
-	assert.Equal(t, kube.Namespace, forbidden.Namespace)
+	assert.Equal(t, "secrets/"+operator.SecretName, forbidden.Resource)
+	assert.Equal(t, operator.Namespace, forbidden.Namespace)
 }
