@@ -1,0 +1,115 @@
+package backoff_test
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/rancher/registration-engine/job/backoff"
+)
+
+// attempts plays one cluster through an outage of length d that began
+// with a failure at 0: every attempt before d fails, the first at or after
+// d succeeds. The retry CronJob looks every tick from an offset; an
+// attempt runs at the first look at or after its due time. It returns the
+// attempts made and when the cluster was registered.
+func attempts(p backoff.Policy, d, offset time.Duration, rng *rand.Rand) (n int, registered time.Duration) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	tick := cmp.Or(p.Tick, backoff.DefaultTick)
+	at := time.Duration(0)
+	for {
+		n++
+		if at >= d {
+			return n, at
+		}
+		due := p.Next(t0, t0.Add(at), func(n time.Duration) time.Duration { return time.Duration(rng.Int64N(int64(n))) }).Sub(t0)
+		// The first look of the retry CronJob at or after due.
+		next := offset + ((due-offset+tick-1)/tick)*tick
+		if next <= at {
+			next += tick
+		}
+		at = next
+	}
+}
+
+// The promise docs/RELIABILITY.md makes: registered within max(Tick,
+// outage/4) after the cause clears, whatever the jitter and the CronJob's
+// minute, and the attempts of a long outage thin out.
+func TestRegisteredWithinAQuarterOfTheOutage(t *testing.T) {
+	p := backoff.Policy{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, d := range []time.Duration{time.Minute, 3 * time.Minute, 30 * time.Minute, time.Hour, 4 * time.Hour, 12 * time.Hour, 24 * time.Hour, 72 * time.Hour} {
+		bound := max(backoff.DefaultTick, d/4)
+		if d/4 > backoff.DefaultMaxGap {
+			bound = backoff.DefaultMaxGap + backoff.DefaultTick
+		}
+		worst := time.Duration(0)
+		for i := range 200 {
+			offset := time.Duration(i%10) * time.Minute
+			_, reg := attempts(p, d, offset, rng)
+			worst = max(worst, reg-d)
+		}
+		assert.LessOrEqual(t, worst, bound, "outage %s: registered %s after it cleared", d, worst)
+	}
+}
+
+func TestAttemptsThinOutAsTheOutageLasts(t *testing.T) {
+	p := backoff.Policy{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	// Attempts of a cluster during an outage that never ends, by hour.
+	count := func(from, to time.Duration) float64 {
+		total := 0
+		for range 100 {
+			a, _ := attempts(p, to, 0, rng)
+			b, _ := attempts(p, from, 0, rng)
+			total += a - b
+		}
+		return float64(total) / 100
+	}
+	first := count(0, time.Hour)
+	fifth := count(4*time.Hour, 5*time.Hour)
+	day := count(0, 24*time.Hour)
+	assert.LessOrEqual(t, first, 7.0, "the first hour: every tick for 40 minutes, then fewer")
+	assert.LessOrEqual(t, fifth, 1.5, "the fifth hour")
+	assert.LessOrEqual(t, day, 28.0, "a whole day")
+	t.Logf("attempts of a cluster through an outage: first hour %.1f, fifth hour %.1f, first day %.1f", first, fifth, day)
+}
+
+func TestNext(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	p := backoff.Policy{}
+	tests := map[string]struct {
+		elapsed time.Duration
+		rnd     func(time.Duration) time.Duration
+		want    time.Duration
+	}{
+		"first failure: due at once (the next look)": {elapsed: 0, want: 0},
+		"39 minutes in: still every look":            {elapsed: 39 * time.Minute, want: 0},
+		"4 hours in, no jitter: 50 minutes":          {elapsed: 4 * time.Hour, want: 50 * time.Minute},
+		"4 hours in, the most jitter: 25 minutes":    {elapsed: 4 * time.Hour, rnd: func(time.Duration) time.Duration { return 0 }, want: 25 * time.Minute},
+		"3 days in: capped at 6 hours":               {elapsed: 72 * time.Hour, want: 6 * time.Hour},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			rnd := tc.rnd
+			if rnd == nil {
+				rnd = func(n time.Duration) time.Duration { return n - 1 }
+			}
+			failed := t0.Add(tc.elapsed)
+			got := p.Next(t0, failed, rnd).Sub(failed)
+			assert.InDelta(t, tc.want, got, float64(time.Nanosecond))
+		})
+	}
+	assert.Equal(t, 2*time.Minute, backoff.Policy{Tick: time.Minute}.Gap(12*time.Minute), "scaled settings scale the rule")
+}
+
+func TestDue(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	assert.True(t, backoff.Due(now, now))
+	assert.True(t, backoff.Due(now.Add(-time.Second), now))
+	assert.False(t, backoff.Due(now.Add(time.Second), now))
+	assert.False(t, backoff.Due(time.Time{}, now), "nothing scheduled is never due")
+}
