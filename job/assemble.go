@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/job/backoff"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
@@ -48,13 +49,16 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Provers: provers,
 		// The configuration read and checked the file at start; phase 3
 		// reports it.
-		Settings:  cfg.RegionSettings,
-		Finder:    &smt.Finder{Config: cfg.SMT, Log: log},
-		RegCode:   cfg.RegCode,
-		Secrets:   secrets,
-		Deadline:  cfg.RunDeadline,
-		SleepMax:  cfg.StartupSleepMax,
-		Scheduled: ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
+		Settings:     cfg.RegionSettings,
+		Finder:       &smt.Finder{Config: cfg.SMT, Log: log},
+		RegCode:      cfg.RegCode,
+		Secrets:      secrets,
+		Deadline:     cfg.RunDeadline,
+		SleepMax:     cfg.StartupSleepMax,
+		Scheduled:    ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
+		Retry:        backoff.Policy{Tick: cfg.RetryInterval},
+		FirstContact: cfg.FirstContact,
+		OnlyWhenDue:  cfg.OnlyWhenDue,
 	}
 
 	switch {
@@ -106,7 +110,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Clock:     clock.RealClock{},
 		Log:       log,
 	}
-	j.Lock, j.Runs, j.JobName = lease, lease, cfg.JobName
+	j.Lock, j.Runs, j.LastRun, j.JobName = lease, lease, lease, cfg.JobName
 	in := cfg.InCluster
 	in.OutsidePod, in.Port, in.Domains = cfg.Kubeconfig != "", cfg.SMT.HTTPSPort, cfg.SMT.Domains
 	j.InCluster = incluster.New(in, clients, log)

@@ -156,7 +156,7 @@ func cleanup(ctx context.Context, log *slog.Logger, kubeconfig string, getenv fu
 		Duration: time.Minute, Clock: clock.RealClock{}, Log: log}
 	waitCtx, waitCancel := context.WithTimeout(ctx, cleanupLeaseWait)
 	for {
-		_, err := lease.Acquire(waitCtx)
+		_, _, err := lease.Acquire(waitCtx)
 		if err == nil {
 			break
 		}

@@ -75,10 +75,16 @@ type Config struct {
 	// The run.
 	RunDeadline     time.Duration
 	StartupSleepMax time.Duration
-	DryRun          bool
-	Output          string
-	LogLevel        slog.Level
-	LogFormat       string
+	// RetryInterval is the retry CronJob's period, FirstContact how long a
+	// never-registered cluster waits out Azure's propagation, OnlyWhenDue
+	// marks the retry CronJob's runs (job/retry.go).
+	RetryInterval time.Duration
+	FirstContact  time.Duration
+	OnlyWhenDue   bool
+	DryRun        bool
+	Output        string
+	LogLevel      slog.Level
+	LogFormat     string
 
 	ShowHelp    bool
 	ShowVersion bool
@@ -100,6 +106,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RunDeadline <= 0 {
 		problems = append(problems, errors.New("RUN_DEADLINE must be positive"))
+	}
+	if c.RetryInterval <= 0 {
+		problems = append(problems, errors.New("RETRY_INTERVAL must be positive: it is the retry CronJob's period"))
+	}
+	if c.OnlyWhenDue && (c.DryRun || c.Output != "") {
+		problems = append(problems, errors.New("ONLY_WHEN_DUE reads the last run from the engine's Lease: it excludes --dry-run and --output"))
 	}
 	if err := c.SMT.Validate(); err != nil {
 		problems = append(problems, err)
@@ -154,6 +166,9 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("jobName", c.JobName),
 		slog.String("runDeadline", c.RunDeadline.String()),
 		slog.String("startupSleepMax", c.StartupSleepMax.String()),
+		slog.String("retryInterval", c.RetryInterval.String()),
+		slog.String("propagationWindow", c.FirstContact.String()),
+		slog.Bool("onlyWhenDue", c.OnlyWhenDue),
 		slog.Bool("dryRun", c.DryRun),
 		slog.String("output", c.Output),
 		slog.Bool("inClusterDns", c.InCluster.Map),

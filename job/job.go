@@ -14,6 +14,7 @@ import (
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/pause"
+	"github.com/rancher/registration-engine/job/backoff"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
@@ -62,7 +63,7 @@ type (
 	// Locker keeps two runs apart. The release it returns also records
 	// the run's verdict, in the same write.
 	Locker interface {
-		Acquire(ctx context.Context) (release kube.Release, err error)
+		Acquire(ctx context.Context) (release kube.Release, last *kube.RunRecord, err error)
 	}
 )
 
@@ -114,6 +115,21 @@ type Job struct {
 	// Scheduled is true (a run the CronJob started on its schedule).
 	SleepMax  time.Duration
 	Scheduled bool
+	// Retry is when a failed run's next attempt comes (job/backoff); its
+	// Tick is the retry CronJob's period (RETRY_INTERVAL).
+	Retry backoff.Policy
+	// FirstContact is how long after a never-registered cluster's first
+	// failure a settling failure (Azure propagating an identity or role)
+	// is retried before it is permanent (PROPAGATION_WINDOW; 0 means
+	// DefaultFirstContact).
+	FirstContact time.Duration
+	// OnlyWhenDue: a run of the retry CronJob (ONLY_WHEN_DUE), which runs
+	// only when LastRun says an attempt is due and otherwise exits at once.
+	OnlyWhenDue bool
+	LastRun     RunReader
+	// Now is the clock of the retry decisions; nil means time.Now.
+	Now func() time.Time
+
 	// Sleep waits for d or until ctx is done; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// RandDuration returns a uniform duration in [0, n); nil means math/rand/v2.
@@ -156,16 +172,23 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	j.Secrets.Add(j.RegCode.Reveal())
 	log := j.logger()
 	start := time.Now()
-	res, release, err := j.run(ctx, log)
+	res, release, last, err := j.run(ctx, log)
 	outcome := res.Outcome
 	if err != nil {
 		outcome = OutcomeFailed
 	}
 	res.Outcome = outcome
-	// The Event, then the record with the release: the summary stays the
-	// run's last log line.
-	j.recordEvent(ctx, log, res, err)
-	j.recordRun(ctx, log, res, err, release)
+	// What comes next, then the Event and the record with the release:
+	// the summary stays the run's last log line.
+	var plan retryPlan
+	if j.Lock != nil && outcome == OutcomeFailed {
+		plan = j.plan(err, last)
+		if n := plan.note(); n != "" {
+			log.Warn("the run will be tried again", append([]any{slog.String("next", n)}, plan.attrs()...)...)
+		}
+	}
+	j.recordEvent(ctx, log, res, err, plan)
+	j.recordRun(ctx, log, res, err, release, plan)
 	attrs := []any{
 		slog.String("outcome", outcome),
 		slog.Int64("durationMs", time.Since(start).Milliseconds()),
@@ -178,6 +201,10 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 		attrs = append(attrs, slog.String("address", res.Address.String()))
 	}
 	attrs = append(attrs, res.Operator.Attrs()...)
+	attrs = append(attrs, plan.attrs()...)
+	if res.Skipped != "" {
+		attrs = append(attrs, slog.String("reason", res.Skipped))
+	}
 	if err != nil {
 		attrs = append(attrs, slog.String("failedPhase", res.Failed), slog.String("error", err.Error()))
 		log.Error("run finished", attrs...)
@@ -187,34 +214,48 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	return res, err
 }
 
-// run is the startup sleep, the Lease and the six phases. The Lease, when
-// taken, is the caller's to release (with the run's record).
-func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release kube.Release, err error) {
+// run is the retry CronJob's check, the startup sleep, the Lease and the
+// six phases. The Lease, when taken, is the caller's to release (with the
+// run's record); last is the record the Lease held when it was taken.
+func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release kube.Release, last *kube.RunRecord, err error) {
+	if j.OnlyWhenDue {
+		due, why, err := j.due(ctx)
+		if err != nil {
+			res.Failed = "retry-check"
+			return res, nil, nil, err
+		}
+		if !due {
+			log.Info("no retry due; nothing to do", slog.String("reason", why))
+			res.Outcome, res.Skipped = OutcomeNotDue, why
+			return res, nil, nil, nil
+		}
+		log.Info("a retry is due", slog.String("reason", why))
+	}
 	if err := j.startupSleep(ctx, log); err != nil {
 		res.Failed = "startup-sleep"
-		return res, nil, err
+		return res, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, j.deadline(), ErrDeadline)
 	defer cancel()
 
 	if j.Lock != nil {
-		release, err = j.Lock.Acquire(ctx)
+		release, last, err = j.Lock.Acquire(ctx)
 		if errors.Is(err, kube.ErrLeaseHeld) {
 			log.Info("another run holds the lease; skipping this run", slog.String("reason", err.Error()))
 			res.Outcome, res.Skipped = OutcomeSkipped, err.Error()
-			return res, nil, nil
+			return res, nil, nil, nil
 		}
 		if err != nil {
 			res.Failed = "lease"
-			return res, nil, withCause(ctx, fmt.Errorf("lease: %w", err))
+			return res, nil, nil, withCause(ctx, fmt.Errorf("lease: %w", err))
 		}
 	}
-	res, err = j.runPhases(ctx, log)
-	return res, release, err
+	res, err = j.runPhases(ctx, log, last)
+	return res, release, last, err
 }
 
 // runPhases runs the design card's six phases and the operator step.
-func (j *Job) runPhases(ctx context.Context, log *slog.Logger) (res Result, err error) {
+func (j *Job) runPhases(ctx context.Context, log *slog.Logger, last *kube.RunRecord) (res Result, err error) {
 	// The design card's six phases, each handing its value on to the next.
 	ph := &phases{log: log, secrets: j.Secrets}
 	det, err := runPhase(ctx, ph, "detect", j.detect)
@@ -222,7 +263,10 @@ func (j *Job) runPhases(ctx context.Context, log *slog.Logger) (res Result, err 
 	if err != nil {
 		return ph.failed(res), err
 	}
-	ev, err := runPhase(ctx, ph, "prove", func(ctx context.Context) (*providers.Evidence, []any, error) { return j.prove(ctx, det.Cloud) })
+	ev, err := runPhase(ctx, ph, "prove", func(ctx context.Context) (*providers.Evidence, []any, error) {
+		ev, attrs, err := j.prove(ctx, det.Cloud)
+		return ev, attrs, j.settle(err, last, j.Lock != nil)
+	})
 	if err != nil {
 		return ph.failed(res), err
 	}
@@ -405,7 +449,10 @@ func (p *phases) failed(res Result) Result {
 
 // recordEvent records the run's outcome on its Job. An Event that cannot
 // be created is a warning, never a failed run.
-func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, runErr error) {
+func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, runErr error, plan retryPlan) {
+	if res.Outcome == OutcomeNotDue {
+		return
+	}
 	if j.Events == nil {
 		log.Debug("no Event recorded: no Job known (JOB_NAME or JOB_UID unset)")
 		return
@@ -418,8 +465,13 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		e.Reason, e.Note = kube.ReasonSkipped, "skipped, nothing done: "+res.Skipped
 	case hasOperatorEvent(res):
 		e, _ = res.Operator.Event()
+	case runErr != nil && plan.cause == kube.CauseSettling:
+		e = kube.JobEvent{Reason: kube.ReasonWaiting, Action: "Register", Note: fmt.Sprintf("%s: phase %s failed (exit code %d): %v", plan.note(), res.Failed, ExitCode(runErr), runErr)}
 	case runErr != nil:
 		e = failedEvent(res.Failed, runErr)
+		if n := plan.note(); n != "" {
+			e.Note = n + ": " + e.Note
+		}
 		e.Server, e.Address = res.Server, addrString(res.Address)
 	default:
 		e.Reason, e.Note = kube.ReasonUnchanged, j.secretRef()+" already current for"
@@ -453,16 +505,21 @@ func failedEvent(phase string, err error) kube.JobEvent {
 // write for both), else through Runs; a skipped run did nothing and
 // records nothing. A record or release that fails is a warning, never a
 // failed run.
-func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runErr error, release kube.Release) {
+func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runErr error, release kube.Release, plan retryPlan) {
 	var rec *kube.RunRecord
-	if j.Runs != nil && res.Outcome != OutcomeSkipped {
+	if j.Runs != nil && res.Outcome != OutcomeSkipped && res.Outcome != OutcomeNotDue {
 		rec = &kube.RunRecord{
-			Time: time.Now().UTC(), Job: j.JobName, Outcome: res.Outcome, ExitCode: ExitCode(runErr),
+			Time: j.now(), Job: j.JobName, Outcome: res.Outcome, ExitCode: ExitCode(runErr),
 			Server: res.Server, Operator: res.Operator.Report.State,
 		}
 		if runErr != nil {
 			rec.Outcome, rec.Phase, rec.Permanent = OutcomeFailed, res.Failed, failure.IsPermanent(runErr)
 			rec.Error = cutString(j.Secrets.String(runErr.Error()), kube.MaxRunError)
+			rec.Cause = plan.cause
+			if !plan.next.IsZero() {
+				next := plan.next
+				rec.NextAttempt = &next
+			}
 		}
 	}
 	// The run's context may be cancelled already: a context of its own, so
@@ -545,11 +602,7 @@ func (j *Job) startupSleep(ctx context.Context, log *slog.Logger) error {
 		log.Info("starting without a startup sleep", slog.Bool("scheduled", j.Scheduled), slog.String("sleepMax", j.SleepMax.String()))
 		return nil
 	}
-	randDur := j.RandDuration
-	if randDur == nil {
-		randDur = func(n time.Duration) time.Duration { return time.Duration(rand.Int64N(int64(n))) }
-	}
-	d := randDur(j.SleepMax)
+	d := j.randDuration()(j.SleepMax)
 	log.Info("scheduled run: sleeping before the first request so that clusters spread their load", slog.String("sleep", d.String()), slog.String("sleepMax", j.SleepMax.String()))
 	sleep := j.Sleep
 	if sleep == nil {
@@ -574,6 +627,14 @@ const (
 	// waits for rancher/scc-operator's answer (OPERATOR_WAIT's default).
 	DefaultOperatorWait = 2 * time.Minute
 )
+
+// randDuration is RandDuration, or math/rand/v2's.
+func (j *Job) randDuration() func(n time.Duration) time.Duration {
+	if j.RandDuration != nil {
+		return j.RandDuration
+	}
+	return func(n time.Duration) time.Duration { return time.Duration(rand.Int64N(int64(n))) }
+}
 
 func (j *Job) deadline() time.Duration {
 	if j.Deadline <= 0 {

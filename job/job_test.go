@@ -57,6 +57,8 @@ type recorder struct {
 	// docSecrets are the parts of it the prover reports secret.
 	doc        string
 	docSecrets []string
+	// last is the record the Lease holds when a run takes it (nil: none).
+	last *kube.RunRecord
 }
 
 func (r *recorder) step(ctx context.Context, name string) error {
@@ -125,12 +127,12 @@ func (r *recorder) Write(ctx context.Context, reg operator.Values) (bool, error)
 	return r.changed, nil
 }
 
-func (r *recorder) Acquire(ctx context.Context) (kube.Release, error) {
+func (r *recorder) Acquire(ctx context.Context) (kube.Release, *kube.RunRecord, error) {
 	if err := r.step(ctx, "lease"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.leaseErr != nil {
-		return nil, r.leaseErr
+		return nil, nil, r.leaseErr
 	}
 	return func(ctx context.Context, rec *kube.RunRecord) (kube.RunRecord, error) {
 		if ctx.Err() != nil {
@@ -144,7 +146,7 @@ func (r *recorder) Acquire(ctx context.Context) (kube.Release, error) {
 			return *rec, nil
 		}
 		return kube.RunRecord{}, nil
-	}, nil
+	}, r.last, nil
 }
 
 func newJob(r *recorder, logs *bytes.Buffer) *Job {

@@ -36,6 +36,35 @@ func (e permanentError) Error() string        { return e.err.Error() }
 func (e permanentError) Unwrap() error        { return e.err }
 func (e permanentError) Is(target error) bool { return target == ErrPermanent }
 
+// ErrSettling marks an error a cloud gives while it is still propagating a
+// new identity or role assignment: Azure's ARM answering 401 or 403 for a
+// role assigned minutes ago (it documents up to 30 minutes), Entra refusing
+// a federated credential created minutes ago, IMDS not knowing a managed
+// identity still being attached to the node. The same error an hour later
+// is a misconfiguration. Only the run knows which (it remembers whether the
+// cluster ever registered, and since when it fails), so a settling error is
+// not permanent until the run says so: job.Run marks it permanent once the
+// cluster's first-contact window has closed.
+var ErrSettling = errors.New("the cloud may still be propagating an identity or role assignment")
+
+// Settling marks err as settling (see ErrSettling), leaving its message and
+// its class unchanged. Settling(nil) is nil.
+func Settling(err error) error {
+	if err == nil || errors.Is(err, ErrSettling) {
+		return err
+	}
+	return settlingError{err}
+}
+
+// IsSettling reports whether err, or anything it wraps, is settling.
+func IsSettling(err error) bool { return errors.Is(err, ErrSettling) }
+
+type settlingError struct{ err error }
+
+func (e settlingError) Error() string        { return e.err.Error() }
+func (e settlingError) Unwrap() error        { return e.err }
+func (e settlingError) Is(target error) bool { return target == ErrSettling }
+
 // List reports several errors on one line, which is what a log line or a
 // Job's last words need (errors.Join writes one per line), while errors.Is
 // and errors.As still reach each of them. Like any multi-error it is

@@ -21,6 +21,20 @@ func TestPermanentKeepsMessageAndCause(t *testing.T) {
 	assert.False(t, IsPermanent(errors.New("dial tcp: connection refused")))
 }
 
+// A settling error keeps its message and its cause, and is not permanent
+// by itself: the run decides (job's first-contact window).
+func TestSettlingKeepsMessageAndIsNotPermanent(t *testing.T) {
+	cause := errors.New("ARM answered 403 AuthorizationFailed")
+	err := fmt.Errorf("phase 2 prove: %w", Settling(cause))
+
+	assert.True(t, IsSettling(err))
+	assert.False(t, IsPermanent(err))
+	assert.ErrorIs(t, err, cause)
+	assert.Equal(t, "phase 2 prove: ARM answered 403 AuthorizationFailed", err.Error())
+	assert.True(t, IsPermanent(Permanent(err)) && IsSettling(Permanent(err)), "marked permanent later, it is both")
+	assert.NoError(t, Settling(nil))
+}
+
 // A List is one line in a log, yet each of its errors can still be told
 // apart, and one permanent error makes the whole list permanent.
 func TestList(t *testing.T) {

@@ -35,6 +35,11 @@ const (
 	// ReasonSkipped: another run held the Lease, so this one did nothing
 	// (Normal); the note names the holder and until when.
 	ReasonSkipped = "Skipped"
+	// ReasonWaiting: the run failed while Azure may still be propagating
+	// the identity or its role assignment, in the cluster's first contact
+	// (Normal: no verdict yet); the note says the attempt, when the next
+	// comes and when a person is needed.
+	ReasonWaiting = "WaitingForAzure"
 
 	// AnnotationAddress and AnnotationServer on a run's Event hold the
 	// update server's address the run reached and its name, so that status

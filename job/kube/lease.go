@@ -91,7 +91,9 @@ type Release func(ctx context.Context, rec *RunRecord) (RunRecord, error)
 
 // Acquire takes the Lease, or returns a *LeaseHeldError (errors.Is
 // ErrLeaseHeld) when another run holds it and it has not expired; release
-// gives it up.
+// gives it up. last is the record of the run before (nil when there is
+// none), read with the Lease: a run judges its failure by it (is the
+// cluster still in its first contact, since when has it been failing).
 //
 // An absent Lease is created by server-side apply (the Role limits leases by
 // resourceNames, which a POST can never satisfy), without Force and under a
@@ -99,10 +101,10 @@ type Release func(ctx context.Context, rec *RunRecord) (RunRecord, error)
 // instead of both winning. An existing Lease is taken over by an Update
 // carrying the resourceVersion just read, so of two runs taking over an
 // expired Lease only one succeeds; the other gets ErrLeaseHeld.
-func (l *Lease) Acquire(ctx context.Context) (release Release, err error) {
+func (l *Lease) Acquire(ctx context.Context) (release Release, last *RunRecord, err error) {
 	ns := l.Namespace
 	if ns == "" || l.Name == "" || l.Holder == "" || l.Duration <= 0 {
-		return nil, failure.Permanent(fmt.Errorf("kube: lease: namespace, name, holder and a positive duration are required (namespace %q, name %q, holder %q, duration %s)", ns, l.Name, l.Holder, l.Duration))
+		return nil, nil, failure.Permanent(fmt.Errorf("kube: lease: namespace, name, holder and a positive duration are required (namespace %q, name %q, holder %q, duration %s)", ns, l.Name, l.Holder, l.Duration))
 	}
 	need := Access{Verbs: []string{"get", "create", "update", "patch"}, Resource: "leases/" + l.Name, Namespace: ns}
 	wrap := func(err error) error { return fmt.Errorf("kube: lease %s/%s: %w", ns, l.Name, err) }
@@ -128,23 +130,26 @@ func (l *Lease) Acquire(ctx context.Context) (release Release, err error) {
 			},
 		})
 		if err != nil {
-			return nil, wrap(failure.Permanent(err))
+			return nil, nil, wrap(failure.Permanent(err))
 		}
 		force := false
 		_, err = leases.Patch(ctx, l.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: l.fieldManager(), Force: &force})
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			return nil, l.heldBy(ctx, ns)
+			return nil, nil, l.heldBy(ctx, ns)
 		}
 		if err != nil {
-			return nil, wrap(APIError(err, need))
+			return nil, nil, wrap(APIError(err, need))
 		}
 	case err != nil:
-		return nil, wrap(APIError(err, need))
+		return nil, nil, wrap(APIError(err, need))
 	default:
+		if rec, ok, _ := ParseRunRecord(cur.Annotations); ok {
+			last = &rec
+		}
 		holder, until := holderOf(cur)
 		sameJob := l.JobUID != "" && cur.Annotations[AnnotationLeaseJobUID] == l.JobUID
 		if holder != "" && holder != l.Holder && now.Before(until) && !sameJob {
-			return nil, &LeaseHeldError{Namespace: ns, Name: l.Name, Holder: holder, Until: until}
+			return nil, nil, &LeaseHeldError{Namespace: ns, Name: l.Name, Holder: holder, Until: until}
 		}
 		next := cur.DeepCopy()
 		for k, v := range l.jobAnnotations() {
@@ -171,10 +176,10 @@ func (l *Lease) Acquire(ctx context.Context) (release Release, err error) {
 		}
 		_, err := leases.Update(ctx, next, metav1.UpdateOptions{FieldManager: l.fieldManager()})
 		if apierrors.IsConflict(err) {
-			return nil, l.heldBy(ctx, ns)
+			return nil, nil, l.heldBy(ctx, ns)
 		}
 		if err != nil {
-			return nil, wrap(APIError(err, need))
+			return nil, nil, wrap(APIError(err, need))
 		}
 		switch {
 		case holder != "" && holder != l.Holder && now.Before(until):
@@ -185,7 +190,7 @@ func (l *Lease) Acquire(ctx context.Context) (release Release, err error) {
 		}
 	}
 	logger(l.Log).Debug("lease acquired", slog.String("lease", ns+"/"+l.Name), slog.String("holder", l.Holder))
-	return func(ctx context.Context, rec *RunRecord) (RunRecord, error) { return l.release(ctx, ns, rec) }, nil
+	return func(ctx context.Context, rec *RunRecord) (RunRecord, error) { return l.release(ctx, ns, rec) }, last, nil
 }
 
 // release clears holderIdentity if we still hold the Lease and, with rec,

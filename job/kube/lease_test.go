@@ -146,7 +146,7 @@ func TestLeaseAcquire(t *testing.T) {
 				l.JobName, l.JobUID = "job-1", tc.jobUID
 			}
 
-			release, err := l.Acquire(context.Background())
+			release, _, err := l.Acquire(context.Background())
 
 			assert.Equal(t, tc.actions, kubetest.Verbs(c, "leases"))
 			if tc.held != "" {
@@ -187,7 +187,7 @@ func TestLeaseAcquire(t *testing.T) {
 func TestLeaseCreateRaceLosesToFirstCreator(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	_, err := newLease(c, "pod-a", t0).Acquire(ctx)
+	_, _, err := newLease(c, "pod-a", t0).Acquire(ctx)
 	require.NoError(t, err)
 
 	// pod-b read before pod-a created it.
@@ -196,7 +196,7 @@ func TestLeaseCreateRaceLosesToFirstCreator(t *testing.T) {
 		once.Do(func() { handled, err = true, apierrors.NewNotFound(leasesGR, leaseName) })
 		return handled, nil, err
 	})
-	_, err = newLease(c, "pod-b", t0.Add(time.Second)).Acquire(ctx)
+	_, _, err = newLease(c, "pod-b", t0.Add(time.Second)).Acquire(ctx)
 
 	require.ErrorIs(t, err, kube.ErrLeaseHeld)
 	var held *kube.LeaseHeldError
@@ -212,7 +212,7 @@ func TestLeaseTakeoverConflict(t *testing.T) {
 		return true, nil, apierrors.NewConflict(leasesGR, leaseName, errors.New("the object has been modified"))
 	})
 
-	release, err := newLease(c, "pod-b", t0).Acquire(context.Background())
+	release, _, err := newLease(c, "pod-b", t0).Acquire(context.Background())
 
 	require.ErrorIs(t, err, kube.ErrLeaseHeld)
 	assert.Nil(t, release)
@@ -224,7 +224,7 @@ func TestLeaseForbidden(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(leasesGR, leaseName, errors.New(`cannot create resource "leases"`))
 	})
 
-	_, err := newLease(c, "pod-b", t0).Acquire(context.Background())
+	_, _, err := newLease(c, "pod-b", t0).Acquire(context.Background())
 
 	require.ErrorIs(t, err, kube.ErrForbidden)
 	assert.True(t, failure.IsPermanent(err))
@@ -236,7 +236,7 @@ func TestLeaseForbidden(t *testing.T) {
 
 func TestLeaseRequiresHolder(t *testing.T) {
 	l := newLease(fake.NewClientset(), "", t0)
-	_, err := l.Acquire(context.Background())
+	_, _, err := l.Acquire(context.Background())
 	require.Error(t, err)
 	assert.True(t, failure.IsPermanent(err))
 }
@@ -259,7 +259,7 @@ func TestLeaseRelease(t *testing.T) {
 			c := fake.NewClientset()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			release, err := newLease(c, "pod-b", t0).Acquire(ctx)
+			release, _, err := newLease(c, "pod-b", t0).Acquire(ctx)
 			require.NoError(t, err)
 			if tc.takenBy != "" {
 				le := getLease(t, c)
@@ -279,7 +279,7 @@ func TestLeaseRelease(t *testing.T) {
 			// The next run gets the Lease at once, without waiting for
 			// expiry.
 			if tc.holder == "" {
-				_, err := newLease(c, "pod-d", t0.Add(time.Minute)).Acquire(context.Background())
+				_, _, err := newLease(c, "pod-d", t0.Add(time.Minute)).Acquire(context.Background())
 				assert.NoError(t, err)
 			}
 		})
@@ -288,7 +288,7 @@ func TestLeaseRelease(t *testing.T) {
 
 func TestLeaseReleaseRetriesConflict(t *testing.T) {
 	c := fake.NewClientset()
-	release, err := newLease(c, "pod-b", t0).Acquire(context.Background())
+	release, _, err := newLease(c, "pod-b", t0).Acquire(context.Background())
 	require.NoError(t, err)
 	var once sync.Once
 	c.PrependReactor("update", "leases", func(k8stesting.Action) (handled bool, ret runtime.Object, err error) {
@@ -325,18 +325,18 @@ func TestLeaseRecordsTheJob(t *testing.T) {
 	c := fake.NewClientset()
 	first := newLease(c, "job-1-aaaaa", t0)
 	first.JobName, first.JobUID = "job-1", "uid-1"
-	_, err := first.Acquire(ctx) // and dies without releasing
+	_, _, err := first.Acquire(ctx) // and dies without releasing
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{kube.AnnotationLeaseJobUID: "uid-1", kube.AnnotationLeaseJobName: "job-1"}, getLease(t, c).Annotations)
 
 	other := newLease(c, "job-2-ccccc", t0.Add(time.Minute))
 	other.JobName, other.JobUID = "job-2", "uid-2"
-	_, err = other.Acquire(ctx)
+	_, _, err = other.Acquire(ctx)
 	require.ErrorIs(t, err, kube.ErrLeaseHeld, "another Job's run still waits")
 
 	retry := newLease(c, "job-1-bbbbb", t0.Add(time.Minute))
 	retry.JobName, retry.JobUID = "job-1", "uid-1"
-	release, err := retry.Acquire(ctx)
+	release, _, err := retry.Acquire(ctx)
 	require.NoError(t, err, "the same Job's retry pod is not skipped by its dead predecessor")
 	assert.Equal(t, "job-1-bbbbb", holderIdentity(getLease(t, c)))
 	_, err = release(ctx, nil)

@@ -42,14 +42,36 @@ type RunRecord struct {
 	// FailingSince is the first of them.
 	ConsecutiveFailures int        `json:"consecutiveFailures"`
 	FailingSince        *time.Time `json:"failingSince,omitempty"`
+	// Cause is the class of a failed run's error: CauseTransient,
+	// CauseSettling or CausePermanent.
+	Cause string `json:"cause,omitempty"`
+	// NextAttempt is when the retry CronJob runs the next attempt of a run
+	// that failed and may succeed another time (job/backoff); nil when the
+	// run succeeded or failed for good (the schedule's next run comes).
+	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
 }
+
+// Causes of a failed run, as its record keeps them.
+const (
+	// CauseTransient: a peer was down, slow or throttling.
+	CauseTransient = "transient"
+	// CauseSettling: Azure may still be propagating the identity or its
+	// role assignment, and the cluster's first-contact window is open.
+	CauseSettling = "settling"
+	// CausePermanent: another attempt with the same settings cannot
+	// succeed; it needs a person.
+	CausePermanent = "permanent"
+)
+
+// Failing reports whether the record is of a failed run.
+func (r RunRecord) Failing() bool { return r.Outcome == "failed" }
 
 // Next is the record of a run that ended as cur, following r (the record
 // before it, zero when there was none): the success and failure counts
 // carry over.
 func (r RunRecord) Next(cur RunRecord) RunRecord {
 	cur.LastSuccess, cur.ConsecutiveFailures, cur.FailingSince = r.LastSuccess, r.ConsecutiveFailures, r.FailingSince
-	if cur.Outcome == "failed" {
+	if cur.Failing() {
 		cur.ConsecutiveFailures++
 		if cur.FailingSince == nil {
 			t := cur.Time
@@ -73,6 +95,18 @@ func ParseRunRecord(annotations map[string]string) (rec RunRecord, ok bool, err 
 		return rec, false, fmt.Errorf("annotation %s: %w", AnnotationLastRun, err)
 	}
 	return rec, true, nil
+}
+
+// LastRun reads the record of the last run from the Lease; ok is false when
+// there is none (or it does not parse: the next record starts afresh). The
+// retry CronJob's runs read it to decide whether an attempt is due.
+func (l *Lease) LastRun(ctx context.Context) (rec RunRecord, ok bool, err error) {
+	raw, ok, err := l.Annotation(ctx, AnnotationLastRun)
+	if err != nil || !ok {
+		return rec, false, err
+	}
+	rec, ok, _ = ParseRunRecord(map[string]string{AnnotationLastRun: raw})
+	return rec, ok, nil
 }
 
 // SaveRun records cur on the Lease, carrying over the counts of the

@@ -95,7 +95,7 @@ func TestReleaseRecordsTheRun(t *testing.T) {
 		t.Run(map[bool]string{false: "held: released and recorded", true: "taken over: recorded, the holder kept"}[takenOver], func(t *testing.T) {
 			c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: operator.Namespace,
 				Annotations: map[string]string{kube.AnnotationLastRun: string(raw)}}})
-			release, err := newLease(c, "pod-b", t0).Acquire(ctx)
+			release, _, err := newLease(c, "pod-b", t0).Acquire(ctx)
 			require.NoError(t, err)
 			if takenOver {
 				le := getLease(t, c)
@@ -119,4 +119,37 @@ func TestReleaseRecordsTheRun(t *testing.T) {
 			assert.Equal(t, want, holderIdentity(getLease(t, c)))
 		})
 	}
+}
+
+// TestAcquireHandsOverTheLastRecord: the run that takes the Lease gets the
+// record of the run before with the same read, so that it can judge its own
+// failure (first contact or not, failing since when) without another
+// request; LastRun reads it for the retry CronJob's runs.
+func TestAcquireHandsOverTheLastRecord(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: operator.Namespace}})
+	l := newLease(c, "pod-1", t0)
+	_, last, err := l.Acquire(ctx)
+	require.NoError(t, err)
+	assert.Nil(t, last, "no run recorded yet")
+	_, ok, err := l.LastRun(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	next := t0.Add(10 * time.Minute)
+	_, err = l.SaveRun(ctx, kube.RunRecord{Time: t0, Outcome: "failed", ExitCode: 1, Cause: kube.CauseSettling, NextAttempt: &next})
+	require.NoError(t, err)
+	c.ClearActions()
+	_, last, err = newLease(c, "pod-2", t0.Add(time.Hour)).Acquire(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, last)
+	assert.Equal(t, kube.CauseSettling, last.Cause)
+	assert.Equal(t, 1, last.ConsecutiveFailures)
+	assert.Equal(t, next, *last.NextAttempt)
+	assert.Equal(t, []string{"get", "update"}, kubetest.Verbs(c, "leases"), "no read more than before")
+	rec, ok, err := l.LastRun(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, *last, rec)
 }

@@ -180,7 +180,8 @@ func (c *armClient) getManagedCluster(ctx context.Context) (*managedCluster, err
 }
 
 // get reads one resource and returns the body of a 200. Errors are
-// classified: a token Entra refused and ARM's 401/403/404 are permanent
+// classified: a token Entra refused and ARM's 401/403 are settling (a new
+// identity or role assignment propagates for minutes), 404 permanent, each
 // with a hint at the likely cause; throttling, 5xx and network trouble
 // (after azcore's retries) are transient.
 func (c *armClient) get(ctx context.Context, u string, res armResource) ([]byte, error) {
@@ -209,10 +210,10 @@ func (c *armClient) get(ctx context.Context, u string, res armResource) ([]byte,
 		rerr := runtime.NewResponseError(resp)
 		switch resp.StatusCode {
 		case http.StatusUnauthorized:
-			return nil, failure.Permanent(fmt.Errorf("%w: ARM refused the identity's token (check that the identity belongs "+
+			return nil, failure.Settling(fmt.Errorf("%w: ARM refused the identity's token (check that the identity belongs "+
 				"to the tenant of the extension's subscription): %w", ErrARM, rerr))
 		case http.StatusForbidden:
-			return nil, failure.Permanent(fmt.Errorf("%w: %s: %w", ErrARM, res.forbidden, rerr))
+			return nil, failure.Settling(fmt.Errorf("%w: %s: %w", ErrARM, res.forbidden, rerr))
 		case http.StatusNotFound:
 			return nil, failure.Permanent(fmt.Errorf("%w: %s: %w", ErrARM, res.notFound, rerr))
 		default:

@@ -195,12 +195,14 @@ func (c *classifiedCredential) GetToken(ctx context.Context, opts policy.TokenRe
 	return tok, nil
 }
 
-// workloadIdentityError: Entra refusing the federated token is permanent
-// (it will refuse it again); Entra unreachable is transient.
+// workloadIdentityError: Entra refusing the federated token is settling (a
+// federated credential created minutes ago is refused until it has
+// propagated; after the run's first-contact window, permanent); Entra
+// unreachable is transient.
 func workloadIdentityError(err error) error {
 	var afe *azidentity.AuthenticationFailedError
 	if errors.As(err, &afe) && afe.RawResponse != nil && permanentStatus(afe.RawResponse.StatusCode) {
-		return failure.Permanent(fmt.Errorf("%w: Entra ID refused the service account token: check the federated identity "+
+		return failure.Settling(fmt.Errorf("%w: Entra ID refused the service account token: check the federated identity "+
 			"credential of AZURE_CLIENT_ID (issuer = the cluster's OIDC issuer, subject = system:serviceaccount:<namespace>:<name>, "+
 			"audience api://AzureADTokenExchange): %w", ErrToken, err))
 	}
@@ -208,12 +210,13 @@ func workloadIdentityError(err error) error {
 }
 
 // managedIdentityError: IMDS refusing the identity (400 Identity not found)
-// is permanent and names AZURE_CLIENT_ID; IMDS unreachable or throttling
-// after azcore's retries is transient.
+// is settling (Azure attaches the extension's identity to the node pool
+// while it installs the extension) and names AZURE_CLIENT_ID; IMDS
+// unreachable or throttling after azcore's retries is transient.
 func (c *classifiedCredential) managedIdentityError(err error) error {
 	var afe *azidentity.AuthenticationFailedError
 	if errors.As(err, &afe) && afe.RawResponse != nil && permanentStatus(afe.RawResponse.StatusCode) {
-		return failure.Permanent(fmt.Errorf("%w: IMDS has no managed identity AZURE_CLIENT_ID=%s on this node (HTTP %d): "+
+		return failure.Settling(fmt.Errorf("%w: IMDS has no managed identity AZURE_CLIENT_ID=%s on this node (HTTP %d): "+
 			"%s; Azure assigns that identity to the cluster's nodes when it installs the extension: %w",
 			ErrToken, c.clientID, afe.RawResponse.StatusCode, miHint, err))
 	}

@@ -26,6 +26,7 @@ func TestCredentialModes(t *testing.T) {
 		setup     func(t *testing.T, e *env)
 		wantErr   error
 		permanent bool
+		settling  bool
 		check     func(t *testing.T, e *env, log string, err error)
 	}{
 		"managed identity: token from IMDS, never from Entra": {
@@ -46,21 +47,21 @@ func TestCredentialModes(t *testing.T) {
 				assert.Equal(t, int32(2), e.fake.IdentityTokenRequests.Load(), "the throttled request is retried once")
 			},
 		},
-		"managed identity: identity not found is permanent and names AZURE_CLIENT_ID": {
-			managed:   true,
-			setup:     func(t *testing.T, e *env) { e.fake.IdentityNotFound.Store(true) },
-			wantErr:   azure.ErrToken,
-			permanent: true,
+		"managed identity: identity not found is settling and names AZURE_CLIENT_ID": {
+			managed:  true,
+			setup:    func(t *testing.T, e *env) { e.fake.IdentityNotFound.Store(true) },
+			wantErr:  azure.ErrToken,
+			settling: true,
 			check: func(t *testing.T, e *env, _ string, err error) {
 				assert.Equal(t, int32(1), e.fake.IdentityTokenRequests.Load(), "a 400 is not retried")
 				assert.Zero(t, e.fake.ARMRequests.Load())
 			},
 		},
-		"managed identity: a client ID the node does not have is permanent": {
-			managed:   true,
-			setup:     func(t *testing.T, e *env) { e.cfg.ClientID = randomClientID(t) },
-			wantErr:   azure.ErrToken,
-			permanent: true,
+		"managed identity: a client ID the node does not have is settling": {
+			managed:  true,
+			setup:    func(t *testing.T, e *env) { e.cfg.ClientID = randomClientID(t) },
+			wantErr:  azure.ErrToken,
+			settling: true,
 		},
 		"managed identity: token endpoint failing beyond VERIFY_RETRY_MAX is transient": {
 			managed: true,
@@ -104,6 +105,7 @@ func TestCredentialModes(t *testing.T) {
 			}
 			_, err := e.prove(t, tc.wantErr, tc.permanent)
 			if err != nil {
+				assert.Equal(t, tc.settling, failure.IsSettling(err), "settling: %v", err)
 				msgs.Add(name, err, e.cfg.ClientID, "<client ID>")
 			}
 			if tc.check != nil {

@@ -13,13 +13,17 @@ var (
 	ErrExtensionID = errors.New("not a cluster extension's resource ID")
 	// ErrToken: Entra ID did not issue a token for the workload identity
 	// (or IMDS for the managed identity, in managed-identity mode).
-	// Permanent when the request was rejected (federated credential, client
-	// or tenant wrong; IMDS: identity not found), transient when the token
-	// service could not be reached or kept throttling.
+	// Settling (failure.Settling) when the request was rejected (federated
+	// credential, client or tenant wrong, or not yet propagated; IMDS:
+	// identity not found, or not yet attached): the run retries it within
+	// its first-contact window and marks it permanent after. Transient when
+	// the token service could not be reached or kept throttling.
 	ErrToken = errors.New("no token for the identity")
 	// ErrARM: reading the extension or its managed cluster from ARM failed.
-	// Permanent for 401, 403 and 404 (identity, role assignment, resource
-	// ID) and for a body that is not the resource; transient otherwise.
+	// Settling (failure.Settling) for 401 and 403 (an identity or role
+	// assignment Azure may still be propagating; permanent once the run's
+	// first-contact window has closed); permanent for 404 (the resource ID)
+	// and for a body that is not the resource; transient otherwise.
 	ErrARM = errors.New("cannot read from ARM")
 	// ErrPlanMismatch: the extension has no Marketplace plan or another one
 	// than configured (permanent: the deployment is not what it claims).

@@ -56,7 +56,10 @@ func TestProve(t *testing.T) {
 		// wantErr nil means success.
 		wantErr   error
 		permanent bool
-		check     func(t *testing.T, e *env, ev *providers.Evidence, err error)
+		// settling: not permanent by itself; the run retries it within its
+		// first-contact window (failure.Settling).
+		settling bool
+		check    func(t *testing.T, e *env, ev *providers.Evidence, err error)
 	}{
 		"success": {
 			check: func(t *testing.T, e *env, ev *providers.Evidence, _ error) {
@@ -113,9 +116,9 @@ func TestProve(t *testing.T) {
 				assert.Equal(t, int32(3), e.fake.ARMRequests.Load(), "RetryMax attempts, no more")
 			},
 		},
-		"403 fails at once and names the role assignment": {
+		"403 fails at once, settling (a role assignment may still propagate), and names the role assignment": {
 			setup:   func(t *testing.T, e *env) { e.fake.ARMStatus.Store(http.StatusForbidden) },
-			wantErr: azure.ErrARM, permanent: true,
+			wantErr: azure.ErrARM, settling: true,
 			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
 				assert.Equal(t, int32(1), e.fake.ARMRequests.Load(), "no retry")
 			},
@@ -151,9 +154,9 @@ func TestProve(t *testing.T) {
 				assert.Contains(t, e.logged(), "nodeResourceGroup=mc_RG-FAKE_aks-fake_westeurope", "IMDS did say another case")
 			},
 		},
-		"identity may read the extension but not its cluster: permanent, names the role": {
+		"identity may read the extension but not its cluster: settling, names the role": {
 			setup:   func(t *testing.T, e *env) { e.fake.ManagedClusterStatus.Store(http.StatusForbidden) },
-			wantErr: azure.ErrARM, permanent: true,
+			wantErr: azure.ErrARM, settling: true,
 			check: func(t *testing.T, e *env, _ *providers.Evidence, _ error) {
 				assert.Equal(t, int32(1), e.fake.ManagedClusterRequests.Load(), "no retry")
 				assert.Zero(t, e.fake.AttestedRequests.Load())
@@ -163,11 +166,11 @@ func TestProve(t *testing.T) {
 			setup:   func(t *testing.T, e *env) { e.fake.ManagedClusterStatus.Store(http.StatusNotFound) },
 			wantErr: azure.ErrARM, permanent: true,
 		},
-		"federated token refused by Entra": {
+		"federated token refused by Entra: settling": {
 			setup: func(t *testing.T, e *env) {
 				require.NoError(t, os.WriteFile(e.cfg.TokenFile, []byte("someone-elses-token"), 0o600))
 			},
-			wantErr: azure.ErrToken, permanent: true,
+			wantErr: azure.ErrToken, settling: true,
 			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
 				assert.Zero(t, e.fake.ARMRequests.Load())
 			},
@@ -381,6 +384,7 @@ func TestProve(t *testing.T) {
 			ev, err := e.prove(t, tc.wantErr, tc.permanent)
 			if err != nil {
 				msgs.Add(name, err)
+				assert.Equal(t, tc.settling, failure.IsSettling(err), "settling: %v", err)
 			}
 			if tc.check != nil {
 				tc.check(t, e, ev, err)

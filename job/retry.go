@@ -1,0 +1,162 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/job/backoff"
+	"github.com/rancher/registration-engine/job/kube"
+)
+
+// A run that fails is tried again (docs/RELIABILITY.md, "Retries"): the
+// failed run records on the Lease when its next attempt is due
+// (job/backoff), and the chart's retry CronJob, which looks every
+// RETRY_INTERVAL, runs the engine with ONLY_WHEN_DUE: that run reads the
+// record and exits at once unless an attempt is due. So an install that
+// meets an outage keeps trying until it is registered, without a pod that
+// idles and without waiting 6 or 18 hours for the schedule.
+//
+// Right after an install, Azure may still be propagating the extension's
+// identity or a role assignment (failure.Settling): until the cluster's
+// first success, and for FirstContact after its first failure, such a
+// failure is retried like a transient one; after that it needs a person
+// and is permanent, with the same message.
+
+// DefaultFirstContact is PROPAGATION_WINDOW's default: Azure documents up
+// to 30 minutes for a role assignment to take effect; twice that covers a
+// slow tenant without letting a real misconfiguration retry for long.
+const DefaultFirstContact = time.Hour
+
+// RunReader reads the record of the last run (the Lease's), for a run of
+// the retry CronJob to decide whether an attempt is due.
+type RunReader interface {
+	LastRun(ctx context.Context) (kube.RunRecord, bool, error)
+}
+
+// OutcomeNotDue is the outcome of a run of the retry CronJob that found no
+// attempt due: it read the record and did nothing else (no Event, no
+// record, exit 0).
+const OutcomeNotDue = "not-due"
+
+// due reports whether the attempt the last run recorded is due now, and
+// why or why not, in words for the log.
+func (j *Job) due(ctx context.Context) (bool, string, error) {
+	if j.LastRun == nil {
+		return false, "", failure.Permanent(fmt.Errorf("ONLY_WHEN_DUE needs the engine's Lease to read the last run from: it only works in a cluster"))
+	}
+	rec, ok, err := j.LastRun.LastRun(ctx)
+	now := j.now()
+	switch {
+	case err != nil:
+		return false, "", fmt.Errorf("retry check: %w", err)
+	case !ok:
+		return false, "no run recorded yet: the release's own run and the schedule start the first", nil
+	case !rec.Failing():
+		return false, fmt.Sprintf("the last run (%s) succeeded at %s: the schedule runs the next", rec.Outcome, utc(rec.Time)), nil
+	case rec.NextAttempt == nil:
+		return false, fmt.Sprintf("the last run failed at %s and another attempt cannot succeed (cause %s): it needs a person, and the schedule runs the next", utc(rec.Time), rec.Cause), nil
+	case !backoff.Due(*rec.NextAttempt, now):
+		return false, fmt.Sprintf("attempt %d is due at %s", rec.ConsecutiveFailures+1, utc(*rec.NextAttempt)), nil
+	}
+	return true, fmt.Sprintf("attempt %d was due at %s (cause %s)", rec.ConsecutiveFailures+1, utc(*rec.NextAttempt), rec.Cause), nil
+}
+
+// settle decides a settling failure (failure.Settling): retried like a
+// transient one while the cluster is in its first contact, permanent after.
+// last is the record the Lease held when this run took it (nil: none);
+// remembered is false when the run has no Lease to remember anything by (a
+// dry run, --output), which decides as before: permanent.
+func (j *Job) settle(err error, last *kube.RunRecord, remembered bool) error {
+	if !failure.IsSettling(err) || failure.IsPermanent(err) {
+		return err
+	}
+	now := j.now()
+	switch {
+	case !remembered:
+		return failure.Permanent(err)
+	case last != nil && last.LastSuccess != nil:
+		return failure.Permanent(fmt.Errorf("%w (this cluster registered at %s: no new identity is propagating, it needs a person)", err, utc(*last.LastSuccess)))
+	case last != nil && last.FailingSince != nil && now.Sub(*last.FailingSince) >= j.firstContact():
+		return failure.Permanent(fmt.Errorf("%w (Azure has had %s since the first failure at %s to propagate it, more than PROPAGATION_WINDOW %s: it needs a person)",
+			err, now.Sub(*last.FailingSince).Round(time.Minute), utc(*last.FailingSince), j.firstContact()))
+	}
+	return err
+}
+
+// retryPlan is what a failed run says of the next attempt: its cause
+// class, its number and when it is due (zero when none is: the run
+// succeeded, or failed for good).
+type retryPlan struct {
+	cause   string
+	attempt int
+	next    time.Time
+	// closes is when a settling failure's first-contact window closes.
+	closes time.Time
+}
+
+// plan is the retry plan of a run that ended with err, following last.
+func (j *Job) plan(err error, last *kube.RunRecord) retryPlan {
+	if err == nil {
+		return retryPlan{}
+	}
+	p := retryPlan{cause: kube.CauseTransient, attempt: 1}
+	now := j.now()
+	since := now
+	if last != nil && last.Failing() && last.FailingSince != nil {
+		since, p.attempt = *last.FailingSince, last.ConsecutiveFailures+1
+	}
+	switch {
+	case failure.IsPermanent(err):
+		p.cause = kube.CausePermanent
+		return p
+	case failure.IsSettling(err):
+		p.cause, p.closes = kube.CauseSettling, since.Add(j.firstContact())
+	}
+	p.next = j.Retry.Next(since, now, j.randDuration())
+	return p
+}
+
+// note is the plan in words, for the Event and the log: "" when nothing
+// is scheduled.
+func (p retryPlan) note() string {
+	switch {
+	case p.next.IsZero():
+		return ""
+	case p.cause == kube.CauseSettling:
+		return fmt.Sprintf("waiting for Azure to propagate the identity or its role assignment: attempt %d failed, the next by %s; a person is needed if it still fails after %s", p.attempt, utc(p.next), utc(p.closes))
+	default:
+		return fmt.Sprintf("attempt %d failed, the next by %s", p.attempt, utc(p.next))
+	}
+}
+
+// attrs are the plan's log attributes.
+func (p retryPlan) attrs() []any {
+	if p.cause == "" {
+		return nil
+	}
+	attrs := []any{slog.String("failureClass", p.cause), slog.Int("attempt", p.attempt)}
+	if !p.next.IsZero() {
+		attrs = append(attrs, slog.Time("nextAttempt", p.next))
+	}
+	return attrs
+}
+
+func (j *Job) firstContact() time.Duration {
+	if j.FirstContact <= 0 {
+		return DefaultFirstContact
+	}
+	return j.FirstContact
+}
+
+func (j *Job) now() time.Time {
+	if j.Now == nil {
+		return time.Now().UTC()
+	}
+	return j.Now().UTC()
+}
+
+// utc formats t for people: the minute, in UTC.
+func utc(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
