@@ -143,6 +143,25 @@ tests:
       - eval_time: 20m
         alertname: RegistrationEngineRunFailed
         exp_alerts: []
+  - name: the retry CronJob's looks complete every 10 minutes and clear nothing
+    interval: 1m
+    input_series:
+      - series: 'kube_job_created{namespace="cattle-scc-system", job_name="registration-engine-run-0a1b2c3d4e"}'
+        values: '60x30'
+      - series: 'kube_job_failed{namespace="cattle-scc-system", job_name="registration-engine-run-0a1b2c3d4e", condition="true"}'
+        values: '1x30'
+      - series: 'kube_job_created{namespace="cattle-scc-system", job_name="registration-engine-retry-29412350"}'
+        values: '600x30'
+      - series: 'kube_job_complete{namespace="cattle-scc-system", job_name="registration-engine-retry-29412350", condition="true"}'
+        values: '_x10 1x20'
+    alert_rule_test:
+      - eval_time: 25m
+        alertname: RegistrationEngineRunFailed
+        exp_alerts:
+          - exp_labels: {namespace: cattle-scc-system, severity: warning}
+            exp_annotations:
+              summary: The registration engine's last run in cattle-scc-system failed.
+              description: 'The newest Job of registration-engine in cattle-scc-system failed and no run has registered since. Its Event and the engine''s verdict name the cause and the fix: registration-engine status, or kubectl -n cattle-scc-system describe job on the newest registration-engine- Job. A transient cause clears at the next run.'
   - name: no success for 40 hours
     interval: 1m
     input_series:
@@ -152,6 +171,23 @@ tests:
       - eval_time: 40h
         alertname: RegistrationEngineNoSuccess
         exp_alerts: []
+      - eval_time: 40h20m
+        alertname: RegistrationEngineNoSuccess
+        exp_alerts:
+          - exp_labels: {namespace: cattle-scc-system, severity: warning}
+            exp_annotations:
+              summary: The registration engine in cattle-scc-system has not succeeded for 40 hours.
+              description: 'No run of registration-engine in cattle-scc-system has succeeded for 40 hours: the cluster''s registration is not being kept current. See registration-engine status and the newest Job''s Event.'
+  - name: retries that never succeed still leave no success for 40 hours
+    interval: 1m
+    input_series:
+      - series: 'kube_cronjob_status_last_successful_time{namespace="cattle-scc-system", cronjob="registration-engine"}'
+        values: '0x2500'
+      - series: 'kube_cronjob_status_last_successful_time{namespace="cattle-scc-system", cronjob="registration-engine-retry"}'
+        values: '144000x2500'
+      - series: 'kube_job_status_completion_time{namespace="cattle-scc-system", job_name="registration-engine-retry-29414000"}'
+        values: '144000x2500'
+    alert_rule_test:
       - eval_time: 40h20m
         alertname: RegistrationEngineNoSuccess
         exp_alerts:

@@ -49,7 +49,7 @@ type Source interface {
 const (
 	// AppLabel selects the engine's Jobs and pods (the CronJob's job
 	// template sets it).
-	AppLabel = "app.kubernetes.io/name=registration-engine"
+	AppLabel = "app.kubernetes.io/name=registration-engine,registration-engine.cattle.io/run!=retry"
 	// JobNameLabel ties a pod to its Job.
 	JobNameLabel = "batch.kubernetes.io/job-name"
 	// ManualAnnotation marks a Job made by kubectl create job --from.

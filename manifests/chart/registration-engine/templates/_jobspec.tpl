@@ -2,24 +2,38 @@
 The spec of every Job that runs the engine: the CronJob's jobTemplate, the
 run after an install or an upgrade that changes what a run reads
 (run-job.yaml), and, with args ["cleanup"], the uninstall hook
-(cleanup-job.yaml). One source, so that a run started by the release is the
-run the schedule starts. Called with (dict "root" $ "args" (list …));
+(cleanup-job.yaml), and, with "retry" true, the retry CronJob's
+(retry-cronjob.yaml). One source, so that a run started by the release is
+the run the schedule starts. Called with (dict "root" $ "args" (list …));
 args may be omitted.
 */}}
 {{- define "registration-engine.jobSpec" -}}
 {{- $args := .args -}}
+{{- $retry := .retry -}}
 {{- with .root -}}
 {{- $name := include "registration-engine.name" . -}}
+{{- if $retry -}}
+# A failed retry is tried again when its record says (the retry CronJob's
+# next look), not seconds later.
+backoffLimit: 0
+{{- else -}}
 # Retries for transient failures (exit 1, 124). Permanent failures
-# (exit 2) fail at once, below.
+# (exit 2) fail at once, below. A run that still fails records when its
+# next attempt is due, which the retry CronJob runs (retry-cronjob.yaml).
 backoffLimit: 2
+{{- end }}
 # The pod that sleeps starts within 15 min of the schedule, sleeps up to
 # startupSleepMax and runs up to runDeadline; retries do not sleep.
 # jobDeadline, or that rounded up to the hour: 2 h for the defaults
 # (15 + 60 + 10 + 2 × 11 min = 107 min).
 activeDeadlineSeconds: {{ include "registration-engine.activeDeadlineSeconds" . }}
+{{- if $retry }}
+# A look that did nothing need not stay: an hour is enough to read it.
+ttlSecondsAfterFinished: 3600
+{{- else }}
 # Keep a finished Job (and its pod's log) for three days.
 ttlSecondsAfterFinished: 259200
+{{- end }}
 podFailurePolicy:
   rules:
     # Exit 2: permanent (bad configuration, no supported cloud, a plan
@@ -34,7 +48,7 @@ podFailurePolicy:
       onPodConditions:
         - type: DisruptionTarget
 template:
-  {{- include "registration-engine.podTemplate" (dict "root" . "args" $args) | nindent 2 }}
+  {{- include "registration-engine.podTemplate" (dict "root" . "args" $args "retry" $retry) | nindent 2 }}
 {{- end }}
 {{- end }}
 
@@ -50,6 +64,7 @@ only the variables `registration-engine cleanup` reads.
 {{- define "registration-engine.podTemplate" -}}
 {{- $args := .args -}}
 {{- $cleanup := .cleanup -}}
+{{- $retry := .retry -}}
 {{- with .root -}}
 {{- $mode := include "registration-engine.credentialMode" . -}}
 {{- $name := include "registration-engine.name" . -}}
@@ -60,6 +75,9 @@ metadata:
   {{- $labels := include "registration-engine.podLabels" . | fromYaml }}
   {{- if $cleanup }}
   {{- $_ := unset $labels "azure.workload.identity/use" }}
+  {{- end }}
+  {{- if $retry }}
+  {{- $_ := set $labels "registration-engine.cattle.io/run" "retry" }}
   {{- end }}
   labels:
     {{- toYaml $labels | nindent 4 }}
@@ -188,6 +206,14 @@ spec:
           value: {{ .Values.runDeadline | quote }}
         - name: STARTUP_SLEEP_MAX
           value: {{ .Values.startupSleepMax | quote }}
+        # A failed run records when its next attempt is due, for the retry
+        # CronJob, which looks this often.
+        - name: RETRY_INTERVAL
+          value: {{ printf "%dm" (int .Values.retry.intervalMinutes) | quote }}
+        {{- if $retry }}
+        - name: ONLY_WHEN_DUE
+          value: "true"
+        {{- end }}
         {{- end }}
         - name: IN_CLUSTER_DNS
           value: {{ .Values.inClusterDNS | toString | quote }}
