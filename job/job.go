@@ -520,6 +520,10 @@ func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runEr
 				next := plan.next
 				rec.NextAttempt = &next
 			}
+			if !plan.closes.IsZero() {
+				closes := plan.closes
+				rec.SettlesBy = &closes
+			}
 		}
 	}
 	// The run's context may be cancelled already: a context of its own, so

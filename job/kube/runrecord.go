@@ -49,6 +49,23 @@ type RunRecord struct {
 	// that failed and may succeed another time (job/backoff); nil when the
 	// run succeeded or failed for good (the schedule's next run comes).
 	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
+	// SettlesBy is, for CauseSettling, when the first-contact window closes:
+	// the same failure after it is permanent.
+	SettlesBy *time.Time `json:"settlesBy,omitempty"`
+}
+
+// Retrying says, for a person, what comes of a failed run that will be
+// tried again: "" when none will (it succeeded, or failed for good).
+func (r RunRecord) Retrying() string {
+	if !r.Failing() || r.NextAttempt == nil {
+		return ""
+	}
+	at := r.NextAttempt.UTC().Format("2006-01-02 15:04 UTC")
+	if r.Cause == CauseSettling && r.SettlesBy != nil {
+		return fmt.Sprintf("waiting for Azure to propagate the identity or its role assignment: attempt %d is due by %s; it needs a person if it still fails after %s",
+			r.ConsecutiveFailures+1, at, r.SettlesBy.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	return fmt.Sprintf("retrying: attempt %d is due by %s (cause %s)", r.ConsecutiveFailures+1, at, r.Cause)
 }
 
 // Causes of a failed run, as its record keeps them.

@@ -169,6 +169,9 @@ func lastRunText(run *kube.RunRecord) []string {
 	if run.Error != "" {
 		lines = append(lines, fmt.Sprintf("phase %s: %s", run.Phase, run.Error))
 	}
+	if r := run.Retrying(); r != "" {
+		lines = append(lines, r)
+	}
 	switch {
 	case run.ConsecutiveFailures > 0 && run.FailingSince != nil:
 		lines = append(lines, fmt.Sprintf("%d failed in a row since %s; last success %s", run.ConsecutiveFailures, stamp(*run.FailingSince), stampPtr(run.LastSuccess)))

@@ -260,9 +260,13 @@ func (d decider) failedRunText(j Job) (what, next string) {
 		return what, "a retry cannot succeed: read the cause in " + logs + ", fix the configuration, then run the engine: " + d.runNow()
 	case d.r.CronJob.Suspended:
 		return what, "the CronJob is suspended: read " + logs + ", then run the engine: " + d.runNow()
-	default:
-		return what + "; the failure is transient and the next scheduled run retries", "to retry now: " + d.runNow()
 	}
+	if run := d.r.Lease.LastRun; run != nil && run.Retrying() != "" && (run.Job == j.Name || run.Time.After(j.Created)) {
+		// The record says what comes next; its error is the run's own.
+		what = fmt.Sprintf("the last run, %s, failed at %s in phase %s: %s; %s", orNone(run.Job), stamp(run.Time), run.Phase, run.Error, run.Retrying())
+		return what, "nothing to do: the retry CronJob runs it; to retry now: " + d.runNow()
+	}
+	return what + "; the failure is transient and the next scheduled run retries", "to retry now: " + d.runNow()
 }
 
 // dnsBroken: the update server's name does not resolve in the cluster to

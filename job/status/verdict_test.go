@@ -79,6 +79,20 @@ func TestDecide(t *testing.T) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-29400000", Outcome: JobFailed, ExitCode: code(1), Reason: "BackoffLimitExceeded"}}
 		}, wantState: StateNotYet, wantStart: "Not registered yet: the last run, registration-engine-29400000, failed"},
+		"a failed install retried by the retry CronJob: retrying, attempt and time": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			r.Jobs.Items = []Job{{Name: "registration-engine-run-0a1b2c3d4e", Outcome: JobFailed, ExitCode: code(1), Reason: "BackoffLimitExceeded", Created: now.Add(-time.Hour)}}
+			since, next := now.Add(-time.Hour), now.Add(5*time.Minute)
+			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-10 * time.Minute), Job: "registration-engine-retry-29400000", Outcome: "failed", ExitCode: 1, Phase: "find-update-server",
+				Error: "no region server answered", ConsecutiveFailures: 5, FailingSince: &since, Cause: kube.CauseTransient, NextAttempt: &next}
+		}, wantState: StateNotYet, wantStart: "Not registered yet: the last run, registration-engine-retry-29400000, failed at 2026-11-30T11:50:00Z in phase find-update-server: no region server answered; retrying: attempt 6 is due by 2026-11-30 12:05 UTC (cause transient) — nothing to do: the retry CronJob runs it"},
+		"Azure still propagating the identity: waiting, and when it needs you": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			r.Jobs.Items = []Job{{Name: "registration-engine-run-0a1b2c3d4e", Outcome: JobFailed, ExitCode: code(1), Created: now.Add(-20 * time.Minute)}}
+			since, next, by := now.Add(-20*time.Minute), now.Add(10*time.Minute), now.Add(40*time.Minute)
+			r.Lease.LastRun = &kube.RunRecord{Time: now, Job: "registration-engine-run-0a1b2c3d4e", Outcome: "failed", ExitCode: 1, Phase: "prove",
+				Error: "azure arm: 403 AuthorizationFailed", ConsecutiveFailures: 3, FailingSince: &since, Cause: kube.CauseSettling, NextAttempt: &next, SettlesBy: &by}
+		}, wantState: StateNotYet, wantStart: "Not registered yet: the last run, registration-engine-run-0a1b2c3d4e, failed at 2026-11-30T12:00:00Z in phase prove: azure arm: 403 AuthorizationFailed; waiting for Azure to propagate the identity or its role assignment: attempt 4 is due by 2026-11-30 12:10 UTC; it needs a person if it still fails after 2026-11-30 12:40 UTC"},
 		"a run in progress": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "manual-1", Outcome: JobRunning, Created: now}}
