@@ -24,8 +24,9 @@
 // Where a change goes:
 //   - a new cloud: providers/<cloud>/ (detection, a Config with Validate, a
 //     Prover that reports which of its evidence is secret, a
-//     DocumentInspector for status and attestation inspect) and its lines
-//     in provers.go; its settings in settings.go.
+//     DocumentInspector for status and attestation inspect), its line in
+//     provers.go (prover and inspector together), its Config's field and
+//     Validate call in config.go, its settings in settings.go.
 //   - a new consumer (another operator reading the same values from a
 //     Secret of its own): a package beside job/operator holding its
 //     contract (the Secret's names and keys, its Values, a store with the

@@ -23,10 +23,13 @@ import (
 	"github.com/rancher/registration-engine/providers"
 )
 
-// The narrow views Run has of its collaborators. Each is satisfied by one
-// concrete type of a subpackage, which New assembles; job_test.go substitutes
-// a recorder that scripts each phase's outcome, and the subpackages test the
-// real types against loopback fakes.
+// The narrow views Run has of its collaborators. New assembles the
+// production ones from the subpackages (kube.Lease is both Locker and
+// RunRecorder; the Store is operator.SecretStore, or output.go's PrintStore
+// and FileStore for a dry run and --output). job_test.go's recorder stands
+// in for the phases' collaborators at once and scripts each one's outcome,
+// a fake operator for the Events; the subpackages test the real types
+// against loopback fakes.
 type (
 	// Detector finds the cloud (phase 1).
 	Detector interface {

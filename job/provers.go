@@ -14,23 +14,45 @@ import (
 // ProverFactory builds the prover of one cloud for one run (phase 2).
 type ProverFactory func() (providers.Prover, error)
 
-// provers is the one place a cloud's prover is registered. Adding a cloud
-// touches providers/<cloud>/ (its detection, its Config with Validate, its
-// Prover, which reports the parts of its evidence that are secret, and its
-// DocumentInspector) and one line here and in documentInspector; detection
+// cloud is one cloud that can prove itself, registered whole: the prover
+// a run builds (phase 2) and the inspector that checks, outside a run, the
+// instance data that prover writes (`status` on the Secret's instanceData,
+// `attestation inspect` on a document a customer sent).
+type cloud struct {
+	prover    func(cfg *Config, httpClient *http.Client, roots *x509.CertPool, log *slog.Logger) (providers.Prover, error)
+	inspector func() providers.DocumentInspector
+}
+
+// clouds is the one place a cloud is registered, one line each. Adding a
+// cloud touches providers/<cloud>/ (its detection, its Config with
+// Validate, its Prover, which reports the parts of its evidence that are
+// secret, and its DocumentInspector), its Config's field and Validate call
+// in config.go, its settings in settings.go, and one line here; detection
 // already names GCP and AWS so that the error says which cloud this is.
+var clouds = map[providers.Cloud]cloud{
+	providers.Azure: {prover: azureProver, inspector: func() providers.DocumentInspector { return &azure.DocumentInspector{} }},
+}
+
+// provers are the registered clouds' provers for one run, which read the
+// trust anchors of ATTESTATION_ROOTS_FILE once.
 func provers(cfg *Config, httpClient *http.Client, log *slog.Logger) (map[providers.Cloud]ProverFactory, error) {
 	roots, err := attestationRoots(cfg.AttestationRoots)
 	if err != nil {
 		return nil, err
 	}
-	return map[providers.Cloud]ProverFactory{
-		providers.Azure: func() (providers.Prover, error) {
-			az := cfg.Azure
-			az.HTTPClient, az.Roots, az.Log = httpClient, roots, log
-			return azure.New(az)
-		},
-	}, nil
+	factories := make(map[providers.Cloud]ProverFactory, len(clouds))
+	for c, reg := range clouds {
+		factories[c] = func() (providers.Prover, error) { return reg.prover(cfg, httpClient, roots, log) }
+	}
+	return factories, nil
+}
+
+// azureProver is Azure's prover, from the Azure settings and the run's
+// HTTP client, trust anchors and log.
+func azureProver(cfg *Config, httpClient *http.Client, roots *x509.CertPool, log *slog.Logger) (providers.Prover, error) {
+	az := cfg.Azure
+	az.HTTPClient, az.Roots, az.Log = httpClient, roots, log
+	return azure.New(az)
 }
 
 // attestationRoots reads the trust anchors that replace the pinned Azure
@@ -50,8 +72,9 @@ func attestationRoots(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// documentInspector checks, outside a run, the instance data the proving
-// cloud writes: `status` on the Secret's instanceData, `attestation
-// inspect` on a document a customer sent. Azure is the one cloud that
-// proves; a second would be told apart by its instance data's shape.
-func documentInspector() providers.DocumentInspector { return &azure.DocumentInspector{} }
+// documentInspector is the inspector of the cloud that proves, for
+// `status` and `attestation inspect`. Azure is the one so far; with a
+// second, this would try each registered inspector, told apart by the
+// instance data's shape (Inspect's error says it is no document of its
+// cloud).
+func documentInspector() providers.DocumentInspector { return clouds[providers.Azure].inspector() }

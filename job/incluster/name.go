@@ -25,10 +25,12 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 )
 
-// Config is what decides phase 6's in-cluster half; its settings are
-// IN_CLUSTER_DNS, HANDOVER_TIMEOUT, HANDOVER_SETTLE, HANDOVER_DNS_SERVER,
-// UPDATE_HTTPS_PORT and UPDATE_SERVER_DOMAINS (the settings table in job
-// owns their names and help; Validate owns the rule that binds them).
+// Config is what decides phase 6's in-cluster half. Its own settings are
+// IN_CLUSTER_DNS, HANDOVER_TIMEOUT, HANDOVER_SETTLE and HANDOVER_DNS_SERVER
+// (the settings table in job owns their names and help; Validate owns the
+// rule that binds them); Port and Domains are smt's settings
+// UPDATE_SERVER_HTTPS_PORT and UPDATE_SERVER_DOMAINS, and OutsidePod is
+// --kubeconfig given, which New copies in.
 type Config struct {
 	// Map is IN_CLUSTER_DNS: map the name in CoreDNS (default true).
 	Map bool
