@@ -288,7 +288,7 @@ func (o *operatorEnv) testRefusedCode(t *testing.T) {
 	ev := o.jobEvent(ctx, t, "operator-wrong-code")
 	assert.Equal(t, kube.ReasonOperatorFailed, ev.Reason)
 	assert.Equal(t, "Warning", ev.Type)
-	assert.Contains(t, ev.Note, "put a valid one in the Secret registration-code", "a refused code needs a new code, not a delete")
+	assert.Contains(t, ev.Note, "put a valid code in the Secret registration-code", "a refused code needs a new code, not a delete")
 	t.Logf("run summary: %s", lastLine(pr.Res.Stderr))
 	t.Logf("kubectl describe job:\n%s", o.Plane.Kubectl(t, "-n", operator.Namespace, "describe", "job", "operator-wrong-code"))
 	t.Logf("proved: with a code the update server refuses, rancher/scc-operator failed the Registration (%q), the run exited %d with failedPhase=%v, the Job failed through its podFailurePolicy and carries Event %s with the remedy",

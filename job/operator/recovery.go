@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -221,7 +220,7 @@ func (r RecoveryReport) Attrs() []any {
 // at most once per run. A nil error means the Secret was written afresh
 // and the new Registration is active or still pending.
 func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (RecoveryReport, error) {
-	rep, verdict, server := f.Report, f.Report.Verdict, f.Server
+	rep, verdict := f.Report, f.Report.Verdict
 	rr := RecoveryReport{Cause: verdict.Cause, Recoverable: verdict.Recoverable, Replaced: rep}
 	failed := fmt.Sprintf("registration %s: %s (cause: %s)", rep.Registration, rep.Message, verdict.Cause)
 	warn := func(reason, note string) {
@@ -249,9 +248,9 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 	switch {
 	case d.Outcome == NeedsPerson:
 		rr.Outcome = NeedsPerson
-		remedy := needsPersonRemedy(verdict, f.SecretRef, server, f.CronJob)
-		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Needs you (%s: another attempt with the same values fails the same way, so nothing was deleted). Remedy: %s", rep.Registration, rep.Message, verdict.Cause, remedy))
-		return rr, failure.Permanent(fmt.Errorf("%w: %s; needs you: another attempt with the same values fails the same way, so nothing was deleted; %s", ErrOperatorFailed, failed, remedy))
+		why, remedy := d.Remedy(verdict, r.where(f))
+		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Needs you (%s: %s). Remedy: %s", rep.Registration, rep.Message, verdict.Cause, why, remedy))
+		return rr, failure.Permanent(fmt.Errorf("%w: %s; needs you: %s; %s", ErrOperatorFailed, failed, why, remedy))
 	case d.Outcome == NotAttempted:
 		why = "OPERATOR_RECOVERY=false"
 	case f.Unproven != "":
@@ -259,14 +258,14 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 	}
 	if why != "" {
 		rr.Outcome = NotAttempted
-		remedy := operatorRemedy(f.SecretRef, server, f.CronJob)
+		_, remedy := d.Remedy(verdict, r.where(f))
 		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s (%s, which a retry can fix). Not recovered automatically: %s. Remedy: %s", rep.Registration, rep.Message, verdict.Cause, why, remedy))
 		return rr, failure.Permanent(fmt.Errorf("%w: %s; not recovered automatically: %s; %s", ErrOperatorFailed, failed, why, remedy))
 	}
 	if d.Outcome == Stopped {
 		rr.Outcome, rr.Attempt = Stopped, d.Attempt
-		msg := fmt.Sprintf("stopped recovering: %d recoveries in a row, the last at %s, ended with no active registration (this failure: %s), so nothing was deleted; fix what fails (the operator's log says what it met), then clear the record so the next run recovers again: %s; a new registration code or URL starts afresh by itself",
-			d.Attempt, d.Last.UTC().Format(time.RFC3339), verdict.Cause, r.clearRecordCommand())
+		why, remedy := d.Remedy(verdict, r.where(f))
+		msg := why + "; " + remedy
 		warn(kube.ReasonOperatorFailed, fmt.Sprintf("rancher/scc-operator marked registration %s Failed: %s. Needs you: %s", rep.Registration, rep.Message, msg))
 		log.Error("not recovering the registration", slog.String("reason", msg), slog.Int("attempts", d.Attempt))
 		return rr, failure.Permanent(fmt.Errorf("%w: %s; %s", ErrOperatorFailed, failed, msg))
@@ -341,9 +340,10 @@ func (r *Recovery) Recover(ctx context.Context, log *slog.Logger, f Failure) (Re
 		var then string
 		switch {
 		case !again.Recoverable:
-			then = "the new failure needs you (" + again.Cause + "): " + needsPersonRemedy(again, f.SecretRef, server, f.CronJob)
+			why, remedy := Decision{Outcome: NeedsPerson}.Remedy(again, r.where(f))
+			then = "the new failure needs you (" + again.Cause + ": " + why + "): " + remedy
 		case attempt >= MaxRecoveries:
-			then = fmt.Sprintf("that was the last of %d: later runs do not delete the Secret until %s is cleared (%s) or the code or URL changes", MaxRecoveries, AnnotationRecovery, r.clearRecordCommand())
+			then = fmt.Sprintf("that was the last of %d: later runs do not delete the Secret until %s is cleared (`%s`) or the code or URL changes", MaxRecoveries, AnnotationRecovery, r.where(f).ClearRecord)
 		default:
 			then = "the next scheduled run recovers again (this run exits 2, which ends the Job without retries: an outage outlasts a Job's retries, which would spend every attempt within minutes)"
 		}
@@ -404,41 +404,14 @@ func (r *Recovery) WithOperatorState(ctx context.Context, err error) error {
 	return fmt.Errorf("%w; rancher/scc-operator is running (Lease %s renewed %s ago by %s) and has not let it go yet: its log says why", err, r.Operator.Ref(), live.Age.Round(time.Second), live.Holder)
 }
 
-// needsPersonRemedy is what a person must do about a failure no retry with
-// the same values can fix; secret is namespace/name, cronJob the CronJob
-// that runs the engine.
-func needsPersonRemedy(v Verdict, secret, server, cronJob string) string {
-	switch {
-	case v.CodeRefused():
-		return "the update server refused the registration code: put a valid one in the Secret registration-code (key regCode) or REGISTRATION_CODE; the next run writes it and the operator registers afresh under a new name, with no delete"
-	case v.Untrusted:
-		return "the operator does not trust the update server's certificate: run rancher/scc-operator add-rmt-support (dad26bb) or later, which trusts registrationUrlCert (README \"Which rancher/scc-operator works\"); then " + operatorRemedy(secret, server, cronJob)
-	default:
-		return operatorRemedy(secret, server, cronJob)
-	}
-}
-
-// operatorRemedy is what the operator requires before it registers again;
-// secret is namespace/name.
-func operatorRemedy(secret, server, cronJob string) string {
-	ns, name, _ := strings.Cut(secret, "/")
-	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`%s`), which writes it afresh",
-		secret, server, ns, name, RunNowCommand(ns, cronJob, "<name>"))
-}
-
-// RunNowCommand is the kubectl command that starts a run of the CronJob
-// ns/cronJob (kube.CronJobName when empty) now, as Job job. Remedies name
-// the CronJob the engine runs under (CRONJOB_NAME), not the default.
-func RunNowCommand(ns, cronJob, job string) string {
-	return fmt.Sprintf("kubectl -n %s create job --from=cronjob/%s %s", ns, cmp.Or(cronJob, kube.CronJobName), job)
-}
-
-// clearRecordCommand is the kubectl command that clears the record.
-func (r *Recovery) clearRecordCommand() string {
+// where is what the remedies of failure f name: its Secret, the update
+// server, the command that starts a run and the one that clears the record.
+func (r *Recovery) where(f Failure) Where {
 	ref := Namespace + "/" + kube.LeaseName
 	if r != nil && r.LeaseRef != "" {
 		ref = r.LeaseRef
 	}
 	ns, name, _ := strings.Cut(ref, "/")
-	return "`" + ClearRecordCommand(ns, name) + "`"
+	secretNS, _, _ := strings.Cut(f.SecretRef, "/")
+	return Where{Secret: f.SecretRef, Server: f.Server, RunNow: RunNowCommand(secretNS, f.CronJob, "<name>"), ClearRecord: ClearRecordCommand(ns, name)}
 }

@@ -357,21 +357,18 @@ func (d decider) operatorFailed() Verdict {
 		msg = "no message"
 	}
 	what := fmt.Sprintf("rancher/scc-operator's Registration %s failed: %q", o.Registration, msg)
-	manual := fmt.Sprintf("fix the cause, then delete and recreate %s: kubectl -n %s delete secret %s && %s", s.Name, r.Namespace, s.Name, d.runNow())
-	clear := operator.ClearRecordCommand(r.Namespace, r.Lease.Name)
-	// What the engine's next run will do: job/operator decides, for the run
-	// and for status alike.
-	dec := operator.Decide(operator.Verdict{Recoverable: o.Recoverable, Cause: o.Cause}, r.Lease.Recovery, s.Target, r.CronJob.OperatorRecovery)
+	// What the engine's next run will do, and what a person does when it
+	// will not: job/operator decides and words it, for the run and for
+	// status alike.
+	v := operator.Classify(o.Message)
+	dec := operator.Decide(v, r.Lease.Recovery, s.Target, r.CronJob.OperatorRecovery)
+	why, remedy := dec.Remedy(v, operator.Where{Secret: r.Namespace + "/" + s.Name, Server: s.Host, RunNow: d.runNow(),
+		ClearRecord: operator.ClearRecordCommand(r.Namespace, r.Lease.Name)})
 	switch dec.Outcome {
 	case operator.NeedsPerson:
-		if o.CodeRefused {
-			return action(what, fmt.Sprintf("needs you (%s: the update server refused the registration code, so the engine does not delete anything): put a valid code in the Secret registration-code (key regCode) or REGISTRATION_CODE, then run the engine: %s; the operator registers the new code afresh, with no delete", o.Cause, d.runNow()))
-		}
-		return action(what, fmt.Sprintf("needs you (%s: another attempt with the same values fails the same way, so the engine does not delete anything): %s", o.Cause, manual))
-	case operator.NotAttempted:
-		return action(what, fmt.Sprintf("needs you: the cause (%s) is one a retry can fix, but the CronJob sets OPERATOR_RECOVERY=false: %s", o.Cause, manual))
-	case operator.Stopped:
-		return action(what, fmt.Sprintf("needs you: %d recoveries in a row, the last at %s, ended with no active registration (this failure: %s), so the engine stopped; fix what fails, then clear the record so the next run recovers: %s", dec.Attempt, stamp(dec.Last), o.Cause, clear))
+		return action(what, fmt.Sprintf("needs you (%s: %s): %s", v.Cause, why, remedy))
+	case operator.NotAttempted, operator.Stopped:
+		return action(what, fmt.Sprintf("needs you: %s; %s", why, remedy))
 	}
 	if o.Leader.Access == Read && !o.Leader.Alive {
 		return action(what, fmt.Sprintf("needs you: rancher/scc-operator is not running (no live holder of %s), and the engine deletes nothing until it runs; start it, and the next run recovers (cause %s)", o.Leader.Name, o.Cause))

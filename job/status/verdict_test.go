@@ -1,11 +1,13 @@
 package status
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
@@ -158,7 +160,7 @@ func TestDecideFailedRegistration(t *testing.T) {
 		}}, wantState: StateNotYet, want: "(attempt 2 of 3, cause HTTP 503 Service Unavailable)"},
 		"503 after three: needs you, with the command that clears the record": {change: []func(*Report){failed(msg503), func(r *Report) {
 			r.Lease.Recovery = &operator.Record{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: target, Time: now.Add(-6 * time.Hour)}
-		}}, wantState: StateActionNeeded, want: "needs you: 3 recoveries in a row, the last at 2026-11-30T06:00:00Z, ended with no active registration (this failure: HTTP 503 Service Unavailable), so the engine stopped; fix what fails, then clear the record so the next run recovers: kubectl -n cattle-scc-system annotate lease registration-engine registration-engine.cattle.io/operator-recovery-"},
+		}}, wantState: StateActionNeeded, want: "needs you: stopped recovering: 3 recoveries in a row, the last at 2026-11-30T06:00:00Z, ended with no active registration (this failure: HTTP 503 Service Unavailable), so the engine does not delete anything; fix what fails (the operator's log says what it met), then clear the record so the next run recovers again: kubectl -n cattle-scc-system annotate lease registration-engine registration-engine.cattle.io/operator-recovery-"},
 		"three for another code do not count": {change: []func(*Report){failed(msg503), func(r *Report) {
 			r.Lease.Recovery = &operator.Record{Attempts: 3, Cause: "HTTP 503 Service Unavailable", Outcome: operator.RecordFailed, Target: "another", Time: now}
 		}}, wantState: StateNotYet, want: "attempt 1 of 3"},
@@ -181,6 +183,49 @@ func TestDecideFailedRegistration(t *testing.T) {
 			assert.Equal(t, tc.wantState, v.State, v.Line)
 			assert.Contains(t, v.Line, tc.want)
 			assert.Contains(t, v.Line, "Registration scc-registration-abc failed")
+		})
+	}
+}
+
+// TestFailedRegistrationRemediesAreTheRuns: for every decision that
+// leaves a Failed Registration to a person, status's next step carries
+// job/operator's words for it (why, and what to do), the words the run's
+// error and Event carry (operator's TestRecoverAFailedRegistration pins
+// those), so that status and the run cannot tell a person different things.
+func TestFailedRegistrationRemediesAreTheRuns(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const target = "0123456789ab"
+	stopped := &operator.Record{Attempts: operator.MaxRecoveries, Cause: "HTTP 502 Bad Gateway", Outcome: operator.RecordFailed, Target: target, Time: now.Add(-6 * time.Hour)}
+	tests := map[string]struct {
+		msg      string
+		off      bool
+		rec      *operator.Record
+		decision string
+	}{
+		"a refused code":               {msg: "Cannot register system to SCC: Error: Registration server returned 'Unknown Registration Code.' (401)", decision: operator.NeedsPerson},
+		"an untrusted certificate":     {msg: "tls: failed to verify certificate: x509: certificate signed by unknown authority", decision: operator.NeedsPerson},
+		"a failure nobody understands": {msg: "something odd", decision: operator.NeedsPerson},
+		"recovery off":                 {msg: "Cannot register system to SCC: Error: Registration server returned 'Service Unavailable' (503)", off: true, decision: operator.NotAttempted},
+		"the recoveries ran out":       {msg: "Cannot register system to SCC: Error: Registration server returned 'Service Unavailable' (503)", rec: stopped, decision: operator.Stopped},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := registered(now)
+			v := operator.Classify(tc.msg)
+			r.CronJob.OperatorRecovery, r.Secret.Target, r.Lease.Recovery = !tc.off, target, tc.rec
+			r.Operator = Operator{State: operator.StateFailed, Adopted: true, Access: Read, Registration: "scc-registration-abc",
+				Message: tc.msg, Cause: v.Cause, Recoverable: v.Recoverable, CodeRefused: v.CodeRefused(),
+				Leader: LeaderLease{Name: "kube-system/scc-controllers", Access: Read, Holder: "op-1", Alive: true}}
+
+			dec := operator.Decide(v, tc.rec, target, !tc.off)
+			require.Equal(t, tc.decision, dec.Outcome)
+			why, remedy := dec.Remedy(v, operator.Where{Secret: "cattle-scc-system/scc-registration", Server: "smt-azure.susecloud.net",
+				RunNow:      operator.RunNowCommand("cattle-scc-system", kube.CronJobName, fmt.Sprintf("%s-manual-%d", kube.CronJobName, now.Unix())),
+				ClearRecord: operator.ClearRecordCommand("cattle-scc-system", kube.LeaseName)})
+			got := Decide(r, now, testExits)
+			assert.Equal(t, StateActionNeeded, got.State, got.Line)
+			assert.Contains(t, got.Next, why)
+			assert.Contains(t, got.Next, remedy)
 		})
 	}
 }
