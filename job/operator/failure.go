@@ -27,6 +27,10 @@ type Verdict struct {
 	Untrusted bool
 }
 
+// RecoverableCauses names, for --help and the docs, the causes Classify
+// calls recoverable; TestRecoverableCausesWording holds it to Classify.
+const RecoverableCauses = "network, DNS, TLS handshake timeout, HTTP 5xx or 429"
+
 // CodeRefused says the update server refused the registration code (401,
 // 403, 422): a new code is the remedy, and the operator registers it
 // afresh with no delete.

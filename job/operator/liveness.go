@@ -37,6 +37,11 @@ const (
 	ObserveWindow = 10 * time.Second
 )
 
+// LivenessRule words, for --help and the docs, what Check requires of
+// the operator's Lease before a recovery deletes anything, from
+// RenewWindow and ObserveWindow.
+var LivenessRule = fmt.Sprintf("held, renewed within the last %d s and seen renewed again within %d s", int(RenewWindow.Seconds()), int(ObserveWindow.Seconds()))
+
 // LeaderLease tells whether rancher/scc-operator is running, from its
 // leader-election Lease. Deleting the Secret while it is not would leave
 // the Secret Terminating behind the operator's finalizer.

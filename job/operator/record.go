@@ -35,6 +35,20 @@ const (
 	MaxRecordMessage = 1024
 )
 
+// RecoveryLimit words the rule of MaxRecoveries for --help and the docs:
+// the recoveries counted are those in a row for one code and URL, whatever
+// their causes. TestRecoveryLimitWording holds it, the docs and Decide to
+// one another.
+var RecoveryLimit = "at most once per run and " + spelled(MaxRecoveries) + " times in a row for the same code and URL, whatever the cause"
+
+// spelled is n as a word, as the docs write small counts.
+func spelled(n int) string {
+	if words := []string{"no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}; n >= 0 && n < len(words) {
+		return words[n]
+	}
+	return fmt.Sprint(n)
+}
+
 // Outcomes a Record keeps.
 const (
 	// RecordFailed: the new Registration failed again.
