@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -374,40 +375,22 @@ func (e *clusterEnv) testRejectedToken(t *testing.T, c harness.Cloud) {
 func (e *clusterEnv) testCorefile(t *testing.T, c harness.Cloud) {
 	ctx := harness.Context(t)
 	e.ResetCoreDNS(ctx, t)
-	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
-	deps := e.Admin.AppsV1().Deployments("kube-system")
-	dep0, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
-	require.NoError(t, err)
+	before := e.readDNS(ctx, t, coredns.ConfigMap)
 
-	first := e.RunAs(ctx, t, c, e.Token(t), "run-dns-1", "IN_CLUSTER_DNS=true")
-	require.Equal(t, job.ExitOK, first.Code, first.String())
-	addr, _ := summary(t, first.Stderr)["address"].(string)
-	require.NotEmpty(t, addr, first.Stderr)
-	cm1, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
-	require.NoError(t, err)
+	first, addr := e.dnsRun(ctx, t, c, "run-dns-1")
+	after := e.readDNS(ctx, t, coredns.ConfigMap)
 	block := "    hosts {\n        " + addr + " " + harness.UpdateServer + "\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n"
-	assert.Equal(t, strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n"+block, 1), cm1.Data[coredns.CorefileKey],
+	assert.Equal(t, strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n"+block, 1), after.cm.Data[coredns.CorefileKey],
 		"the hosts block goes first into the root server block; every other line stays")
-	dep1, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, dep0.Generation, dep1.Generation, "the Corefile has reload: no restart")
+	assert.Equal(t, before.dep.Generation, after.dep.Generation, "the Corefile has reload: no restart")
 	handed := logLine(t, first.Stderr, handedOverMsg)
 	require.NotNil(t, handed, "the Secret is written only after the name resolved through the cluster's DNS:\n%s", first.Stderr)
 	assert.Equal(t, "kube-system/coredns", handed["coredns"])
 	assert.NotContains(t, first.Stderr, "cannot list CoreDNS's replicas", "the Role lets the engine list kube-dns's EndpointSlices")
 
-	second := e.RunAs(ctx, t, c, e.Token(t), "run-dns-2", "IN_CLUSTER_DNS=true")
-	require.Equal(t, job.ExitOK, second.Code, second.String())
-	require.Equal(t, addr, summary(t, second.Stderr)["address"], "the race chose the same address")
-	cm2, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
-	require.NoError(t, err)
-	dep2, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, cm1.ResourceVersion, cm2.ResourceVersion, "second run: Corefile untouched")
-	assert.Equal(t, dep1.Generation, dep2.Generation, "second run: no restart")
-	assert.Equal(t, dep1.Spec.Template.Annotations, dep2.Spec.Template.Annotations)
+	again := e.secondRunChangesNothing(ctx, t, c, "run-dns-2", addr, after)
 	t.Logf("proved: kube-system/coredns got \"%s %s\" in its root block's hosts block (Deployment generation %d untouched); a second run changed nothing",
-		addr, harness.UpdateServer, dep2.Generation)
+		addr, harness.UpdateServer, again.dep.Generation)
 }
 
 // testCorednsCustom: with coredns-custom (AKS: its Corefile imports the
@@ -417,41 +400,64 @@ func (e *clusterEnv) testCorefile(t *testing.T, c harness.Cloud) {
 func (e *clusterEnv) testCorednsCustom(t *testing.T, c harness.Cloud) {
 	ctx := harness.Context(t)
 	e.UseAKSLayout(ctx, t)
-	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
-	deps := e.Admin.AppsV1().Deployments("kube-system")
-	core0, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
-	require.NoError(t, err)
-	dep0, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
-	require.NoError(t, err)
+	corefile := e.readDNS(ctx, t, coredns.ConfigMap)
 
-	first := e.RunAs(ctx, t, c, e.Token(t), "run-aks-1", "IN_CLUSTER_DNS=true")
-	require.Equal(t, job.ExitOK, first.Code, first.String())
-	addr, _ := summary(t, first.Stderr)["address"].(string)
-	require.NotEmpty(t, addr, first.Stderr)
-	custom1, err := cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, "hosts {\n    "+addr+" "+harness.UpdateServer+"\n    ttl 15\n    no_reverse\n    fallthrough\n}\n", custom1.Data[coredns.DefaultHostsKey])
-	assert.Equal(t, "log\n", custom1.Data["log.override"], "other keys stay")
-	dep1, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, dep0.Generation, dep1.Generation, "no restart: reload loads coredns-custom")
-	assert.Equal(t, dep0.Spec.Template.Annotations, dep1.Spec.Template.Annotations)
+	_, addr := e.dnsRun(ctx, t, c, "run-aks-1")
+	after := e.readDNS(ctx, t, coredns.CustomConfigMap)
+	assert.Equal(t, "hosts {\n    "+addr+" "+harness.UpdateServer+"\n    ttl 15\n    no_reverse\n    fallthrough\n}\n", after.cm.Data[coredns.DefaultHostsKey])
+	assert.Equal(t, "log\n", after.cm.Data["log.override"], "other keys stay")
+	assert.Equal(t, corefile.dep.Generation, after.dep.Generation, "no restart: reload loads coredns-custom")
+	assert.Equal(t, corefile.dep.Spec.Template.Annotations, after.dep.Spec.Template.Annotations)
 
-	second := e.RunAs(ctx, t, c, e.Token(t), "run-aks-2", "IN_CLUSTER_DNS=true")
-	require.Equal(t, job.ExitOK, second.Code, second.String())
-	require.Equal(t, addr, summary(t, second.Stderr)["address"], "the race chose the same address")
-	custom2, err := cms.Get(ctx, coredns.CustomConfigMap, metav1.GetOptions{})
-	require.NoError(t, err)
-	dep2, err := deps.Get(ctx, coredns.Deployment, metav1.GetOptions{})
-	require.NoError(t, err)
-	core2, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, custom1.ResourceVersion, custom2.ResourceVersion, "second run: coredns-custom untouched")
-	assert.Equal(t, dep1.Generation, dep2.Generation, "second run: no restart")
-	assert.Equal(t, dep1.Spec.Template.Annotations, dep2.Spec.Template.Annotations)
-	assert.Equal(t, core0.ResourceVersion, core2.ResourceVersion, "with coredns-custom present the Corefile is never edited (AKS reverts it)")
+	again := e.secondRunChangesNothing(ctx, t, c, "run-aks-2", addr, after)
+	assert.Equal(t, corefile.cm.ResourceVersion, e.readDNS(ctx, t, coredns.ConfigMap).cm.ResourceVersion,
+		"with coredns-custom present the Corefile is never edited (AKS reverts it)")
 	t.Logf("proved: with coredns-custom present, key %s holds the hosts block for %s and the Deployment was not touched (generation %d → %d); a second run changed nothing",
-		coredns.DefaultHostsKey, addr, dep0.Generation, dep2.Generation)
+		coredns.DefaultHostsKey, addr, corefile.dep.Generation, again.dep.Generation)
+}
+
+// dnsObjects are what a run with in-cluster DNS may change: the CoreDNS
+// ConfigMap it edits (the Corefile's or coredns-custom) and CoreDNS's
+// Deployment, which it must never restart.
+type dnsObjects struct {
+	cm  *corev1.ConfigMap
+	dep *appsv1.Deployment
+}
+
+// readDNS reads kube-system's ConfigMap cm and CoreDNS's Deployment.
+func (e *clusterEnv) readDNS(ctx context.Context, t *testing.T, cm string) dnsObjects {
+	t.Helper()
+	c, err := e.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, cm, metav1.GetOptions{})
+	require.NoError(t, err)
+	d, err := e.Admin.AppsV1().Deployments("kube-system").Get(ctx, coredns.Deployment, metav1.GetOptions{})
+	require.NoError(t, err)
+	return dnsObjects{cm: c, dep: d}
+}
+
+// dnsRun runs the engine as pod name with in-cluster DNS on, requires
+// that it registered, and returns its result and the address its race
+// chose.
+func (e *clusterEnv) dnsRun(ctx context.Context, t *testing.T, c harness.Cloud, name string) (harness.Result, string) {
+	t.Helper()
+	res := e.RunAs(ctx, t, c, e.Token(t), name, "IN_CLUSTER_DNS=true")
+	require.Equal(t, job.ExitOK, res.Code, res.String())
+	addr, _ := summary(t, res.Stderr)["address"].(string)
+	require.NotEmpty(t, addr, res.Stderr)
+	return res, addr
+}
+
+// secondRunChangesNothing runs the engine again as pod name: the race
+// chooses addr again, and the run leaves the ConfigMap and CoreDNS's
+// Deployment as the first run left them (after). It returns them as read.
+func (e *clusterEnv) secondRunChangesNothing(ctx context.Context, t *testing.T, c harness.Cloud, name, addr string, after dnsObjects) dnsObjects {
+	t.Helper()
+	_, got := e.dnsRun(ctx, t, c, name)
+	require.Equal(t, addr, got, "the race chose the same address")
+	again := e.readDNS(ctx, t, after.cm.Name)
+	assert.Equal(t, after.cm.ResourceVersion, again.cm.ResourceVersion, "second run: %s untouched", after.cm.Name)
+	assert.Equal(t, after.dep.Generation, again.dep.Generation, "second run: no restart")
+	assert.Equal(t, after.dep.Spec.Template.Annotations, again.dep.Spec.Template.Annotations)
+	return again
 }
 
 // testManualJob: a Job made by `kubectl create job --from=cronjob/…` runs
