@@ -40,8 +40,9 @@
 // Config and its settings table (config.go; settings.go, the table, with
 // parse.go's parsers; load.go, which fills a Config from flags, variables
 // and defaults; help.go); the Secret type that keeps codes out of logs;
-// the dry-run and file outputs; and the dispatch of the subcommands, which
-// live with their packages: `status` (job/status) and `attestation inspect` (the proving
-// cloud's DocumentInspector), handed the version, the exit codes and the
-// inspector from here.
+// the dry-run and file outputs; and the dispatch of the subcommands
+// (subcommand.go), which live with their packages: `status` (job/status),
+// `cleanup` (job/cleanup) and `attestation inspect` (the proving cloud's
+// DocumentInspector), handed the version, the exit codes, the inspector
+// and the API server's client options from here.
 package job

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/rancher/registration-engine/job/cleanup"
+	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/status"
 	"github.com/rancher/registration-engine/providers"
 )
@@ -40,10 +43,30 @@ func RunAttestation(ctx context.Context, args []string, stdin io.Reader, stdout,
 	return err
 }
 
-// RunCleanup (cleanup.go) is `registration-engine cleanup`: unlike the
+// RunCleanup is `registration-engine cleanup` (job/cleanup), handed the
+// API server's client options from the engine's variables: unlike the
 // others it always exits 0, since it runs as the chart's post-delete hook
 // and a failed hook makes helm uninstall exit 1 (the release gone all the
 // same).
+func RunCleanup(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	options := func(kubeconfig string) kube.ClientOptions { return envClientOptions(getenv, kubeconfig, "cleanup") }
+	return cleanup.Command{ClientOptions: options}.Run(ctx, args, getenv, stderr)
+}
+
+// envClientOptions are the API server's client options from the engine's
+// own variables, for the commands that run before (or without) a loaded
+// configuration: the cleanup and a run that cannot start. role names the
+// command in the User-Agent.
+func envClientOptions(getenv func(string) string, kubeconfig, role string) kube.ClientOptions {
+	return kube.ClientOptions{
+		Kubeconfig: kubeconfig,
+		Host:       getenv("KUBERNETES_SERVICE_HOST"),
+		Port:       getenv("KUBERNETES_SERVICE_PORT"),
+		TokenFile:  getenv("KUBERNETES_TOKEN"),
+		CACert:     getenv("KUBERNETES_CA_CERT"),
+		UserAgent:  strings.TrimSpace("registration-engine/" + Version + " " + role),
+	}
+}
 
 // printProblem writes err on stderr for the person at the terminal, unless
 // it is nil or one of verdicts, whose report on stdout already says it: a

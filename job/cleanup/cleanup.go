@@ -1,4 +1,9 @@
-package job
+// Package cleanup is `registration-engine cleanup` end to end, the
+// command the chart's post-delete hook runs at helm uninstall: it removes
+// what the engine wrote outside its release (the CoreDNS entry, the
+// Lease). job hands it the API server's client options, which it builds
+// from the engine's variables and version.
+package cleanup
 
 import (
 	"cmp"
@@ -23,20 +28,20 @@ import (
 	"github.com/rancher/registration-engine/job/smt"
 )
 
-// CleanupTimeout bounds `registration-engine cleanup` as a whole. The
+// Timeout bounds `registration-engine cleanup` as a whole. The
 // chart's post-delete hook gives its Job a deadline a little longer
 // (activeDeadlineSeconds), so the process, not the deadline, ends the pod.
-const CleanupTimeout = 45 * time.Second
+const Timeout = 45 * time.Second
 
-// cleanupLeaseWait is how long cleanup waits for a run that holds the Lease
+// leaseWait is how long cleanup waits for a run that holds the Lease
 // to finish, so that the run does not write the CoreDNS entry again right
 // after cleanup removed it. The hook runs after helm uninstall deleted the
 // CronJob and its Jobs, which stops their pods (SIGTERM; a run releases the
 // Lease within 5 s), so the wait is short in practice.
-const cleanupLeaseWait = 20 * time.Second
+const leaseWait = 20 * time.Second
 
-// CleanupReport is what `registration-engine cleanup` did.
-type CleanupReport struct {
+// Report is what `registration-engine cleanup` did.
+type Report struct {
 	// Removed is the engine's CoreDNS configuration taken out.
 	Removed coredns.Removal
 	// LeaseDeleted: the engine's Lease was there and is gone.
@@ -45,7 +50,14 @@ type CleanupReport struct {
 	Problems []error
 }
 
-// RunCleanup is `registration-engine cleanup`, what the chart's post-delete
+// Command is `registration-engine cleanup`. ClientOptions gives the API
+// server's client options for the kubeconfig named by --kubeconfig ("":
+// in-cluster), from the engine's own variables.
+type Command struct {
+	ClientOptions func(kubeconfig string) kube.ClientOptions
+}
+
+// Run is `registration-engine cleanup`, what the chart's post-delete
 // hook runs at helm uninstall, under the hook's own ServiceAccount: it removes what the engine wrote outside
 // its own release and that would otherwise keep acting after it, the
 // update server's hosts entry in CoreDNS (the engine's coredns-custom key,
@@ -62,7 +74,7 @@ type CleanupReport struct {
 // (the pod template is the CronJob's), nothing else: a configuration that
 // would stop a run (a placeholder, a missing region-server file) does not
 // stop the cleanup.
-func RunCleanup(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func (c Command) Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("registration-engine cleanup", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", getenv("KUBECONFIG"), "kubeconfig, for a cleanup from a workstation (default: in-cluster)")
@@ -73,17 +85,17 @@ func RunCleanup(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("cleanup: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With(slog.String("phase", "cleanup"))
-	ctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	start := time.Now()
 
-	rep := cleanup(ctx, log, *kubeconfig, getenv)
+	rep := c.clean(ctx, log, *kubeconfig, getenv)
 	for refused(rep.Problems) {
 		log.Info("cleanup: refused; retrying while the hook's Roles propagate", slog.String("error", errors.Join(rep.Problems...).Error()))
 		if pause.For(ctx, 2*time.Second) != nil {
 			break
 		}
-		rep = rep.then(cleanup(ctx, log, *kubeconfig, getenv))
+		rep = rep.then(c.clean(ctx, log, *kubeconfig, getenv))
 	}
 	attrs := []any{
 		slog.String("removedKey", rep.Removed.CustomKey),
@@ -102,26 +114,11 @@ func RunCleanup(ctx context.Context, args []string, getenv func(string) string, 
 
 // then is what two attempts did together: what either removed, and the
 // later one's problems.
-func (r CleanupReport) then(next CleanupReport) CleanupReport {
+func (r Report) then(next Report) Report {
 	next.Removed.CustomKey = cmp.Or(next.Removed.CustomKey, r.Removed.CustomKey)
 	next.Removed.Corefile = append(r.Removed.Corefile, next.Removed.Corefile...)
 	next.LeaseDeleted = next.LeaseDeleted || r.LeaseDeleted
 	return next
-}
-
-// envClientOptions are the API server's client options from the engine's
-// own variables, for the commands that run before (or without) a loaded
-// configuration: the cleanup and a run that cannot start. role names the
-// command in the User-Agent.
-func envClientOptions(getenv func(string) string, kubeconfig, role string) kube.ClientOptions {
-	return kube.ClientOptions{
-		Kubeconfig: kubeconfig,
-		Host:       getenv("KUBERNETES_SERVICE_HOST"),
-		Port:       getenv("KUBERNETES_SERVICE_PORT"),
-		TokenFile:  getenv("KUBERNETES_TOKEN"),
-		CACert:     getenv("KUBERNETES_CA_CERT"),
-		UserAgent:  strings.TrimSpace("registration-engine/" + Version + " " + role),
-	}
 }
 
 // refused is whether the API server refused one of problems (403).
@@ -134,9 +131,11 @@ func refused(problems []error) bool {
 	return false
 }
 
-func cleanup(ctx context.Context, log *slog.Logger, kubeconfig string, getenv func(string) string) CleanupReport {
-	var rep CleanupReport
-	rc, err := kube.RESTConfig(envClientOptions(getenv, kubeconfig, "cleanup"), log)
+// clean is one attempt: the Lease waited for, the CoreDNS entry removed,
+// the Lease deleted.
+func (c Command) clean(ctx context.Context, log *slog.Logger, kubeconfig string, getenv func(string) string) Report {
+	var rep Report
+	rc, err := kube.RESTConfig(c.ClientOptions(kubeconfig), log)
 	if err != nil {
 		rep.Problems = append(rep.Problems, err)
 		return rep
@@ -154,7 +153,7 @@ func cleanup(ctx context.Context, log *slog.Logger, kubeconfig string, getenv fu
 	// entry again after it is removed.
 	lease := &kube.Lease{Leases: clients.Leases, Namespace: ns, Name: leaseName, Holder: holder,
 		Duration: time.Minute, Clock: clock.RealClock{}, Log: log}
-	waitCtx, waitCancel := context.WithTimeout(ctx, cleanupLeaseWait)
+	waitCtx, waitCancel := context.WithTimeout(ctx, leaseWait)
 	for {
 		_, _, err := lease.Acquire(waitCtx)
 		if err == nil {
