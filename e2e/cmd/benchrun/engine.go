@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -251,29 +250,37 @@ func cloudSetup(faults ...string) func(dir string) ([]string, func(), error) {
 }
 
 // offCloudSetup points every metadata endpoint of the engine's default set
-// at its own loopback listener that accepts and never answers, the worst
-// case of a host without a metadata server (a firewall that drops nothing
-// and a proxy that hangs), and gives it the DMI strings of a bare-metal
-// server.
-func offCloudSetup(dir string) ([]string, func(), error) {
-	h := &hangers{}
+// at its own loopback listener that never answers, the worst case of a
+// host without a metadata server (a firewall that drops nothing and a
+// proxy that hangs), and gives it the DMI strings of a bare-metal server.
+// The listeners never accept: the kernel completes each connection from
+// their backlog, and the request waits for an answer that never comes.
+func offCloudSetup(dir string) (env []string, stop func(), err error) {
+	var listeners []net.Listener
+	stop = func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	var urls []string
 	for range 6 {
-		u, err := h.listen()
+		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			h.stop()
 			return nil, nil, err
 		}
-		urls = append(urls, u)
+		listeners, urls = append(listeners, l), append(urls, "http://"+l.Addr().String())
 	}
 	dmi := filepath.Join(dir, "dmi")
 	if err := os.MkdirAll(dmi, 0o755); err != nil {
-		h.stop()
 		return nil, nil, err
 	}
 	for name, value := range map[string]string{"sys_vendor": "Dell Inc.\n", "product_name": "PowerEdge R650\n", "chassis_asset_tag": "\n"} {
 		if err := os.WriteFile(filepath.Join(dmi, name), []byte(value), 0o644); err != nil {
-			h.stop()
 			return nil, nil, err
 		}
 	}
@@ -281,10 +288,9 @@ func offCloudSetup(dir string) ([]string, func(), error) {
 	// region server is never asked because detection fails first.
 	cfg := filepath.Join(dir, "regionserverclnt.cfg")
 	if err := os.WriteFile(cfg, []byte("[server]\napi = regionInfo\ncertLocation = "+dir+"\nregionsrv = 127.0.0.1\n"), 0o644); err != nil {
-		h.stop()
 		return nil, nil, err
 	}
-	env := []string{
+	return []string{
 		"REGIONSRV_CONFIG=" + cfg,
 		"AZURE_IMDS_ENDPOINT=" + urls[0],
 		"GCP_METADATA_ENDPOINTS=" + strings.Join(urls[1:4], ","),
@@ -292,53 +298,7 @@ func offCloudSetup(dir string) ([]string, func(), error) {
 		"DMI_DIR_PATH=" + dmi,
 		"STARTUP_SLEEP_MAX=0",
 		"REGISTRATION_CODE=BENCH-CODE",
-	}
-	return env, h.stop, nil
-}
-
-// hangers are loopback listeners that accept connections and hold them
-// without ever answering.
-type hangers struct {
-	mu        sync.Mutex
-	listeners []net.Listener
-	conns     []net.Conn
-	wg        sync.WaitGroup
-}
-
-func (h *hangers) listen() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	h.mu.Lock()
-	h.listeners = append(h.listeners, l)
-	h.mu.Unlock()
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			h.mu.Lock()
-			h.conns = append(h.conns, c)
-			h.mu.Unlock()
-		}
-	}()
-	return "http://" + l.Addr().String(), nil
-}
-
-func (h *hangers) stop() {
-	h.mu.Lock()
-	for _, l := range h.listeners {
-		_ = l.Close()
-	}
-	h.mu.Unlock()
-	h.wg.Wait()
-	for _, c := range h.conns {
-		_ = c.Close()
-	}
+	}, stop, nil
 }
 
 func lastLines(s string, n int) string {
@@ -362,26 +322,17 @@ func summarize[T int64 | time.Duration](xs []T) stats[T] {
 	return stats[T]{median: m, min: s[0], max: s[len(s)-1]}
 }
 
-func (r scenarioResult) wall() stats[time.Duration] {
-	var xs []time.Duration
-	for _, s := range r.samples {
-		xs = append(xs, s.wall)
+// of is the stats of one figure of samples.
+func of[T int64 | time.Duration](samples []sample, figure func(sample) T) stats[T] {
+	xs := make([]T, 0, len(samples))
+	for _, s := range samples {
+		xs = append(xs, figure(s))
 	}
 	return summarize(xs)
 }
 
-func (r scenarioResult) inProcess() stats[time.Duration] {
-	var xs []time.Duration
-	for _, s := range r.samples {
-		xs = append(xs, s.inProcess)
-	}
-	return summarize(xs)
-}
+func wallOf(s sample) time.Duration      { return s.wall }
+func inProcessOf(s sample) time.Duration { return s.inProcess }
+func rssOf(s sample) int64               { return s.rssKiB }
 
-func (r scenarioResult) rss() stats[int64] {
-	var xs []int64
-	for _, s := range r.samples {
-		xs = append(xs, s.rssKiB)
-	}
-	return summarize(xs)
-}
+func (r scenarioResult) wall() stats[time.Duration] { return of(r.samples, wallOf) }

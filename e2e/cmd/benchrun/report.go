@@ -79,7 +79,7 @@ func (r *report) targets() []target {
 
 	t = target{what: "healthy run against local fakes ≤ 0.5 s wall"}
 	if sc := r.scenario("healthy"); sc != nil {
-		w, in := sc.wall(), sc.inProcess()
+		w, in := sc.wall(), of(sc.samples, inProcessOf)
 		t.measured = fmt.Sprintf("%s (median of %d, max %s; %s of it inside the run)", fmtDur(w.median), len(sc.samples), fmtDur(w.max), fmtDur(in.median))
 		t.result = judge(float64(w.median), float64(targetHealthy), func(f float64) string { return fmtDur(time.Duration(f)) })
 	} else {
@@ -150,22 +150,6 @@ func (r *report) targets() []target {
 	return out
 }
 
-func kubeDirectRSS(k *kubeResult) stats[int64] {
-	var xs []int64
-	for _, s := range k.direct {
-		xs = append(xs, s.rssKiB)
-	}
-	return summarize(xs)
-}
-
-func kubeDirectWall(k *kubeResult) stats[time.Duration] {
-	var xs []time.Duration
-	for _, s := range k.direct {
-		xs = append(xs, s.wall)
-	}
-	return summarize(xs)
-}
-
 // judge says pass/miss and by how much.
 func judge(got, limit float64, format func(float64) string) string {
 	if got <= limit {
@@ -203,7 +187,7 @@ func (r *report) markdown() string {
 			p("| %s | — | FAILED: %s | | | | | |\n", sc.name, oneLine(sc.err.Error()))
 			continue
 		}
-		w, in, m := sc.wall(), sc.inProcess(), sc.rss()
+		w, in, m := sc.wall(), of(sc.samples, inProcessOf), of(sc.samples, rssOf)
 		inRun := fmtDur(in.median)
 		if in.max == 0 {
 			inRun = "—"
@@ -390,7 +374,7 @@ func (r *report) kubeSection(p func(string, ...any)) {
 		p("\n")
 	}
 	if len(k.direct) > 0 {
-		w, m := kubeDirectWall(k), kubeDirectRSS(k)
+		w, m := of(k.direct, wallOf), of(k.direct, rssOf)
 		p("**%d unchanged runs straight to the API server** (kubeconfig with the admin's client certificate, TLS and HTTP/2 as in a\n", len(k.direct))
 		p("cluster): wall %s median (%s – %s), peak RSS %s median (%s – %s), Go heap peak %s.", fmtDur(w.median), fmtDur(w.min), fmtDur(w.max), fmtMiB(m.median), fmtMiB(m.min), fmtMiB(m.max), k.directHeap)
 		p("\n\n")
