@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/internal/testkit"
 )
 
@@ -45,11 +46,11 @@ func recordedReport() *report {
 	results[3].samples, results[3].heap = runs(283*time.Millisecond, 268*time.Millisecond, 20000), heapPeak{measured: true, mb: 5, cycles: 3}
 	results[4].samples, results[4].heap = runs(2010*time.Millisecond, 2000*time.Millisecond, 15700), heapPeak{measured: true}
 	first := kubeRun{name: "first run (creates)", sample: sample{code: 0, wall: 90 * time.Millisecond, rssKiB: 22000},
-		requests: []string{"PUT leases/registration-engine → 200", "GET secrets/scc-registration → 404", "APPLY secrets/scc-registration → 201"},
-		proxy:    map[string]int{"PUT leases": 1, "GET secrets": 1, "APPLY secrets": 1}}
+		Requests: controlplane.Requests{Seq: []string{"PUT leases/registration-engine → 200", "GET secrets/scc-registration → 404", "APPLY secrets/scc-registration → 201"},
+			Count: map[string]int{"PUT leases": 1, "GET secrets": 1, "APPLY secrets": 1}}}
 	second := kubeRun{name: "second run (unchanged)", sample: sample{code: 0, wall: 60 * time.Millisecond, rssKiB: 21000},
-		requests: []string{"PUT leases/registration-engine → 200", "GET secrets/scc-registration → 200"},
-		proxy:    map[string]int{"PUT leases": 1, "GET secrets": 1}}
+		Requests: controlplane.Requests{Seq: []string{"PUT leases/registration-engine → 200", "GET secrets/scc-registration → 200"},
+			Count: map[string]int{"PUT leases": 1, "GET secrets": 1}}}
 	return &report{
 		opts: options{command: "make bench", revision: "0123abc", runs: 3},
 		machine: machine{cpus: 2, model: "AMD EPYC", kernel: "6.1.0", mem: "7.8 GiB", goVersion: "go1.26.0",

@@ -329,7 +329,7 @@ func (r *report) kubeSection(p func(string, ...any)) {
 
 	keys := map[string]bool{}
 	for _, run := range k.runs {
-		for key := range run.proxy {
+		for key := range run.Count {
 			keys[key] = true
 		}
 	}
@@ -353,22 +353,22 @@ func (r *report) kubeSection(p func(string, ...any)) {
 		f := strings.Fields(key)
 		p("| %s | %s |", f[0], f[1])
 		for _, run := range k.runs {
-			p(" %d |", run.proxy[key])
+			p(" %d |", run.Count[key])
 		}
 		p("\n")
 	}
 	p("| **all** | |")
 	for _, run := range k.runs {
 		total := 0
-		for _, v := range run.proxy {
+		for _, v := range run.Count {
 			total += v
 		}
-		p(" **%d** (%d writes) |", total, run.writes())
+		p(" **%d** (%d writes) |", total, run.Writes())
 	}
 	p("\n\n")
 	for _, run := range k.runs {
 		p("**%s** (exit %d, %s wall, peak RSS %s), in order:\n\n", run.name, run.sample.code, fmtDur(run.sample.wall), fmtMiB(run.sample.rssKiB))
-		for i, req := range run.requests {
+		for i, req := range run.Seq {
 			p("%d. `%s`\n", i+1, req)
 		}
 		p("\n")
