@@ -65,88 +65,76 @@ type target struct {
 }
 
 func (r *report) targets() []target {
+	dur := func(f float64) string { return fmtDur(time.Duration(f)) }
+	size := func(f float64) string { return fmtBytes(int64(f)) }
+	// judged is a target measured; missing, one that was not.
+	judged := func(what, measured string, got, limit float64, format func(float64) string) target {
+		return target{what, measured, judge(got, limit, format)}
+	}
+	missing := func(what, why string) target { return target{what, "not measured" + why, "—"} }
 	var out []target
 
-	t := target{what: "off-cloud detection ≤ 2.1 s"}
 	if sc := r.scenario("off-cloud"); sc != nil {
 		w := sc.wall()
-		t.measured = fmt.Sprintf("%s (median of %d whole-process runs, max %s)", fmtDur(w.median), len(sc.samples), fmtDur(w.max))
-		t.result = judge(float64(w.median), float64(targetOffCloud), func(f float64) string { return fmtDur(time.Duration(f)) })
+		out = append(out, judged("off-cloud detection ≤ 2.1 s", fmt.Sprintf("%s (median of %d whole-process runs, max %s)", fmtDur(w.median), len(sc.samples), fmtDur(w.max)),
+			float64(w.median), float64(targetOffCloud), dur))
 	} else {
-		t.measured, t.result = "not measured: the off-cloud scenario failed", "—"
+		out = append(out, missing("off-cloud detection ≤ 2.1 s", ": the off-cloud scenario failed"))
 	}
-	out = append(out, t)
-
-	t = target{what: "healthy run against local fakes ≤ 0.5 s wall"}
 	if sc := r.scenario("healthy"); sc != nil {
 		w, in := sc.wall(), of(sc.samples, inProcessOf)
-		t.measured = fmt.Sprintf("%s (median of %d, max %s; %s of it inside the run)", fmtDur(w.median), len(sc.samples), fmtDur(w.max), fmtDur(in.median))
-		t.result = judge(float64(w.median), float64(targetHealthy), func(f float64) string { return fmtDur(time.Duration(f)) })
+		out = append(out, judged("healthy run against local fakes ≤ 0.5 s wall", fmt.Sprintf("%s (median of %d, max %s; %s of it inside the run)", fmtDur(w.median), len(sc.samples), fmtDur(w.max), fmtDur(in.median)),
+			float64(w.median), float64(targetHealthy), dur))
 	} else {
-		t.measured, t.result = "not measured: the healthy scenario failed", "—"
+		out = append(out, missing("healthy run against local fakes ≤ 0.5 s wall", ": the healthy scenario failed"))
 	}
-	out = append(out, t)
-
-	t = target{what: "IPv6 black hole ≤ healthy run + 0.5 s wall"}
 	if bh, h := r.scenario("IPv6 black hole"), r.scenario("healthy"); bh != nil && h != nil {
 		b, w := bh.wall(), h.wall()
-		t.measured = fmt.Sprintf("%s vs %s healthy (medians of %d each, side by side): +%s, %.2f× the healthy run",
-			fmtDur(b.median), fmtDur(w.median), len(bh.samples), fmtDur(b.median-w.median), float64(b.median)/float64(w.median))
-		t.result = judge(float64(b.median-w.median), float64(targetBlackHole), func(f float64) string { return fmtDur(time.Duration(f)) })
+		out = append(out, judged("IPv6 black hole ≤ healthy run + 0.5 s wall", fmt.Sprintf("%s vs %s healthy (medians of %d each, side by side): +%s, %.2f× the healthy run",
+			fmtDur(b.median), fmtDur(w.median), len(bh.samples), fmtDur(b.median-w.median), float64(b.median)/float64(w.median)),
+			float64(b.median-w.median), float64(targetBlackHole), dur))
 	} else {
-		t.measured, t.result = "not measured: the healthy or the IPv6 black hole scenario failed", "—"
+		out = append(out, missing("IPv6 black hole ≤ healthy run + 0.5 s wall", ": the healthy or the IPv6 black hole scenario failed"))
 	}
-	out = append(out, t)
 
-	t = target{what: "peak RSS ≤ 40 MB"}
+	// The peak RSS is the highest of every engine process benchrun ran.
 	var peak int64
 	peakOf := ""
+	high := func(s sample, in string) {
+		if s.rssKiB > peak {
+			peak, peakOf = s.rssKiB, in
+		}
+	}
 	for _, sc := range r.scenarios {
 		for _, s := range sc.samples {
-			if s.rssKiB > peak {
-				peak, peakOf = s.rssKiB, sc.name
-			}
+			high(s, sc.name)
 		}
 	}
 	if r.kube != nil {
 		for _, run := range r.kube.runs {
-			if run.sample.rssKiB > peak {
-				peak, peakOf = run.sample.rssKiB, "Kubernetes "+run.name+" through the proxy"
-			}
+			high(run.sample, "Kubernetes "+run.name+" through the proxy")
 		}
 		for _, s := range r.kube.direct {
-			if s.rssKiB > peak {
-				peak, peakOf = s.rssKiB, "Kubernetes unchanged run over TLS"
-			}
+			high(s, "Kubernetes unchanged run over TLS")
 		}
 	}
 	if peak > 0 {
-		t.measured = fmt.Sprintf("%s (highest of every run; in: %s)", fmtBytes(peak*1024), peakOf)
-		t.result = judge(float64(peak*1024), targetRSS, func(f float64) string { return fmtBytes(int64(f)) })
+		out = append(out, judged("peak RSS ≤ 40 MB", fmt.Sprintf("%s (highest of every run; in: %s)", fmtBytes(peak*1024), peakOf), float64(peak*1024), targetRSS, size))
 	} else {
-		t.measured, t.result = "not measured", "—"
+		out = append(out, missing("peak RSS ≤ 40 MB", ""))
 	}
-	out = append(out, t)
 
-	t = target{what: "binary ≤ 40 MB (stripped, static)"}
 	if r.sizes.binary > 0 {
-		t.measured = fmtBytes(r.sizes.binary)
-		t.result = judge(float64(r.sizes.binary), targetBinary, func(f float64) string { return fmtBytes(int64(f)) })
+		out = append(out, judged("binary ≤ 40 MB (stripped, static)", fmtBytes(r.sizes.binary), float64(r.sizes.binary), targetBinary, size))
 	} else {
-		t.measured, t.result = fmt.Sprintf("not measured: %v", r.sizes.binaryErr), "—"
+		out = append(out, missing("binary ≤ 40 MB (stripped, static)", fmt.Sprintf(": %v", r.sizes.binaryErr)))
 	}
-	out = append(out, t)
-
-	t = target{what: "image ≤ 25 MB"}
-	switch {
-	case r.sizes.image > 0:
-		t.measured = fmt.Sprintf("%s (%s)", fmtBytes(r.sizes.image), r.sizes.imageNote)
-		t.result = judge(float64(r.sizes.image), targetImage, func(f float64) string { return fmtBytes(int64(f)) })
-	default:
-		t.measured = r.sizes.imageNote
-		t.result = fmt.Sprintf("not measured; the binary, the image's one large file, is %s, which leaves %s for the base image's CA bundle and passwd", fmtBytes(r.sizes.binary), fmtBytes(int64(targetImage)-r.sizes.binary))
+	if r.sizes.image > 0 {
+		out = append(out, judged("image ≤ 25 MB", fmt.Sprintf("%s (%s)", fmtBytes(r.sizes.image), r.sizes.imageNote), float64(r.sizes.image), targetImage, size))
+	} else {
+		out = append(out, target{"image ≤ 25 MB", r.sizes.imageNote, fmt.Sprintf("not measured; the binary, the image's one large file, is %s, which leaves %s for the base image's CA bundle and passwd",
+			fmtBytes(r.sizes.binary), fmtBytes(int64(targetImage)-r.sizes.binary))})
 	}
-	out = append(out, t)
 	return out
 }
 
