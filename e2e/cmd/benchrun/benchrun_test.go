@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -149,4 +152,21 @@ func TestScenarioCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMeasureSizes: the binary's size is its file's, its gzip size what
+// its layer costs over the wire; no binary given says so in the report.
+func TestMeasureSizes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registration-engine")
+	require.NoError(t, os.WriteFile(path, bytes.Repeat([]byte("registration-engine "), 5000), 0o755))
+	s := measureSizes(options{stripped: path, imageBytes: 42, imageNote: "docker build"})
+	require.NoError(t, s.binaryErr)
+	assert.EqualValues(t, 100000, s.binary)
+	assert.Positive(t, s.binaryGzip)
+	assert.Less(t, s.binaryGzip, s.binary/10, "a repetitive file compresses")
+	assert.EqualValues(t, 42, s.image)
+
+	s = measureSizes(options{imageNote: "not measured"})
+	assert.EqualError(t, s.binaryErr, "no stripped binary given")
+	assert.Equal(t, "not measured", s.imageNote)
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"compress/gzip"
-	"fmt"
-	"io"
+	"errors"
 	"os"
 )
 
@@ -15,44 +15,25 @@ type sizes struct {
 	imageNote          string
 }
 
+// measureSizes reads the stripped binary's size and its gzip size: a
+// registry stores and a node pulls the layer gzip-compressed, so the gzip
+// size of the binary is what its layer costs over the wire. The image's
+// size comes from the script (--image-bytes).
 func measureSizes(o options) sizes {
 	s := sizes{image: o.imageBytes, imageNote: o.imageNote}
 	if o.stripped == "" {
-		s.binaryErr = fmt.Errorf("no stripped binary given")
+		s.binaryErr = errors.New("no stripped binary given")
 		return s
 	}
-	fi, err := os.Stat(o.stripped)
+	data, err := os.ReadFile(o.stripped)
 	if err != nil {
 		s.binaryErr = err
 		return s
 	}
-	s.binary = fi.Size()
-	// A registry stores and a node pulls the layer gzip-compressed, so the
-	// gzip size of the binary is what its layer costs over the wire.
-	s.binaryGzip, err = gzipSize(o.stripped)
-	if err != nil {
-		s.binaryErr = err
-	}
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	_, _ = zw.Write(data) // writing to a bytes.Buffer does not fail
+	_ = zw.Close()
+	s.binary, s.binaryGzip = int64(len(data)), int64(zipped.Len())
 	return s
-}
-
-type countingWriter struct{ n int64 }
-
-func (w *countingWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }
-
-func gzipSize(path string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = f.Close() }()
-	var cw countingWriter
-	zw := gzip.NewWriter(&cw)
-	if _, err := io.Copy(zw, f); err != nil {
-		return 0, fmt.Errorf("gzip %s: %w", path, err)
-	}
-	if err := zw.Close(); err != nil {
-		return 0, fmt.Errorf("gzip %s: %w", path, err)
-	}
-	return cw.n, nil
 }
