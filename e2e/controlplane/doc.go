@@ -10,6 +10,9 @@
 // through pods/status, which is enough for the Job controller to complete or
 // fail the Job.
 //
+// A RequestLog in front of a plane's API server counts a program's
+// requests by verb and resource (benchrun's Kubernetes figures).
+//
 // A test binary normally shares one plane (Shared, stopped by Main from
 // TestMain): a cold start costs a few seconds, each test then uses its own
 // namespaces.

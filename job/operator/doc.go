@@ -13,8 +13,11 @@
 // Lease).
 //
 // Package job calls it once per run, after the write (Step.Run); job/status
-// asks it what the operator did (Judge) and what a run will do about it
-// (Decide), so the run and status never disagree. job/kube is the client it
+// asks it what the operator did (Judge), what a run will do about it
+// (Decide) and, when the run leaves it to a person, why and what to do
+// (Decision.Remedy), so the run and status never disagree. Each rule's
+// words for --help and the docs live beside the rule (RecoveryLimit,
+// RecoverableCauses, LivenessRule), held to it by tests. job/kube is the client it
 // reads and writes through: this package holds no Kubernetes plumbing of its
 // own, only what the objects mean to the operator.
 //
