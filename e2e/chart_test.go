@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,7 +28,6 @@ import (
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
-	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
 
@@ -292,74 +290,6 @@ func (tc chartCase) uninstall(ctx context.Context, t *testing.T, p *controlplane
 	after := e.Secret(ctx, t)
 	assert.Equal(t, secret.ResourceVersion, after.ResourceVersion, "helm uninstall must not touch the operator's Secret")
 	t.Logf("proved: helm uninstall finished in %s; its post-delete cleanup hook, under its own ServiceAccount and policy copy (gone with it), removed coredns-custom key %s (the customer's log.override kept) and the Lease, CoreDNS stopped answering %s %s after the uninstall started, and %s stayed", took.Round(time.Millisecond), coredns.DefaultHostsKey, harness.UpdateServer, gone.Round(time.Millisecond), operator.SecretName)
-}
-
-// TestChartInstallWhileUpdateServersFail: the Marketplace installs while
-// SUSE's update servers fail (every certificate mismatches its
-// fingerprint). helm install still exits 0 at once: the run is no hook,
-// and Helm waits for neither it nor its pods. The run's failure is on its
-// Job (Failed, a RegistrationFailed Event per pod); once the servers
-// recover, the next run registers.
-func TestChartInstallWhileUpdateServersFail(t *testing.T) {
-	t.Parallel()
-	helm := testkit.Helm(t)
-	p := controlplane.Start(t)
-	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.Namespace}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	p.Apply(t, []byte(harness.AKSCorednsFixture))
-	_, err = e.Admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"log.override": "log\n"},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	e.DNS = sccoperator.StartClusterDNS(t, e.Admin, 0)
-	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer, Faults: []string{"wrong-fingerprint"}})
-	require.NoError(t, err)
-	t.Cleanup(fc.Stop)
-	c := harness.Cloud{Dir: t.TempDir(), Env: fc.Environ()}
-	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
-	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
-
-	start := time.Now()
-	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", operator.Namespace, "--wait", "--timeout", "60s"},
-		marketplaceValues(chart, c.Vars(), chartRegCode)...)...)
-	installed := time.Since(start)
-	first := runJobOf(t, releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", operator.Namespace)))
-	done := controlplane.WaitJobFinished(ctx, t, e.Admin, operator.Namespace, first)
-	cond := controlplane.FinishedCondition(done)
-	require.NotNil(t, cond)
-	assert.Equal(t, batchv1.JobFailed, cond.Type, "the run failed while the update servers did")
-	failedAfter := time.Since(start)
-	assert.Less(t, installed, failedAfter, "helm install returned before the run finished: it does not wait for it")
-	status := runHelm(t, p, helm, "status", "registration-engine", "--namespace", operator.Namespace)
-	assert.Contains(t, status, "STATUS: deployed", "the release is installed, whatever the run did")
-	events, err := e.Admin.EventsV1().Events(operator.Namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	var failed int
-	for _, ev := range events.Items {
-		if ev.Regarding.Name == first && ev.Reason == kube.ReasonFailed {
-			failed++
-		}
-	}
-	assert.Positive(t, failed, "the failure is on the run's Job")
-	pods := runs.ForJob(t, first)
-	require.NotEmpty(t, pods)
-	assert.Equal(t, job.OutcomeFailed, summary(t, pods[0].Res.Stderr)["outcome"])
-
-	// The servers recover; the next run (here started by hand instead of
-	// waiting for the schedule) registers.
-	for _, u := range fc.Updates {
-		u.SetFaults(fakecloud.UpdateFaults{})
-	}
-	const next = "next-run"
-	p.Kubectl(t, "-n", operator.Namespace, "create", "job", "--from=cronjob/"+harness.CronJobName, next)
-	pr := e.completedRun(ctx, t, runs, next)
-	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"])
-	harness.AssertRegistration(t, e.Secret(ctx, t), chartRegCode)
-	t.Logf("proved: with every update server failing, helm install --wait exited 0 in %s (STATUS: deployed); the release's run %s failed (%d pods, %d RegistrationFailed Events on the Job, Job Failed %s after the install started); once the servers recovered the next run registered",
-		installed.Round(time.Millisecond), first, len(pods), failed, failedAfter.Round(time.Millisecond))
 }
 
 // cleanupAccess are the objects the cleanup hook brings for itself (its

@@ -132,6 +132,18 @@ func (r *PodRuns) ForJob(t testing.TB, name string) []PodRun {
 	return out
 }
 
+// All returns every run so far; the test fails if any pod of the namespace
+// could not be run.
+func (r *PodRuns) All(t testing.TB) []PodRun {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.runs {
+		require.NoError(t, p.Err, "pod %s", p.Pod)
+	}
+	return slices.Clone(r.runs)
+}
+
 // StartKubelet runs the Jobs' pods of namespace ns as engine processes
 // against cloud c until the test ends, each with HANDOVER_SETTLE=e.Settle
 // unless the pod sets its own (e.Settle as it is now).
