@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/internal/testkit"
+	"github.com/rancher/registration-engine/job/kube"
 )
 
 // A fleet on the chart's own schedules peaks at most 3 times as high as
@@ -48,12 +50,13 @@ func TestCronFires(t *testing.T) {
 
 // modelFleet is n clusters on the chart's schedules without helm: offsets
 // drawn uniformly over the day, the schedules mainSchedule and
-// retrySchedule give them (TestChartSchedules checks those against helm).
+// retrySchedule give them, and the retry Jobs' CRONJOB_NAME the main
+// CronJob's name (TestChartSchedules checks all three against helm).
 func modelFleet(n int, rng *rand.Rand) []Schedules {
 	out := make([]Schedules, n)
 	for i := range out {
 		o := rng.IntN(1440)
-		out[i] = Schedules{Main: mainSchedule(o), Retry: retrySchedule(o, retryIntervalMinutes), Offset: o}
+		out[i] = Schedules{Main: mainSchedule(o), Retry: retrySchedule(o, retryIntervalMinutes), Offset: o, RetryCronJobEnv: kube.CronJobName}
 	}
 	return out
 }
@@ -85,6 +88,7 @@ func TestNoStampedeAfterAnOutage(t *testing.T) {
 		assert.Zero(t, g.Late, "outage %s, seed %d: clusters registered later than max(10m, failing/4) after it; worst %+v", tc.outage, tc.seed, g.Worst)
 		assert.LessOrEqual(t, g.Worst.Took, g.Worst.Bound)
 		assert.Positive(t, g.Worst.Took)
+		assert.Zero(t, g.RetriesSlept, "a retry takes no startup sleep")
 	}
 }
 
@@ -103,7 +107,8 @@ func TestRetryLooks(t *testing.T) {
 }
 
 // The schedules the tests model fleets with (mainSchedule, retrySchedule)
-// are the ones helm renders from the chart.
+// are the ones helm renders from the chart, and the engine takes no startup
+// sleep in the retry CronJob's Jobs.
 func TestChartSchedules(t *testing.T) {
 	o := Options{Helm: testkit.Helm(t), Chart: "../../../manifests/chart/registration-engine"}
 	for i := range 3 {
@@ -112,5 +117,10 @@ func TestChartSchedules(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, mainSchedule(s.Offset), s.Main, id)
 		assert.Equal(t, retrySchedule(s.Offset, retryIntervalMinutes), s.Retry, id)
+		assert.Equal(t, kube.CronJobName, s.RetryCronJobEnv, id)
+		look := time.Date(2027, 1, 5, 10, 9, 0, 0, time.UTC)
+		d, err := engineSleep(retryCronJob+"-"+strconv.FormatInt(look.Unix()/60, 10), s.RetryCronJobEnv, look.Add(5*time.Second), time.Hour, rand.New(rand.NewPCG(1, 1)))
+		require.NoError(t, err)
+		assert.Zero(t, d, "a retry takes no startup sleep")
 	}
 }

@@ -83,8 +83,6 @@ type Figures struct {
 	RenderTook                  time.Duration
 	ExampleBefore, ExampleAfter string
 	ExampleRetry                string
-	// RetrySource says where the retry schedules come from.
-	RetrySource string
 	// Outage is the after fleet through Options.Outage; zero without.
 	// Draws are the same fleet through it again with other draws of the
 	// startup sleeps and the jitter (seeds Seed+1, …), Outage first.
@@ -219,6 +217,10 @@ func outageSection(f Figures) string {
 	if g.PerHour[len(g.PerHour)-1] > g.PerHour[0] {
 		trend = "rise"
 	}
+	retrySleep := "gives its Jobs no startup sleep"
+	if g.RetriesSlept > 0 {
+		retrySleep = fmt.Sprintf("gives %d of its Jobs a startup sleep", g.RetriesSlept)
+	}
 	than := "no busier than"
 	if g.RecoveryPeakPerMinute > g.LastHourPeakPerMinute {
 		than = "busier than"
@@ -229,7 +231,8 @@ func outageSection(f Figures) string {
 The after fleet through a %s outage of SUSE's servers from %s on day 2: every run of every cluster fails during
 it, scheduled runs and retries alike. A failed run records on its Lease its next attempt, backoff.Policy{}.Next
 (job/backoff) from the first failure of the cluster's streak, jittered by the simulation's seeded random source; the
-cluster's retry CronJob (e.g. %q, %s) runs it at its first look at or after that time, with no startup sleep.
+cluster's retry CronJob (helm's render for it too, e.g. %q) runs it at its first look at or after
+that time; the engine's own rule (job.ScheduledRun) %s.
 Every attempt after the outage succeeds and ends the streak.
 
 | figure | value | goal |
@@ -247,11 +250,11 @@ Every attempt after the outage succeeds and ends the streak.
 |%s
 %s
 
-The fleet's attempts per hour %s through this outage. The scheduled runs bring the clusters in one by one (a twelfth of
-the fleet an hour), and a cluster that fails tries again at every look of its retry CronJob (every 10 minutes) until
+The fleet's attempts per hour %s through this outage. The scheduled runs bring the clusters in one by one (a twelfth
+of the fleet an hour), and a cluster that fails tries again at every look of its retry CronJob (every 10 minutes) until
 its gap, elapsed/4 − 10 min, passes the look, 80 minutes into its streak; only then do its own attempts thin out. The
 busiest minute after the outage is %s the outage's last hour.
-%s`, shortDuration(g.Outage), g.Start.Format("15:04 MST"), f.ExampleRetry, f.RetrySource,
+%s`, shortDuration(g.Outage), g.Start.Format("15:04 MST"), f.ExampleRetry, retrySleep,
 		g.NormalPeakPerMinute, g.RecoveryPeakPerMinute, g.Ratio(), g.LastHourPeakPerMinute,
 		g.Failing, f.Clusters, g.AttemptsMean, g.AttemptsMax, g.AllRegistered,
 		g.Worst.Took, g.Worst.Failing.Round(time.Second), g.Worst.Bound.Round(time.Second), g.Late,
@@ -314,10 +317,6 @@ func Simulate(ctx context.Context, o Options) (Figures, error) {
 			f.Draws = append(f.Draws, g.Outage)
 		}
 	}
-	f.RetrySource = "rendered by helm"
-	if schedules[0].RetryModelled {
-		f.RetrySource = "modelled from the schedule offset the main CronJob records: the chart has no retry CronJob yet"
-	}
 	return f, err
 }
 
@@ -361,7 +360,7 @@ func checkOutage(o Options) error {
 // cluster the same) and schedules (the chart's, per cluster), and plays
 // the after fleet through o.Outage.
 func simulate(o Options, before string, schedules []Schedules, rng *rand.Rand) (Figures, error) {
-	f := Figures{Clusters: len(schedules), ExampleBefore: before, RetrySource: "modelled", Seed: o.Seed}
+	f := Figures{Clusters: len(schedules), ExampleBefore: before, Seed: o.Seed}
 	if err := checkOutage(o); err != nil {
 		return f, err
 	}
@@ -402,14 +401,18 @@ func simulate(o Options, before string, schedules []Schedules, rng *rand.Rand) (
 	}
 	f.MeanPython = float64(n) / end.Sub(from).Hours()
 	if o.Outage > 0 {
-		retries := make([]cronSpec, len(schedules))
+		retries := make([]retryLooks, len(schedules))
 		for i, s := range schedules {
 			var err error
-			if retries[i], err = parseCron(s.Retry); err != nil {
+			if retries[i].cronSpec, err = parseCron(s.Retry); err != nil {
 				return f, err
 			}
+			retries[i].cronJobEnv = s.RetryCronJobEnv
 		}
-		f.Outage = playOutage(perCluster, retries, from, end, o.Outage, rng)
+		var err error
+		if f.Outage, err = playOutage(perCluster, retries, from, end, o.Outage, rng); err != nil {
+			return f, err
+		}
 	}
 	return f, nil
 }
@@ -439,6 +442,8 @@ type OutageFigures struct {
 	AllRegistered time.Duration
 	Worst         Recovery
 	Late          int
+	// RetriesSlept counts the retries the engine took a startup sleep in.
+	RetriesSlept int
 }
 
 // Ratio is the peak minute after the outage over the normal peak minute.
@@ -469,7 +474,7 @@ func recoveryBound(failing time.Duration) time.Duration {
 // cluster's retry CronJob (retries) runs at its first look at or after
 // that time and after the failed run. Every attempt after the outage
 // succeeds and ends the streak.
-func playOutage(runs [][]time.Time, retries []cronSpec, from, end time.Time, d time.Duration, rng *rand.Rand) OutageFigures {
+func playOutage(runs [][]time.Time, retries []retryLooks, from, end time.Time, d time.Duration, rng *rand.Rand) (OutageFigures, error) {
 	start, stop := OutageStart, OutageStart.Add(d)
 	g := OutageFigures{Outage: d, Start: start, PerHour: make([]int, (d+time.Hour-1)/time.Hour)}
 	rnd := func(n time.Duration) time.Duration { return time.Duration(rng.Int64N(int64(n))) }
@@ -494,7 +499,14 @@ func playOutage(runs [][]time.Time, retries []cronSpec, from, end time.Time, d t
 				if since.IsZero() {
 					since = t
 				}
-				next = retries[i].next(backoff.Policy{}.Next(since, t, rnd), t)
+				var err error
+				var slept bool
+				if next, slept, err = retries[i].attempt(backoff.Policy{}.Next(since, t, rnd), t, rng); err != nil {
+					return g, err
+				}
+				if slept {
+					g.RetriesSlept++
+				}
 				continue
 			}
 			if !since.IsZero() && registered.IsZero() {
@@ -524,7 +536,29 @@ func playOutage(runs [][]time.Time, retries []cronSpec, from, end time.Time, d t
 	g.NormalPeakPerMinute = peakPer(normal, from, end, time.Minute)
 	g.RecoveryPeakPerMinute = peakPer(attempts, stop, stop.Add(time.Hour), time.Minute)
 	g.LastHourPeakPerMinute = peakPer(attempts, stop.Add(-min(d, time.Hour)), stop, time.Minute)
-	return g
+	return g, nil
+}
+
+// retryLooks is a cluster's retry CronJob: its looks, and the
+// CRONJOB_NAME its Jobs give the engine.
+type retryLooks struct {
+	cronSpec
+	cronJobEnv string
+}
+
+// attempt is when the attempt due at due, recorded by a run that started
+// at after, sends its first request: the retry CronJob's first look at or
+// after due (and after after), plus the startup sleep the engine takes in
+// a Job named as the CronJob controller names that look's (slept: it took
+// one).
+func (r retryLooks) attempt(due, after time.Time, rng *rand.Rand) (at time.Time, slept bool, err error) {
+	look := r.next(due, after)
+	name := retryCronJob + "-" + strconv.FormatInt(look.Unix()/60, 10)
+	d, err := engineSleep(name, r.cronJobEnv, look.Add(5*time.Second), job.DefaultStartupSleepMax, rng)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return look.Add(d), d > 0, nil
 }
 
 // cronSpec is a schedule of the shape cronFires simulates: the minutes
@@ -594,8 +628,34 @@ type cronJob struct {
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
-		Schedule string `json:"schedule"`
+		Schedule    string `json:"schedule"`
+		JobTemplate struct {
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Env []struct {
+								Name  string `json:"name"`
+								Value string `json:"value"`
+							} `json:"env"`
+						} `json:"containers"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		} `json:"jobTemplate"`
 	} `json:"spec"`
+}
+
+// env is the value of the variable name in the CronJob's Jobs.
+func (cj cronJob) env(name string) string {
+	for _, c := range cj.Spec.JobTemplate.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == name {
+				return e.Value
+			}
+		}
+	}
+	return ""
 }
 
 // Schedules are a cluster's CronJob schedules as the chart renders them.
@@ -604,9 +664,10 @@ type Schedules struct {
 	// Offset is the install's schedule offset, as the main CronJob
 	// records it.
 	Offset int
-	// RetryModelled: the chart has no retry CronJob; Retry is
-	// retrySchedule's.
-	RetryModelled bool
+	// RetryCronJobEnv is the CRONJOB_NAME the retry CronJob's Jobs give
+	// the engine: whether they take the startup sleep is the engine's
+	// rule (job.ScheduledRun) on it and their names.
+	RetryCronJobEnv string
 }
 
 // render returns the schedules helm renders for a cluster whose extension
@@ -636,23 +697,19 @@ func render(ctx context.Context, o Options, id string, set ...string) (Schedules
 	if err != nil {
 		return Schedules{}, err
 	}
-	main, ok := cjs[mainCronJob]
-	if !ok || main.Spec.Schedule == "" {
+	scheduled, ok := cjs[mainCronJob]
+	if !ok || scheduled.Spec.Schedule == "" {
 		return Schedules{}, fmt.Errorf("helm template: no CronJob %s with a schedule", mainCronJob)
 	}
-	off, err := strconv.Atoi(main.Metadata.Annotations[offsetAnnotation])
+	off, err := strconv.Atoi(scheduled.Metadata.Annotations[offsetAnnotation])
 	if err != nil {
 		return Schedules{}, fmt.Errorf("helm template: CronJob %s: %s: %v", mainCronJob, offsetAnnotation, err)
 	}
-	s := Schedules{Main: main.Spec.Schedule, Offset: off}
-	if retry, ok := cjs[retryCronJob]; ok {
-		s.Retry = retry.Spec.Schedule
-	} else {
-		// The chart has no retry CronJob yet: its schedule as the
-		// chart will render it, from the offset the main CronJob records.
-		s.Retry, s.RetryModelled = retrySchedule(off, retryIntervalMinutes), true
+	retry, ok := cjs[retryCronJob]
+	if !ok || retry.Spec.Schedule == "" {
+		return Schedules{}, fmt.Errorf("helm template: no CronJob %s with a schedule", retryCronJob)
 	}
-	return s, nil
+	return Schedules{Main: scheduled.Spec.Schedule, Retry: retry.Spec.Schedule, Offset: off, RetryCronJobEnv: retry.env("CRONJOB_NAME")}, nil
 }
 
 // offsetAnnotation is where the main CronJob records the install's
@@ -663,10 +720,12 @@ const offsetAnnotation = "registration-engine.cattle.io/schedule-offset"
 // Tick of backoff.Policy{}.
 const retryIntervalMinutes = int(backoff.DefaultTick / time.Minute)
 
+var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
+
 // cronJobs are the CronJobs among a render's documents, by name.
 func cronJobs(render []byte) (map[string]cronJob, error) {
 	out := map[string]cronJob{}
-	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(render), -1) {
+	for _, doc := range docSeparator.Split(string(render), -1) {
 		var cj cronJob
 		if err := yaml.Unmarshal([]byte(doc), &cj); err != nil {
 			return nil, fmt.Errorf("helm template: %w:\n%s", err, doc)
@@ -706,7 +765,7 @@ func cronRuns(sched string, from, to time.Time, rng *rand.Rand) ([]time.Time, er
 	out := make([]time.Time, 0, len(fires))
 	for _, t := range fires {
 		name := kube.CronJobName + "-" + strconv.FormatInt(t.Unix()/60, 10)
-		d, err := engineSleep(name, t.Add(5*time.Second), job.DefaultStartupSleepMax, rng)
+		d, err := engineSleep(name, kube.CronJobName, t.Add(5*time.Second), job.DefaultStartupSleepMax, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -719,12 +778,12 @@ func cronRuns(sched string, from, to time.Time, rng *rand.Rand) ([]time.Time, er
 var errSlept = errors.New("slept")
 
 // engineSleep is the startup sleep the engine takes in a Job named
-// jobName whose pod starts at now: job.Job.Run's own rule, stopped before
-// the Lease.
-func engineSleep(jobName string, now time.Time, sleepMax time.Duration, rng *rand.Rand) (time.Duration, error) {
+// jobName whose pod starts at now with CRONJOB_NAME cronJobEnv:
+// job.Job.Run's own rule, stopped before the Lease.
+func engineSleep(jobName, cronJobEnv string, now time.Time, sleepMax time.Duration, rng *rand.Rand) (time.Duration, error) {
 	var slept time.Duration
 	j := &job.Job{
-		Scheduled:    job.ScheduledRun(jobName, kube.CronJobName, now),
+		Scheduled:    job.ScheduledRun(jobName, cronJobEnv, now),
 		SleepMax:     sleepMax,
 		RandDuration: func(n time.Duration) time.Duration { return time.Duration(rng.Int64N(int64(n))) },
 		Sleep:        func(_ context.Context, d time.Duration) error { slept = d; return errSlept },
