@@ -101,7 +101,8 @@ func printable(r rune) bool {
 // into a shell, the command runs with that person's credentials, and a
 // `$(…)`, a backquote, a ; or a newline in the value must stay text.
 func Shell(s string) string {
-	if s != "" && strings.Trim(s, shellSafe) == "" {
+	// zsh expands a word that starts with = (=cmd is cmd's path).
+	if s != "" && s[0] != '=' && strings.Trim(s, shellSafe) == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -53,6 +53,7 @@ func TestShell(t *testing.T) {
 		"command substitution":   {"a$(touch x)", "'a$(touch x)'"},
 		"a single quote":         {"a'b", `'a'\''b'`},
 		"a semicolon, a space":   {"a; touch x", "'a; touch x'"},
+		"zsh's =cmd":             {"=ls", "'=ls'"},
 		"a wildcard and a tilde": {"*,~", "'*,~'"},
 	}
 	for name, tc := range tests {

@@ -135,7 +135,7 @@ func ParseRecord(annotations map[string]string) (rec Record, ok bool, err error)
 // record on the engine's Lease ns/name, which lets a run that stopped
 // recovering try again.
 func ClearRecordCommand(ns, name string) string {
-	return fmt.Sprintf("kubectl -n %s annotate lease %s %s-", ns, name, AnnotationRecovery)
+	return fmt.Sprintf("kubectl -n %s annotate lease %s %s-", escape.Shell(ns), escape.Shell(name), AnnotationRecovery)
 }
 
 // LeaseRecords keeps the record on the engine's own Lease, which this run
