@@ -24,7 +24,7 @@ K8S_LTS_TESTBIN ?= $(CACHE_DIR)/k8s-testbin/v$(K8S_LTS_VERSION)
 # Events, the CronJob's Job), the CoreDNS admission policy (its cost limits
 # are the oldest version's) and the real operator registering from its
 # Secret.
-LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|TestStatus|TestCoreDNSAdmissionPolicy|TestCoreDNSAdmissionPolicyLongCorefile)$$
+LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|TestStatus|TestCoreDNSAdmissionPolicy|TestCoreDNSAdmissionPolicyLongCorefile|TestCoreDNSAdmissionPolicyCleanupCopy)$$
 # Where an end-to-end test runs. Every top-level test of E2E_PKGS runs in
 # `make test` on K8S_VERSION, except those LONG_TESTS names: they run in
 # `make e2e-long` (same version, same packages), which .ci/run runs. A new

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/rancher/registration-engine/e2e/harness"
+	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
@@ -204,6 +206,45 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 		{"Corefile: the cluster's own entry readdressed", coredns.ConfigMap,
 			corefileWith("        10.1.2.3 db.corp.internal\n", "        203.0.113.9 db.corp.internal\n")},
 	})
+	// k3s's NodeHosts: a hosts block of the cluster's own that reads a file
+	// and answers every name (no zones), without no_reverse, so every entry
+	// in it answers the PTR query of its address too. The engine writes its
+	// entry (a public address: a private one it refuses there) and lowers
+	// the ttl; it never adds a zone, which would narrow the block to that
+	// zone (issue 45, S5-01), and it keeps one entry there, its update
+	// server's, so that the token can rename at most one public address in
+	// reverse lookups (S5-05).
+	nodeHosts := strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n    hosts /etc/coredns/NodeHosts {\n        ttl 60\n        reload 15s\n        fallthrough\n    }\n", 1)
+	savedCorefile := corefile
+	cm, err = cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data[coredns.CorefileKey] = nodeHosts
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	own(t, "Corefile: into k3s's NodeHosts block, which answers PTR queries (a public address)", true, "20.38.0.87")
+	own(t, "Corefile: k3s's NodeHosts block, the entry readdressed", true, "20.38.0.88")
+	cm, err = cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	corefile = cm.Data[coredns.CorefileKey]
+	shared := "        20.38.0.88 " + harness.UpdateServer + "\n"
+	require.Contains(t, corefile, "    hosts /etc/coredns/NodeHosts {\n"+shared+"        ttl 15\n        reload 15s\n        fallthrough\n    }\n")
+	refuse(t, []hostile{
+		{"Corefile: an update-server zone added to k3s's NodeHosts block, narrowing it", coredns.ConfigMap,
+			corefileWith("hosts /etc/coredns/NodeHosts {", "hosts /etc/coredns/NodeHosts susecloud.net {")},
+		{"Corefile: an update-server zone added to k3s's NodeHosts block after two spaces", coredns.ConfigMap,
+			corefileWith("hosts /etc/coredns/NodeHosts {", "hosts /etc/coredns/NodeHosts  "+harness.UpdateServer+" {")},
+		{"Corefile: a second public address renamed in reverse lookups by a block without no_reverse", coredns.ConfigMap,
+			corefileWith(shared, shared+"        49.12.0.7 node.susecloud.net\n")},
+		{"Corefile: a public address renamed in reverse lookups in place of the engine's entry and beside it", coredns.ConfigMap,
+			corefileWith(shared, "        49.12.0.7 node.susecloud.net\n        49.12.0.8 node2.susecloud.net\n")},
+	})
+	cm, err = cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data[coredns.CorefileKey] = savedCorefile
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	corefile = savedCorefile
+
 	// At uninstall (registration-engine cleanup) the engine takes its own
 	// entry and zone out again; the block's frame and the cluster's lines
 	// stay.
@@ -352,4 +393,132 @@ func TestCoreDNSAdmissionPolicyLongCorefile(t *testing.T) {
 	}
 	t.Logf("proved: the policy admitted the engine's edits of a %d-line Corefile (a hosts block of the cluster's own, %d entries); at %d lines the API server's CEL cost limit refused it and the engine said so: %v",
 		lines, lines-strings.Count(e.Corefile, "\n")-5, far, err)
+}
+
+// TestCoreDNSAdmissionPolicyCleanupCopy proves on the real API server (the
+// LTS version too: LTS_TESTS) that the uninstall hook's copy of the policy,
+// as the chart renders it for the hook's ServiceAccount, admits only
+// removal (issue 45, S5-07): with the hook's token the engine's entry and
+// key can go, but no entry can be written, readdressed or added, no ttl
+// changed, in either layout. The copy used to be the engine's own policy,
+// which let the hook's token write an entry of its choosing.
+func TestCoreDNSAdmissionPolicyCleanupCopy(t *testing.T) {
+	e := setupCluster(t)
+	ctx := harness.Context(t)
+	e.ResetCoreDNS(ctx, t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		e.ResetCoreDNS(ctx, t)
+	})
+	helm := testkit.Helm(t)
+	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
+	const sa = "registration-engine-cleanup"
+	const hookPolicy = "registration-engine-coredns-cleanup"
+	// The hook's objects but its Job, for a layout: its ServiceAccount,
+	// its Roles (patch on the layout's ConfigMap), the policy copy and its
+	// binding.
+	hookAccess := func(t *testing.T, layout string) {
+		out, err := testkit.Command(ctx, helm, "template", "registration-engine", chart, "--namespace", operator.Namespace,
+			"--values", filepath.Join("..", "manifests", "testdata", "chart", "minimal.yaml"), "--set", "coreDNSLayout="+layout,
+			"--show-only", "templates/cleanup-job.yaml")
+		require.NoError(t, err)
+		var docs []string
+		for _, doc := range strings.Split(string(out), "\n---\n") {
+			if !strings.Contains(doc, "\nkind: Job\n") {
+				docs = append(docs, doc)
+			}
+		}
+		e.Plane.Apply(t, []byte(strings.Join(docs, "\n---\n")))
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		adm := e.Admin.AdmissionregistrationV1()
+		_ = adm.ValidatingAdmissionPolicyBindings().Delete(ctx, hookPolicy, metav1.DeleteOptions{})
+		_ = adm.ValidatingAdmissionPolicies().Delete(ctx, hookPolicy, metav1.DeleteOptions{})
+		_ = e.Admin.RbacV1().RoleBindings("kube-system").Delete(ctx, sa, metav1.DeleteOptions{})
+		_ = e.Admin.RbacV1().Roles("kube-system").Delete(ctx, sa, metav1.DeleteOptions{})
+		_ = e.Admin.RbacV1().RoleBindings(operator.Namespace).Delete(ctx, sa, metav1.DeleteOptions{})
+		_ = e.Admin.RbacV1().Roles(operator.Namespace).Delete(ctx, sa, metav1.DeleteOptions{})
+		_ = e.Admin.CoreV1().ServiceAccounts(operator.Namespace).Delete(ctx, sa, metav1.DeleteOptions{})
+	})
+	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
+	setData := func(t *testing.T, name, key, value string) {
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		cm.Data[key] = value
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+
+	// The Corefile layout: the engine's block, as the engine wrote it.
+	hookAccess(t, "corefile")
+	as := e.Plane.ClientAs(t, e.Plane.ServiceAccountToken(t, operator.Namespace, sa))
+	patch := func(name, body string, dryRun bool) (int, string) {
+		path := configMapPath("kube-system", name)
+		if dryRun {
+			path += "?dryRun=All"
+		}
+		return request(t, as, http.MethodPatch, path, mergeType, body)
+	}
+	entry := "        20.38.0.87 " + harness.UpdateServer + "\n"
+	corefile := strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n    hosts {\n"+entry+"        ttl 15\n        no_reverse\n        fallthrough\n    }\n", 1)
+	setData(t, coredns.ConfigMap, coredns.CorefileKey, corefile)
+	readdressed := mergeData(coredns.CorefileKey, strings.Replace(corefile, entry, "        203.0.113.66 "+harness.UpdateServer+"\n", 1))
+	var code int
+	var body string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		code, body = patch(coredns.ConfigMap, readdressed, true)
+		return code == http.StatusUnprocessableEntity, nil
+	})
+	require.NoError(t, err, "the hook's policy copy is not enforced on its token (dry run of a readdressed entry): HTTP %d %s", code, body)
+
+	refusals := map[string]string{}
+	refuse := func(what, name, body string) {
+		t.Helper()
+		code, resp := patch(name, body, false)
+		if assert.Equal(t, http.StatusUnprocessableEntity, code, "%s must be refused: %s", what, resp) {
+			assert.Contains(t, resp, fmt.Sprintf("ValidatingAdmissionPolicy '%s'", hookPolicy), what)
+			assert.Contains(t, resp, "may only remove the engine", what)
+			var status metav1.Status
+			require.NoError(t, json.Unmarshal([]byte(resp), &status), resp)
+			refusals[what] = status.Message
+		}
+	}
+	refuse("Corefile: the engine's entry readdressed by the hook's token", coredns.ConfigMap, readdressed)
+	refuse("Corefile: an entry added by the hook's token", coredns.ConfigMap,
+		mergeData(coredns.CorefileKey, strings.Replace(corefile, entry, entry+"        203.0.113.66 evil.susecloud.net\n", 1)))
+	refuse("Corefile: the ttl changed by the hook's token", coredns.ConfigMap,
+		mergeData(coredns.CorefileKey, strings.Replace(corefile, "ttl 15\n", "ttl 3600\n", 1)))
+	refuse("Corefile: a hosts block added by the hook's token", coredns.ConfigMap,
+		mergeData(coredns.CorefileKey, strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n    hosts {\n        203.0.113.66 "+harness.UpdateServer+"\n        no_reverse\n        fallthrough\n    }\n", 1)))
+	cleaned, removed := coredns.RemoveCorefileHostsEntries(corefile, []string{"susecloud.net"})
+	require.Equal(t, []string{strings.TrimSpace(entry)}, removed)
+	code, body = patch(coredns.ConfigMap, mergeData(coredns.CorefileKey, cleaned), false)
+	require.Equal(t, http.StatusOK, code, "the cleanup's removal of the engine's entry: %s", body)
+
+	// AKS's layout: the engine's key in coredns-custom.
+	e.UseAKSLayout(ctx, t)
+	hookAccess(t, "aks")
+	block := "hosts {\n    20.38.0.87 " + harness.UpdateServer + "\n    ttl 15\n    no_reverse\n    fallthrough\n}\n"
+	setData(t, coredns.CustomConfigMap, coredns.DefaultHostsKey, block)
+	moved := mergeData(coredns.DefaultHostsKey, strings.Replace(block, "20.38.0.87", "203.0.113.66", 1))
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		code, body = patch(coredns.CustomConfigMap, moved, true)
+		return code == http.StatusUnprocessableEntity, nil
+	})
+	require.NoError(t, err, "the hook's Role for AKS's layout: HTTP %d %s", code, body)
+	refuse("coredns-custom: the engine's key readdressed by the hook's token", coredns.CustomConfigMap, moved)
+	code, body = patch(coredns.CustomConfigMap, `{"data":{"`+coredns.DefaultHostsKey+`":null}}`, false)
+	require.Equal(t, http.StatusOK, code, "the cleanup's removal of the engine's key: %s", body)
+	refuse("coredns-custom: the engine's key written afresh by the hook's token", coredns.CustomConfigMap, mergeData(coredns.DefaultHostsKey, block))
+
+	if t.Failed() {
+		return
+	}
+	for what, resp := range refusals {
+		t.Logf("proved: the uninstall hook's token (system:serviceaccount:%s:%s) refused: %s: HTTP 422 %q", operator.Namespace, sa, what, resp)
+	}
+	t.Logf("proved: the same token removed the engine's Corefile entry and its coredns-custom key (HTTP 200)")
 }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
@@ -83,7 +83,7 @@ func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runEr
 		}
 		if runErr != nil {
 			rec.Outcome, rec.Phase, rec.Permanent = OutcomeFailed, res.Failed, failure.IsPermanent(runErr)
-			rec.Error = cutString(j.Secrets.String(runErr.Error()), kube.MaxRunError)
+			rec.Error = escape.Record(runErr.Error(), j.Secrets.String, kube.MaxRunError)
 			rec.Cause = plan.cause
 			if !plan.next.IsZero() {
 				next := plan.next
@@ -116,17 +116,6 @@ func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runEr
 	if rec != nil {
 		log.Debug("run recorded", slog.Int("consecutiveFailures", saved.ConsecutiveFailures))
 	}
-}
-
-// cutString cuts s to at most n bytes on a rune boundary.
-func cutString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // hasOperatorEvent: the operator step decided the run's Event (a Failed

@@ -512,12 +512,17 @@ func TestChartValues(t *testing.T) {
 		},
 		// AKS's IMDS restriction: the engine's pod on the node's network,
 		// still asking the cluster's DNS (the handover check).
+		// The uninstall hook's cleanup talks to the API server alone: its
+		// pod keeps its own network (issue 45).
 		"hostNetwork for a cluster with IMDS restriction": {
 			set: []string{"hostNetwork=true"},
-			check: func(t *testing.T, _ map[string]rendered, cj *batchv1.CronJob, _ *corev1.Container) {
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, _ *corev1.Container) {
 				pod := cj.Spec.JobTemplate.Spec.Template.Spec
 				assert.True(t, pod.HostNetwork)
 				assert.Equal(t, corev1.DNSClusterFirstWithHostNet, pod.DNSPolicy)
+				cleanup := renderedAs[*batchv1.Job](t, objs, "Job/"+chartNamespace+"/registration-engine-cleanup").Spec.Template.Spec
+				assert.False(t, cleanup.HostNetwork, "the cleanup pod needs no IMDS")
+				assert.Empty(t, cleanup.DNSPolicy)
 			},
 		},
 		"hostNetwork off by default": {

@@ -164,7 +164,13 @@ func TestChartCleanupAccess(t *testing.T) {
 		hook := renderedAs[*admissionv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns-cleanup")
 		assert.Contains(t, hook.Spec.MatchConditions[0].Expression, "'"+sa+"'")
 		hook.Spec.MatchConditions, engine.Spec.MatchConditions = nil, nil
-		assert.Equal(t, engine.Spec, hook.Spec, "the hook's policy is the engine's but for whom it matches")
+		// The hook's copy has one rule more: its token only removes
+		// (issue 45, S5-07).
+		require.Len(t, hook.Spec.Validations, len(engine.Spec.Validations)+1)
+		removeOnly := hook.Spec.Validations[len(hook.Spec.Validations)-1]
+		assert.Contains(t, removeOnly.MessageExpression, "may only remove the engine")
+		hook.Spec.Validations = hook.Spec.Validations[:len(engine.Spec.Validations)]
+		assert.Equal(t, engine.Spec, hook.Spec, "the hook's policy is the engine's but for whom it matches and its removal-only rule")
 		binding := renderedAs[*admissionv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding//registration-engine-coredns-cleanup")
 		assert.Equal(t, "registration-engine-coredns-cleanup", binding.Spec.PolicyName)
 		assert.Equal(t, []admissionv1.ValidationAction{admissionv1.Deny}, binding.Spec.ValidationActions)

@@ -6,8 +6,11 @@
 // a cursor move overwrites a line, an OSC 52 fills the clipboard, a bidi
 // override shows a name reversed. Every place that shows or stores such
 // text for people passes it through this package: status's text and JSON
-// reports, and the Event recorder (job/kube). One owner, so that every
-// output escapes the same characters.
+// reports, and Record for everything the engine records (the Event
+// recorder in job/kube, the run record and the recovery record on its
+// Lease). Shell quotes a foreign value inside a command the engine
+// suggests to a person. One owner, so that every output escapes the same
+// characters.
 package escape
 
 import (
@@ -87,4 +90,47 @@ func clean(s string) bool {
 
 func printable(r rune) bool {
 	return r == ' ' || (unicode.IsPrint(r) && r != utf8.RuneError)
+}
+
+// Shell returns s as one word a POSIX shell reads back as s and nothing
+// else: as it is when every character is one a shell gives no meaning to
+// (letters, digits and _ - . , : / @ % + =), else between single quotes,
+// a single quote in s closing the quotes, escaped with a backslash, and
+// reopening them. For a value the engine did not choose (a
+// Deployment's NO_PROXY) inside a command it suggests to a person: pasted
+// into a shell, the command runs with that person's credentials, and a
+// `$(…)`, a backquote, a ; or a newline in the value must stay text.
+func Shell(s string) string {
+	// zsh expands a word that starts with = (=cmd is cmd's path).
+	if s != "" && s[0] != '=' && strings.Trim(s, shellSafe) == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shellSafe are the characters a shell gives no meaning to in a word.
+const shellSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,:/@%+="
+
+// Record returns s as the engine keeps a foreign text in what it records
+// for people (an Event's note, the run record and the recovery record on
+// its Lease): redacted by redact (nil: as it is), then escaped
+// (Printable), then cut to at most limit bytes on a rune boundary, ending in
+// "..." when cut. The order matters: an escape would hide a secret's form
+// from the redaction, and a cut before the escape could leave a record
+// longer than max. One function for every sink, so that each record keeps
+// the same characters and says the same about a cut.
+func Record(s string, redact func(string) string, limit int) string {
+	if redact != nil {
+		s = redact(s)
+	}
+	s = Printable(s)
+	if len(s) <= limit {
+		return s
+	}
+	const more = "..."
+	n := max(limit-len(more), 0)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + more
 }

@@ -1,7 +1,9 @@
 package escape
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -25,5 +27,36 @@ func TestPrintable(t *testing.T) {
 				assert.False(t, r < 0x20 || (r >= 0x7f && r <= 0x9f), "control character %U left in %q", r, got)
 			}
 		})
+	}
+}
+
+// TestRecord: redacted, then escaped, then cut: the secret goes even when
+// it sits next to a control character, and the cut never leaves a record
+// over the limit or half a rune.
+func TestRecord(t *testing.T) {
+	redact := func(s string) string { return strings.ReplaceAll(s, "SECRET", "REDACTED") }
+	assert.Equal(t, `a\x1bREDACTED\u202e`, Record("a\x1bSECRET\u202e", redact, 100))
+	assert.Equal(t, "plain", Record("plain", nil, 100))
+	got := Record(strings.Repeat("é", 100)+"\x1b", redact, 64)
+	assert.LessOrEqual(t, len(got), 64)
+	assert.True(t, utf8.ValidString(got))
+	assert.True(t, strings.HasSuffix(got, "..."))
+	assert.Equal(t, `\x1...`, Record("\x1b[2J", nil, 6), "the escape's output counts toward the limit")
+}
+
+// TestShell: a value pasted in a suggested command stays one word.
+func TestShell(t *testing.T) {
+	tests := map[string]struct{ in, want string }{
+		"a host list":            {"localhost,.svc,smt-azure.susecloud.net", "localhost,.svc,smt-azure.susecloud.net"},
+		"a CIDR and a port":      {"10.0.0.0/8,example.com:443", "10.0.0.0/8,example.com:443"},
+		"empty":                  {"", "''"},
+		"command substitution":   {"a$(touch x)", "'a$(touch x)'"},
+		"a single quote":         {"a'b", `'a'\''b'`},
+		"a semicolon, a space":   {"a; touch x", "'a; touch x'"},
+		"zsh's =cmd":             {"=ls", "'=ls'"},
+		"a wildcard and a tilde": {"*,~", "'*,~'"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) { assert.Equal(t, tc.want, Shell(tc.in)) })
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -106,20 +105,10 @@ func (j *JobEvents) Record(ctx context.Context, e JobEvent) error {
 	if j.Now != nil {
 		now = j.Now
 	}
-	// Redacted first (an escape would hide a secret's form from the
-	// registry), then escaped (the note quotes a peer or the operator, and
+	// Redacted, escaped (the note quotes a peer or the operator, and
 	// kubectl describe and kubectl get events print it to a terminal as it
-	// is), then cut, so that the cut never leaves half an escape's input.
-	note := escape.Printable(j.Redact.String(e.Note))
-	if len(note) > maxNote {
-		// Cut on a rune boundary: a split rune would reach the API server
-		// as U+FFFD, three bytes each, and could push the note past 1 kB.
-		n := maxNote - len("...")
-		for n > 0 && !utf8.RuneStart(note[n]) {
-			n--
-		}
-		note = note[:n] + "..."
-	}
+	// is), then cut: escape.Record, as every record the engine keeps.
+	note := escape.Record(e.Note, j.Redact.String, maxNote)
 	var annotations map[string]string
 	for k, v := range map[string]string{AnnotationAddress: e.Address, AnnotationServer: e.Server} {
 		if v = escape.Printable(j.Redact.String(v)); v != "" {

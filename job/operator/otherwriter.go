@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -119,19 +121,41 @@ func dataKeys(raw []byte) []string {
 
 // Verdict is the permanent error's text: who writes ns/name, why the
 // engine stops, and the choice a person must make, with the commands.
+// The Secret's Helm annotations are foreign text (the engine's own token
+// may patch them), and a person pastes the command with their own
+// credentials: the helm command is built only from a release name and a
+// namespace that Helm and Kubernetes would take (helmRelease, a DNS-1123
+// label); anything else is named, quoted, and no command is built from it.
+// ns and name are the engine's settings, shell-quoted all the same.
 func (w *OtherWriter) Verdict(ns, name string) string {
 	head := fmt.Sprintf("%s/%s is written by %s (%s); two writers would overwrite each other, and rancher/scc-operator registers afresh on every change of the code or URL, so the engine writes nothing. Choose one writer: ",
 		ns, name, w.Who, w.Evidence)
+	del := fmt.Sprintf("kubectl -n %s delete secret %s", escape.Shell(ns), escape.Shell(name))
 	switch {
 	case w.Release != "":
+		upgrade := "helm upgrade <its release> <its chart> -n <its namespace> --reuse-values --set registration.enabled=false"
+		switch {
+		case !helmRelease(w.Release):
+			upgrade = fmt.Sprintf("the Secret's Helm annotation names a release that is not a valid release name: %q; find the release that installed it with helm list -A, then %s", w.Release, upgrade)
+		case w.ReleaseNamespace != "" && len(validation.IsDNS1123Label(w.ReleaseNamespace)) > 0:
+			upgrade = fmt.Sprintf("the Secret's Helm annotation names a namespace that is not a valid namespace name: %q; find the release that installed it with helm list -A, then %s", w.ReleaseNamespace, upgrade)
+		default:
+			upgrade = fmt.Sprintf("helm upgrade %s <its chart> -n %s --reuse-values --set registration.enabled=false", w.Release, cmp.Or(w.ReleaseNamespace, "<namespace>"))
+		}
 		return head + fmt.Sprintf("to keep %s registering the cluster, uninstall this engine (helm uninstall <this engine's release>); "+
 			"to let the engine register it (Azure Marketplace PAYG), turn the registration off in that release "+
-			"(Rancher's chart: helm upgrade %s <its chart> -n %s --reuse-values --set registration.enabled=false), "+
-			"delete the Secret it left (kubectl -n %s delete secret %s; its helm.sh/resource-policy keep keeps it after the upgrade), then run the engine",
-			w.Who, w.Release, cmp.Or(w.ReleaseNamespace, "<namespace>"), ns, name)
+			"(Rancher's chart: %s), "+
+			"delete the Secret it left (%s; its helm.sh/resource-policy keep keeps it after the upgrade), then run the engine",
+			w.Who, upgrade, del)
 	default:
 		return head + fmt.Sprintf("to keep %s, uninstall this engine; to let the engine register the cluster, stop %s writing %s/%s "+
-			"(remove the Secret from its sources), delete the Secret (kubectl -n %s delete secret %s), then run the engine",
-			w.Who, w.Who, ns, name, ns, name)
+			"(remove the Secret from its sources), delete the Secret (%s), then run the engine",
+			w.Who, w.Who, ns, name, del)
 	}
+}
+
+// helmRelease reports whether s is a name Helm takes for a release (Helm
+// 3's validation: a DNS-1123 subdomain of at most 53 characters).
+func helmRelease(s string) bool {
+	return len(s) <= 53 && len(validation.IsDNS1123Subdomain(s)) == 0
 }

@@ -2,6 +2,8 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -124,4 +126,56 @@ func TestSecretStoreRefusesAnotherWriter(t *testing.T) {
 	require.ErrorIs(t, err, operator.ErrSecretOtherWriter, "Check names the other writer, not a missing code")
 	assert.True(t, failure.IsPermanent(err))
 	msgs.Add("Check", err)
+}
+
+// TestOtherWriterVerdictPastesSafely: the Secret's Helm annotations are
+// text the engine's own token may patch, and the verdict's commands reach
+// an admin (Event, log, Lease record, status) who pastes them with their
+// credentials. Pasted into a shell, each command runs helm or kubectl
+// once, as written, and nothing else; a release or namespace that Helm
+// would not take is named, never put into a command.
+func TestOtherWriterVerdictPastesSafely(t *testing.T) {
+	const payload = "touch " + testkit.PasteMarker
+	tests := map[string]struct {
+		release, namespace string
+		// wantHelm is the helm call the pasted upgrade makes; "" when the
+		// verdict must name the value instead, with named.
+		wantHelm, named string
+	}{
+		"Rancher's chart": {release: "rancher", namespace: "cattle-system",
+			wantHelm: "helm upgrade rancher rancher-latest/rancher -n cattle-system --reuse-values --set registration.enabled=false"},
+		"command substitution in the release":   {release: "rancher$(" + payload + ")", namespace: "cattle-system", named: "release"},
+		"a semicolon in the release":            {release: "rancher; " + payload + "; #", namespace: "cattle-system", named: "release"},
+		"backquotes in the release":             {release: "`" + payload + "`", namespace: "cattle-system", named: "release"},
+		"a newline in the release":              {release: "rancher\n" + payload, namespace: "cattle-system", named: "release"},
+		"a release name too long for Helm":      {release: strings.Repeat("r", 54), namespace: "cattle-system", named: "release"},
+		"command substitution in the namespace": {release: "rancher", namespace: "cattle-system$(" + payload + ")", named: "namespace"},
+		"a semicolon in the namespace":          {release: "rancher", namespace: "x;" + payload, named: "namespace"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := rancherChartSecret()
+			s.Annotations["meta.helm.sh/release-name"], s.Annotations["meta.helm.sh/release-namespace"] = tc.release, tc.namespace
+			w := operator.FindOtherWriter(s)
+			require.NotNil(t, w)
+			v := w.Verdict(operator.Namespace, operator.SecretName)
+
+			start := strings.Index(v, "helm upgrade ")
+			end := strings.Index(v, " --set registration.enabled=false")
+			require.True(t, start >= 0 && end > start, v)
+			upgrade := strings.Replace(v[start:end], "<its chart>", "rancher-latest/rancher", 1) + " --set registration.enabled=false"
+			calls := testkit.Paste(t, upgrade)
+			if tc.wantHelm != "" {
+				assert.Equal(t, []string{tc.wantHelm}, calls)
+			} else {
+				assert.Empty(t, calls, "no helm command built from the hostile %s", tc.named)
+				assert.Contains(t, v, fmt.Sprintf("names a %s that is not a valid %s name: %q", tc.named, tc.named, map[string]string{"release": tc.release, "namespace": tc.namespace}[tc.named]))
+			}
+
+			start = strings.Index(v, "kubectl -n ")
+			end = strings.Index(v, "; its helm.sh/resource-policy keep")
+			require.True(t, start >= 0 && end > start, v)
+			assert.Equal(t, []string{"kubectl -n cattle-scc-system delete secret scc-registration"}, testkit.Paste(t, v[start:end]))
+		})
+	}
 }

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -79,7 +79,7 @@ type Record struct {
 	Cause string `json:"cause"`
 	// Message is the operator's last failure message: the one the last
 	// recovery ended with, else the one it replaced; redacted by the run's
-	// secrets and cut to MaxRecordMessage bytes.
+	// secrets, escaped and cut to MaxRecordMessage bytes (escape.Record).
 	Message string `json:"message,omitempty"`
 	// Outcome is one of the Record constants.
 	Outcome string `json:"outcome"`
@@ -104,20 +104,10 @@ func (r Record) Next(target string) int {
 }
 
 // keepMessage is msg as a record keeps it: redacted by redact (nil: as
-// it is) and cut to MaxRecordMessage bytes on a rune boundary.
+// it is), escaped and cut to MaxRecordMessage bytes (escape.Record, as
+// every record the engine keeps).
 func keepMessage(msg string, redact func(string) string) string {
-	if redact != nil {
-		msg = redact(msg)
-	}
-	if len(msg) <= MaxRecordMessage {
-		return msg
-	}
-	const more = " …(cut)"
-	cut := MaxRecordMessage - len(more)
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + more
+	return escape.Record(msg, redact, MaxRecordMessage)
 }
 
 // TargetHash names a registration code and URL without revealing the code:
@@ -145,7 +135,7 @@ func ParseRecord(annotations map[string]string) (rec Record, ok bool, err error)
 // record on the engine's Lease ns/name, which lets a run that stopped
 // recovering try again.
 func ClearRecordCommand(ns, name string) string {
-	return fmt.Sprintf("kubectl -n %s annotate lease %s %s-", ns, name, AnnotationRecovery)
+	return fmt.Sprintf("kubectl -n %s annotate lease %s %s-", escape.Shell(ns), escape.Shell(name), AnnotationRecovery)
 }
 
 // LeaseRecords keeps the record on the engine's own Lease, which this run

@@ -326,6 +326,26 @@ func TestRecoveryRecordKeepsNoSecretAndABoundedMessage(t *testing.T) {
 	}
 }
 
+// TestRecoveryRecordEscapesForeignText: the operator's message is foreign
+// text, and the record on the Lease is printed by kubectl -o jsonpath and
+// by status; ESC, C1 controls and bidi overrides are kept escaped there
+// (escape.Record: redacted, escaped, cut), not raw.
+func TestRecoveryRecordEscapesForeignText(t *testing.T) {
+	msg := operatortest.Msg503 + " \x1b]52;c;Y3VybA==\a\x1b[2K\u009b1A \u202etxt.exe REGCODE-SECRET"
+	f := &operatortest.Fake{Reports: []operator.Report{operatortest.FailedReport("scc-registration-new", msg)}}
+	r := recoveryFor(f)
+	r.Redact = func(s string) string { return strings.ReplaceAll(s, "REGCODE-SECRET", "REDACTED") }
+	_, err := r.Recover(context.Background(), slog.New(slog.DiscardHandler), failureOf(operatorFailed(msg)))
+	require.Error(t, err)
+	require.NotEmpty(t, f.Saved)
+	for _, rec := range f.Saved {
+		for _, c := range rec.Message {
+			assert.False(t, c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == '\u202e', "control %U in %q", c, rec.Message)
+		}
+		assert.Contains(t, rec.Message, `\x1b]52;c;Y3VybA==\a\x1b[2K\u009b1A \u202etxt.exe REDACTED`)
+	}
+}
+
 func operatorFailed(msg string) operator.Report {
 	return operatortest.FailedReport("scc-registration-old", msg)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
 )
 
@@ -63,12 +64,12 @@ func refusedCodeRemedy(w Where) string {
 func manualRecovery(w Where) string {
 	ns, name, _ := strings.Cut(w.Secret, "/")
 	return fmt.Sprintf("the operator ignores %s until it is deleted: once %s resolves in the cluster and answers, run `kubectl -n %s delete secret %s` (the operator deregisters and releases it) and start the Job again (`%s`), which writes it afresh",
-		w.Secret, w.Server, ns, name, w.RunNow)
+		w.Secret, w.Server, escape.Shell(ns), escape.Shell(name), w.RunNow)
 }
 
 // RunNowCommand is the kubectl command that starts a run of the CronJob
 // ns/cronJob (kube.CronJobName when empty) now, as Job job. Remedies name
 // the CronJob the engine runs under (CRONJOB_NAME), not the default.
 func RunNowCommand(ns, cronJob, job string) string {
-	return fmt.Sprintf("kubectl -n %s create job --from=cronjob/%s %s", ns, cmp.Or(cronJob, kube.CronJobName), job)
+	return fmt.Sprintf("kubectl -n %s create job --from=%s %s", escape.Shell(ns), escape.Shell("cronjob/"+cmp.Or(cronJob, kube.CronJobName)), job)
 }

@@ -3,10 +3,11 @@ package proxycheck
 import (
 	"fmt"
 	"net/url"
-	"strings"
 
 	"golang.org/x/net/http/httpproxy"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rancher/registration-engine/job/escape"
 )
 
 // The variables Go's net/http reads, each lower case first: the upper-case
@@ -136,7 +137,9 @@ func describeSource(s *corev1.EnvVarSource) string {
 
 // Verdict is the text of the permanent error a run returns when the
 // operator's request would go through a proxy: which variable of which
-// Deployment must carry which name, and how to set it.
+// Deployment must carry which name, and how to set it. The value comes
+// from the Deployment, foreign text a person pastes with their own
+// credentials: every part of the command is shell-quoted (escape.Shell).
 func (d Decision) Verdict(namespace, deployment, container string) string {
 	next := d.Host
 	if d.NoProxy != "" {
@@ -145,14 +148,7 @@ func (d Decision) Verdict(namespace, deployment, container string) string {
 	return fmt.Sprintf("rancher/scc-operator would send its request to https://%s through the proxy %s (%s of Deployment %s/%s, container %s), "+
 		"which resolves %s in its own DNS and never sees the cluster's CoreDNS entry, so the registration would fail; "+
 		"the engine wrote nothing. Fix: add %s to %s of that Deployment "+
-		"(kubectl -n %s set env deployment/%s -c %s %s=%s, or the same in Rancher's proxy settings, which the operator inherits), then run the engine",
+		"(kubectl -n %s set env deployment/%s -c %s %s, or the same in Rancher's proxy settings, which the operator inherits), then run the engine",
 		d.Host, d.Proxy, d.ProxyVariable, namespace, deployment, container, d.Host,
-		d.Host, d.NoProxyVariable, namespace, deployment, container, d.NoProxyVariable, shellQuote(next))
-}
-
-func shellQuote(s string) string {
-	if strings.ContainsAny(s, " '\"$`\\*") {
-		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-	}
-	return s
+		d.Host, d.NoProxyVariable, escape.Shell(namespace), escape.Shell(deployment), escape.Shell(container), escape.Shell(d.NoProxyVariable+"="+next))
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -173,4 +174,38 @@ func (forbidden) Get(context.Context, string, metav1.GetOptions) (*appsv1.Deploy
 	// shows the whole message a person reads.
 	return nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "rancher-scc-operator",
 		errors.New(`User "system:serviceaccount:cattle-scc-system:registration-engine" cannot get resource "deployments" in API group "apps" in the namespace "cattle-scc-system"`))
+}
+
+// TestVerdictCommandPastesSafely: NO_PROXY is the operator Deployment's,
+// text the engine did not write, and the verdict's kubectl command is
+// pasted by a person with their credentials. Pasted into a shell with
+// hostile values, it runs kubectl once with the value as one argument, and
+// nothing else.
+func TestVerdictCommandPastesSafely(t *testing.T) {
+	const payload = "touch " + testkit.PasteMarker
+	for name, noProxy := range map[string]string{
+		"a plain list":           "cluster.local,.svc",
+		"a semicolon":            "cluster.local;" + payload,
+		"command substitution":   "$(" + payload + ")",
+		"backquotes":             "`" + payload + "`",
+		"a single quote":         "a'$(" + payload + ")'",
+		"a newline":              "a\n" + payload,
+		"a pipe and an and-list": "a|" + payload + "&&" + payload,
+		"a space and a glob":     "a * " + payload,
+		// What the quoting before missed: no space, no quote, no $.
+		"a semicolon, a redirection": "cluster.local;>" + testkit.PasteMarker,
+		"a newline, a redirection":   "a\n>" + testkit.PasteMarker,
+		"an ampersand":               "a&>" + testkit.PasteMarker,
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, _, err := proxycheck.Decide(env("HTTPS_PROXY", "http://proxy.corp:3128", "NO_PROXY", noProxy), regURL)
+			require.NoError(t, err)
+			v := d.Verdict("cattle-scc-system", "rancher-scc-operator", "rancher-scc-operator")
+			start := strings.Index(v, "kubectl ")
+			end := strings.Index(v, ", or the same in Rancher's proxy settings")
+			require.True(t, start >= 0 && end > start, v)
+			calls := testkit.Paste(t, v[start:end])
+			assert.Equal(t, []string{"kubectl -n cattle-scc-system set env deployment/rancher-scc-operator -c rancher-scc-operator NO_PROXY=" + noProxy + ",smt-azure.susecloud.net"}, calls)
+		})
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rancher/registration-engine/job/escape"
 )
 
 // ErrNotReady means the update server was not yet reachable the way the
@@ -131,7 +133,7 @@ func (e *ShadowedError) Error() string {
 	}
 	fmt.Fprintf(&b, "; rancher/scc-operator would connect to the former instead of the update server at %s. ", e.Address)
 	if e.Service != "" {
-		fmt.Fprintf(&b, "Remove or rename that Service (kubectl -n %s delete service %s) or the namespace %s, then run the engine again", e.Namespace, e.Service, e.Namespace)
+		fmt.Fprintf(&b, "Remove or rename that Service (kubectl -n %s delete service %s) or the namespace %s, then run the engine again", escape.Shell(e.Namespace), escape.Shell(e.Service), e.Namespace)
 	} else {
 		fmt.Fprintf(&b, "Remove the record behind %s, then run the engine again", e.SearchName)
 	}

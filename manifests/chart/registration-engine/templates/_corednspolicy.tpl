@@ -2,14 +2,17 @@
 The admission policy that limits what a ServiceAccount of the engine may
 write into CoreDNS's configuration (coredns-policy.yaml explains it), and
 its binding. Called with (dict "root" $ "policy" NAME "serviceAccount" SA
-"annotations" DICT): the engine's own (coredns-policy.yaml), and the
-uninstall hook's copy for the cleanup's ServiceAccount (cleanup-job.yaml),
-since the release's own policy is gone when that hook runs.
+"annotations" DICT "removeOnly" BOOL): the engine's own
+(coredns-policy.yaml), and the uninstall hook's copy for the cleanup's
+ServiceAccount (cleanup-job.yaml), since the release's own policy is gone
+when that hook runs. removeOnly (the hook's) adds one rule: the token may
+take the engine's lines out, never write one.
 */}}
 {{- define "registration-engine.corednsPolicy" -}}
 {{- $policy := .policy -}}
 {{- $serviceAccount := .serviceAccount -}}
 {{- $annotations := .annotations -}}
+{{- $removeOnly := .removeOnly -}}
 {{- with .root -}}
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -53,12 +56,13 @@ spec:
     - name: domains
       expression: "[{{ include "registration-engine.updateServerDomainsCEL" . }}]"
     # Addresses of the cluster's own networks (private, shared, unique
-    # local): in a hosts block that answers reverse queries, an entry for
-    # one of them would rename a Service, pod or node address for every
-    # PTR lookup in the cluster. Link-local addresses are no unicast
-    # addresses here at all.
+    # local; they hold AKS's default service and pod CIDRs, 10.0.0.0/16 and
+    # 10.244.0.0/16): in a hosts block that answers reverse queries, an
+    # entry for one of them would rename a Service, pod or node address for
+    # every PTR lookup in the cluster. Link-local addresses are no unicast
+    # addresses here at all. The value clusterAddressRanges.
     - name: clusterRanges
-      expression: "['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7']"
+      expression: "[{{ include "registration-engine.clusterAddressRangesCEL" . }}]"
     # The one data key the engine writes: its own key in coredns-custom
     # (job/incluster/coredns DefaultHostsKey), the Corefile in coredns.
     - name: ownKey
@@ -139,16 +143,28 @@ spec:
           (kind == 'entry' || kind == 'ttl') && variables.hostsOpen[s][k] && i > 0 &&
           (i < ks.size() - 1 || k == variables.kinds[s].size() - 1))))
     # Every other line, old [0] and new [1], piece by piece: what must not
-    # change. A hosts block's opening line counts without the zones under
-    # domains it names (the engine adds the update server's name to a
-    # block limited to zones, "hosts /etc/hosts corp.internal {", that
-    # would not answer it).
+    # change. A hosts block's opening line limited to a zone of the
+    # cluster's own counts without the zones under domains it names (the
+    # engine adds the update server's name to a block limited to zones,
+    # "hosts /etc/hosts corp.internal {", that would not answer it). A
+    # block without such a zone ("hosts /etc/coredns/NodeHosts {", which
+    # answers every name) counts as it is: a zone added there would narrow
+    # it to that zone, and the engine never adds one.
     - name: kept
       expression: |-
         [0, 1].map(s, variables.frags[s].transformList(k, fs, fs.transformList(i, l, !variables.own[s][k][i],
-          k + 1 < variables.frags[s].size() && i == fs.size() - 1 && variables.hostsOpen[s][k + 1] ?
+          k + 1 < variables.frags[s].size() && i == fs.size() - 1 && variables.hostsOpen[s][k + 1] &&
+            variables.words[s][k][i].exists(j, w, j >= 2 && w != '' && !variables.named[s][k][i][j]) ?
             variables.words[s][k][i].transformList(j, w, j < 2 || !variables.named[s][k][i][j], w).join(' ') :
             l)))
+    # How many of the engine's entries, old [0] and new [1], are in hosts
+    # blocks that answer reverse (PTR) queries (a block shared with the
+    # cluster, without no_reverse): each renames its address in every PTR
+    # answer. The engine keeps one there, its update server's.
+    - name: sharedEntries
+      expression: |-
+        [0, 1].map(s, variables.kinds[s].transformList(k, ks, !variables.noReverse[s][k],
+          ks.transformList(i, kind, kind == 'entry' && variables.own[s][k][i], 1).size()).sum())
     # SUSE's Python engine's coredns-custom key (job/incluster/coredns
     # PythonEngineKey): its old value's non-blank lines, as words.
     - name: legacyWords
@@ -219,6 +235,15 @@ spec:
         'kube-system/coredns-custom key ' + variables.ownKey +
         ' may hold only the registration engine\'s hosts block: "hosts {", entries "<unicast IP> <name under ' +
         variables.domains.join(', ') + '>", at most one "ttl <1..3600>", one bare "no_reverse", one bare "fallthrough", and "}"'
+    # coredns: at most one of the engine's entries in the hosts blocks that
+    # answer reverse queries, or no more than there were.
+    - expression: |-
+        object.metadata.name != 'coredns' ||
+        variables.sharedEntries[1] <= 1 || variables.sharedEntries[1] <= variables.sharedEntries[0]
+      messageExpression: |-
+        'the registration engine keeps one hosts entry under ' + variables.domains.join(', ') +
+        ' in a hosts block of kube-system/coredns\'s Corefile that answers reverse (PTR) queries (one without no_reverse), its update server\'s; this edit leaves ' +
+        string(variables.sharedEntries[1]) + ', each renaming its address in reverse lookups'
     # coredns: the Corefile's other lines stay; or the engine adds its hosts
     # block (no_reverse and a bare fallthrough; the entries and ttl being
     # its own lines) as the first directive of the root server block of a
@@ -244,6 +269,25 @@ spec:
       messageExpression: |-
         'the registration engine may change in kube-system/coredns\'s Corefile only hosts entries "<unicast IP> <name under ' +
         variables.domains.join(', ') + '>" (in a hosts block without no_reverse, none for a private, shared or loopback address) and a "ttl <1..3600>" inside a hosts block, or add a hosts block with no_reverse and a bare fallthrough at the top of the root server block; every other line must stay as it is'
+    {{- if $removeOnly }}
+    # The uninstall hook's copy: its token only removes (registration-engine
+    # cleanup). In coredns-custom the engine's key may go or stay as it is;
+    # in the Corefile every entry, ttl line and zone under domains of a
+    # hosts block is one that block already had, and no block is added.
+    - expression: |-
+        object.metadata.name == 'coredns-custom' ?
+          (!(variables.ownKey in variables.newData) ||
+            (variables.ownKey in variables.oldData && variables.oldData[variables.ownKey] == variables.newData[variables.ownKey])) :
+          (variables.frags[1].size() == variables.frags[0].size() &&
+            variables.frags[1].all(k, fs, fs.all(i, l,
+              (!variables.own[1][k][i] || l.trim() in variables.frags[0][k].map(o, o.trim())) &&
+              (!(k + 1 < variables.frags[1].size() && i == fs.size() - 1 && variables.hostsOpen[1][k + 1]) ||
+                variables.words[1][k][i].all(j, w, j < 2 || !variables.named[1][k][i][j] ||
+                  w in variables.words[0][k][variables.words[0][k].size() - 1])))))
+      messageExpression: |-
+        'the registration engine\'s uninstall hook may only remove the engine\'s hosts entries from kube-system/' + object.metadata.name +
+        ' (its key ' + variables.ownKey + ' in coredns-custom; its entries, ttl lines and zones under ' + variables.domains.join(', ') + ' in the Corefile), never write one'
+    {{- end }}
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding

@@ -156,6 +156,18 @@ UPDATE_SERVER_DOMAINS and in the CoreDNS admission policy's CEL).
 {{/*
 updateServerDomains as the elements of a CEL list: 'a.example', 'b.example'.
 */}}
+{{/*
+clusterAddressRanges as a CEL list of strings, for the CoreDNS admission
+policy's clusterRanges (the schema admits CIDRs only: no quote reaches CEL).
+*/}}
+{{- define "registration-engine.clusterAddressRangesCEL" -}}
+{{- $out := list -}}
+{{- range .Values.clusterAddressRanges -}}
+  {{- $out = append $out (printf "'%s'" .) -}}
+{{- end -}}
+{{- join ", " $out -}}
+{{- end }}
+
 {{- define "registration-engine.updateServerDomainsCEL" -}}
 {{- $out := list -}}
 {{- range splitList "," (include "registration-engine.updateServerDomains" .) -}}

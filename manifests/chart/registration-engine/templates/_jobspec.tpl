@@ -95,10 +95,11 @@ spec:
   priorityClassName: {{ . }}
   {{- end }}
   restartPolicy: Never
-  {{- if .Values.hostNetwork }}
+  {{- if and .Values.hostNetwork (not $cleanup) }}
   # AKS's IMDS restriction lets only pods on the node's network reach
   # IMDS; ClusterFirstWithHostNet keeps the cluster's DNS, which the
-  # handover check asks for the update server's name.
+  # handover check asks for the update server's name. The cleanup asks
+  # neither IMDS nor DNS: its pod keeps its own network.
   hostNetwork: true
   dnsPolicy: ClusterFirstWithHostNet
   {{- end }}
