@@ -95,6 +95,9 @@ type retryPlan struct {
 	next    time.Time
 	// closes is when a settling failure's first-contact window closes.
 	closes time.Time
+	// refresh: the streak is a registered cluster's scheduled refresh,
+	// whose attempts are spaced wider (job/backoff).
+	refresh bool
 }
 
 // plan is the retry plan of a run that ended with err, following last.
@@ -105,8 +108,11 @@ func (j *Job) plan(err error, last *kube.RunRecord) retryPlan {
 	p := retryPlan{cause: kube.CauseTransient, attempt: 1}
 	now := j.now()
 	since := now
+	// A streak that a scheduled run of a registered cluster began is a
+	// refresh; a first contact, an upgrade's run or a manual one is not.
+	p.refresh = j.Scheduled && last != nil && last.LastSuccess != nil
 	if last != nil && last.Failing() && last.FailingSince != nil {
-		since, p.attempt = *last.FailingSince, last.ConsecutiveFailures+1
+		since, p.attempt, p.refresh = *last.FailingSince, last.ConsecutiveFailures+1, last.Refresh
 	}
 	switch {
 	case failure.IsPermanent(err):
@@ -115,7 +121,7 @@ func (j *Job) plan(err error, last *kube.RunRecord) retryPlan {
 	case failure.IsSettling(err):
 		p.cause, p.closes = kube.CauseSettling, since.Add(j.firstContact())
 	}
-	p.next = j.Retry.Next(since, now, j.randDuration())
+	p.next = j.Retry.Next(since, now, p.refresh, j.randDuration())
 	return p
 }
 
@@ -127,6 +133,8 @@ func (p retryPlan) note() string {
 		return ""
 	case p.cause == kube.CauseSettling:
 		return fmt.Sprintf("waiting for Azure to propagate the identity or its role assignment: attempt %d failed, the next by %s; a person is needed if it still fails after %s", p.attempt, utc(p.next), utc(p.closes))
+	case p.refresh:
+		return fmt.Sprintf("attempt %d to refresh the registration failed, the next by %s (the cluster stays registered meanwhile)", p.attempt, utc(p.next))
 	default:
 		return fmt.Sprintf("attempt %d failed, the next by %s", p.attempt, utc(p.next))
 	}

@@ -160,6 +160,37 @@ func TestTransientFailureSchedulesARetry(t *testing.T) {
 	assert.Empty(t, rec.Cause)
 }
 
+// TestRefreshIsRetriedLessOften: a registered cluster whose scheduled
+// refresh fails waits at least an hour between attempts (it stays
+// registered), and says so.
+func TestRefreshIsRetriedLessOften(t *testing.T) {
+	w := newRetryWorld(t)
+	_, err, _ := w.run(&recorder{changed: true}, false)
+	require.NoError(t, err)
+	w.now = w.now.Add(18 * time.Hour)
+	op := &operatorFake{}
+	j := newJob(&recorder{failAt: "find", failWith: errors.New("no region server answered")}, &bytes.Buffer{})
+	j.Lock, j.Runs, j.LastRun, j.JobName = w.lease, w.lease, w.lease, "registration-engine-29990000"
+	j.Operator, j.Events, j.Scheduled = op.step(), op, true
+	j.Now = func() time.Time { return w.now }
+	j.RandDuration = func(n time.Duration) time.Duration { return n - 1 }
+	_, err = j.Run(context.Background())
+	assert.Equal(t, ExitTransient, ExitCode(err))
+	rec := w.record()
+	assert.True(t, rec.Refresh)
+	assert.Equal(t, w.now.Add(50*time.Minute), *rec.NextAttempt, "an hour less the retry interval")
+	assert.Contains(t, op.events[0].Note, "attempt 1 to refresh the registration failed, the next by 2026-12-05 08:50 UTC (the cluster stays registered meanwhile)")
+	assert.Contains(t, rec.Retrying(), "retrying the refresh: attempt 2 is due by 2026-12-05 08:50 UTC")
+
+	// Its retry carries the streak on as a refresh.
+	w.now = w.now.Add(50 * time.Minute)
+	_, err, _ = w.run(&recorder{failAt: "find", failWith: errors.New("no region server answered")}, true)
+	require.Error(t, err)
+	rec = w.record()
+	assert.True(t, rec.Refresh)
+	assert.Equal(t, 2, rec.ConsecutiveFailures)
+}
+
 // TestRetryCronJobRunsOnlyWhenDue: every other state of the record is
 // left to the schedule, with the reason in the log.
 func TestRetryCronJobRunsOnlyWhenDue(t *testing.T) {

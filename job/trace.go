@@ -93,6 +93,7 @@ func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runEr
 				closes := plan.closes
 				rec.SettlesBy = &closes
 			}
+			rec.Refresh = plan.refresh && !plan.next.IsZero()
 		}
 	}
 	// The run's context may be cancelled already: a context of its own, so

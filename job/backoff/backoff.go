@@ -20,6 +20,14 @@
 // would break the bound: every attempt can only be a quarter of the
 // elapsed time after the one before, so a day needs about 20.
 //
+// A cluster that is registered and failed only a scheduled refresh (its
+// streak began with a scheduled run, after a success) loses nothing while
+// it waits: the operator keeps its registration. Its gap starts at
+// RefreshGap instead of nothing, so it is refreshed within max(RefreshGap,
+// D/Fraction) after the cause clears. This is most of a fleet in a
+// regional outage, which is what keeps the fleet's retries below a few
+// times its normal load when the outage ends (docs/BENCHMARKS.md).
+//
 // The gap is jittered downwards, uniformly in [gap/2, gap], so that the
 // clusters a regional outage stopped together do not come back together
 // when it ends; downwards, so that the bound above still holds.
@@ -34,6 +42,8 @@ const (
 	DefaultTick     = 10 * time.Minute
 	DefaultFraction = 4
 	DefaultMaxGap   = 6 * time.Hour
+	// DefaultRefreshGap is the least gap of a registered cluster's refresh.
+	DefaultRefreshGap = time.Hour
 )
 
 // Policy is the rule's settings; the zero value means the defaults.
@@ -47,13 +57,16 @@ type Policy struct {
 	// MaxGap caps the gap: the scheduled runs come every 6 or 18 hours
 	// anyway.
 	MaxGap time.Duration
+	// RefreshGap is the least gap of a registered cluster's refresh.
+	RefreshGap time.Duration
 }
 
 // Next is when the attempt after a run that failed at failed comes due,
-// for a streak of failures that began at since. rnd returns a uniform
-// duration in [0, n); nil means no jitter (the longest gap).
-func (p Policy) Next(since, failed time.Time, rnd func(n time.Duration) time.Duration) time.Time {
-	gap := p.Gap(failed.Sub(since))
+// for a streak of failures that began at since; refresh: the streak is a
+// registered cluster's scheduled refresh. rnd returns a uniform duration in
+// [0, n); nil means no jitter (the longest gap).
+func (p Policy) Next(since, failed time.Time, refresh bool, rnd func(n time.Duration) time.Duration) time.Time {
+	gap := p.Gap(failed.Sub(since), refresh)
 	if gap <= 0 {
 		return failed
 	}
@@ -65,10 +78,20 @@ func (p Policy) Next(since, failed time.Time, rnd func(n time.Duration) time.Dur
 }
 
 // Gap is the longest gap after a failure elapsed into its streak.
-func (p Policy) Gap(elapsed time.Duration) time.Duration {
+func (p Policy) Gap(elapsed time.Duration, refresh bool) time.Duration {
 	p = p.withDefaults()
-	gap := elapsed/time.Duration(p.Fraction) - p.Tick
-	return max(0, min(gap, p.MaxGap))
+	base := elapsed / time.Duration(p.Fraction)
+	if refresh {
+		base = max(base, p.RefreshGap)
+	}
+	return max(0, min(base-p.Tick, p.MaxGap))
+}
+
+// Bound is the promise of the rule: a streak of length elapsed is ended
+// within Bound after its cause clears (the retry CronJob looks every Tick).
+func (p Policy) Bound(elapsed time.Duration, refresh bool) time.Duration {
+	p = p.withDefaults()
+	return max(p.Tick, min(p.Gap(elapsed, refresh)+p.Tick, p.MaxGap+p.Tick))
 }
 
 // Due reports whether an attempt recorded as due at next is due at now.
@@ -87,6 +110,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.MaxGap <= 0 {
 		p.MaxGap = DefaultMaxGap
+	}
+	if p.RefreshGap <= 0 {
+		p.RefreshGap = DefaultRefreshGap
 	}
 	return p
 }

@@ -16,7 +16,7 @@ import (
 // d succeeds. The retry CronJob looks every tick from an offset; an
 // attempt runs at the first look at or after its due time. It returns the
 // attempts made and when the cluster was registered.
-func attempts(p backoff.Policy, d, offset time.Duration, rng *rand.Rand) (n int, registered time.Duration) {
+func attempts(p backoff.Policy, d, offset time.Duration, refresh bool, rng *rand.Rand) (n int, registered time.Duration) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	tick := cmp.Or(p.Tick, backoff.DefaultTick)
 	at := time.Duration(0)
@@ -25,7 +25,7 @@ func attempts(p backoff.Policy, d, offset time.Duration, rng *rand.Rand) (n int,
 		if at >= d {
 			return n, at
 		}
-		due := p.Next(t0, t0.Add(at), func(n time.Duration) time.Duration { return time.Duration(rng.Int64N(int64(n))) }).Sub(t0)
+		due := p.Next(t0, t0.Add(at), refresh, func(n time.Duration) time.Duration { return time.Duration(rng.Int64N(int64(n))) }).Sub(t0)
 		// The first look of the retry CronJob at or after due.
 		next := offset + ((due-offset+tick-1)/tick)*tick
 		if next <= at {
@@ -49,7 +49,7 @@ func TestRegisteredWithinAQuarterOfTheOutage(t *testing.T) {
 		worst := time.Duration(0)
 		for i := range 200 {
 			offset := time.Duration(i%10) * time.Minute
-			_, reg := attempts(p, d, offset, rng)
+			_, reg := attempts(p, d, offset, false, rng)
 			worst = max(worst, reg-d)
 		}
 		assert.LessOrEqual(t, worst, bound, "outage %s: registered %s after it cleared", d, worst)
@@ -63,8 +63,8 @@ func TestAttemptsThinOutAsTheOutageLasts(t *testing.T) {
 	count := func(from, to time.Duration) float64 {
 		total := 0
 		for range 100 {
-			a, _ := attempts(p, to, 0, rng)
-			b, _ := attempts(p, from, 0, rng)
+			a, _ := attempts(p, to, 0, false, rng)
+			b, _ := attempts(p, from, 0, false, rng)
 			total += a - b
 		}
 		return float64(total) / 100
@@ -76,6 +76,26 @@ func TestAttemptsThinOutAsTheOutageLasts(t *testing.T) {
 	assert.LessOrEqual(t, fifth, 1.5, "the fifth hour")
 	assert.LessOrEqual(t, day, 28.0, "a whole day")
 	t.Logf("attempts of a cluster through an outage: first hour %.1f, fifth hour %.1f, first day %.1f", first, fifth, day)
+}
+
+// A registered cluster's refresh waits at least RefreshGap, and is still
+// refreshed within max(RefreshGap, outage/4) after the cause clears.
+func TestRefreshOfARegisteredCluster(t *testing.T) {
+	p := backoff.Policy{}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, d := range []time.Duration{time.Minute, 30 * time.Minute, 2 * time.Hour, 8 * time.Hour} {
+		bound := max(backoff.DefaultRefreshGap, d/4)
+		worst, most := time.Duration(0), 0
+		for i := range 200 {
+			n, reg := attempts(p, d, time.Duration(i%10)*time.Minute, true, rng)
+			worst, most = max(worst, reg-d), max(most, n)
+		}
+		assert.LessOrEqual(t, worst, bound, "outage %s", d)
+		assert.Equal(t, bound, p.Bound(d, true), "Bound says the same")
+		if d <= 2*time.Hour {
+			assert.LessOrEqual(t, most, 5, "outage %s: at most one attempt every half hour or so", d)
+		}
+	}
 }
 
 func TestNext(t *testing.T) {
@@ -99,11 +119,11 @@ func TestNext(t *testing.T) {
 				rnd = func(n time.Duration) time.Duration { return n - 1 }
 			}
 			failed := t0.Add(tc.elapsed)
-			got := p.Next(t0, failed, rnd).Sub(failed)
+			got := p.Next(t0, failed, false, rnd).Sub(failed)
 			assert.InDelta(t, tc.want, got, float64(time.Nanosecond))
 		})
 	}
-	assert.Equal(t, 2*time.Minute, backoff.Policy{Tick: time.Minute}.Gap(12*time.Minute), "scaled settings scale the rule")
+	assert.Equal(t, 2*time.Minute, backoff.Policy{Tick: time.Minute}.Gap(12*time.Minute, false), "scaled settings scale the rule")
 }
 
 func TestDue(t *testing.T) {

@@ -52,6 +52,9 @@ type RunRecord struct {
 	// SettlesBy is, for CauseSettling, when the first-contact window closes:
 	// the same failure after it is permanent.
 	SettlesBy *time.Time `json:"settlesBy,omitempty"`
+	// Refresh: the failing streak is a registered cluster's scheduled
+	// refresh, whose attempts are spaced wider (job/backoff).
+	Refresh bool `json:"refresh,omitempty"`
 }
 
 // Retrying says, for a person, what comes of a failed run that will be
@@ -64,6 +67,9 @@ func (r RunRecord) Retrying() string {
 	if r.Cause == CauseSettling && r.SettlesBy != nil {
 		return fmt.Sprintf("waiting for Azure to propagate the identity or its role assignment: attempt %d is due by %s; it needs a person if it still fails after %s",
 			r.ConsecutiveFailures+1, at, r.SettlesBy.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	if r.Refresh {
+		return fmt.Sprintf("retrying the refresh: attempt %d is due by %s (cause %s; the registration stays as it is meanwhile)", r.ConsecutiveFailures+1, at, r.Cause)
 	}
 	return fmt.Sprintf("retrying: attempt %d is due by %s (cause %s)", r.ConsecutiveFailures+1, at, r.Cause)
 }

@@ -24,7 +24,8 @@
 // attempt after the outage succeeds. It reports the busiest minute after
 // the outage against the busiest minute without one, the fleet's attempts
 // by hour of the outage, and how long after it each cluster is registered
-// against job/backoff's bound, max(10 min, its failing time/4).
+// against job/backoff's bound for a registered cluster's refresh,
+// max(1 h, its failing time/4).
 //
 //	go run ./e2e/cmd/fleetsim -helm $(HELM_BIN) -clusters 1000 -outage 2h
 package main
@@ -119,7 +120,7 @@ func run(args []string, out io.Writer) error {
 	if g := f.Outage; g.Outage > 0 {
 		fmt.Fprintf(out, "outage %s from %s (retry schedule e.g. %q): %d clusters failed, attempts each during it mean %.1f max %d; fleet attempts by hour of the outage %v\n",
 			g.Outage, g.Start.Format("Mon 15:04 MST"), f.ExampleRetry, g.Failing, g.AttemptsMean, g.AttemptsMax, g.PerHour)
-		fmt.Fprintf(out, "peak attempts in one minute: normal %d, the outage's last hour %d, first hour after recovery %d (%.1fx normal); every cluster registered %s after recovery; worst against max(10m, failing/4): %s after, failing %s, bound %s; %d over their bound\n",
+		fmt.Fprintf(out, "peak attempts in one minute: normal %d, the outage's last hour %d, first hour after recovery %d (%.1fx normal); every cluster registered %s after recovery; worst against max(1h, failing/4): %s after, failing %s, bound %s; %d over their bound\n",
 			g.NormalPeakPerMinute, g.LastHourPeakPerMinute, g.RecoveryPeakPerMinute, g.Ratio(), g.AllRegistered, g.Worst.Took, g.Worst.Failing.Round(time.Second), g.Worst.Bound.Round(time.Second), g.Late)
 		lo, hi, over, late, slowest := drawsSummary(f)
 		fmt.Fprintf(out, "over %d draws of the sleeps and the jitter: ratio %.1fx to %.1fx, %d above 3x; every cluster registered within %s; %d over their bound\n",
@@ -229,8 +230,9 @@ func outageSection(f Figures) string {
 ### After a regional outage
 
 The after fleet through a %s outage of SUSE's servers from %s on day 2: every run of every cluster fails during
-it, scheduled runs and retries alike. A failed run records on its Lease its next attempt, backoff.Policy{}.Next
-(job/backoff) from the first failure of the cluster's streak, jittered by the simulation's seeded random source; the
+it, scheduled runs and retries alike. Every cluster is registered (the fleet is in its steady state), so a failed
+scheduled run is a refresh: it records on its Lease its next attempt, backoff.Policy{}.Next (job/backoff) from the
+first failure of the cluster's streak, at least an hour on (less the retry interval), jittered by the simulation's seeded random source; the
 cluster's retry CronJob (helm's render for it too, e.g. %q) runs it at its first look at or after
 that time; the engine's own rule (job.ScheduledRun) %s.
 Every attempt after the outage succeeds and ends the streak.
@@ -244,16 +246,16 @@ Every attempt after the outage succeeds and ends the streak.
 | clusters that failed during the outage | %d of %d | |
 | attempts per failing cluster during the outage | mean %.1f, most %d | |
 | every cluster registered | %s after the outage | |
-| the cluster nearest its bound | registered %s after the outage, failing for %s (bound %s); %d clusters over their bound | within max(10 min, its failing time/4) |
+| the cluster nearest its bound | refreshed %s after the outage, failing for %s (bound %s); %d clusters over their bound | within max(1 h, its failing time/4) (a registered cluster's refresh; a cluster not yet registered: max(10 min, its failing time/4), job/backoff's tests) |
 
 %s
 |%s
 %s
 
 The fleet's attempts per hour %s through this outage. The scheduled runs bring the clusters in one by one (a twelfth
-of the fleet an hour), and a cluster that fails tries again at every look of its retry CronJob (every 10 minutes) until
-its gap, elapsed/4 − 10 min, passes the look, 80 minutes into its streak; only then do its own attempts thin out. The
-busiest minute after the outage is %s the outage's last hour.
+of the fleet an hour); a registered cluster whose refresh fails tries again between half an hour and an hour later,
+then at a quarter of its failing time, so each adds about one attempt an hour. The busiest minute after the outage is
+%s the outage's last hour.
 %s`, shortDuration(g.Outage), g.Start.Format("15:04 MST"), f.ExampleRetry, retrySleep,
 		g.NormalPeakPerMinute, g.RecoveryPeakPerMinute, g.Ratio(), g.LastHourPeakPerMinute,
 		g.Failing, f.Clusters, g.AttemptsMean, g.AttemptsMax, g.AllRegistered,
@@ -453,18 +455,14 @@ func (g OutageFigures) Ratio() float64 {
 
 // Recovery is how long a cluster failed (from its first failure to the
 // end of the outage), how long after the outage it was registered, and
-// its bound: max(Tick, failing/4), job/backoff's promise (MaxGap + Tick
-// once failing/4 passes MaxGap).
+// its bound: job/backoff's promise for a registered cluster's refresh,
+// max(RefreshGap, failing/4) (MaxGap + Tick once failing/4 passes MaxGap).
 type Recovery struct {
 	Failing, Took, Bound time.Duration
 }
 
 func recoveryBound(failing time.Duration) time.Duration {
-	b := max(backoff.DefaultTick, failing/backoff.DefaultFraction)
-	if failing/backoff.DefaultFraction > backoff.DefaultMaxGap {
-		b = backoff.DefaultMaxGap + backoff.DefaultTick
-	}
-	return b
+	return backoff.Policy{}.Bound(failing, true)
 }
 
 // playOutage plays each cluster's scheduled runs (runs, sorted) through an
@@ -501,7 +499,7 @@ func playOutage(runs [][]time.Time, retries []retryLooks, from, end time.Time, d
 				}
 				var err error
 				var slept bool
-				if next, slept, err = retries[i].attempt(backoff.Policy{}.Next(since, t, rnd), t, rng); err != nil {
+				if next, slept, err = retries[i].attempt(backoff.Policy{}.Next(since, t, true, rnd), t, rng); err != nil {
 					return g, err
 				}
 				if slept {
