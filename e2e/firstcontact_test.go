@@ -49,20 +49,17 @@ const firstContactHeal = 40 * time.Second
 func TestChartInstallFirstContact(t *testing.T) {
 	helm := testkit.Helm(t)
 	tests := map[string]struct {
+		// fault lasts firstContactHeal after helm install, then the fake
+		// cloud's "heal" switches it off.
 		fault string
-		heal  func(fc *fakecloud.Cloud)
 		// permanent: the release's run ends at once, and no retry runs.
 		permanent bool
 		// reason of the release's run's Event.
 		reason string
 	}{
-		"the update servers failing": {fault: "wrong-fingerprint", reason: kube.ReasonFailed, heal: func(fc *fakecloud.Cloud) {
-			for _, u := range fc.Updates {
-				u.SetFaults(fakecloud.UpdateFaults{})
-			}
-		}},
-		"ARM answering 403 while the role assignment propagates":           {fault: "arm-403", reason: kube.ReasonWaiting, heal: func(fc *fakecloud.Cloud) { fc.Azure.ARMStatus.Store(0) }},
-		"IMDS answering Identity not found while the identity is attached": {fault: "identity-not-found", reason: kube.ReasonWaiting, heal: func(fc *fakecloud.Cloud) { fc.Azure.IdentityNotFound.Store(false) }},
+		"the update servers failing":                                       {fault: "wrong-fingerprint", reason: kube.ReasonFailed},
+		"ARM answering 403 while the role assignment propagates":           {fault: "arm-403", reason: kube.ReasonWaiting},
+		"IMDS answering Identity not found while the identity is attached": {fault: "identity-not-found", reason: kube.ReasonWaiting},
 		"a wrong Marketplace plan":                                         {fault: "wrong-plan", reason: kube.ReasonFailed, permanent: true},
 	}
 	for name, tc := range tests {
@@ -130,7 +127,7 @@ func TestChartInstallFirstContact(t *testing.T) {
 			// The fault clears; nobody acts; the retry CronJob registers.
 			healAt := start.Add(installed + firstContactHeal)
 			time.Sleep(time.Until(healAt))
-			tc.heal(fc)
+			require.NoError(t, fc.SetFault("heal"))
 			healed := time.Now()
 			won := waitRetryRun(ctx, t, runs, func(pr harness.PodRun) bool {
 				return summary(t, pr.Res.Stderr)["outcome"] == job.OutcomeRegistered

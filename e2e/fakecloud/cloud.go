@@ -191,6 +191,20 @@ var Faults = []Fault{
 		}
 		return nil
 	}},
+	{"heal", "switches off what the refusals and outages above switched on (ARM's and IMDS's refusals, no plan, another cluster, the region and update servers' faults), as Azure does once it has propagated an identity or a role and SUSE's servers do once they are back: the next run succeeds", func(c *Cloud) error {
+		c.Azure.ARMStatus.Store(0)
+		c.Azure.ManagedClusterStatus.Store(0)
+		c.Azure.IdentityNotFound.Store(false)
+		c.Azure.NoPlan.Store(false)
+		c.Azure.OtherCluster.Store(false)
+		for _, r := range c.Regions {
+			r.SetFaults(RegionFaults{})
+		}
+		for _, u := range c.Updates {
+			u.SetFaults(UpdateFaults{})
+		}
+		return nil
+	}},
 	{"imds-restricted", "every connect to IMDS is dropped, as AKS's IMDS restriction drops a non-hostNetwork pod's packets to 169.254.169.254: detection falls back to DMI, phase 2 fails permanently naming the restriction and the chart value hostNetwork (start-up only)", func(c *Cloud) error {
 		if !c.starting {
 			return errors.New("fakecloud: imds-restricted can only be chosen at start")
