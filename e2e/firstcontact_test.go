@@ -47,6 +47,7 @@ const firstContactHeal = 40 * time.Second
 //
 // Each case on a plane of its own, side by side.
 func TestChartInstallFirstContact(t *testing.T) {
+	t.Parallel() // its cases wait on the retry CronJob's minute: beside the other planes' tests
 	helm := testkit.Helm(t)
 	tests := map[string]struct {
 		// fault lasts firstContactHeal after helm install, then the fake
