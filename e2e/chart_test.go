@@ -136,20 +136,7 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	// What the cluster has before the install: Rancher's namespace and
-	// kube-system's CoreDNS, as on AKS (where the Marketplace installs):
-	// the Corefile and coredns-custom, where the chart's default lets the
-	// engine write.
-	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.Namespace}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	p.Apply(t, []byte(harness.AKSCorednsFixture))
-	_, err = e.Admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"log.override": "log\n"},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	// The run's handover wait asks the cluster's DNS, a real CoreDNS
-	// serving these ConfigMaps.
-	e.DNS = sccoperator.StartClusterDNS(t, e.Admin, 0)
+	aksBeforeInstall(ctx, t, e)
 
 	c := harness.StartCloud(t)
 	cloudEnv := c.Vars()
@@ -290,6 +277,23 @@ func (tc chartCase) uninstall(ctx context.Context, t *testing.T, p *controlplane
 	after := e.Secret(ctx, t)
 	assert.Equal(t, secret.ResourceVersion, after.ResourceVersion, "helm uninstall must not touch the operator's Secret")
 	t.Logf("proved: helm uninstall finished in %s; its post-delete cleanup hook, under its own ServiceAccount and policy copy (gone with it), removed coredns-custom key %s (the customer's log.override kept) and the Lease, CoreDNS stopped answering %s %s after the uninstall started, and %s stayed", took.Round(time.Millisecond), coredns.DefaultHostsKey, harness.UpdateServer, gone.Round(time.Millisecond), operator.SecretName)
+}
+
+// aksBeforeInstall gives e's plane what a cluster has before the
+// Marketplace installs: Rancher's namespace and kube-system's CoreDNS as on
+// AKS (the Corefile, and coredns-custom with a customer's key, where the
+// chart's default lets the engine write), served by a real CoreDNS, which
+// the run's handover wait asks.
+func aksBeforeInstall(ctx context.Context, t *testing.T, e *clusterEnv) {
+	t.Helper()
+	_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.Namespace}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	e.Plane.Apply(t, []byte(harness.AKSCorednsFixture))
+	_, err = e.Admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"log.override": "log\n"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	e.DNS = sccoperator.StartClusterDNS(t, e.Admin, 0)
 }
 
 // cleanupAccess are the objects the cleanup hook brings for itself (its

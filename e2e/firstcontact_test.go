@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -19,7 +18,6 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/harness"
-	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
@@ -70,14 +68,7 @@ func TestChartInstallFirstContact(t *testing.T) {
 			e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			_, err := e.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.Namespace}}, metav1.CreateOptions{})
-			require.NoError(t, err)
-			p.Apply(t, []byte(harness.AKSCorednsFixture))
-			_, err = e.Admin.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: "coredns-custom"}, Data: map[string]string{"log.override": "log\n"},
-			}, metav1.CreateOptions{})
-			require.NoError(t, err)
-			e.DNS = sccoperator.StartClusterDNS(t, e.Admin, 0)
+			aksBeforeInstall(ctx, t, e)
 			fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer, Faults: []string{tc.fault}})
 			require.NoError(t, err)
 			t.Cleanup(fc.Stop)
