@@ -38,7 +38,7 @@ func newRetryWorld(t *testing.T) *retryWorld {
 
 // run is one run at the world's time; onlyWhenDue makes it the retry
 // CronJob's.
-func (w *retryWorld) run(r *recorder, onlyWhenDue bool) (Result, error, *operatorFake) {
+func (w *retryWorld) run(r *recorder, onlyWhenDue bool) (Result, *operatorFake, error) {
 	op := &operatorFake{}
 	j := newJob(r, &bytes.Buffer{})
 	j.Lock, j.Runs, j.LastRun, j.JobName = w.lease, w.lease, w.lease, "registration-engine-run-abc"
@@ -47,7 +47,7 @@ func (w *retryWorld) run(r *recorder, onlyWhenDue bool) (Result, error, *operato
 	j.Now = func() time.Time { return w.now }
 	j.RandDuration = func(n time.Duration) time.Duration { return n - 1 } // the longest gap
 	res, err := j.Run(context.Background())
-	return res, err, op
+	return res, op, err
 }
 
 func (w *retryWorld) record() kube.RunRecord {
@@ -67,7 +67,7 @@ var settlingARM = failure.Settling(errors.New("azure arm: cannot read from ARM: 
 // passed, the same 403 is permanent with the same message.
 func TestFirstContactWaitsForAzure(t *testing.T) {
 	w := newRetryWorld(t)
-	res, err, op := w.run(&recorder{failAt: "prove", failWith: settlingARM}, false)
+	res, op, err := w.run(&recorder{failAt: "prove", failWith: settlingARM}, false)
 	require.Error(t, err)
 	assert.Equal(t, ExitTransient, ExitCode(err), "not a verdict yet")
 	assert.Equal(t, OutcomeFailed, res.Outcome)
@@ -83,7 +83,7 @@ func TestFirstContactWaitsForAzure(t *testing.T) {
 
 	// 50 minutes on, still settling: attempt 2, and a gap.
 	w.now = w.now.Add(50 * time.Minute)
-	_, err, _ = w.run(&recorder{failAt: "prove", failWith: settlingARM}, false)
+	_, _, err = w.run(&recorder{failAt: "prove", failWith: settlingARM}, false)
 	assert.Equal(t, ExitTransient, ExitCode(err))
 	rec = w.record()
 	assert.Equal(t, 2, rec.ConsecutiveFailures)
@@ -91,7 +91,7 @@ func TestFirstContactWaitsForAzure(t *testing.T) {
 
 	// An hour after the first failure the window has closed.
 	w.now = w.now.Add(10 * time.Minute)
-	_, err, op = w.run(&recorder{failAt: "prove", failWith: settlingARM}, false)
+	_, op, err = w.run(&recorder{failAt: "prove", failWith: settlingARM}, false)
 	assert.Equal(t, ExitPermanent, ExitCode(err))
 	assert.ErrorContains(t, err, "403 AuthorizationFailed (Azure has had 1h0m0s since the first failure at 2026-12-04 14:00 UTC to propagate it, more than PROPAGATION_WINDOW 1h0m0s: it needs a person)")
 	rec = w.record()
@@ -104,10 +104,10 @@ func TestFirstContactWaitsForAzure(t *testing.T) {
 // has no identity propagating: a 403 now is a removed role, at once.
 func TestSettlingAfterASuccessIsPermanent(t *testing.T) {
 	w := newRetryWorld(t)
-	_, err, _ := w.run(&recorder{changed: true}, false)
+	_, _, err := w.run(&recorder{changed: true}, false)
 	require.NoError(t, err)
 	w.now = w.now.Add(18 * time.Hour)
-	_, err, _ = w.run(&recorder{failAt: "prove", failWith: settlingARM}, false)
+	_, _, err = w.run(&recorder{failAt: "prove", failWith: settlingARM}, false)
 	assert.Equal(t, ExitPermanent, ExitCode(err))
 	assert.ErrorContains(t, err, "(this cluster registered at 2026-12-04 14:00 UTC: no new identity is propagating, it needs a person)")
 }
@@ -127,7 +127,7 @@ func TestSettlingWithoutALeaseIsPermanent(t *testing.T) {
 func TestTransientFailureSchedulesARetry(t *testing.T) {
 	w := newRetryWorld(t)
 	down := errors.New("no region server answered")
-	_, err, op := w.run(&recorder{failAt: "find", failWith: down}, false)
+	_, op, err := w.run(&recorder{failAt: "find", failWith: down}, false)
 	assert.Equal(t, ExitTransient, ExitCode(err))
 	require.Len(t, op.events, 1)
 	assert.Equal(t, kube.ReasonFailed, op.events[0].Reason)
@@ -136,13 +136,13 @@ func TestTransientFailureSchedulesARetry(t *testing.T) {
 	// Two hours of failures later the next attempt is half an hour away:
 	// the retry CronJob's run at 16:10 does nothing, the one at 16:20 runs.
 	w.now = w.now.Add(2 * time.Hour)
-	_, err, _ = w.run(&recorder{failAt: "find", failWith: down}, false)
+	_, _, err = w.run(&recorder{failAt: "find", failWith: down}, false)
 	require.Error(t, err)
 	assert.Equal(t, time.Date(2026, 12, 4, 16, 20, 0, 0, time.UTC), *w.record().NextAttempt)
 
 	w.now = w.now.Add(10 * time.Minute)
 	r := &recorder{changed: true}
-	res, err, op := w.run(r, true)
+	res, op, err := w.run(r, true)
 	require.NoError(t, err)
 	assert.Equal(t, OutcomeNotDue, res.Outcome)
 	assert.Equal(t, "attempt 3 is due at 2026-12-04 16:20 UTC", res.Skipped)
@@ -151,7 +151,7 @@ func TestTransientFailureSchedulesARetry(t *testing.T) {
 	assert.Equal(t, 2, w.record().ConsecutiveFailures, "no record either")
 
 	w.now = w.now.Add(10 * time.Minute)
-	res, err, _ = w.run(r, true)
+	res, _, err = w.run(r, true)
 	require.NoError(t, err)
 	assert.Equal(t, OutcomeRegistered, res.Outcome)
 	rec := w.record()
@@ -165,7 +165,7 @@ func TestTransientFailureSchedulesARetry(t *testing.T) {
 // registered), and says so.
 func TestRefreshIsRetriedLessOften(t *testing.T) {
 	w := newRetryWorld(t)
-	_, err, _ := w.run(&recorder{changed: true}, false)
+	_, _, err := w.run(&recorder{changed: true}, false)
 	require.NoError(t, err)
 	w.now = w.now.Add(18 * time.Hour)
 	op := &operatorFake{}
@@ -184,7 +184,7 @@ func TestRefreshIsRetriedLessOften(t *testing.T) {
 
 	// Its retry carries the streak on as a refresh.
 	w.now = w.now.Add(50 * time.Minute)
-	_, err, _ = w.run(&recorder{failAt: "find", failWith: errors.New("no region server answered")}, true)
+	_, _, err = w.run(&recorder{failAt: "find", failWith: errors.New("no region server answered")}, true)
 	require.Error(t, err)
 	rec = w.record()
 	assert.True(t, rec.Refresh)
@@ -217,7 +217,7 @@ func TestRetryCronJobRunsOnlyWhenDue(t *testing.T) {
 				tc.before(w)
 			}
 			r := &recorder{changed: true}
-			res, err, _ := w.run(r, true)
+			res, _, err := w.run(r, true)
 			require.NoError(t, err)
 			assert.Equal(t, OutcomeNotDue, res.Outcome)
 			assert.Equal(t, tc.reason, res.Skipped)
