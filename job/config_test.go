@@ -384,6 +384,13 @@ func TestUpdateServerSettings(t *testing.T) {
 		"a domain with an underscore":          {env: map[string]string{"UPDATE_SERVER_DOMAINS": "susecloud.net,bad_name.example"}, wantErr: true, wantIs: hostname.ErrInvalid},
 		"a single-label domain":                {env: map[string]string{"UPDATE_SERVER_DOMAINS": "net"}, wantErr: true, wantIs: hostname.ErrInvalid},
 		"only commas":                          {env: map[string]string{"UPDATE_SERVER_DOMAINS": ", ,"}, wantErr: true},
+		// The chart copies the list into the CoreDNS admission policy:
+		// the cluster domain would let the engine's token map
+		// kubernetes.default.svc.cluster.local.
+		"the cluster domain":                {env: map[string]string{"UPDATE_SERVER_DOMAINS": "susecloud.net,Cluster.Local."}, wantErr: true, wantIs: smt.ErrClusterDomain},
+		"a domain under the cluster's":      {env: map[string]string{"UPDATE_SERVER_DOMAINS": "svc.cluster.local"}, wantErr: true, wantIs: smt.ErrClusterDomain},
+		"a domain covering the cluster's":   {env: map[string]string{"UPDATE_SERVER_DOMAINS": "local"}, wantErr: true, wantIs: hostname.ErrInvalid},
+		"a look-alike is no cluster domain": {env: map[string]string{"UPDATE_SERVER_DOMAINS": "mycluster.local.example"}, wantDomains: []string{"mycluster.local.example"}},
 	}
 	r := testkit.NewMessages(t)
 	for name, tc := range tests {

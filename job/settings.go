@@ -45,6 +45,19 @@ var regCodeVars = []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE"}
 // regCodeVarsText is regCodeVars as messages name them.
 var regCodeVarsText = regCodeVars[0] + " (or " + strings.Join(regCodeVars[1:], " or ") + ")"
 
+// updateServerDomains reads UPDATE_SERVER_DOMAINS: host names (hostnames),
+// none of them the cluster domain or under or above it (smt.CheckDomain).
+func updateServerDomains(c *Config, v string) error {
+	if err := hostnames(func(c *Config) *[]string { return &c.SMT.Domains })(c, v); err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range c.SMT.Domains {
+		errs = append(errs, smt.CheckDomain(d))
+	}
+	return errors.Join(errs...)
+}
+
 var settings = []setting{
 	{group: "Marketplace and Azure identity"},
 	{flag: "extension-resource-id", envs: []string{"EXTENSION_RESOURCE_ID"}, help: "ARM resource ID of the cluster extension whose Marketplace plan is verified", set: str(func(c *Config) *string { return &c.Azure.ExtensionResourceID })},
@@ -81,7 +94,7 @@ var settings = []setting{
 	{flag: "update-server-http-port", envs: []string{"UPDATE_SERVER_HTTP_PORT"}, def: strconv.Itoa(smt.DefaultHTTPPort), help: "HTTP port of the update servers (certificate when httpsOnly is not true)", set: port(func(c *Config) *int { return &c.SMT.HTTPPort })},
 	{flag: "region-pass-timeouts", envs: []string{"REGION_PASS_TIMEOUTS"}, def: formatDurations(smt.DefaultPassTimeouts), help: "request timeout of each pass over the region servers", set: durations(func(c *Config) *[]time.Duration { return &c.SMT.PassTimeouts })},
 	{flag: "region-pass-pauses", envs: []string{"REGION_PASS_PAUSES"}, def: formatDurations(smt.DefaultPassPauses), help: "pause before the second, third, … pass", set: durations(func(c *Config) *[]time.Duration { return &c.SMT.PassPauses })},
-	{flag: "update-server-domains", envs: []string{"UPDATE_SERVER_DOMAINS"}, def: strings.Join(smt.DefaultDomains, ","), help: "domains an update server's name must be under, comma-separated (never the cluster domain)", set: hostnames(func(c *Config) *[]string { return &c.SMT.Domains })},
+	{flag: "update-server-domains", envs: []string{"UPDATE_SERVER_DOMAINS"}, def: strings.Join(smt.DefaultDomains, ","), help: "domains an update server's name must be under, comma-separated (never the cluster domain)", set: updateServerDomains},
 	{flag: "update-server-allow-loopback", envs: []string{"UPDATE_SERVER_ALLOW_LOOPBACK"}, def: "false", boolean: true, help: "TESTS AND THE FAKE CLOUD ONLY: accept update servers at loopback addresses (logged as a warning on every run)", set: boolean(func(c *Config) *bool { return &c.SMT.AllowLoopback })},
 
 	{group: "Kubernetes storage"},

@@ -40,6 +40,10 @@ var (
 	// entry is skipped when the region data is parsed.)
 	ErrRefused = errors.New("update server refused")
 
+	// ErrClusterDomain means an allowed domain is, lies under or covers the
+	// cluster domain (CheckDomain): a configuration error, refused at load.
+	ErrClusterDomain = errors.New("the cluster's own DNS domain")
+
 	// ErrNotResponsive means an update server's health check did not say
 	// "online" on any of its addresses.
 	ErrNotResponsive = errors.New("update server not responsive")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/pause"
+	"github.com/rancher/registration-engine/job/hostname"
 	"github.com/rancher/registration-engine/job/regionconfig"
 )
 
@@ -34,10 +35,25 @@ var (
 // replaces it.
 var DefaultDomains = []string{"susecloud.net"}
 
-// clusterDomain is the cluster DNS domain no update server's name may lie
+// ClusterDomain is the cluster DNS domain no update server's name may lie
 // under, whatever Finder.Domains says, so region data cannot redirect a
-// Service such as kubernetes.default.svc.cluster.local.
-const clusterDomain = "cluster.local"
+// Service such as kubernetes.default.svc.cluster.local. It is AKS's, which
+// cannot be changed there; the engine has no setting for another.
+const ClusterDomain = "cluster.local"
+
+// CheckDomain refuses an allowed domain (UPDATE_SERVER_DOMAINS, the chart's
+// updateServerDomains) that is the cluster domain, lies under it
+// (svc.cluster.local) or covers it (local): the chart copies the list into
+// the CoreDNS admission policy, which would then admit, under the engine's
+// token, an entry for kubernetes.default.svc.cluster.local. domain is
+// normalised (hostname.Normalize). The error wraps ErrClusterDomain.
+func CheckDomain(domain string) error {
+	if hostname.Under(domain, ClusterDomain) || hostname.Under(ClusterDomain, domain) {
+		return fmt.Errorf("%q: %w: it is, lies under or covers %s, where the cluster's Services resolve (kubernetes.default.svc.%s); list only the update servers' domains, such as %s",
+			domain, ErrClusterDomain, ClusterDomain, ClusterDomain, strings.Join(DefaultDomains, ", "))
+	}
+	return nil
+}
 
 // Default ports, timeouts and body limit, applied like the pass defaults.
 const (

@@ -69,8 +69,8 @@ func (f *Finder) choose(ctx context.Context, entries []Entry, source string, htt
 // otherwise decide where a Service, Entra or a registry resolves. The error
 // wraps ErrRefused and names the rule.
 func (f *Finder) admit(e Entry) error {
-	if hostname.Under(e.Name, clusterDomain) {
-		return fmt.Errorf("%w: SMTserverName %q is under the cluster domain %s", ErrRefused, e.Name, clusterDomain)
+	if hostname.Under(e.Name, ClusterDomain) {
+		return fmt.Errorf("%w: SMTserverName %q is under the cluster domain %s", ErrRefused, e.Name, ClusterDomain)
 	}
 	if !slices.ContainsFunc(f.Domains, func(d string) bool { return hostname.Under(e.Name, d) }) {
 		return fmt.Errorf("%w: SMTserverName %q is not under an allowed domain (%s; UPDATE_SERVER_DOMAINS)", ErrRefused, e.Name, strings.Join(f.Domains, ", "))
