@@ -412,6 +412,65 @@ func TestUpdateServerSettings(t *testing.T) {
 	}
 }
 
+// The registration code reaches SUSE Customer Center through the operator
+// as the engine writes it: white space around it is dropped, and a code
+// that is blank, has white space inside or is a placeholder is refused at
+// load, naming the variable and never the value (golden). Unset, it loads:
+// the run then ends waiting for one (TestRunWithoutACodeWaits).
+func TestLoadConfigRegistrationCode(t *testing.T) {
+	accepted := map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"a code pasted with a space and a newline": {env: map[string]string{"REGISTRATION_CODE": "ABC-123 \n"}, want: "ABC-123"},
+		"tabs and a carriage return around it":     {env: map[string]string{"REG_CODE": "\tINTERNAL-USE-ONLY-1a2b-3c4d\r\n"}, want: "INTERNAL-USE-ONLY-1a2b-3c4d"},
+		"none: the run waits for one":              {env: nil, want: ""},
+		"a code that starts like a placeholder":    {env: map[string]string{"REGCODE": "CODE-7F3A"}, want: "CODE-7F3A"},
+		"x inside a code":                          {env: map[string]string{"REGISTRATION_CODE": "X1X2-XX"}, want: "X1X2-XX"},
+	}
+	for name, tc := range accepted {
+		t.Run(name, func(t *testing.T) {
+			c, err := LoadConfig(nil, env(tc.env))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, c.RegCode.Reveal())
+		})
+	}
+
+	refused := map[string]struct {
+		args   []string
+		env    map[string]string
+		wantIs error
+	}{
+		"blank":                         {env: map[string]string{"REGISTRATION_CODE": " \n\t"}, wantIs: ErrRegCode},
+		"a newline inside":              {env: map[string]string{"REGISTRATION_CODE": "ABC-123\nDEF"}, wantIs: ErrRegCode},
+		"two codes with a space":        {env: map[string]string{"REG_CODE": "ABC-123 DEF-456"}, wantIs: ErrRegCode},
+		"a control character":           {env: map[string]string{"REGISTRATION_CODE": "ABC\x00123"}, wantIs: ErrRegCode},
+		"the chart's REPLACE-ME":        {env: map[string]string{"REGISTRATION_CODE": "REPLACE-ME-registration-code"}, wantIs: ErrRegCode},
+		"an angle-bracket placeholder":  {env: map[string]string{"REGISTRATION_CODE": "<registration-code>"}, wantIs: ErrRegCode},
+		"a shell variable left as is":   {env: map[string]string{"REGCODE": "${REGCODE}"}, wantIs: ErrRegCode},
+		"a template left as is":         {env: map[string]string{"REGISTRATION_CODE": "{{.Values.registrationCode}}"}, wantIs: ErrRegCode},
+		"all x":                         {env: map[string]string{"REGISTRATION_CODE": "XXXX-XXXX-XXXX"}, wantIs: ErrRegCode},
+		"changeme":                      {env: map[string]string{"REGISTRATION_CODE": "ChangeMe"}, wantIs: ErrRegCode},
+		"the Marketplace's DONOTMODIFY": {env: map[string]string{"REGISTRATION_CODE": "DONOTMODIFY"}, wantIs: ErrNotRendered},
+		"a blank flag":                  {args: []string{"--registration-code", "  "}, wantIs: ErrRegCode},
+	}
+	r := testkit.NewMessages(t)
+	for name, tc := range refused {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadConfig(tc.args, env(tc.env))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, tc.wantIs)
+			assert.Equal(t, ExitPermanent, ExitCode(err))
+			msg := r.Add(name, err)
+			for _, v := range tc.env {
+				if strings.TrimSpace(v) != "" && v != Placeholder {
+					assert.NotContains(t, msg, strings.TrimSpace(v), "the message never quotes the code")
+				}
+			}
+		})
+	}
+}
+
 func TestLoadConfigCredentialMode(t *testing.T) {
 	token := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(token, []byte("sa-token"), 0o600))

@@ -98,7 +98,11 @@ var settings = []setting{
 	{flag: "update-server-allow-loopback", envs: []string{"UPDATE_SERVER_ALLOW_LOOPBACK"}, def: "false", boolean: true, help: "TESTS AND THE FAKE CLOUD ONLY: accept update servers at loopback addresses (logged as a warning on every run)", set: boolean(func(c *Config) *bool { return &c.SMT.AllowLoopback })},
 
 	{group: "Kubernetes storage"},
-	{flag: "registration-code", envs: regCodeVars, secret: true, help: "SUSE/Rancher registration code (the first non-empty variable wins)", set: func(c *Config, v string) error { c.RegCode = Secret(v); return nil }},
+	{flag: "registration-code", envs: regCodeVars, secret: true, help: "SUSE/Rancher registration code (the first non-empty variable wins; white space around it is dropped; blank, white space inside or a placeholder is refused; none: the run ends waiting for one)", set: func(c *Config, v string) error {
+		code, err := regCode(v)
+		c.RegCode = Secret(code)
+		return err
+	}},
 	{flag: "secret-name", envs: []string{"REGISTRATION_SECRET_NAME"}, def: operator.SecretName, help: "Secret read by rancher/scc-operator", set: str(func(c *Config) *string { return &c.SecretName })},
 	{flag: "secret-namespace", envs: []string{"REGISTRATION_SECRET_NAMESPACE"}, def: operator.Namespace, help: "namespace of the Secret and the Lease", set: str(func(c *Config) *string { return &c.SecretNamespace })},
 	{flag: "kubeconfig", envs: []string{"KUBECONFIG"}, help: "kubeconfig for a run from a workstation (default: in-cluster)", set: str(func(c *Config) *string { return &c.Kubeconfig })},
