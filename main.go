@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"k8s.io/klog/v2"
@@ -34,14 +35,20 @@ func main() {
 // configuration and runs the Job once. Its arguments, environment and streams are
 // parameters so that nothing below main reads the process's own.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "attestation" {
-		return job.RunAttestation(ctx, args[1:], stdin, stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "cleanup" {
-		return job.RunCleanup(ctx, args[1:], getenv, stderr)
-	}
-	if len(args) > 0 && args[0] == "status" {
-		return job.RunStatus(ctx, args[1:], getenv, stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "attestation":
+			return job.RunAttestation(ctx, args[1:], stdin, stdout, stderr)
+		case "cleanup":
+			return job.RunCleanup(ctx, args[1:], getenv, stderr)
+		case "status":
+			return job.RunStatus(ctx, args[1:], getenv, stdout, stderr)
+		}
+		// A word that is no flag is a command, never the engine's run: a
+		// typo (stauts) must not start a registration.
+		if !strings.HasPrefix(args[0], "-") {
+			return job.UnknownCommand(args[0], stderr)
+		}
 	}
 	cfg, err := job.LoadConfig(args, getenv)
 	if err != nil {

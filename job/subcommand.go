@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/cleanup"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/status"
@@ -66,6 +67,22 @@ func envClientOptions(getenv func(string) string, kubeconfig, role string) kube.
 		CACert:     getenv("KUBERNETES_CA_CERT"),
 		UserAgent:  strings.TrimSpace("registration-engine/" + Version + " " + role),
 	}
+}
+
+// ErrUnknownCommand is the usage error of a command the binary does not
+// have (permanent: exit 2, like a bad flag).
+var ErrUnknownCommand = errors.New("unknown command")
+
+// Commands are the binary's commands, as UnknownCommand lists them.
+const Commands = "status, attestation inspect, cleanup (with none, the engine runs once; see --help)"
+
+// UnknownCommand is the usage error of `registration-engine NAME` for a
+// NAME that is no command: printed on stderr with the commands there are,
+// returned for the exit code. Nothing is loaded, nothing is contacted.
+func UnknownCommand(name string, stderr io.Writer) error {
+	err := failure.Permanent(fmt.Errorf("%w %q: the commands are %s", ErrUnknownCommand, name, Commands))
+	printProblem(stderr, err)
+	return err
 }
 
 // printProblem writes err on stderr for the person at the terminal, unless

@@ -35,6 +35,10 @@ that time). Exit 0 only when all four hold.
 Flags:
 `)
 	}
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		usage() // asked for: exit 0, as `attestation inspect --help` does
+		return nil
+	}
 	if len(args) == 0 || args[0] != "inspect" {
 		usage()
 		return failure.Permanent(errors.New("attestation: want the subcommand inspect"))
