@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -949,6 +950,28 @@ func TestChartRefusals(t *testing.T) {
 		"unknown CoreDNS layout":      {files: minimal, set: []string{"coreDNSLayout=kubeadm"}, names: []string{"coreDNSLayout"}},
 		"a pull secret with no name":  {files: minimal, set: []string{"imagePullSecrets[0].namespace=x"}, names: []string{"imagePullSecrets"}},
 		"a pod label that is no text": {files: minimal, set: []string{"podLabels.tier=1"}, names: []string{"podLabels"}},
+		// The list reaches the CoreDNS admission policy: the cluster
+		// domain there lets the engine's token map the cluster's Services.
+		"the cluster domain as an update server domain": {files: minimal, set: []string{"updateServerDomains={susecloud.net,cluster.local}"}, names: []string{"updateServerDomains", "cluster.local"}},
+		"a domain under the cluster domain":             {files: minimal, set: []string{"updateServerDomains={svc.cluster.local}"}, names: []string{"updateServerDomains", "svc.cluster.local"}},
+		"a domain covering the cluster domain":          {files: minimal, set: []string{"updateServerDomains={local}"}, names: []string{"updateServerDomains"}},
+		// The image reaches the status command NOTES print for a shell.
+		"an injected image with a shell command": {
+			files: marketplace, set: []string{`global.azure.images.engine.image=engine';touch /tmp/pwned;'`},
+			names: []string{"/global/azure/images/engine/image"},
+		},
+		"an injected registry with a command substitution": {
+			files: marketplace, set: []string{`global.azure.images.engine.registry=reg.example/$(id)`},
+			names: []string{"/global/azure/images/engine/registry"},
+		},
+		"an injected tag with a quote": {
+			files: marketplace, set: []string{"global.azure.images.engine.digest=", `global.azure.images.engine.tag=1.0'"`},
+			names: []string{"/global/azure/images/engine/tag"},
+		},
+		"a repository with a tag": {files: minimal, set: []string{"image.repository=reg.example/engine:1.0"}, names: []string{"/image/repository"}},
+		"a repository hiding a command behind the placeholder": {
+			files: minimal, set: []string{`image.repository=REPLACE-ME';id;'`}, names: []string{"/image/repository"},
+		},
 	}
 	helm := helmBin(t)
 	for name, tc := range tests {
@@ -1130,9 +1153,27 @@ func TestChartNotes(t *testing.T) {
 		"weekly":                     {set: []string{"schedule=0 3 * * 1"}, want: []string{`on the cron schedule "0 3 * * 1" (UTC)`}},
 		"a macro":                    {set: []string{"schedule=@daily"}, want: []string{`on the cron schedule "@daily" (UTC)`}},
 		"status in the cluster": {want: []string{
-			"kubectl -n cattle-scc-system run registration-engine-status --rm -i --quiet --restart=Never --image=registration-engine:",
+			"kubectl -n cattle-scc-system run registration-engine-status --rm -i --quiet --restart=Never --image='registration-engine:",
 			`"serviceAccountName":"registration-engine-status"`, `"args":["status"]`}},
 	}
+	dir := notesChart(t)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			notes, err := renderNotes(t, dir, minimal, tc.set...)
+			require.NoError(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, notes, w)
+			}
+			assert.NotContains(t, notes, "REPLACE-ME")
+		})
+	}
+}
+
+// notesChart is a copy of the chart whose NOTES.txt helm template also
+// renders, into the ConfigMap notes-under-test (helm template prints no
+// NOTES).
+func notesChart(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "registration-engine")
 	require.NoError(t, os.CopyFS(dir, os.DirFS(chartDir)))
 	notes, err := os.ReadFile(filepath.Join(chartDir, "templates", "NOTES.txt"))
@@ -1141,22 +1182,106 @@ func TestChartNotes(t *testing.T) {
 		[]byte(`{{- define "notes-under-test" -}}`+string(notes)+`{{- end }}`), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "templates", "notes-under-test.yaml"),
 		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes-under-test\ndata:\n  notes: {{ include \"notes-under-test\" . | quote }}\n"), 0o644))
-	for name, tc := range tests {
+	return dir
+}
+
+// renderNotes renders notesChart's NOTES with the values files and
+// settings given (arguments of helm template, such as
+// --skip-schema-validation, may follow the settings).
+func renderNotes(t *testing.T, dir string, files []string, set ...string) (string, error) {
+	t.Helper()
+	args := []string{"template", releaseName, dir, "--namespace", chartNamespace, "--show-only", "templates/notes-under-test.yaml"}
+	for _, f := range files {
+		args = append(args, "--values", f)
+	}
+	for _, s := range set {
+		if strings.HasPrefix(s, "--") {
+			args = append(args, s)
+			continue
+		}
+		args = append(args, "--set", s)
+	}
+	out, err := runErr(helmBin(t), args...)
+	if err != nil {
+		return "", err
+	}
+	var cm corev1.ConfigMap
+	require.NoError(t, yaml.Unmarshal(out, &cm))
+	require.NotEmpty(t, cm.Data["notes"])
+	return cm.Data["notes"], nil
+}
+
+// The status command NOTES print is pasted into a shell by whoever
+// installs the chart, and it carries the image, which on Azure comes from
+// injected values (global.azure.images.engine). Pasted into sh -c with
+// kubectl a function that prints its arguments, it runs nothing else and
+// hands kubectl exactly the image the CronJob runs; values with shell
+// syntax in them are refused, by the schema and, with the schema skipped,
+// by the chart's own check of the image reference.
+func TestChartNotesStatusCommandRunsNothing(t *testing.T) {
+	dir := notesChart(t)
+	accepted := map[string]struct {
+		files     []string
+		set       []string
+		wantImage string
+	}{
+		"Marketplace": {files: goldenValueSets["marketplace"],
+			wantImage: "marketplace.azurecr.io/relocated/rancher/registration-engine@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
+		"Marketplace with a tag": {files: goldenValueSets["marketplace"], set: []string{"global.azure.images.engine.digest=", "global.azure.images.engine.tag=1.2.3"},
+			wantImage: "marketplace.azurecr.io/relocated/rancher/registration-engine:1.2.3"},
+		"a registry with a port": {files: minimal, set: []string{"image.repository=registry.example:5000/rancher/registration-engine", "image.tag=v1_2-rc.3"},
+			wantImage: "registry.example:5000/rancher/registration-engine:v1_2-rc.3"},
+	}
+	for name, tc := range accepted {
 		t.Run(name, func(t *testing.T) {
-			args := []string{"template", releaseName, dir, "--namespace", chartNamespace, "--values", minimal[0], "--show-only", "templates/notes-under-test.yaml"}
-			for _, s := range tc.set {
-				args = append(args, "--set", s)
-			}
-			out, err := runErr(helmBin(t), args...)
+			notes, err := renderNotes(t, dir, tc.files, tc.set...)
 			require.NoError(t, err)
-			var cm corev1.ConfigMap
-			require.NoError(t, yaml.Unmarshal(out, &cm))
-			notes := cm.Data["notes"]
-			require.NotEmpty(t, notes)
-			for _, w := range tc.want {
-				assert.Contains(t, notes, w)
+			var command string
+			for l := range strings.SplitSeq(notes, "\n") {
+				if strings.Contains(l, "kubectl") && strings.Contains(l, " run ") {
+					command = strings.TrimSpace(l)
+				}
 			}
-			assert.NotContains(t, notes, "REPLACE-ME")
+			require.NotEmpty(t, command, "NOTES print the status command:\n%s", notes)
+			work := t.TempDir()
+			cmd := exec.Command("sh", "-c", `kubectl() { printf '%s\n' "$@"; }; `+command)
+			cmd.Dir = work
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + work}
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			args := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+			require.Len(t, args, 10, "kubectl gets exactly the NOTES' arguments: %q", args)
+			assert.Equal(t, []string{"-n", chartNamespace, "run", "registration-engine-status", "--rm", "-i", "--quiet", "--restart=Never", "--image=" + tc.wantImage}, args[:9])
+			overrides, ok := strings.CutPrefix(args[9], "--overrides=")
+			require.True(t, ok, args[9])
+			var pod corev1.Pod
+			require.NoError(t, json.Unmarshal([]byte(overrides), &pod), "the overrides are one JSON argument")
+			require.Len(t, pod.Spec.Containers, 1)
+			assert.Equal(t, tc.wantImage, pod.Spec.Containers[0].Image)
+			assert.Equal(t, []string{"status"}, pod.Spec.Containers[0].Args)
+			entries, err := os.ReadDir(work)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "the pasted command created nothing")
+		})
+	}
+
+	hostile := map[string]struct {
+		files []string
+		set   []string
+	}{
+		"a quote and a command in the injected image":     {files: goldenValueSets["marketplace"], set: []string{`global.azure.images.engine.image=engine';touch pwned;'`}},
+		"a command substitution in the injected registry": {files: goldenValueSets["marketplace"], set: []string{`global.azure.images.engine.registry=reg.example/$(touch pwned)`}},
+		"a backtick in the injected tag":                  {files: goldenValueSets["marketplace"], set: []string{"global.azure.images.engine.digest=", "global.azure.images.engine.tag=1`touch pwned`"}},
+		"a quote in the repository":                       {files: minimal, set: []string{`image.repository=reg.example/engine"'$(touch pwned)`}},
+		"a semicolon in the registry prefix":              {files: minimal, set: []string{"global.cattle.systemDefaultRegistry=reg.example;touch pwned;"}},
+	}
+	for name, tc := range hostile {
+		t.Run(name, func(t *testing.T) {
+			_, err := renderNotes(t, dir, tc.files, tc.set...)
+			require.Error(t, err, "the schema refuses it")
+			_, err = renderNotes(t, dir, tc.files, append(tc.set, "--skip-schema-validation")...)
+			require.Error(t, err, "with the schema skipped, the chart's own check refuses it")
+			assert.Contains(t, helmStderr(err), "has a character no image reference has")
 		})
 	}
 }

@@ -68,8 +68,39 @@ test checks it):
     own registry and rewrites these values, so nothing here names a registry.
   - otherwise Rancher's convention: global.cattle.systemDefaultRegistry +
     image.repository:image.tag (tag defaults to the chart's appVersion).
+values.schema.json gives each part a pattern; the reference as a whole is
+checked again here, because it also lands in the status command NOTES print
+for a person to paste into a shell: only letters, digits and . _ - : / @.
 */}}
 {{- define "registration-engine.image" -}}
+{{- with include "registration-engine.imageProblem" . -}}
+  {{- fail . -}}
+{{- end -}}
+{{- include "registration-engine.imageRef" . -}}
+{{- end }}
+
+{{/*
+The refusal of an image reference with a character no image reference has,
+or "" (registration-engine.image fails with it; registration-engine.validate
+lists it, so that helm lint fails too).
+*/}}
+{{- define "registration-engine.imageProblem" -}}
+{{- $azure := include "registration-engine.azure" . | fromYaml -}}
+{{- $img := dig "images" "engine" dict $azure -}}
+{{- /* An image not given yet is the placeholder checks' to name. */ -}}
+{{- $given := ternary (and $img.image (or $img.digest $img.tag)) .Values.image.repository (not (empty $img.image)) -}}
+{{- $ref := "" -}}
+{{- if $given }}{{ $ref = include "registration-engine.imageRef" . }}{{ end -}}
+{{- if and $given (not (regexMatch "^[a-zA-Z0-9._:/@-]+$" $ref)) -}}
+the engine's image {{ printf "%q" $ref }} has a character no image reference has (letters, digits and . _ - : / @ only): check global.azure.images.engine, or image and global.cattle.systemDefaultRegistry
+{{- end -}}
+{{- end }}
+
+{{/*
+The engine's image reference as the values give it, unchecked: only
+registration-engine.image calls it.
+*/}}
+{{- define "registration-engine.imageRef" -}}
 {{- $azure := include "registration-engine.azure" . | fromYaml -}}
 {{- $img := dig "images" "engine" dict $azure -}}
 {{- if $img.image -}}
@@ -141,7 +172,11 @@ regionServerCerts (same file name wins). A YAML map of file name → PEM.
 
 {{/*
 updateServerDomains, checked: each a DNS name (it lands in the CronJob's
-UPDATE_SERVER_DOMAINS and in the CoreDNS admission policy's CEL).
+UPDATE_SERVER_DOMAINS and in the CoreDNS admission policy's CEL), and none
+the cluster domain (cluster.local), under it (svc.cluster.local) or covering
+it: the policy would then admit, under the engine's token, an entry for
+kubernetes.default.svc.cluster.local. The engine refuses the same at load
+(smt.CheckDomain); "local" and "" are refused above as no name with a dot.
 */}}
 {{- define "registration-engine.updateServerDomains" -}}
 {{- $domains := required "updateServerDomains needs at least one domain" .Values.updateServerDomains -}}
@@ -149,8 +184,22 @@ UPDATE_SERVER_DOMAINS and in the CoreDNS admission policy's CEL).
   {{- if not (regexMatch "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?([.][a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$" (toString .)) -}}
     {{- fail (printf "updateServerDomains: %q is not a lower-case DNS name with a dot" (toString .)) -}}
   {{- end -}}
+  {{- with include "registration-engine.clusterDomainProblem" (toString .) -}}
+    {{- fail . -}}
+  {{- end -}}
 {{- end -}}
 {{- join "," $domains -}}
+{{- end }}
+
+{{/*
+The refusal of one updateServerDomains entry that is, or lies under, the
+cluster domain, or "" (registration-engine.updateServerDomains fails with
+it; registration-engine.validate lists it, so that helm lint fails too).
+*/}}
+{{- define "registration-engine.clusterDomainProblem" -}}
+{{- if or (eq . "cluster.local") (hasSuffix ".cluster.local" .) -}}
+updateServerDomains: {{ printf "%q" . }} is, or lies under, the cluster domain cluster.local, where the cluster's Services resolve (kubernetes.default.svc.cluster.local): the CoreDNS admission policy would let the engine map them; list only the update servers' domains, such as susecloud.net
+{{- end -}}
 {{- end }}
 
 {{/*
@@ -398,6 +447,16 @@ that helm template, lint and install name every problem in one error
   {{- with include "registration-engine.placeholderProblem" . -}}
     {{- $problems = append $problems . -}}
   {{- end -}}
+{{- end -}}
+
+{{- /* What reaches the CoreDNS admission policy and a pasted command. */ -}}
+{{- range (.Values.updateServerDomains | default list) -}}
+  {{- with include "registration-engine.clusterDomainProblem" (toString .) -}}
+    {{- $problems = append $problems . -}}
+  {{- end -}}
+{{- end -}}
+{{- with include "registration-engine.imageProblem" . -}}
+  {{- $problems = append $problems . -}}
 {{- end -}}
 
 {{- /* The schedule and the time a scheduled Job takes. */ -}}
