@@ -214,7 +214,10 @@ func (e *clusterEnv) testNoCodeKeepsCode(t *testing.T, c harness.Cloud) {
 }
 
 // testFirstInstallWithoutCode: with no code configured and no Secret, the
-// run fails permanently (exit 2), says where the code comes from, writes
+// run ends waiting for one: exit 0 (a cluster installed before its code is
+// known is not a failing Job every run), outcome waiting-for-code in its
+// summary and on the Lease's run record, a Warning Event
+// RegistrationCodeMissing on its Job saying how to set the code; it writes
 // no Secret and leaves CoreDNS as it was, though IN_CLUSTER_DNS is on.
 func (e *clusterEnv) testFirstInstallWithoutCode(t *testing.T, c harness.Cloud) {
 	ctx := harness.Context(t)
@@ -223,22 +226,39 @@ func (e *clusterEnv) testFirstInstallWithoutCode(t *testing.T, c harness.Cloud) 
 	cms := e.Admin.CoreV1().ConfigMaps("kube-system")
 	before, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
-	res := e.RunAs(ctx, t, c, e.Token(t), "run-first-no-code", noRegCode, "IN_CLUSTER_DNS=true")
-	assert.Equal(t, job.ExitPermanent, res.Code, res.String())
+	const jobName, jobUID = "registration-engine-run-nocode", "6a0e3c3e-0000-4000-8000-00000000c0de"
+	res := e.RunAs(ctx, t, c, e.Token(t), "run-first-no-code", noRegCode, "IN_CLUSTER_DNS=true", "JOB_NAME="+jobName, "JOB_UID="+jobUID)
+	assert.Equal(t, job.ExitOK, res.Code, res.String())
 	s := summary(t, res.Stderr)
-	assert.Equal(t, "write-secret", s["failedPhase"])
-	msg, _ := s["error"].(string)
-	assert.Contains(t, msg, operator.ErrNoRegCode.Error())
-	for _, where := range []string{"REGISTRATION_CODE", "REG_CODE", "REGCODE", "registration-code"} {
-		assert.Contains(t, msg, where, "the error says where the code must come from")
-	}
+	assert.Equal(t, job.OutcomeWaitingForCode, s["outcome"])
 	assert.Empty(t, e.SecretVersion(ctx, t), "no Secret written")
 	after, err := cms.Get(ctx, coredns.ConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "CoreDNS is not edited for a run that cannot write")
 	assert.Nil(t, logLine(t, res.Stderr, handedOverMsg), "no handover waited for")
-	t.Logf("proved: a first install with no registration code exits %d after %s, writes no Secret, leaves kube-system/coredns at resourceVersion %s, and says %q",
-		res.Code, res.Took.Round(time.Millisecond), after.ResourceVersion, msg)
+
+	le, err := e.Admin.CoordinationV1().Leases(operator.Namespace).Get(ctx, kube.LeaseName, metav1.GetOptions{})
+	require.NoError(t, err)
+	rec, ok, err := kube.ParseRunRecord(le.Annotations)
+	require.NoError(t, err)
+	require.True(t, ok, "the run is recorded on the Lease")
+	assert.Equal(t, kube.OutcomeWaitingForCode, rec.Outcome)
+	assert.Zero(t, rec.ConsecutiveFailures, "waiting is no failure")
+
+	evs, err := e.Admin.EventsV1().Events(operator.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=" + jobName})
+	require.NoError(t, err)
+	var note string
+	for _, ev := range evs.Items {
+		if ev.Reason == kube.ReasonCodeMissing {
+			assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+			note = ev.Note
+		}
+	}
+	require.NotEmpty(t, note, "a RegistrationCodeMissing Event on the Job: %v", evs.Items)
+	assert.Contains(t, note, "no registration code yet")
+	assert.Contains(t, note, "registrationCode=<code>", "the Event says how to set the code")
+	t.Logf("proved: a first install with no registration code exits %d (outcome %s, recorded on the Lease) after %s, writes no Secret, leaves kube-system/coredns at resourceVersion %s, and its Job's Event %s says %q",
+		res.Code, rec.Outcome, res.Took.Round(time.Millisecond), after.ResourceVersion, kube.ReasonCodeMissing, note)
 }
 
 // dropFinalizers removes the finalizers a test put on the Secret, so that

@@ -104,6 +104,16 @@ func TestStatus(t *testing.T) {
 		e.expect(t, res, job.ExitTransient, `Not registered yet: the Lease registration-engine is held by registration-engine-manual-7-x2k9p, a run that is gone, until \S+; runs before then are skipped — run the engine after \S+: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
 	})
 
+	t.Run("no registration code yet", func(t *testing.T) {
+		ctx := harness.Context(t)
+		e.DeleteSecret(ctx, t)
+		run := e.RunAs(ctx, t, e.cloud, e.Token(t), "run-no-code", noRegCode, "IN_CLUSTER_DNS=true", noOperatorWait)
+		require.Equal(t, job.ExitOK, run.Code, run.String())
+		t.Cleanup(func() { e.DeleteLease(t) })
+		res := e.status(t, e.adminKubeconfig)
+		e.expect(t, res, job.ExitPermanent, `Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one \(last run at \S+\) — set it: the chart value registrationCode \(on the Azure Marketplace: az k8s-extension update … --configuration-protected-settings registrationCode=<code>\), or kubectl -n cattle-scc-system create secret generic registration-code --from-literal=regCode=<code>, then run the engine: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
+	})
+
 	t.Run("Secret without a code", func(t *testing.T) {
 		ctx := harness.Context(t)
 		// The engine never blanks a code: the Secret loses it only when

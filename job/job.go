@@ -104,6 +104,9 @@ type Job struct {
 	// SecretRef is namespace/name of the Secret, for the remedy in the
 	// OperatorRegistrationFailed Event.
 	SecretRef string
+	// CodeRemedy says how to set the registration code, for the Event of
+	// a run that waits for one (regCodeRemedy).
+	CodeRemedy string
 	// Secrets knows every secret value of the run; Run adds the configured
 	// code and the attested document (and its signature) as it learns
 	// them, the Secret store the code it keeps. Log's handler, the Event
@@ -144,6 +147,12 @@ const (
 	OutcomeUnchanged  = "unchanged"
 	OutcomeSkipped    = "skipped"
 	OutcomeFailed     = "failed"
+	// OutcomeWaitingForCode: no registration code configured and none in
+	// the Secret. The run proved everything else (the cloud, the plan, the
+	// update server), changed nothing and exits 0: a cluster installed
+	// before its code is known is not a failing Job every run. Its Event
+	// (kube.ReasonCodeMissing) and status say how to set the code.
+	OutcomeWaitingForCode = kube.OutcomeWaitingForCode
 )
 
 // Result is what a run did, for the summary line and for tests.
@@ -289,6 +298,10 @@ func (j *Job) runPhases(ctx context.Context, log *slog.Logger, last *kube.RunRec
 	if err != nil {
 		return ph.failed(res), err
 	}
+	if w.noCode {
+		res.Outcome = OutcomeWaitingForCode
+		return res, nil
+	}
 	res.Outcome = OutcomeUnchanged
 	if res.Changed {
 		res.Outcome = OutcomeRegistered
@@ -361,6 +374,9 @@ type written struct {
 	reg      operator.Values
 	changed  bool
 	unproven string
+	// noCode: no code configured and none in the Secret; nothing was
+	// changed and the run waits for one (OutcomeWaitingForCode).
+	noCode bool
 }
 
 // write is phase 6: the name mapped in the cluster and handed over, then
@@ -385,7 +401,11 @@ func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServ
 	if err := j.Operator.CheckProxy(ctx, log, w.reg.URL); err != nil {
 		return w, nil, err
 	}
-	if err := j.Store.Check(ctx, w.reg); err != nil {
+	if err := j.Store.Check(ctx, w.reg); errors.Is(err, operator.ErrNoRegCode) {
+		log.Warn("no registration code yet: nothing written, the run waits for one", slog.String("set", j.codeRemedy()))
+		w.noCode = true
+		return w, []any{slog.Bool("waitingForCode", true)}, nil
+	} else if err != nil {
 		return w, nil, withRegCodeSources(err)
 	}
 	var attrs []any
@@ -447,6 +467,45 @@ func (p *phases) doneBefore(name, by string, attrs ...any) {
 func (p *phases) failed(res Result) Result {
 	res.Failed = p.failure
 	return res
+}
+
+// codeRemedy is CodeRemedy, or the remedy for an unknown extension.
+func (j *Job) codeRemedy() string {
+	if j.CodeRemedy != "" {
+		return j.CodeRemedy
+	}
+	return regCodeRemedy("", operator.Namespace)
+}
+
+// regCodeRemedy is the command that sets the registration code: on the
+// Azure Marketplace the extension's protected setting registrationCode
+// (the chart makes the Secret registration-code from it, and an upgrade of
+// the extension re-runs the engine), with the resource group, cluster and
+// extension named when extensionID is the extension's ARM ID; otherwise
+// the Secret registration-code in namespace, then a run.
+func regCodeRemedy(extensionID, namespace string) string {
+	if rg, cluster, ext, ok := parseExtensionID(extensionID); ok {
+		return fmt.Sprintf("az k8s-extension update --resource-group %s --cluster-name %s --cluster-type managedClusters --name %s --configuration-protected-settings registrationCode=<code>", rg, cluster, ext)
+	}
+	return fmt.Sprintf("the chart value registrationCode (on the Azure Marketplace: az k8s-extension update … --configuration-protected-settings registrationCode=<code>), or kubectl -n %s create secret generic registration-code --from-literal=regCode=<code> and a run of the engine", namespace)
+}
+
+// parseExtensionID reads an AKS cluster extension's ARM ID:
+// /subscriptions/S/resourceGroups/RG/providers/Microsoft.ContainerService/managedClusters/C/providers/Microsoft.KubernetesConfiguration/extensions/E.
+// Names with characters a shell would read are not taken.
+func parseExtensionID(id string) (rg, cluster, ext string, ok bool) {
+	p := strings.Split(strings.Trim(id, "/"), "/")
+	if len(p) != 12 || !strings.EqualFold(p[0], "subscriptions") || !strings.EqualFold(p[2], "resourceGroups") ||
+		!strings.EqualFold(p[5], "Microsoft.ContainerService") || !strings.EqualFold(p[6], "managedClusters") ||
+		!strings.EqualFold(p[9], "Microsoft.KubernetesConfiguration") || !strings.EqualFold(p[10], "extensions") {
+		return "", "", "", false
+	}
+	for _, v := range []string{p[3], p[7], p[11]} {
+		if v == "" || strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" {
+			return "", "", "", false
+		}
+	}
+	return p[3], p[7], p[11], true
 }
 
 // withRegCodeSources adds to a missing-code error where the code must come

@@ -149,6 +149,12 @@ func (r *recorder) Acquire(ctx context.Context) (kube.Release, *kube.RunRecord, 
 	}, r.last, nil
 }
 
+// SaveRun makes the recorder a RunRecorder: a run records through the
+// release, as it holds the Lease, so this is never called.
+func (r *recorder) SaveRun(context.Context, kube.RunRecord) (kube.RunRecord, error) {
+	panic("a run that holds the Lease records with its release")
+}
+
 func newJob(r *recorder, logs *bytes.Buffer) *Job {
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	return &Job{
@@ -239,21 +245,46 @@ func TestRunWithoutAReachedAddressWritesNothing(t *testing.T) {
 	assert.Empty(t, r.written)
 }
 
-// TestRunWithoutACodeChangesNothing: when the Store's Check says no code is
+// TestRunWithoutACodeWaits: when the Store's Check says no code is
 // configured and the Secret holds none, phase 6 stops before CoreDNS is
-// edited or the handover waited for, and the error says where the code
-// comes from.
-func TestRunWithoutACodeChangesNothing(t *testing.T) {
-	r := &recorder{changed: true, checkErr: failure.Permanent(fmt.Errorf("%w: none is configured and the Secret holds none", operator.ErrNoRegCode))}
-	j := newJob(r, &bytes.Buffer{})
-	j.RegCode = ""
-	res, err := j.Run(context.Background())
-	require.ErrorIs(t, err, operator.ErrNoRegCode)
-	assert.Equal(t, ExitPermanent, ExitCode(err))
-	assert.Equal(t, "write-secret", res.Failed)
-	assert.Equal(t, []string{"lease", "detect", "prove", "find"}, r.calls, "no CoreDNS edit, no handover wait, no write")
+// edited or the handover waited for, and the run ends waiting for a code:
+// exit 0 (not a failed Job every run), outcome waiting-for-code in the
+// summary and the run record, and a Warning Event RegistrationCodeMissing
+// whose note says how to set the code (golden).
+func TestRunWithoutACodeWaits(t *testing.T) {
+	tests := map[string]string{
+		"on the Marketplace, the extension named": regCodeRemedy("/subscriptions/0000/resourceGroups/rg-prod/providers/Microsoft.ContainerService/managedClusters/aks-1/providers/Microsoft.KubernetesConfiguration/extensions/suse-registration", "cattle-scc-system"),
+		"no extension ID":                         regCodeRemedy("", "cattle-scc-system"),
+		"an extension ID a shell would read":      regCodeRemedy("/subscriptions/0/resourceGroups/rg;id/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e", "cattle-scc-system"),
+	}
 	msgs := testkit.NewMessages(t)
-	msgs.Add("no code configured, none in the Secret", err) // names the variables that set one
+	for name, remedy := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := &recorder{changed: true, checkErr: failure.Permanent(fmt.Errorf("%w: none is configured and the Secret holds none", operator.ErrNoRegCode))}
+			op := &operatorFake{}
+			var logs bytes.Buffer
+			j := newJob(r, &logs)
+			j.RegCode, j.CodeRemedy = "", remedy
+			j.Operator, j.Events, j.Runs = op.step(), op, r
+			res, err := j.Run(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, 0, ExitCode(err))
+			assert.Equal(t, OutcomeWaitingForCode, res.Outcome)
+			assert.Equal(t, []string{"lease", "detect", "prove", "find"}, r.calls, "no CoreDNS edit, no handover wait, no write")
+			assert.Empty(t, r.written)
+			require.Len(t, r.recorded, 1)
+			assert.Equal(t, OutcomeWaitingForCode, r.recorded[0].Outcome)
+			assert.Equal(t, 0, r.recorded[0].ExitCode)
+			assert.Empty(t, op.waits, "no operator to wait for: nothing was written")
+			require.Len(t, op.events, 1)
+			ev := op.events[0]
+			assert.Equal(t, kube.ReasonCodeMissing, ev.Reason)
+			assert.True(t, ev.Warning)
+			assert.NotContains(t, ev.Note, ";id", "a name a shell would read is not pasted")
+			msgs.Add(name, errors.New(ev.Note))
+			assert.Contains(t, logs.String(), `"outcome":"waiting-for-code"`)
+		})
+	}
 }
 
 func TestRunUnchangedSecretIsSuccess(t *testing.T) {

@@ -595,6 +595,19 @@ func TestChartValues(t *testing.T) {
 				assert.Contains(t, s.Data, ref.Key)
 			},
 		},
+		"registration code pasted with white space around it: trimmed": {
+			set: []string{"registrationCode= CODE-123\t"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				s := renderedAs[*corev1.Secret](t, objs, "Secret/"+chartNamespace+"/registration-code")
+				assert.Equal(t, "CODE-123", string(s.Data["regCode"]))
+			},
+		},
+		"a blank registration code is none: no Secret": {
+			set: []string{"registrationCode=  "},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.NotContains(t, objs, "Secret/"+chartNamespace+"/registration-code")
+			},
+		},
 		"no registration code: no Secret, so a hand-made one is not overwritten": {
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
 				assert.NotContains(t, objs, "Secret/"+chartNamespace+"/registration-code")
@@ -955,6 +968,10 @@ func TestChartRefusals(t *testing.T) {
 		"the cluster domain as an update server domain": {files: minimal, set: []string{"updateServerDomains={susecloud.net,cluster.local}"}, names: []string{"updateServerDomains", "cluster.local"}},
 		"a domain under the cluster domain":             {files: minimal, set: []string{"updateServerDomains={svc.cluster.local}"}, names: []string{"updateServerDomains", "svc.cluster.local"}},
 		"a domain covering the cluster domain":          {files: minimal, set: []string{"updateServerDomains={local}"}, names: []string{"updateServerDomains"}},
+		// The code reaches SCC through the operator as it is; the message
+		// never shows it (a schema pattern would).
+		"a registration code with a space inside": {files: minimal, set: []string{"registrationCode=CODE-SECRET-1 CODE-SECRET-2"}, names: []string{"registrationCode", "not shown"}},
+		"a placeholder registration code":         {files: minimal, set: []string{"registrationCode=REPLACE-ME-code"}, names: []string{"registrationCode", "placeholder"}},
 		// The image reaches the status command NOTES print for a shell.
 		"an injected image with a shell command": {
 			files: marketplace, set: []string{`global.azure.images.engine.image=engine';touch /tmp/pwned;'`},
@@ -1008,6 +1025,7 @@ func TestChartRefusals(t *testing.T) {
 			golden := templateLine.ReplaceAllString(fmt.Sprintf("helm template %s\n%s\n\nhelm lint --strict\n%s\n",
 				strings.Join(append(slices.Clone(tc.files), tc.set...), " "), msg, strings.Join(lint, "\n")), "$1")
 			file := strings.Trim(nonWord.ReplaceAllString(strings.ToLower(name), "-"), "-") + ".golden"
+			assert.NotContains(t, msg+strings.Join(lint, "\n"), "CODE-SECRET", "a refusal never shows the registration code")
 			testkit.Golden(t, filepath.Join("testdata", "chart", "refusals", file), []byte(golden))
 		})
 	}
@@ -1152,6 +1170,8 @@ func TestChartNotes(t *testing.T) {
 		"a list and a range":         {set: []string{"schedule=0 1\\,4-5 * * *"}, want: []string{"every day at 01:00, 04:00 and 05:00 UTC (gaps of 3 h, 1 h and 20 h)"}},
 		"weekly":                     {set: []string{"schedule=0 3 * * 1"}, want: []string{`on the cron schedule "0 3 * * 1" (UTC)`}},
 		"a macro":                    {set: []string{"schedule=@daily"}, want: []string{`on the cron schedule "@daily" (UTC)`}},
+		"no registration code: how to set it": {want: []string{"No registration code in this release (registrationCode)", "waiting for one (Event RegistrationCodeMissing)",
+			"az k8s-extension update --resource-group <group> --cluster-name <cluster> --cluster-type managedClusters --name <extension> --configuration-protected-settings registrationCode=<code>"}},
 		"status in the cluster": {want: []string{
 			"kubectl -n cattle-scc-system run registration-engine-status --rm -i --quiet --restart=Never --image='registration-engine:",
 			`"serviceAccountName":"registration-engine-status"`, `"args":["status"]`}},

@@ -291,6 +291,32 @@ func TestMarketplaceUIDefinition(t *testing.T) {
 	}
 	assert.Contains(t, ui.Parameters.Outputs, "registrationCode")
 	assert.Contains(t, ui.Parameters.Outputs, "credentialMode")
+
+	// The registration code is required, and the portal refuses what the
+	// chart and the engine would refuse (white space inside, a
+	// placeholder's <, $ or {) before the deployment starts.
+	var field map[string]any
+	for _, step := range ui.Parameters.Steps {
+		elements, _ := step["elements"].([]any)
+		for _, e := range elements {
+			if m, ok := e.(map[string]any); ok && m["name"] == "registrationCode" {
+				field = m
+			}
+		}
+	}
+	require.NotNil(t, field, "a registrationCode field")
+	constraints, _ := field["constraints"].(map[string]any)
+	assert.Equal(t, true, constraints["required"], "the portal requires the code")
+	pattern, _ := constraints["regex"].(string)
+	re, err := regexp.Compile(pattern)
+	require.NoError(t, err)
+	for code, want := range map[string]bool{
+		"ABC-123": true, " ABC-123 ": true, "INTERNAL-USE-ONLY-1a2b-3c4d": true, "7F3A9C": true,
+		"": false, "ABC 123": false, "ABC-123\nDEF": false, "<registration-code>": false, "${REGCODE}": false, "{{.Values.registrationCode}}": false,
+	} {
+		assert.Equal(t, want, re.MatchString(code), "portal regex on %q", code)
+	}
+	assert.NotEmpty(t, constraints["validationMessage"])
 }
 
 // stage.sh assembles what container-package-app reads; the staged chart lints

@@ -39,6 +39,10 @@ const (
 	// (Normal: no verdict yet); the note says the attempt, when the next
 	// comes and when a person is needed.
 	ReasonWaiting = "WaitingForAzure"
+	// ReasonCodeMissing: no registration code is configured and the
+	// Secret holds none, so the run wrote nothing and waits for one
+	// (Warning, exit 0); the note says how to set it.
+	ReasonCodeMissing = "RegistrationCodeMissing"
 
 	// AnnotationAddress and AnnotationServer on a run's Event hold the
 	// update server's address the run reached and its name, so that status

