@@ -216,9 +216,13 @@ func marketplaceValues(chart string, cloudEnv map[string]string, regCode string)
 		"--set", "global.azure.images.engine.image=rancher/registration-engine",
 		"--set", "global.azure.images.engine.digest=sha256:" + strings.Repeat("0", 64),
 		// mainTemplate.json's settings: the plan from Partner Center, the
-		// customer's identity choice, the protected registration code.
+		// extension's ID from its name and the cluster's (both must agree
+		// with the injected ones), the customer's identity choice, the
+		// protected registration code.
 		"--set", "marketplace.publisherId=" + cloudEnv["MARKETPLACE_PUBLISHER_ID"],
 		"--set", "marketplace.offerId=" + cloudEnv["MARKETPLACE_OFFER_ID"],
+		"--set", "marketplace.planId=" + cloudEnv["MARKETPLACE_PLAN_ID"],
+		"--set", "azure.extensionResourceId=" + cloudEnv["EXTENSION_RESOURCE_ID"],
 		"--set", "registrationCode=" + regCode,
 		// The fake cloud's update servers listen on loopback.
 		"--set", "inClusterDNSTestLoopback=true",

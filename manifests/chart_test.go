@@ -498,7 +498,9 @@ func TestChartValues(t *testing.T) {
 			check: workloadIdentity,
 		},
 		"Azure injected a client ID: managed identity": {
-			set: azureInjected,
+			// minimal.yaml's extension ID is another; a bundle passes the
+			// injected one's (TestMarketplaceStagedBundle).
+			set: append(slices.Clone(azureInjected), "azure.extensionResourceId="),
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
 				e := env(c)
 				assert.Equal(t, "managed-identity", e["AZURE_CREDENTIAL_MODE"].Value)
@@ -534,7 +536,7 @@ func TestChartValues(t *testing.T) {
 			},
 		},
 		"Azure injected a client ID, the customer chose Workload Identity": {
-			set:   append(slices.Clone(azureInjected), "azure.credentialMode=workload-identity"),
+			set:   append(slices.Clone(azureInjected), "azure.extensionResourceId=", "azure.credentialMode=workload-identity"),
 			check: workloadIdentity,
 		},
 		"the bundle rendered outside Azure passes DONOTMODIFY on": {
@@ -1043,7 +1045,10 @@ func TestChartSchemaCoversEveryValue(t *testing.T) {
 	require.NotNil(t, schema.AdditionalProperties)
 	assert.False(t, *schema.AdditionalProperties, "a misspelt value is refused, not ignored")
 	values := readValues(t, filepath.Join(chartDir, "values.yaml"))
-	assert.ElementsMatch(t, slices.Collect(maps.Keys(values)), slices.Collect(maps.Keys(schema.Properties)),
+	// What an extension manager may inject at the top level: accepted by
+	// the schema, absent from values.yaml (TestMarketplaceStagedBundle).
+	injected := []string{"Azure", "enabled"}
+	assert.ElementsMatch(t, append(slices.Collect(maps.Keys(values)), injected...), slices.Collect(maps.Keys(schema.Properties)),
 		"values.yaml's top-level values and values.schema.json's properties")
 }
 

@@ -349,44 +349,95 @@ func TestMarketplaceStagedBundle(t *testing.T) {
 	helmLint(t, chart)
 
 	// As Azure installs it: its injected values, and the ARM template's
-	// settings with Partner Center's variables filled in.
-	vars := map[string]string{"plan-publisher": "suse", "plan-offerID": "sles-15-sp7"}
-	params := map[string]string{"credentialMode": "managed-identity", "workloadIdentityClientId": "", "workloadIdentityTenantId": "", "registrationCode": "CODE-FROM-THE-PORTAL"}
+	// settings with Partner Center's variables filled in and ARM's
+	// functions evaluated for resource group g of subscription s.
+	vars := map[string]string{"plan-name": "premium", "plan-publisher": "suse", "plan-offerID": "sles-15-sp7"}
+	managed := map[string]string{"clusterResourceName": "c", "extensionResourceName": "e", "credentialMode": "managed-identity", "workloadIdentityClientId": "", "workloadIdentityTenantId": "", "registrationCode": "CODE-FROM-THE-PORTAL"}
 	ext := loadMainTemplate(t).Resources[0]
-	var set []string
-	resolve := func(expr string) string {
-		m := armRef.FindStringSubmatch(expr)
-		require.NotNil(t, m, expr)
-		if m[1] == "variables" {
-			return vars[m[2]]
+	settings := func(params map[string]string) []string {
+		resolve := func(expr string) string {
+			if strings.HasPrefix(expr, "[extensionResourceId(") {
+				// extensionResourceId(resourceId('…/managedClusters', cluster), '…/extensions', extension)
+				require.Equal(t, "[extensionResourceId(resourceId('Microsoft.ContainerService/managedClusters', parameters('clusterResourceName')), 'Microsoft.KubernetesConfiguration/extensions', parameters('extensionResourceName'))]", expr)
+				return "/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerService/managedClusters/" + params["clusterResourceName"] +
+					"/providers/Microsoft.KubernetesConfiguration/extensions/" + params["extensionResourceName"]
+			}
+			m := armRef.FindStringSubmatch(expr)
+			require.NotNil(t, m, expr)
+			if m[1] == "variables" {
+				return vars[m[2]]
+			}
+			return params[m[2]]
 		}
-		return params[m[2]]
+		var set []string
+		for k, expr := range ext.Properties.ConfigurationSettings {
+			set = append(set, k+"="+resolve(expr))
+		}
+		for k, expr := range ext.Properties.ConfigurationProtectedSettings {
+			set = append(set, k+"="+resolve(expr))
+		}
+		return set
 	}
-	for k, expr := range ext.Properties.ConfigurationSettings {
-		set = append(set, k+"="+resolve(expr))
+	// What Azure Arc's cluster agent passes every extension chart; AKS's
+	// extension manager may do the same.
+	arc := []string{
+		"Azure.Cluster.ResourceId=/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerService/managedClusters/c",
+		"Azure.Cluster.Region=westeurope", "Azure.Extension.Name=e",
+		"Azure.Extension.ResourceId=/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e",
+		"Azure.proxySettings.isProxyEnabled=false", "enabled=true",
 	}
-	for k, expr := range ext.Properties.ConfigurationProtectedSettings {
-		set = append(set, k+"="+resolve(expr))
+	const explicitID = "/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e"
+	tests := map[string]struct {
+		set      []string
+		wantMode string
+		wantID   string
+	}{
+		"with the injected values":                   {set: append(settings(managed), azureInjected...), wantMode: "managed-identity", wantID: explicitID},
+		"with the injected values and Arc's Azure.*": {set: slices.Concat(settings(managed), azureInjected, arc), wantMode: "managed-identity", wantID: explicitID},
+		// Partner Center documents global.azure.* for the custom-meter
+		// billing model only: without them the plan and the extension's ID
+		// come from mainTemplate.json, and a Workload Identity reads them.
+		"no injection at all": {set: settings(map[string]string{"clusterResourceName": "c", "extensionResourceName": "e", "credentialMode": "workload-identity",
+			"workloadIdentityClientId": "9b2f3c1d-0000-4000-8000-0000000000aa", "workloadIdentityTenantId": "9b2f3c1d-0000-4000-8000-0000000000bb", "registrationCode": "CODE-FROM-THE-PORTAL"}),
+			wantMode: "workload-identity", wantID: explicitID},
 	}
-	set = append(set, azureInjected...)
-	objs := splitObjects(t, helmTemplate(t, chart, nil, set...))
-	_, c := chartCronJob(t, objs)
-	assert.Equal(t, "suse.azurecr.io/rancher/registration-engine@"+digest, c.Image)
-	e := env(c)
-	got := map[string]string{}
-	for _, k := range []string{"AZURE_CREDENTIAL_MODE", "AZURE_CLIENT_ID", "MARKETPLACE_PUBLISHER_ID", "MARKETPLACE_OFFER_ID", "MARKETPLACE_PLAN_ID"} {
-		got[k] = e[k].Value
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objs := splitObjects(t, helmTemplate(t, chart, nil, tc.set...))
+			_, c := chartCronJob(t, objs)
+			assert.Equal(t, "suse.azurecr.io/rancher/registration-engine@"+digest, c.Image)
+			e := env(c)
+			got := map[string]string{}
+			for _, k := range []string{"AZURE_CREDENTIAL_MODE", "MARKETPLACE_PUBLISHER_ID", "MARKETPLACE_OFFER_ID", "MARKETPLACE_PLAN_ID", "EXTENSION_RESOURCE_ID"} {
+				got[k] = e[k].Value
+			}
+			assert.Equal(t, map[string]string{
+				"AZURE_CREDENTIAL_MODE": tc.wantMode, "MARKETPLACE_PUBLISHER_ID": "suse", "MARKETPLACE_OFFER_ID": "sles-15-sp7",
+				"MARKETPLACE_PLAN_ID": "premium", "EXTENSION_RESOURCE_ID": tc.wantID,
+			}, got)
+			if tc.wantMode == "managed-identity" {
+				assert.Equal(t, injectedClientID, e["AZURE_CLIENT_ID"].Value)
+			}
+			secret := renderedAs[*corev1.Secret](t, objs, "Secret/"+chartNamespace+"/registration-code")
+			assert.Equal(t, "CODE-FROM-THE-PORTAL", string(secret.Data["regCode"]), "the protected setting becomes the registration-code Secret")
+			require.NotNil(t, e["REGISTRATION_CODE"].ValueFrom)
+			require.NotNil(t, e["REGISTRATION_CODE"].ValueFrom.SecretKeyRef)
+			assert.Equal(t, secret.Name, e["REGISTRATION_CODE"].ValueFrom.SecretKeyRef.Name, "which the CronJob reads")
+		})
 	}
-	assert.Equal(t, map[string]string{
-		"AZURE_CREDENTIAL_MODE": "managed-identity", "AZURE_CLIENT_ID": injectedClientID,
-		"MARKETPLACE_PUBLISHER_ID": "suse", "MARKETPLACE_OFFER_ID": "sles-15-sp7", "MARKETPLACE_PLAN_ID": "premium",
-	}, got)
-	assert.True(t, strings.HasSuffix(e["EXTENSION_RESOURCE_ID"].Value, "/extensions/e"))
-	secret := renderedAs[*corev1.Secret](t, objs, "Secret/"+chartNamespace+"/registration-code")
-	assert.Equal(t, "CODE-FROM-THE-PORTAL", string(secret.Data["regCode"]), "the protected setting becomes the registration-code Secret")
-	require.NotNil(t, e["REGISTRATION_CODE"].ValueFrom)
-	require.NotNil(t, e["REGISTRATION_CODE"].ValueFrom.SecretKeyRef)
-	assert.Equal(t, secret.Name, e["REGISTRATION_CODE"].ValueFrom.SecretKeyRef.Name, "which the CronJob reads")
+
+	// An injection that disagrees with what the bundle passes is refused,
+	// naming both: the engine would verify another plan or extension.
+	for name, override := range map[string]string{
+		"plan":      "global.azure.marketplace.planId=basic",
+		"extension": "global.azure.extension.resourceId=/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/other",
+	} {
+		t.Run("an injected "+name+" that disagrees", func(t *testing.T) {
+			_, err := helmTemplateErr(helmBin(t), chart, nil, slices.Concat(settings(managed), azureInjected, []string{override})...)
+			require.Error(t, err)
+			assert.Contains(t, helmStderr(err), "(passed by the bundle's mainTemplate.json)")
+		})
+	}
 }
 
 // bundleRegionServers is regionServers of the bundle's values.yaml.

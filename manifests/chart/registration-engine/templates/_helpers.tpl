@@ -145,14 +145,35 @@ The managed identity's client ID (managed-identity mode).
 {{- required "managed-identity mode needs global.azure.identity.clientId" (dig "identity" "clientId" "" $azure) -}}
 {{- end }}
 
+{{/*
+The extension's ID and the plan: what Azure injected (global.azure.*) when it
+did, else what the bundle's mainTemplate.json passes (azure.extensionResourceId
+from the cluster and extension names, marketplace.planId from Partner
+Center's plan-name), so that no billing model depends on the injection.
+Partner Center documents the injection for the custom-meter model only.
+An injection left at DONOTMODIFY counts as none when the explicit value is
+set. registration-engine.injectedSource names where the value came from;
+registration-engine.validate refuses the two when both are set and differ.
+Called with (list ROOT INJECTED-PATH EXPLICIT-VALUE).
+*/}}
+{{- define "registration-engine.injectedOr" -}}
+{{- $root := index . 0 -}}
+{{- $azure := include "registration-engine.azure" $root | fromYaml -}}
+{{- $injected := dig (index . 1) (index . 2) "" $azure | toString -}}
+{{- $explicit := index . 3 | default "" | toString -}}
+{{- if and $explicit (or (not $injected) (eq $injected "DONOTMODIFY")) -}}
+{{- $explicit -}}
+{{- else -}}
+{{- $injected | default $explicit -}}
+{{- end -}}
+{{- end }}
+
 {{- define "registration-engine.extensionResourceId" -}}
-{{- $azure := include "registration-engine.azure" . | fromYaml -}}
-{{- dig "extension" "resourceId" "" $azure | default .Values.azure.extensionResourceId -}}
+{{- include "registration-engine.injectedOr" (list . "extension" "resourceId" .Values.azure.extensionResourceId) -}}
 {{- end }}
 
 {{- define "registration-engine.planId" -}}
-{{- $azure := include "registration-engine.azure" . | fromYaml -}}
-{{- dig "marketplace" "planId" "" $azure | default .Values.marketplace.planId -}}
+{{- include "registration-engine.injectedOr" (list . "marketplace" "planId" .Values.marketplace.planId) -}}
 {{- end }}
 
 {{/*
@@ -460,11 +481,19 @@ that helm template, lint and install name every problem in one error
 {{- end -}}
 
 {{- /* The plan the extension must carry. */ -}}
-{{- $extName := ternary "global.azure.extension.resourceId" "azure.extensionResourceId" (not (empty (dig "extension" "resourceId" "" $azure))) -}}
+{{- $injExt := dig "extension" "resourceId" "" $azure | toString -}}
+{{- $injPlan := dig "marketplace" "planId" "" $azure | toString -}}
+{{- $extName := ternary "global.azure.extension.resourceId" "azure.extensionResourceId" (ne (include "registration-engine.extensionResourceId" .) (toString .Values.azure.extensionResourceId)) -}}
+{{- if and $injExt (ne $injExt "DONOTMODIFY") .Values.azure.extensionResourceId (not (hasPrefix "REPLACE-ME" (toString .Values.azure.extensionResourceId))) (ne (lower (trimSuffix "/" $injExt)) (lower (trimSuffix "/" (toString .Values.azure.extensionResourceId)))) -}}
+  {{- $problems = append $problems (printf "global.azure.extension.resourceId %q (injected by Azure) and azure.extensionResourceId %q (passed by the bundle's mainTemplate.json) name different extensions: the engine would verify the wrong plan; they must agree" $injExt (toString .Values.azure.extensionResourceId)) -}}
+{{- end -}}
+{{- if and $injPlan (ne $injPlan "DONOTMODIFY") .Values.marketplace.planId (not (hasPrefix "REPLACE-ME" (toString .Values.marketplace.planId))) (ne $injPlan (toString .Values.marketplace.planId)) -}}
+  {{- $problems = append $problems (printf "global.azure.marketplace.planId %q (injected by Azure) and marketplace.planId %q (passed by the bundle's mainTemplate.json) differ: the engine would refuse the extension's plan; they must agree" $injPlan (toString .Values.marketplace.planId)) -}}
+{{- end -}}
 {{- $checks = append $checks (list $extName (include "registration-engine.extensionResourceId" .) "the ARM resource ID of the cluster extension whose Marketplace plan proves this deployment (/subscriptions/…/providers/Microsoft.KubernetesConfiguration/extensions/<name>)") -}}
 {{- $checks = append $checks (list "marketplace.publisherId" .Values.marketplace.publisherId "the plan's publisher (the Marketplace bundle's mainTemplate.json passes it)") -}}
 {{- $checks = append $checks (list "marketplace.offerId" .Values.marketplace.offerId "the plan's offer ID (the Marketplace bundle's mainTemplate.json passes it)") -}}
-{{- $planName := ternary "global.azure.marketplace.planId" "marketplace.planId" (not (empty (dig "marketplace" "planId" "" $azure))) -}}
+{{- $planName := ternary "global.azure.marketplace.planId" "marketplace.planId" (ne (include "registration-engine.planId" .) (toString .Values.marketplace.planId)) -}}
 {{- $checks = append $checks (list $planName (include "registration-engine.planId" .) "the plan's ID (Azure injects global.azure.marketplace.planId)") -}}
 
 {{- range $checks -}}
