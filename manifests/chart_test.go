@@ -953,6 +953,16 @@ func TestChartRefusals(t *testing.T) {
 		"schedule is no cron":              {files: minimal, set: []string{"schedule=garbage"}, names: []string{"schedule"}},
 		"schedule hour out of range":       {files: minimal, set: []string{"schedule=0 24 * * *"}, names: []string{"schedule"}},
 		"schedule with a time zone":        {files: minimal, set: []string{"schedule=CRON_TZ=Europe/Berlin 0 3 * * *"}, names: []string{"schedule"}},
+		// Values that rendered and broke (issue 43).
+		"a run deadline past int64":                {files: minimal, set: []string{"runDeadline=999999999999999999999"}, names: []string{"runDeadline"}},
+		"a run deadline of 3000 years":             {files: minimal, set: []string{"runDeadline=99999999999"}, names: []string{"runDeadline"}},
+		"a run deadline past the 6 h gap":          {files: minimal, set: []string{"runDeadline=7h"}, names: []string{"runDeadline"}},
+		"a sleep past the 6 h gap":                 {files: minimal, set: []string{"startupSleepMax=7h"}, names: []string{"startupSleepMax"}},
+		"a sleep of 100 h":                         {files: minimal, set: []string{"startupSleepMax=100h"}, names: []string{"startupSleepMax"}},
+		"a schedule that never fires":              {files: minimal, set: []string{"schedule=0 0 31 2 *"}, names: []string{"schedule", "never"}},
+		"a schedule every minute":                  {files: minimal, set: []string{"schedule=* * * * *"}, names: []string{"schedule", "once an hour"}},
+		"a schedule every second":                  {files: minimal, set: []string{"schedule=@every 1s"}, names: []string{"schedule", "once an hour"}},
+		"a schedule every five minutes in an hour": {files: minimal, set: []string{"schedule=*/5 3 * * *"}, names: []string{"schedule", "once an hour"}},
 		"sleep beyond the Job's deadline": {
 			files: minimal, set: []string{"startupSleepMax=3h", "jobDeadline=2h"},
 			names: []string{"jobDeadline", "startupSleepMax"},

@@ -341,6 +341,8 @@ release's other objects, and a value out of range never fires.
 {{- if hasPrefix "@" $s -}}
   {{- if not (or (has (lower $s) $macros) (regexMatch "^@every ([0-9]+(h|m|s))+$" $s)) -}}
     {{- printf "schedule %q: unknown macro; use five fields, @every <duration> or one of %s" $s (join ", " $macros) -}}
+  {{- else if and (hasPrefix "@every " $s) (lt (include "registration-engine.seconds" (list "schedule" (trimPrefix "@every " $s)) | default "0" | atoi) 3600) -}}
+    {{- printf "schedule %q: more often than once an hour; every cluster of the fleet would ask SUSE's servers that often (the default is twice a day)" $s -}}
   {{- end -}}
 {{- else if regexMatch "^(CRON_)?TZ=" $s -}}
   {{- printf "schedule %q: no time zone in the schedule; the chart sets the CronJob's timeZone to Etc/UTC" $s -}}
@@ -374,6 +376,24 @@ release's other objects, and a value out of range never fires.
             {{- $problem = printf "schedule %q: %s field %q steps by 0" $s $name $field -}}
           {{- end -}}
         {{- end -}}
+      {{- end -}}
+    {{- end -}}
+    {{- /* A floor: at most once an hour (one minute, not *, a list,
+    range or step), so that a fleet does not ask SUSE's servers every
+    minute. */ -}}
+    {{- if and (not $problem) (not (regexMatch "^[0-9]+$" (index $fields 0))) -}}
+      {{- $problem = printf "schedule %q: minute field %q fires more often than once an hour; every cluster of the fleet would ask SUSE's servers that often (the default is twice a day): use one minute, e.g. \"17 */12 * * *\"" $s (index $fields 0) -}}
+    {{- end -}}
+    {{- /* A date that never comes (31 February): with day-of-week *,
+    day-of-month one number and month numbers, some month must have it. */ -}}
+    {{- if and (not $problem) (eq (index $fields 4) "*") (regexMatch "^[0-9]+$" (index $fields 2)) (regexMatch "^[0-9]+(,[0-9]+)*$" (index $fields 3)) -}}
+      {{- $days := list 0 31 29 31 30 31 30 31 31 30 31 30 31 -}}
+      {{- $fires := false -}}
+      {{- range splitList "," (index $fields 3) -}}
+        {{- if le (atoi (index $fields 2)) (index $days (atoi .)) }}{{ $fires = true }}{{ end -}}
+      {{- end -}}
+      {{- if not $fires -}}
+        {{- $problem = printf "schedule %q: day %s never comes in month %s, so the CronJob would never run" $s (index $fields 2) (index $fields 3) -}}
       {{- end -}}
     {{- end -}}
     {{- $problem -}}
@@ -519,7 +539,25 @@ that helm template, lint and install name every problem in one error
 {{- with include "registration-engine.scheduleProblem" (include "registration-engine.schedule" .) -}}
   {{- $problems = append $problems . -}}
 {{- end -}}
+{{- /* Durations the engine, Kubernetes and the schedule can hold: a
+number too large for atoi (runDeadline 999999999999999999999 rendered a
+negative activeDeadlineSeconds), a run longer than the default schedule's
+shorter gap (6 h), a sleep that with the run and the pod's start passes it
+(the next scheduled run then finds the Lease held and is skipped). */ -}}
+{{- range $k := list "runDeadline" "startupSleepMax" "jobDeadline" -}}
+  {{- if regexMatch "[0-9]{7,}" (toString (index $.Values $k)) -}}
+    {{- $problems = append $problems (printf "%s %v: too large; a duration such as 10m, 1h30m or 3600 (seconds)" $k (index $.Values $k)) -}}
+  {{- end -}}
+{{- end -}}
 {{- $run := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) -}}
+{{- $sleepS := include "registration-engine.seconds" (list "startupSleepMax" .Values.startupSleepMax) | default "0" -}}
+{{- $big := or (regexMatch "[0-9]{7,}" (toString .Values.runDeadline)) (regexMatch "[0-9]{7,}" (toString .Values.startupSleepMax)) -}}
+{{- if $big -}}
+{{- else if and $run (gt ($run | atoi) 21600) -}}
+  {{- $problems = append $problems (printf "runDeadline %v: longer than 6h, the default schedule's shorter gap; a run takes minutes (default 10m)" .Values.runDeadline) -}}
+{{- else if and $run (not .Values.schedule) (gt (add ($sleepS | atoi) ($run | atoi) 900) 21600) -}}
+  {{- $problems = append $problems (printf "startupSleepMax %v + runDeadline %v + 15m for the pod to start pass 6h, the default schedule's shorter gap: the next scheduled run would find the Lease held and be skipped; keep startupSleepMax + runDeadline within 5h45m (default 1h + 10m)" .Values.startupSleepMax .Values.runDeadline) -}}
+{{- end -}}
 {{- if and $run (eq ($run | atoi) 0) -}}
   {{- $problems = append $problems (printf "runDeadline %v: a run needs time; the engine refuses 0 (default 10m)" .Values.runDeadline) -}}
 {{- end -}}
