@@ -586,6 +586,13 @@ func TestChartValues(t *testing.T) {
 				assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, cj.Spec.JobTemplate.Spec.Template.Spec.NodeSelector)
 			},
 		},
+		"GOMEMLIMIT follows the memory limit": {
+			set: []string{"resources.limits.memory=128Mi", "extraEnv[0].name=HTTPS_PROXY", "extraEnv[0].value=http://proxy.example:3128"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.Equal(t, "96MiB", env(c)["GOMEMLIMIT"].Value, "three quarters of 128Mi")
+				assert.Equal(t, "http://proxy.example:3128", env(c)["HTTPS_PROXY"].Value, "a variable the chart does not set passes")
+			},
+		},
 		"registration code: a Secret the CronJob reads": {
 			set: []string{"registrationCode=CODE-123"},
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
@@ -954,15 +961,18 @@ func TestChartRefusals(t *testing.T) {
 		"schedule hour out of range":       {files: minimal, set: []string{"schedule=0 24 * * *"}, names: []string{"schedule"}},
 		"schedule with a time zone":        {files: minimal, set: []string{"schedule=CRON_TZ=Europe/Berlin 0 3 * * *"}, names: []string{"schedule"}},
 		// Values that rendered and broke (issue 43).
-		"a run deadline past int64":                {files: minimal, set: []string{"runDeadline=999999999999999999999"}, names: []string{"runDeadline"}},
-		"a run deadline of 3000 years":             {files: minimal, set: []string{"runDeadline=99999999999"}, names: []string{"runDeadline"}},
-		"a run deadline past the 6 h gap":          {files: minimal, set: []string{"runDeadline=7h"}, names: []string{"runDeadline"}},
-		"a sleep past the 6 h gap":                 {files: minimal, set: []string{"startupSleepMax=7h"}, names: []string{"startupSleepMax"}},
-		"a sleep of 100 h":                         {files: minimal, set: []string{"startupSleepMax=100h"}, names: []string{"startupSleepMax"}},
-		"a schedule that never fires":              {files: minimal, set: []string{"schedule=0 0 31 2 *"}, names: []string{"schedule", "never"}},
-		"a schedule every minute":                  {files: minimal, set: []string{"schedule=* * * * *"}, names: []string{"schedule", "once an hour"}},
-		"a schedule every second":                  {files: minimal, set: []string{"schedule=@every 1s"}, names: []string{"schedule", "once an hour"}},
-		"a schedule every five minutes in an hour": {files: minimal, set: []string{"schedule=*/5 3 * * *"}, names: []string{"schedule", "once an hour"}},
+		"a run deadline past int64":                 {files: minimal, set: []string{"runDeadline=999999999999999999999"}, names: []string{"runDeadline"}},
+		"a run deadline of 3000 years":              {files: minimal, set: []string{"runDeadline=99999999999"}, names: []string{"runDeadline"}},
+		"a run deadline past the 6 h gap":           {files: minimal, set: []string{"runDeadline=7h"}, names: []string{"runDeadline"}},
+		"a sleep past the 6 h gap":                  {files: minimal, set: []string{"startupSleepMax=7h"}, names: []string{"startupSleepMax"}},
+		"a sleep of 100 h":                          {files: minimal, set: []string{"startupSleepMax=100h"}, names: []string{"startupSleepMax"}},
+		"a schedule that never fires":               {files: minimal, set: []string{"schedule=0 0 31 2 *"}, names: []string{"schedule", "never"}},
+		"a schedule every minute":                   {files: minimal, set: []string{"schedule=* * * * *"}, names: []string{"schedule", "once an hour"}},
+		"extraEnv setting a value the chart checks": {files: minimal, set: []string{"extraEnv[0].name=RUN_DEADLINE", "extraEnv[0].value=99h"}, names: []string{"extraEnv[0] RUN_DEADLINE", "runDeadline"}},
+		"extraEnv with a number":                    {files: minimal, set: []string{"extraEnv[0].name=RETRIES", "extraEnv[0].value=5"}, names: []string{"/extraEnv/0/value"}},
+		"a memory limit under the request":          {files: minimal, set: []string{"resources.limits.memory=16Mi"}, names: []string{"resources.limits.memory"}},
+		"a schedule every second":                   {files: minimal, set: []string{"schedule=@every 1s"}, names: []string{"schedule", "once an hour"}},
+		"a schedule every five minutes in an hour":  {files: minimal, set: []string{"schedule=*/5 3 * * *"}, names: []string{"schedule", "once an hour"}},
 		"sleep beyond the Job's deadline": {
 			files: minimal, set: []string{"startupSleepMax=3h", "jobDeadline=2h"},
 			names: []string{"jobDeadline", "startupSleepMax"},

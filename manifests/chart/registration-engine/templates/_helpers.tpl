@@ -237,6 +237,67 @@ registrationCode: a placeholder, not a code (not shown here); set the code SUSE 
 {{- end }}
 
 {{/*
+resources.limits.memory in MiB (Ki, Mi, Gi, K, M, G or bytes), or "" when
+there is none or it is no quantity the chart reads.
+*/}}
+{{- define "registration-engine.memoryLimitMiB" -}}
+{{- $m := dig "limits" "memory" "" (.Values.resources | default dict) | toString -}}
+{{- $n := regexFind "^[0-9]+" $m -}}
+{{- $unit := trimPrefix $n $m -}}
+{{- $f := dict "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "K" 1000 "M" 1000000 "G" 1000000000 "" 1 -}}
+{{- if and $n (lt (len $n) 13) (hasKey $f $unit) -}}
+{{- div (mul ($n | atoi) (index $f $unit)) 1048576 -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+GOMEMLIMIT: three quarters of the memory limit (48MiB under the default
+64Mi), so that the Go runtime collects garbage before the limit kills the
+pod; 48MiB when the limit is none the chart reads.
+*/}}
+{{- define "registration-engine.goMemLimit" -}}
+{{- with include "registration-engine.memoryLimitMiB" . -}}
+{{- printf "%dMiB" (div (mul (atoi .) 3) 4) -}}
+{{- else -}}
+48MiB
+{{- end -}}
+{{- end }}
+
+{{/*
+The variables the chart sets from its values, each with the value that
+sets it: extraEnv may not set them (past the schema's checks, or twice).
+*/}}
+{{- define "registration-engine.chartEnv" -}}
+AZURE_CREDENTIAL_MODE: azure.credentialMode
+AZURE_CLIENT_ID: global.azure.identity.clientId or azure.workloadIdentity.clientId
+EXTENSION_RESOURCE_ID: azure.extensionResourceId
+MARKETPLACE_PUBLISHER_ID: marketplace.publisherId
+MARKETPLACE_OFFER_ID: marketplace.offerId
+MARKETPLACE_PLAN_ID: marketplace.planId
+REGISTRATION_CODE: registrationCode
+REG_CODE: registrationCode
+REGCODE: registrationCode
+REGIONSRV_CONFIG: regionServers
+RUN_DEADLINE: runDeadline
+STARTUP_SLEEP_MAX: startupSleepMax
+IN_CLUSTER_DNS: inClusterDNS
+UPDATE_SERVER_DOMAINS: updateServerDomains
+OPERATOR_RECOVERY: operatorRecovery
+LOG_LEVEL: logLevel
+REGISTRATION_ENGINE_LOG_LEVEL: logLevel
+LOG_FORMAT: logFormat
+GOMEMLIMIT: resources.limits.memory
+POD_NAME: the chart (downward API)
+POD_NAMESPACE: the chart (downward API)
+JOB_NAME: the chart (downward API)
+JOB_UID: the chart (downward API)
+CRONJOB_NAME: the chart
+REGISTRATION_SECRET_NAME: the chart (rancher/scc-operator reads scc-registration)
+REGISTRATION_SECRET_NAMESPACE: the chart (the release's namespace)
+LEASE_NAME: the chart
+{{- end }}
+
+{{/*
 The refusal of one updateServerDomains entry that is, or lies under, the
 cluster domain, or "" (registration-engine.updateServerDomains fails with
 it; registration-engine.validate lists it, so that helm lint fails too).
@@ -533,6 +594,17 @@ that helm template, lint and install name every problem in one error
 {{- end -}}
 {{- with include "registration-engine.registrationCodeProblem" . -}}
   {{- $problems = append $problems . -}}
+{{- end -}}
+{{- $chartEnv := include "registration-engine.chartEnv" . | fromYaml -}}
+{{- range $i, $e := (.Values.extraEnv | default list) -}}
+  {{- if hasKey $chartEnv (toString $e.name) -}}
+    {{- $problems = append $problems (printf "extraEnv[%d] %s: the chart sets it from %s; set that instead (extraEnv would bypass its checks, or set the variable twice)" $i $e.name (index $chartEnv (toString $e.name))) -}}
+  {{- end -}}
+{{- end -}}
+{{- with include "registration-engine.memoryLimitMiB" . -}}
+  {{- if lt (atoi .) 32 -}}
+    {{- $problems = append $problems (printf "resources.limits.memory %v: under 32Mi, the engine's request; the pod would be killed mid-run (default 64Mi, GOMEMLIMIT three quarters of it)" $.Values.resources.limits.memory) -}}
+  {{- end -}}
 {{- end -}}
 
 {{- /* The schedule and the time a scheduled Job takes. */ -}}

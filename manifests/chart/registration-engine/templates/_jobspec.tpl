@@ -231,9 +231,9 @@ spec:
           value: {{ .Values.logFormat | quote }}
         {{- end }}
         # Lets the Go runtime collect garbage before the memory limit
-        # kills the pod.
+        # kills the pod: three quarters of resources.limits.memory.
         - name: GOMEMLIMIT
-          value: 48MiB
+          value: {{ include "registration-engine.goMemLimit" . | quote }}
         {{- with .Values.extraEnv }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
