@@ -178,6 +178,22 @@ func TestChartLint(t *testing.T) {
 	for name, files := range goldenValueSets {
 		t.Run(name, func(t *testing.T) { helmLint(t, chartDir, files...) })
 	}
+	// chart-testing lints and installs with ci/*-values.yaml: the
+	// chart's own copy of minimal.yaml, the same values.
+	t.Run("chart-testing's ci values", func(t *testing.T) {
+		ci := filepath.Join(chartDir, "ci", "minimal-values.yaml")
+		helmLint(t, chartDir, ci)
+		assert.Equal(t, readValues(t, minimal[0]), readValues(t, ci), "ci/minimal-values.yaml and testdata/chart/minimal.yaml")
+	})
+	// The defaults refuse to render; helm lint --strict says why in words
+	// first, before its [ERROR] line.
+	t.Run("the defaults' message", func(t *testing.T) {
+		out, err := runErr(helmBin(t), "lint", "--strict", chartDir, "--namespace", chartNamespace)
+		require.Error(t, err)
+		assert.Contains(t, helmStderr(err), "7 value(s) to fix:\n- image.repository is not set", "lint's [INFO] Fail lines, on stderr")
+		assert.Contains(t, string(out), `no template "<< registration-engine refuses 7 value(s), listed above: image.repository is not set: `)
+		assert.NotContains(t, string(out), `\n- `, "the [ERROR] line has no escaped line breaks")
+	})
 }
 
 // TestChartGolden pins the full rendering of each value set; every object

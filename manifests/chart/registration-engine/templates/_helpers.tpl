@@ -645,7 +645,9 @@ shorter gap (6 h), a sleep that with the run and the pod's start passes it
   {{- /* Reached only under helm lint, whose fail logs "[INFO] Fail" and
   carries on (the engine's LintMode), so that lint would pass: an include
   of a template that cannot exist is a render error lint reports, the
-  message in its name. */ -}}
-  {{- include (printf "registration-engine refuses these values:%s" $msg) . -}}
+  message in its name, on one line (helm prints the name quoted, so line
+  breaks would show as \n), after lint's "[INFO] Fail:" lines, which hold
+  the same list as helm template prints it. */ -}}
+  {{- include (printf "<< registration-engine refuses %d value(s), listed above: %s >>" (len $problems) (join " | " $problems)) . -}}
 {{- end -}}
 {{- end }}
