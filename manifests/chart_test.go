@@ -986,9 +986,13 @@ func TestChartRefusals(t *testing.T) {
 		"a schedule every minute":                   {files: minimal, set: []string{"schedule=* * * * *"}, names: []string{"schedule", "once an hour"}},
 		"extraEnv setting a value the chart checks": {files: minimal, set: []string{"extraEnv[0].name=RUN_DEADLINE", "extraEnv[0].value=99h"}, names: []string{"extraEnv[0] RUN_DEADLINE", "runDeadline"}},
 		"extraEnv with a number":                    {files: minimal, set: []string{"extraEnv[0].name=RETRIES", "extraEnv[0].value=5"}, names: []string{"/extraEnv/0/value"}},
-		"a memory limit under the request":          {files: minimal, set: []string{"resources.limits.memory=16Mi"}, names: []string{"resources.limits.memory"}},
-		"a schedule every second":                   {files: minimal, set: []string{"schedule=@every 1s"}, names: []string{"schedule", "once an hour"}},
-		"a schedule every five minutes in an hour":  {files: minimal, set: []string{"schedule=*/5 3 * * *"}, names: []string{"schedule", "once an hour"}},
+		"an Azure Arc cluster's extension": {
+			files: minimal, set: []string{"azure.extensionResourceId=/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.Kubernetes/connectedClusters/arc-1/providers/Microsoft.KubernetesConfiguration/extensions/suse"},
+			names: []string{"azure.extensionResourceId", "connectedClusters"},
+		},
+		"a memory limit under the request":         {files: minimal, set: []string{"resources.limits.memory=16Mi"}, names: []string{"resources.limits.memory"}},
+		"a schedule every second":                  {files: minimal, set: []string{"schedule=@every 1s"}, names: []string{"schedule", "once an hour"}},
+		"a schedule every five minutes in an hour": {files: minimal, set: []string{"schedule=*/5 3 * * *"}, names: []string{"schedule", "once an hour"}},
 		"sleep beyond the Job's deadline": {
 			files: minimal, set: []string{"startupSleepMax=3h", "jobDeadline=2h"},
 			names: []string{"jobDeadline", "startupSleepMax"},

@@ -571,6 +571,9 @@ that helm template, lint and install name every problem in one error
 {{- if and $injPlan (ne $injPlan "DONOTMODIFY") .Values.marketplace.planId (not (hasPrefix "REPLACE-ME" (toString .Values.marketplace.planId))) (ne $injPlan (toString .Values.marketplace.planId)) -}}
   {{- $problems = append $problems (printf "global.azure.marketplace.planId %q (injected by Azure) and marketplace.planId %q (passed by the bundle's mainTemplate.json) differ: the engine would refuse the extension's plan; they must agree" $injPlan (toString .Values.marketplace.planId)) -}}
 {{- end -}}
+{{- if regexMatch "(?i)/providers/Microsoft\\.Kubernetes/connectedClusters/" (include "registration-engine.extensionResourceId" .) -}}
+  {{- $problems = append $problems (printf "%s %q: the extension of an Azure Arc cluster (Microsoft.Kubernetes/connectedClusters); the engine proves the extensions of AKS clusters only (Microsoft.ContainerService/managedClusters), whose node resource group binds the extension to the cluster, and would stop at load" $extName (include "registration-engine.extensionResourceId" .)) -}}
+{{- end -}}
 {{- $checks = append $checks (list $extName (include "registration-engine.extensionResourceId" .) "the ARM resource ID of the cluster extension whose Marketplace plan proves this deployment (/subscriptions/…/providers/Microsoft.KubernetesConfiguration/extensions/<name>)") -}}
 {{- $checks = append $checks (list "marketplace.publisherId" .Values.marketplace.publisherId "the plan's publisher (the Marketplace bundle's mainTemplate.json passes it)") -}}
 {{- $checks = append $checks (list "marketplace.offerId" .Values.marketplace.offerId "the plan's offer ID (the Marketplace bundle's mainTemplate.json passes it)") -}}
