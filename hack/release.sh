@@ -54,19 +54,36 @@ helm=${HELM:-helm}
 cdx=${CYCLONEDX_GOMOD:-cyclonedx-gomod}
 archs=${RELEASE_ARCHS:-amd64 arm64}
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-# The build time is the commit's, so that two builds of one commit agree.
-created=$(date -u -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)" +%Y-%m-%dT%H:%M:%SZ)
+# The build time is the commit's, so that two builds of one commit agree:
+# the image's label, and every archive's file times.
+epoch=$(git log -1 --format=%ct 2>/dev/null || date +%s)
+created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# What an earlier build of this version left in OUTDIR goes first: a bundle
+# or an architecture this build does not make must not reach SHA256SUMS.
+rm -f -- "$out/registration-engine-$version.tgz" "$out/registration-engine-marketplace-$version.tar.gz" \
+  "$out"/registration-engine-"$version"-linux-* "$out/SHA256SUMS"
+
+# reproducible_tgz DIR NAME OUT: DIR's NAME as a .tar.gz that two builds of
+# one commit write byte for byte alike (names sorted, the commit's time,
+# no owner, gzip without a name or time).
+reproducible_tgz() {
+  tar -C "$1" --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner --format=gnu -cf - "$2" | gzip -n -9 > "$3"
+}
 
 # The chart: a stamped copy with the LICENSE, packaged.
 cp -R "$chart" "$work/registration-engine"
 cp LICENSE "$work/registration-engine/LICENSE"
 stamp_chart "$work/registration-engine"
-"$helm" package "$work/registration-engine" --destination "$out" >/dev/null
+# helm package stamps every file with the time it runs: repacked.
+"$helm" package "$work/registration-engine" --destination "$work/package" >/dev/null
+mkdir "$work/unpacked"
+tar -C "$work/unpacked" -xzf "$work/package/registration-engine-$version.tgz"
+reproducible_tgz "$work/unpacked" registration-engine "$out/registration-engine-$version.tgz"
 echo "release: chart $(cd "$out" && ls registration-engine-"$version".tgz) (version $version, appVersion $version)"
 
 # The binaries and their SBOMs: what the image carries, per architecture.
@@ -74,14 +91,16 @@ for arch in $archs; do
   bin="$out/registration-engine-$version-linux-$arch"
   CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath \
     -ldflags "-s -w -X github.com/rancher/registration-engine/job.Version=$version" -o "$bin" .
-  "$cdx" bin -json -version "v$version" -output "$bin.cdx.json" "$bin"
+  # -std: the Go standard library is compiled in too; no serial number or
+  # timestamp, so that two builds of one commit give the same SBOM.
+  "$cdx" bin -json -std -noserial -notimestamp -version "v$version" -output "$bin.cdx.json" "$bin"
   echo "release: binary $(basename "$bin") and its SBOM $(basename "$bin").cdx.json"
 done
 
 # The Marketplace bundle, once the image is pushed and its digest known.
 if [[ -n ${ENGINE_DIGEST:-} ]]; then
   CHART_DIR="$work/registration-engine" VERSION=$version manifests/marketplace/stage.sh "$work/bundle" >/dev/null
-  tar -C "$work/bundle" -czf "$out/registration-engine-marketplace-$version.tar.gz" .
+  reproducible_tgz "$work/bundle" . "$out/registration-engine-marketplace-$version.tar.gz"
   echo "release: bundle registration-engine-marketplace-$version.tar.gz (manifest.yaml version $version, image $ENGINE_IMAGE@$ENGINE_DIGEST)"
 else
   echo "release: bundle skipped: push the image, then run again with REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS (manifests/marketplace/stage.sh)"

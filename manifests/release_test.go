@@ -88,13 +88,21 @@ func cyclonedxBin(t *testing.T) string {
 func TestReleaseBuild(t *testing.T) {
 	helm, cdx := helmBin(t), cyclonedxBin(t)
 	version := releaseVersion(t)
+	certs := regionServerCertsDir(t)
+	build := func(out string, bundle bool) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join("..", "hack", "release.sh"), "build", out)
+		cmd.Env = append(os.Environ(), "HELM="+helm, "CYCLONEDX_GOMOD="+cdx, "RELEASE_ARCHS=amd64", "RELEASE_IMAGE=0")
+		if bundle {
+			cmd.Env = append(cmd.Env, "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine",
+				"ENGINE_DIGEST=sha256:"+strings.Repeat("ab", 32), "REGION_SERVER_CERTS="+certs)
+		}
+		log, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", log)
+		return string(log)
+	}
 	out := t.TempDir()
-	cmd := exec.Command(filepath.Join("..", "hack", "release.sh"), "build", out)
-	cmd.Env = append(os.Environ(), "HELM="+helm, "CYCLONEDX_GOMOD="+cdx, "RELEASE_ARCHS=amd64", "RELEASE_IMAGE=0",
-		"REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine", "ENGINE_DIGEST=sha256:"+strings.Repeat("ab", 32),
-		"REGION_SERVER_CERTS="+regionServerCertsDir(t))
-	log, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", log)
+	log := build(out, true)
 	t.Logf("%s", log)
 
 	// The chart package: stamped, with the LICENSE and the schema.
@@ -132,6 +140,9 @@ func TestReleaseBuild(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	assert.Contains(t, names, "k8s.io/client-go", "the modules compiled in")
+	assert.Contains(t, names, "std", "the Go standard library compiled in")
+	assert.NotContains(t, string(data), `"serialNumber"`, "no random serial number")
+	assert.NotContains(t, string(data), `"timestamp"`, "no build time")
 
 	// The bundle: stamped manifest, the chart with its certificates.
 	bundle := untar(t, filepath.Join(out, "registration-engine-marketplace-"+version+".tar.gz"))
@@ -150,7 +161,25 @@ func TestReleaseBuild(t *testing.T) {
 		"registration-engine-" + version + "-linux-amd64", "registration-engine-" + version + "-linux-amd64.cdx.json"} {
 		assert.Contains(t, string(sums), "  "+f+"\n")
 	}
-	assert.Contains(t, string(log), "release: image skipped (RELEASE_IMAGE=0)")
+	assert.Contains(t, log, "release: image skipped (RELEASE_IMAGE=0)")
+
+	// Reproducible: a second build of the same commit elsewhere writes the
+	// same bytes, archives included (helm package's and tar's file times
+	// are the commit's).
+	again := t.TempDir()
+	build(again, true)
+	sumsAgain, err := os.ReadFile(filepath.Join(again, "SHA256SUMS"))
+	require.NoError(t, err)
+	assert.Equal(t, string(sums), string(sumsAgain), "two builds of one commit")
+
+	// No stale entry: a build without the bundle into the same directory
+	// neither lists nor leaves the earlier build's bundle.
+	build(out, false)
+	sums, err = os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(sums), "marketplace", "the earlier bundle is not summed")
+	assert.NoFileExists(t, filepath.Join(out, "registration-engine-marketplace-"+version+".tar.gz"))
+	t.Logf("SHA256SUMS of two builds agree:\n%s", sumsAgain)
 }
 
 // untar reads a .tar.gz into file name → content.
