@@ -602,6 +602,20 @@ func TestChartValues(t *testing.T) {
 				assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, cj.Spec.JobTemplate.Spec.Template.Spec.NodeSelector)
 			},
 		},
+		"image by digest, a parent chart's registry and pull secrets": {
+			set: []string{"image.digest=sha256:" + strings.Repeat("ab", 32), "global.imageRegistry=registry.example:5000",
+				"imagePullSecrets[0].name=ours", "global.imagePullSecrets[0]=parents", "global.imagePullSecrets[1].name=ours"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.Equal(t, "registry.example:5000/registration-engine@sha256:"+strings.Repeat("ab", 32), c.Image, "repository@digest, the tag unused")
+				assert.Equal(t, []corev1.LocalObjectReference{{Name: "ours"}, {Name: "parents"}}, cj.Spec.JobTemplate.Spec.Template.Spec.ImagePullSecrets, "each once")
+			},
+		},
+		"Rancher's registry prefix wins over a parent's global.imageRegistry": {
+			set: []string{"global.cattle.systemDefaultRegistry=rancher.example", "global.imageRegistry=registry.example"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.True(t, strings.HasPrefix(c.Image, "rancher.example/registration-engine:"), c.Image)
+			},
+		},
 		"GOMEMLIMIT follows the memory limit": {
 			set: []string{"resources.limits.memory=128Mi", "extraEnv[0].name=HTTPS_PROXY", "extraEnv[0].value=http://proxy.example:3128"},
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
@@ -990,6 +1004,7 @@ func TestChartRefusals(t *testing.T) {
 			files: minimal, set: []string{"azure.extensionResourceId=/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.Kubernetes/connectedClusters/arc-1/providers/Microsoft.KubernetesConfiguration/extensions/suse"},
 			names: []string{"azure.extensionResourceId", "connectedClusters"},
 		},
+		"an image digest that is no digest":        {files: minimal, set: []string{"image.digest=latest"}, names: []string{"/image/digest"}},
 		"a memory limit under the request":         {files: minimal, set: []string{"resources.limits.memory=16Mi"}, names: []string{"resources.limits.memory"}},
 		"a schedule every second":                  {files: minimal, set: []string{"schedule=@every 1s"}, names: []string{"schedule", "once an hour"}},
 		"a schedule every five minutes in an hour": {files: minimal, set: []string{"schedule=*/5 3 * * *"}, names: []string{"schedule", "once an hour"}},

@@ -67,7 +67,9 @@ test checks it):
     registry/image:tag without a digest. Marketplace relocates images into its
     own registry and rewrites these values, so nothing here names a registry.
   - otherwise Rancher's convention: global.cattle.systemDefaultRegistry +
-    image.repository:image.tag (tag defaults to the chart's appVersion).
+    image.repository:image.tag (tag defaults to the chart's appVersion), or
+    image.repository@image.digest; global.imageRegistry (a parent chart's
+    convention) when systemDefaultRegistry is not set.
 values.schema.json gives each part a pattern; the reference as a whole is
 checked again here, because it also lands in the status command NOTES print
 for a person to paste into a shell: only letters, digits and . _ - : / @.
@@ -114,10 +116,31 @@ registration-engine.image calls it.
     {{- fail "global.azure.images.engine needs a digest (or a tag)" -}}
   {{- end -}}
 {{- else -}}
-  {{- $reg := dig "cattle" "systemDefaultRegistry" "" (.Values.global | default dict) -}}
+  {{- $g := .Values.global | default dict -}}
+  {{- $reg := dig "cattle" "systemDefaultRegistry" "" $g | default (dig "imageRegistry" "" $g) -}}
   {{- $repo := required "image.repository is required" .Values.image.repository -}}
   {{- if $reg }}{{ $repo = printf "%s/%s" (trimSuffix "/" $reg) $repo }}{{ end -}}
-  {{- printf "%s:%s" $repo (toString (.Values.image.tag | default .Chart.AppVersion)) -}}
+  {{- if .Values.image.digest -}}
+    {{- printf "%s@%s" $repo .Values.image.digest -}}
+  {{- else -}}
+    {{- printf "%s:%s" $repo (toString (.Values.image.tag | default .Chart.AppVersion)) -}}
+  {{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The pod's imagePullSecrets: imagePullSecrets, then a parent chart's
+global.imagePullSecrets (names, or {name: …}), each once. A YAML list, or
+"" when there is none.
+*/}}
+{{- define "registration-engine.imagePullSecrets" -}}
+{{- $names := list -}}
+{{- range (concat (.Values.imagePullSecrets | default list) (dig "imagePullSecrets" list (.Values.global | default dict))) -}}
+  {{- $n := ternary (dig "name" "" (kindIs "map" . | ternary . dict)) (toString .) (kindIs "map" .) -}}
+  {{- if and $n (not (has $n $names)) }}{{ $names = append $names $n }}{{ end -}}
+{{- end -}}
+{{- range $names }}
+- name: {{ . }}
 {{- end -}}
 {{- end }}
 

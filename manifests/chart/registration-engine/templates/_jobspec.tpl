@@ -87,9 +87,9 @@ metadata:
   {{- end }}
 spec:
   serviceAccountName: {{ $name }}{{ if $cleanup }}-cleanup{{ end }}
-  {{- with .Values.imagePullSecrets }}
+  {{- with include "registration-engine.imagePullSecrets" . | trim }}
   imagePullSecrets:
-    {{- toYaml . | nindent 4 }}
+    {{- . | nindent 4 }}
   {{- end }}
   {{- with .Values.priorityClassName }}
   priorityClassName: {{ . }}
