@@ -45,6 +45,23 @@ type armClient struct {
 	pipeline   runtime.Pipeline
 	url        string // the extension
 	clusterURL string // its managed cluster
+	// grant is the command that gives the identity both reads, with the
+	// real client ID and cluster, for the 403's message.
+	grant string
+}
+
+// grantCommand is the az command that gives the identity clientID (a
+// placeholder when it is not known, as under Workload Identity before the
+// webhook) Reader on the extension's cluster: both reads the engine needs.
+// The values are single-quoted; neither a GUID nor an ARM name parsed by
+// ParseExtensionID holds a quote.
+func grantCommand(clientID string, id ExtensionID) string {
+	assignee := "<the identity's client ID>"
+	if clientID != "" && !strings.ContainsAny(clientID, "'\n") {
+		assignee = "'" + clientID + "'"
+	}
+	scope := "/subscriptions/" + id.SubscriptionID + "/resourceGroups/" + id.ResourceGroup + "/providers/" + id.ClusterProvider + "/" + id.ClusterType + "/" + id.ClusterName
+	return "az role assignment create --assignee " + assignee + " --role Reader --scope '" + scope + "' (a 403 in the first 30 minutes after an assignment can be Azure's propagation)"
 }
 
 // newARMClient builds the client that reads the extension id names and its
@@ -92,6 +109,7 @@ func newARMClient(cfg Config, id ExtensionID, imds *http.Client) (*armClient, er
 		pipeline:   pl,
 		url:        cfg.ARMEndpoint + id.Path() + "?" + url.Values{"api-version": {ExtensionAPIVersion}}.Encode(),
 		clusterURL: cfg.ARMEndpoint + id.ClusterPath() + "?" + url.Values{"api-version": {ManagedClusterAPIVersion}}.Encode(),
+		grant:      grantCommand(cfg.ClientID, id),
 	}, nil
 }
 
@@ -213,7 +231,7 @@ func (c *armClient) get(ctx context.Context, u string, res armResource) ([]byte,
 			return nil, failure.Settling(fmt.Errorf("%w: ARM refused the identity's token (check that the identity belongs "+
 				"to the tenant of the extension's subscription): %w", ErrARM, rerr))
 		case http.StatusForbidden:
-			return nil, failure.Settling(fmt.Errorf("%w: %s: %w", ErrARM, res.forbidden, rerr))
+			return nil, failure.Settling(fmt.Errorf("%w: %s: %s: %w", ErrARM, res.forbidden, c.grant, rerr))
 		case http.StatusNotFound:
 			return nil, failure.Permanent(fmt.Errorf("%w: %s: %w", ErrARM, res.notFound, rerr))
 		default:
