@@ -3,9 +3,10 @@
 # the Marketplace bundle demands):
 #
 #   hack/release.sh stamp            writes VERSION into the chart's Chart.yaml
-#                                    (version, appVersion) and the bundle's
-#                                    manifest.yaml (version); a test fails
-#                                    while they disagree
+#                                    (version, appVersion), the bundle's
+#                                    manifest.yaml (version) and the kustomize
+#                                    base's image tag; a test fails while they
+#                                    disagree
 #   hack/release.sh build OUTDIR     the release in OUTDIR, from stamped copies
 #                                    (the tree is not changed):
 #     registration-engine-<v>.tgz              helm package of the chart
@@ -37,12 +38,18 @@ stamp_chart() {
 stamp_manifest() {
   sed -i -E "s/^version: .*/version: $version/" "$1"
 }
+# stamp_kustomize FILE: the engine's image tag in the kustomize base.
+stamp_kustomize() {
+  sed -i -E "s|^( *image: registration-engine):[^ ]*$|\1:$version|" "$1"
+}
+kustomize_cronjob=manifests/base/cattle-scc-system/cronjob.yaml
 
 case ${1:-} in
 stamp)
   stamp_chart "$chart"
   stamp_manifest "$bundle_manifest"
-  echo "release: stamped $version into $chart/Chart.yaml (version, appVersion) and $bundle_manifest (version)"
+  stamp_kustomize "$kustomize_cronjob"
+  echo "release: stamped $version into $chart/Chart.yaml (version, appVersion), $bundle_manifest (version) and $kustomize_cronjob (the image's tag)"
   exit 0
   ;;
 build) out=${2:?usage: $0 build OUTDIR} ;;

@@ -214,7 +214,7 @@ func TestChartGolden(t *testing.T) {
 // the same objects, field for field: whoever changes one (RBAC, the CronJob,
 // the region servers) must change the other.
 func TestChartMatchesAzureOverlay(t *testing.T) {
-	chart, overlay := comparable(t, "overlays/azure", "image.tag=latest")
+	chart, overlay := comparable(t, "overlays/azure", "image.tag="+releaseVersion(t))
 
 	problems := differences(chart, overlay, nil)
 	assert.Empty(t, problems, "chart (helm template %s) and overlay (kubectl kustomize overlays/azure) differ; change both:\n%s",
@@ -255,7 +255,7 @@ func dropHelmLabels(v any) {
 // delete whatever OPERATOR_RECOVERY said, so a stolen token could delete
 // the cluster's registration on an install that never recovers.
 func TestKustomizeWithoutRecoveryMatchesTheChart(t *testing.T) {
-	chart, overlay := comparable(t, "testdata/no-recovery", "operatorRecovery=false", "image.tag=latest")
+	chart, overlay := comparable(t, "testdata/no-recovery", "operatorRecovery=false", "image.tag="+releaseVersion(t))
 
 	// The component's strategic-merge patch puts the variable it sets
 	// first; the order of env matters only to $(VAR) references, which the

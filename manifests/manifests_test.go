@@ -262,7 +262,7 @@ func TestCronJobShape(t *testing.T) {
 	assert.Empty(t, sc.Capabilities.Add)
 	assert.Nil(t, sc.Privileged)
 
-	assert.Equal(t, "registration-engine:latest", c.Image)
+	assert.Equal(t, "registration-engine:"+releaseVersion(t), c.Image, "the release's version, never latest")
 	assert.False(t, c.Resources.Requests.Cpu().IsZero())
 	assert.False(t, c.Resources.Requests.Memory().IsZero())
 	assert.False(t, c.Resources.Limits.Memory().IsZero())

@@ -37,17 +37,24 @@ func TestVersionsAgree(t *testing.T) {
 	changelog, err := os.ReadFile(filepath.Join("..", "CHANGELOG.md"))
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^## \[`+regexp.QuoteMeta(version)+`\]`, string(changelog), "CHANGELOG.md has a section for VERSION")
+	cron, err := os.ReadFile(filepath.Join("..", kustomizeCronJob))
+	require.NoError(t, err)
+	assert.Contains(t, string(cron), "image: registration-engine:"+version+"\n", "the kustomize base's image tag: make stamp writes VERSION there")
 	license, err := os.ReadFile(filepath.Join("..", "LICENSE"))
 	require.NoError(t, err)
 	assert.Contains(t, string(license), "Apache License\n                           Version 2.0, January 2004")
 	assert.Contains(t, string(license), "END OF TERMS AND CONDITIONS", "the full text")
 }
 
+// kustomizeCronJob is the kustomize base's CronJob, whose image tag is the
+// release's version.
+const kustomizeCronJob = "manifests/base/cattle-scc-system/cronjob.yaml"
+
 // hack/release.sh stamp writes VERSION where the chart and the bundle keep
 // their versions, and nothing else (run on a copy of those files).
 func TestReleaseStamp(t *testing.T) {
 	root := t.TempDir()
-	for _, f := range []string{"hack/release.sh", "manifests/chart/registration-engine/Chart.yaml", "manifests/marketplace/manifest.yaml"} {
+	for _, f := range []string{"hack/release.sh", "manifests/chart/registration-engine/Chart.yaml", "manifests/marketplace/manifest.yaml", kustomizeCronJob} {
 		data, err := os.ReadFile(filepath.Join("..", f))
 		require.NoError(t, err)
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755))
@@ -67,6 +74,12 @@ func TestReleaseStamp(t *testing.T) {
 	manifest, err := os.ReadFile(filepath.Join(root, "manifests/marketplace/manifest.yaml"))
 	require.NoError(t, err)
 	assert.Contains(t, string(manifest), "\nversion: 9.8.7\n")
+	cronBefore, err := os.ReadFile(filepath.Join("..", kustomizeCronJob))
+	require.NoError(t, err)
+	cronAfter, err := os.ReadFile(filepath.Join(root, kustomizeCronJob))
+	require.NoError(t, err)
+	assert.Equal(t, strings.Replace(string(cronBefore), "image: registration-engine:"+v+"\n", "image: registration-engine:9.8.7\n", 1), string(cronAfter),
+		"only the kustomize base's image tag changes")
 
 	require.NoError(t, os.WriteFile(filepath.Join(root, "VERSION"), []byte("1.2\n"), 0o644))
 	out, err = exec.Command(filepath.Join(root, "hack", "release.sh"), "stamp").CombinedOutput()
