@@ -92,6 +92,10 @@ type Cloud struct {
 	ipv6  bool
 
 	starting bool
+
+	// federation is the federated identity credential Entra checks
+	// assertions against, once a test sets one (SetFederation).
+	federation federation
 }
 
 // Fault is one failure the fake cloud can play, by name.
@@ -299,10 +303,7 @@ func Start(opts Options) (_ *Cloud, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var entraHandler http.Handler = c.Azure.EntraHandler()
-	if opts.FederatedSubject != "" {
-		entraHandler = acceptServiceAccount(entraHandler, opts.FederatedSubject, azCfg.FederatedToken)
-	}
+	entraHandler := c.acceptFederated(c.Azure.EntraHandler(), opts.FederatedSubject, azCfg.FederatedToken)
 	entra, err := c.serve(opts.Host, opts.Ports.Entra, entraHandler, &cert)
 	if err != nil {
 		return nil, err
@@ -548,7 +549,9 @@ func (c *Cloud) listenPort(port int, h http.Handler, cert *tls.Certificate) (int
 // GET /fakecloud/scc-requests, the JSON list of Cloud.SCCRequests (what a
 // test of rancher/scc-operator asserts on when the cloud is a process),
 // GET /fakecloud/identity-token-requests, how many managed-identity token
-// requests IMDS has answered ({"count":N}, for the same kind of test), and
+// requests IMDS has answered ({"count":N}, for the same kind of test),
+// PUT /fakecloud/federation, the federated identity credential Entra
+// checks service-account tokens against from then on (a Federation), and
 // GET /fakecloud/files/{name}, which serves the public files of Start
 // (ca.pem, attestation-roots.pem, attestation-intermediate.pem and
 // certs/<ip>.pem) to an engine that cannot read Dir, such as a pod's
@@ -576,6 +579,18 @@ func (c *Cloud) adminMux(imds http.Handler) http.Handler {
 	})
 	mux.HandleFunc("GET /fakecloud/identity-token-requests", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]int32{"count": c.Azure.IdentityTokenRequests.Load()})
+	})
+	mux.HandleFunc("PUT /fakecloud/federation", func(w http.ResponseWriter, r *http.Request) {
+		var f Federation
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&f); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := c.SetFederation(f); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /fakecloud/fault", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.SetFault(r.URL.Query().Get("name")); err != nil {

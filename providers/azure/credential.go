@@ -2,6 +2,8 @@ package azure
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,8 +42,17 @@ func CheckCredential(cfg Config) []error {
 	bad := func(format string, a ...any) { errs = append(errs, configError{fmt.Errorf(format, a...)}) }
 	switch cfg.CredentialMode {
 	case WorkloadIdentity:
+		// Without the token file nothing injected the identity at all:
+		// one verdict for the three variables, about the injection. The
+		// webhook adds AZURE_CLIENT_ID and AZURE_TENANT_ID only when it
+		// knows them, so with the token present a missing one is the
+		// ServiceAccount's annotation.
+		if strings.TrimSpace(cfg.TokenFile) == "" {
+			bad("%s", noInjection(cfg))
+			break
+		}
 		for _, v := range []struct{ name, value string }{
-			{"AZURE_CLIENT_ID", cfg.ClientID}, {"AZURE_TENANT_ID", cfg.TenantID}, {"AZURE_FEDERATED_TOKEN_FILE", cfg.TokenFile},
+			{"AZURE_CLIENT_ID", cfg.ClientID}, {"AZURE_TENANT_ID", cfg.TenantID},
 		} {
 			if strings.TrimSpace(v.value) == "" {
 				bad("%s is not set: %s", v.name, wiHint)
@@ -62,6 +73,25 @@ func CheckCredential(cfg Config) []error {
 		bad("AZURE_CREDENTIAL_MODE %q: %s", cfg.CredentialMode, wantMode)
 	}
 	return errs
+}
+
+// noInjection is the verdict for a workload-identity pod that nothing
+// injected into: the webhook's variables absent, the label doing nothing.
+func noInjection(cfg Config) string {
+	also := []string{}
+	for _, v := range []struct{ name, value string }{{"AZURE_CLIENT_ID", cfg.ClientID}, {"AZURE_TENANT_ID", cfg.TenantID}} {
+		if strings.TrimSpace(v.value) == "" {
+			also = append(also, v.name)
+		}
+	}
+	nor := ""
+	if len(also) > 0 {
+		nor = " (nor " + strings.Join(also, ", ") + ")"
+	}
+	return "workload-identity mode, but nothing injected AZURE_FEDERATED_TOKEN_FILE" + nor + ": " +
+		`is the Azure Workload Identity webhook installed? It injects the token, AZURE_CLIENT_ID and AZURE_TENANT_ID into pods labelled azure.workload.identity/use: "true" ` +
+		"(the chart labels the engine's pods); without the webhook the label does nothing " +
+		"(AKS: az aks update --enable-oidc-issuer --enable-workload-identity; or install managed-identity mode)"
 }
 
 // describeIdentity names the identity a token belongs to, for errors.
@@ -85,7 +115,7 @@ func newCredential(cfg Config, copts azcore.ClientOptions, instanceDiscovery boo
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c := &classifiedCredential{mode: cfg.CredentialMode, clientID: cfg.ClientID, imds: cfg.IMDSEndpoint,
+	c := &classifiedCredential{mode: cfg.CredentialMode, clientID: cfg.ClientID, imds: cfg.IMDSEndpoint, tokenFile: cfg.TokenFile,
 		log: log.With("cloud", "azure", "phase", "prove")}
 	switch cfg.CredentialMode {
 	case WorkloadIdentity:
@@ -172,8 +202,11 @@ type classifiedCredential struct {
 	mode     CredentialMode
 	clientID string
 	imds     string
-	log      *slog.Logger
-	logged   bool
+	// tokenFile is the federated token's file (workload identity), read
+	// again only to name its issuer and subject when Entra refuses it.
+	tokenFile string
+	log       *slog.Logger
+	logged    bool
 }
 
 // GetToken implements azcore.TokenCredential.
@@ -184,7 +217,7 @@ func (c *classifiedCredential) GetToken(ctx context.Context, opts policy.TokenRe
 		if c.mode == ManagedIdentity {
 			return tok, c.managedIdentityError(err)
 		}
-		return tok, workloadIdentityError(err)
+		return tok, c.workloadIdentityError(err)
 	}
 	if !c.logged {
 		// The bearer policy serializes GetToken, so no lock is needed.
@@ -197,16 +230,60 @@ func (c *classifiedCredential) GetToken(ctx context.Context, opts policy.TokenRe
 
 // workloadIdentityError: Entra refusing the federated token is settling (a
 // federated credential created minutes ago is refused until it has
-// propagated; after the run's first-contact window, permanent); Entra
-// unreachable is transient.
-func workloadIdentityError(err error) error {
+// propagated; after the run's first-contact window, permanent), and the
+// verdict names the issuer, subject and audience of this pod's token, the
+// values a federated identity credential must name exactly (Entra's
+// AADSTS70021 when none does, e.g. one made for another ServiceAccount or
+// namespace); Entra unreachable is transient.
+func (c *classifiedCredential) workloadIdentityError(err error) error {
 	var afe *azidentity.AuthenticationFailedError
 	if errors.As(err, &afe) && afe.RawResponse != nil && permanentStatus(afe.RawResponse.StatusCode) {
+		want := "issuer = the cluster's OIDC issuer, subject = system:serviceaccount:<namespace>:<name>, audience api://AzureADTokenExchange"
+		if iss, sub, aud, ok := tokenClaims(c.tokenFile); ok {
+			want = fmt.Sprintf("it must name exactly issuer %q, subject %q and audience %q, those of this pod's token", iss, sub, aud)
+		}
 		return failure.Settling(fmt.Errorf("%w: Entra ID refused the service account token: check the federated identity "+
-			"credential of AZURE_CLIENT_ID (issuer = the cluster's OIDC issuer, subject = system:serviceaccount:<namespace>:<name>, "+
-			"audience api://AzureADTokenExchange): %w", ErrToken, err))
+			"credential of AZURE_CLIENT_ID (%s): %w", ErrToken, want, err))
 	}
 	return fmt.Errorf("%w: workload identity: %w", ErrToken, err)
+}
+
+// tokenClaims reads the issuer, subject and audiences of the JWT in file,
+// without verifying it (it only names them in a verdict); ok is false when
+// the file is not a readable JWT.
+func tokenClaims(file string) (iss, sub, aud string, ok bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", "", "", false
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return "", "", "", false
+	}
+	parts := strings.Split(strings.TrimSpace(string(b)), ".")
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", "", "", false
+	}
+	var claims struct {
+		Iss string          `json:"iss"`
+		Sub string          `json:"sub"`
+		Aud json.RawMessage `json:"aud"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Sub == "" {
+		return "", "", "", false
+	}
+	var auds []string
+	if json.Unmarshal(claims.Aud, &auds) != nil {
+		var one string
+		_ = json.Unmarshal(claims.Aud, &one)
+		auds = []string{one}
+	}
+	return claims.Iss, claims.Sub, strings.Join(auds, ","), true
 }
 
 // managedIdentityError: IMDS refusing the identity (400 Identity not found)

@@ -175,6 +175,20 @@ func TestProve(t *testing.T) {
 				assert.Zero(t, e.fake.ARMRequests.Load())
 			},
 		},
+		// A federated identity credential made for another ServiceAccount:
+		// the verdict names the issuer, subject and audience of the pod's
+		// own token, the values the credential must carry.
+		"federated credential of another subject: settling, the verdict names this token's": {
+			setup: func(t *testing.T, e *env) {
+				payload := base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"https://oidc.example/cluster","sub":"system:serviceaccount:cattle-scc-system:registration-engine","aud":["api://AzureADTokenExchange"],"exp":4102444800}`))
+				require.NoError(t, os.WriteFile(e.cfg.TokenFile, []byte("eyJhbGciOiJSUzI1NiJ9."+payload+".c2ln"), 0o600))
+			},
+			wantErr: azure.ErrToken, settling: true,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.Contains(t, err.Error(), `issuer "https://oidc.example/cluster", subject "system:serviceaccount:cattle-scc-system:registration-engine" and audience "api://AzureADTokenExchange"`)
+				assert.Zero(t, e.fake.ARMRequests.Load())
+			},
+		},
 		"extension in another subscription": {
 			setup: func(t *testing.T, e *env) {
 				e.cfg.ExtensionResourceID = strings.Replace(e.cfg.ExtensionResourceID, e.fake.Config().SubscriptionID,
