@@ -51,6 +51,12 @@ func runHelm(t *testing.T, p *controlplane.Plane, helm string, args ...string) s
 // ServiceAccount (the federated token file is the fake cloud's, see
 // kubeletRedirects). A chart that forgot the label or the annotations gets
 // no identity, and the run fails.
+//
+// The real webhook, its projected token and Entra's check of that token run
+// in the kind tier (e2e/kind testWorkloadIdentity), on the newest
+// Kubernetes only and only in .ci/run. This stand-in stays for what that
+// cannot give: the chart's workload-identity wiring proved on every
+// make test, and on the LTS Kubernetes (make e2e-lts runs TestChartInstall).
 func workloadIdentityWebhook(e *clusterEnv) func(context.Context, *corev1.Pod, []string) ([]string, error) {
 	return func(ctx context.Context, pod *corev1.Pod, env []string) ([]string, error) {
 		if pod.Labels["azure.workload.identity/use"] != "true" {

@@ -4,6 +4,7 @@ package kind
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,9 @@ var fakecloudEnv = []string{
 // endpoints (extraEnv), its CA, attestation root and DMI files
 // (extraVolumes), and its region server with its pinned certificate; and
 // layout, the chart's coreDNSLayout.
-func (c *kindCluster) installChart(t *testing.T, ctx context.Context, layout string) {
+// Values in override replace the top-level keys of the same name (a
+// credential mode of its own, another registration code).
+func (c *kindCluster) installChart(t *testing.T, ctx context.Context, layout string, override ...map[string]any) {
 	t.Helper()
 	// The overlay's settings are what the fake cloud in this cluster
 	// serves: its extension and plan, its endpoints and files. A later
@@ -94,6 +97,9 @@ func (c *kindCluster) installChart(t *testing.T, ctx context.Context, layout str
 			{"name": "fakecloud-trust", "mountPath": "/etc/fakecloud/trust", "readOnly": true},
 			{"name": "fakecloud-dmi", "mountPath": "/etc/fakecloud/dmi", "readOnly": true},
 		},
+	}
+	for _, o := range override {
+		maps.Copy(values, o)
 	}
 	data, err := yaml.Marshal(values)
 	require.NoError(t, err)

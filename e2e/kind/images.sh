@@ -12,10 +12,15 @@
 #                            rancher/scc-operator's static binary, as
 #                            e2e/scripts/scc-operator.sh built it, on
 #                            local/static
+#   local/azwi-webhook:v<version>
+#                            Azure Workload Identity's webhook, as
+#                            e2e/scripts/azwi-webhook.sh built it, on
+#                            local/static
 #   local/kind-node:v<k8s>   a kind node assembled by hand (see node_image)
 #
 # Run e2e/kind/host.sh start first (it sets up Docker), bins.sh (the
-# programs) and e2e/scripts/scc-operator.sh $SCC_OPERATOR_COMMIT. Idempotent: the base and node images are rebuilt only when the
+# programs), e2e/scripts/scc-operator.sh $SCC_OPERATOR_COMMIT and
+# e2e/scripts/azwi-webhook.sh. Idempotent: the base and node images are rebuilt only when the
 # versions, programs or this script recorded in their stamps change; the
 # engine images go through Docker's build cache every time.
 set -euo pipefail
@@ -166,6 +171,31 @@ operator_image() {
   rm -rf "$ctx"
   stamp operator-image "$s"
   log "built $OPERATOR_IMAGE from $bin"
+}
+
+# --------------------------------------------------------- webhook image
+# Azure Workload Identity's mutating webhook as its release image runs it
+# (/manager, user 65532), on the engine's base. Rebuilt only when the
+# binary or the base changes.
+WEBHOOK_BIN=$AZWI_DIR/manager
+webhook_image_stamp() {
+  local h=missing
+  [[ -f "$WEBHOOK_BIN" ]] && h=$(sha256sum < "$WEBHOOK_BIN" | cut -c1-16)
+  echo "bin=$h base=$(image_id "$STATIC_IMAGE") recipe=$(recipe webhook_image)"
+}
+webhook_image() {
+  local bin=$WEBHOOK_BIN s
+  [[ -x "$bin" ]] || die "no Azure Workload Identity webhook at $bin (e2e/scripts/azwi-webhook.sh builds it)"
+  s=$(webhook_image_stamp)
+  up_to_date webhook-image "$s" "$WEBHOOK_IMAGE" && return
+  local ctx=$work/whctx
+  mkdir -p "$ctx"
+  cp "$bin" "$ctx/manager"
+  printf 'FROM %s\nCOPY manager /manager\nUSER 65532:65532\nENTRYPOINT ["/manager"]\n' "$STATIC_IMAGE" > "$ctx/Dockerfile"
+  "$DOCKER" build -q -t "$WEBHOOK_IMAGE" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  stamp webhook-image "$s"
+  log "built $WEBHOOK_IMAGE from $bin"
 }
 
 # ------------------------------------------------------------- node image
@@ -328,6 +358,7 @@ stamps() {
   printf 'base-images\t%s\t%s\n' "$(base_images_stamp)" "$DEBIAN_IMAGE $STATIC_IMAGE"
   printf 'go-image\t%s\t%s\n' "$(go_image_stamp)" "$GO_IMAGE"
   printf 'operator-image\t%s\t%s\n' "$(operator_image_stamp)" "$OPERATOR_IMAGE"
+  printf 'webhook-image\t%s\t%s\n' "$(webhook_image_stamp)" "$WEBHOOK_IMAGE"
   printf 'node-image\t%s\t%s\n' "$(node_image_stamp)" "$NODE_IMAGE"
 }
 # plan: whether each image is current or would be built, without building
@@ -340,17 +371,18 @@ plan() {
   done < <(stamps)
 }
 
-# images.sh [base|engine|operator|node|plan|stamps]…: only those steps (default: all of them).
+# images.sh [base|engine|operator|webhook|node|plan|stamps]…: only those steps (default: all of them).
 for step in "${@:-all}"; do
   case "$step" in
     base) base_images ;;
     engine) base_images; go_image; engine_images ;;
     operator) base_images; operator_image ;;
+    webhook) base_images; webhook_image ;;
     node) base_images; node_image ;;
-    all) base_images; go_image; node_image; operator_image; engine_images ;;
+    all) base_images; go_image; node_image; operator_image; webhook_image; engine_images ;;
     plan) plan; exit 0 ;;
     stamps) stamps; exit 0 ;;
-    *) die "unknown step $step (base, engine, operator, node, plan, stamps, all)" ;;
+    *) die "unknown step $step (base, engine, operator, webhook, node, plan, stamps, all)" ;;
   esac
 done
 log "images ready"

@@ -67,7 +67,7 @@ const (
 // settings are the harness's choices; make e2e-kind sets them.
 type settings struct {
 	nodeImage, image, fakecloudImage string
-	operatorImage                    string
+	operatorImage, webhookImage      string
 	kubectl                          string
 	clusterName                      string
 	artifacts                        string
@@ -90,6 +90,7 @@ func load(t *testing.T) settings {
 		image:          env("E2E_IMAGE", "registration-engine:latest"),
 		fakecloudImage: env("E2E_FAKECLOUD_IMAGE", "registration-engine-fakecloud:latest"),
 		operatorImage:  env("E2E_OPERATOR_IMAGE", "local/scc-operator:"+sccoperator.CommitRMT[:7]),
+		webhookImage:   env("E2E_WEBHOOK_IMAGE", "local/azwi-webhook:v1.6.0"),
 		kubectl:        filepath.Join(os.Getenv("K8S_TESTBIN"), "kubectl"),
 		clusterName:    env("E2E_CLUSTER_NAME", "registration-engine-e2e"),
 		artifacts:      env("E2E_ARTIFACTS", filepath.Join(repo, "_out", "kind-e2e")),
@@ -97,7 +98,7 @@ func load(t *testing.T) settings {
 	}
 	require.NotEmpty(t, os.Getenv("K8S_TESTBIN"), "K8S_TESTBIN must name the directory of kubectl (make e2e-kind sets it)")
 	require.FileExists(t, s.kubectl)
-	for _, img := range []string{s.nodeImage, s.image, s.fakecloudImage, s.operatorImage} {
+	for _, img := range []string{s.nodeImage, s.image, s.fakecloudImage, s.operatorImage, s.webhookImage} {
 		out, err := exec.Command("docker", "image", "inspect", "-f", "{{.Id}}", img).CombinedOutput()
 		require.NoError(t, err, "image %s is missing (make e2e-kind builds it): %s", img, out)
 	}
@@ -487,6 +488,7 @@ func TestKind(t *testing.T) {
 	})
 
 	t.Run("with AKS's IMDS restriction the verdict names hostNetwork, which registers", c.testIMDSRestriction)
+	t.Run("workload identity through Azure's own webhook", c.testWorkloadIdentity)
 }
 
 // releaseRun waits for the run the chart's release started at install
@@ -685,7 +687,7 @@ func createCluster(t *testing.T, s settings) *kindCluster {
 	start = time.Now()
 	nodes, err := c.provider.ListInternalNodes(s.clusterName)
 	require.NoError(t, err)
-	for _, img := range []string{s.image, s.fakecloudImage, s.operatorImage} {
+	for _, img := range []string{s.image, s.fakecloudImage, s.operatorImage, s.webhookImage} {
 		for _, n := range nodes {
 			save := exec.Command("docker", "save", img)
 			out, err := save.StdoutPipe()
@@ -699,7 +701,7 @@ func createCluster(t *testing.T, s settings) *kindCluster {
 			require.NoError(t, loadErr, "load %s into %s", img, n.String())
 		}
 	}
-	t.Logf("loaded %s, %s and %s in %.1fs", s.image, s.fakecloudImage, s.operatorImage, time.Since(start).Seconds())
+	t.Logf("loaded %s, %s, %s and %s in %.1fs", s.image, s.fakecloudImage, s.operatorImage, s.webhookImage, time.Since(start).Seconds())
 	return c
 }
 

@@ -34,6 +34,11 @@ FAKECLOUD_IMAGE=${FAKECLOUD_IMAGE:-registration-engine-fakecloud:latest}
 SCC_OPERATOR_COMMIT=${SCC_OPERATOR_COMMIT:-dad26bb7a9102580bc74747e4159e83f528a25b8}
 SCC_OPERATOR_DIR=${SCC_OPERATOR_DIR:-$CACHE_DIR/scc-operator}
 OPERATOR_IMAGE=${OPERATOR_IMAGE:-local/scc-operator:${SCC_OPERATOR_COMMIT:0:7}}
+# Azure Workload Identity's mutating webhook at the release AKS's add-on
+# line runs, from the cache of e2e/scripts/azwi-webhook.sh.
+AZWI_VERSION=${AZWI_VERSION:-1.6.0}
+AZWI_DIR=${AZWI_DIR:-$CACHE_DIR/azwi-webhook/v$AZWI_VERSION}
+WEBHOOK_IMAGE=${WEBHOOK_IMAGE:-local/azwi-webhook:v$AZWI_VERSION}
 
 # The daemon host.sh starts listens on its own socket under the cache, so it
 # never collides with a Docker the machine already runs; when that socket is
