@@ -269,15 +269,15 @@ func (c *kindCluster) webhookBehaviour(t *testing.T, ctx context.Context, versio
 	// The API server may call the webhook before its Service has an
 	// endpoint; it refuses the pod then (failurePolicy Fail).
 	var got *corev1.Pod
+	var last error
 	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
-		var err error
-		got, err = dryRun(func(p *corev1.Pod) {
+		got, last = dryRun(func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"azure.workload.identity/skip-containers": "skipped"}
 			p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "AZURE_AUTHORITY_HOST", Value: "https://preset.example/"}}
 		})
-		return err == nil, nil
+		return last == nil, nil
 	})
-	require.NoError(t, err, "the webhook never answered a dry run")
+	require.NoError(t, err, "the webhook never answered a dry run: %v", last)
 	byName := map[string]corev1.Container{}
 	for _, ctr := range append(slices.Clone(got.Spec.InitContainers), got.Spec.Containers...) {
 		byName[ctr.Name] = ctr
@@ -339,7 +339,7 @@ func (c *kindCluster) setFederation(t *testing.T, ctx context.Context, f fakeclo
 	body, err := json.Marshal(f)
 	require.NoError(t, err)
 	_, err = c.cs.CoreV1().RESTClient().Put().
-		AbsPath("/api/v1/namespaces/" + kube.Namespace + "/services/http:" + fakecloudName + ":imds/proxy/fakecloud/federation").
+		AbsPath("/api/v1/namespaces/"+kube.Namespace+"/services/http:"+fakecloudName+":imds/proxy/fakecloud/federation").
 		Body(body).SetHeader("Content-Type", "application/json").DoRaw(ctx)
 	require.NoError(t, err, "PUT /fakecloud/federation")
 }
@@ -392,4 +392,3 @@ func projectedToken(pod corev1.Pod) *corev1.ServiceAccountTokenProjection {
 	}
 	return nil
 }
-
