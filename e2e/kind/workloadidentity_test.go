@@ -23,7 +23,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	engine "github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/operator"
 )
 
 // What Azure Workload Identity's release fixes (deploy/azure-wi-webhook.yaml,
@@ -67,7 +67,7 @@ func (c *kindCluster) testWorkloadIdentity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*jobBound+5*time.Minute)
 	defer cancel()
 	azCfg := fakecloud.DefaultAzureConfig()
-	subject := "system:serviceaccount:" + kube.Namespace + ":" + engineName
+	subject := "system:serviceaccount:" + operator.Namespace + ":" + engineName
 
 	// 1. No webhook: the chart labels the pod, nothing injects.
 	_, err := c.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, webhookConfig, metav1.GetOptions{})
@@ -254,7 +254,7 @@ func (c *kindCluster) webhookBehaviour(t *testing.T, ctx context.Context, versio
 			return corev1.Container{Name: name, Image: c.s.image, ImagePullPolicy: corev1.PullNever}
 		}
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "wi-dry-run-", Namespace: kube.Namespace,
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "wi-dry-run-", Namespace: operator.Namespace,
 				Labels: map[string]string{"azure.workload.identity/use": "true"}},
 			Spec: corev1.PodSpec{
 				ServiceAccountName: engineName,
@@ -264,7 +264,7 @@ func (c *kindCluster) webhookBehaviour(t *testing.T, ctx context.Context, versio
 			},
 		}
 		mutate(pod)
-		return c.cs.CoreV1().Pods(kube.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return c.cs.CoreV1().Pods(operator.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	}
 	// The API server may call the webhook before its Service has an
 	// endpoint; it refuses the pod then (failurePolicy Fail).
@@ -339,7 +339,7 @@ func (c *kindCluster) setFederation(t *testing.T, ctx context.Context, f fakeclo
 	body, err := json.Marshal(f)
 	require.NoError(t, err)
 	_, err = c.cs.CoreV1().RESTClient().Put().
-		AbsPath("/api/v1/namespaces/"+kube.Namespace+"/services/http:"+fakecloudName+":imds/proxy/fakecloud/federation").
+		AbsPath("/api/v1/namespaces/"+operator.Namespace+"/services/http:"+fakecloudName+":imds/proxy/fakecloud/federation").
 		Body(body).SetHeader("Content-Type", "application/json").DoRaw(ctx)
 	require.NoError(t, err, "PUT /fakecloud/federation")
 }
