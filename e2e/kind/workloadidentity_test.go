@@ -70,7 +70,10 @@ func (c *kindCluster) testWorkloadIdentity(t *testing.T) {
 	azCfg := fakecloud.DefaultAzureConfig()
 	subject := "system:serviceaccount:" + operator.Namespace + ":" + engineName
 
-	// 1. No webhook: the chart labels the pod, nothing injects.
+	// 1. No webhook: the chart labels the pod, nothing injects. The case
+	// starts from a cluster without the release, whatever the case before
+	// it left.
+	c.helm(t, ctx, "uninstall", "registration-engine", "--ignore-not-found", "--wait")
 	_, err := c.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, webhookConfig, metav1.GetOptions{})
 	require.Error(t, err, "the webhook is not installed yet")
 	c.installChart(t, ctx, "aks", map[string]any{
