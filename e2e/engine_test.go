@@ -391,7 +391,7 @@ func TestHelpAndVersion(t *testing.T) {
 func TestAttestationInspect(t *testing.T) {
 	c := harness.StartCloud(t)
 	out := filepath.Join(t.TempDir(), "secret.yaml")
-	res := harness.RunEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE=X"), "--output", out)
+	res := harness.RunEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE=E2E-INSPECT-CODE"), "--output", out)
 	require.Equal(t, 0, res.Code, res.String())
 	var s struct {
 		StringData map[string]string `json:"stringData"`

@@ -31,7 +31,7 @@ func TestRunEngine(t *testing.T) {
 	t.Setenv("JOB_NAME", leaked)
 	c := harness.StartCloud(t)
 	require.NotContains(t, c.Vars(), "JOB_NAME", "the check needs a setting the fake cloud leaves unset")
-	res = harness.RunEngine(t, ctx, append(c.Env, "REGISTRATION_CODE=X"), "--dry-run")
+	res = harness.RunEngine(t, ctx, append(c.Env, "REGISTRATION_CODE=E2E-HARNESS-CODE"), "--dry-run")
 	require.Equal(t, job.ExitOK, res.Code, res.String())
 	assert.Equal(t, job.OutcomeRegistered, testkit.Summary(t, res.Stderr)["outcome"])
 	var started map[string]any
