@@ -38,7 +38,7 @@ LONG_TESTS    ?= ^(TestOperatorRecovery)$$
 # operator's, the Job controller's back-off, CoreDNS's reload), so two
 # cores carry both: the package takes about 150 s instead of 205-256 s (see
 # docs/development.md, "Tests"). A new test lands in the second process.
-E2E_SPLIT_TESTS ?= ^(TestOperator|TestOperatorBehindAProxy|TestChartInstall|TestStatus)$$
+E2E_SPLIT_TESTS ?= ^(TestOperator|TestOperatorBehindAProxy|TestChartInstall|TestChartInstallFirstContact|TestStatus)$$
 # The test tiers, by package path. UNIT_PKGS: the product's packages (no
 # built binary, no control plane). HARNESS_PKGS: the end-to-end helpers whose
 # own tests need neither (e2e/kind's suite is behind the build tag e2e, so
