@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
@@ -29,6 +30,11 @@ import (
 // it registered.
 func (c *kindCluster) installThroughFirstContact(t *testing.T, ctx context.Context, layout string) (*batchv1.Job, time.Duration) {
 	t.Helper()
+	// A cluster the Marketplace installs on has no Lease yet; the one the
+	// overlay's runs left records their success, after which ARM's 403 is
+	// a removed role (permanent), not Azure still propagating one.
+	err := c.cs.CoordinationV1().Leases(operator.Namespace).Delete(ctx, kube.LeaseName, metav1.DeleteOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "delete the Lease: %v", err)
 	c.fault(t, ctx, "arm-403")
 	start := time.Now()
 	c.installChart(t, ctx, layout, map[string]any{"retry": map[string]any{"enabled": true, "intervalMinutes": 1}})
