@@ -276,7 +276,7 @@ func (j *Job) runPhases(ctx context.Context, log *slog.Logger, last *kube.RunRec
 	}
 	ev, err := runPhase(ctx, ph, "prove", func(ctx context.Context) (*providers.Evidence, []any, error) {
 		ev, attrs, err := j.prove(ctx, det.Cloud)
-		return ev, attrs, j.settle(err, last, j.Lock != nil)
+		return ev, attrs, j.settle(err, last)
 	})
 	if err != nil {
 		return ph.failed(res), err

@@ -67,15 +67,15 @@ func (j *Job) due(ctx context.Context) (bool, string, error) {
 // settle decides a settling failure (failure.Settling): retried like a
 // transient one while the cluster is in its first contact, permanent after.
 // last is the record the Lease held when this run took it (nil: none);
-// remembered is false when the run has no Lease to remember anything by (a
-// dry run, --output), which decides as before: permanent.
-func (j *Job) settle(err error, last *kube.RunRecord, remembered bool) error {
+// A run with no Lease to remember anything by (a dry run, --output)
+// decides as before: permanent.
+func (j *Job) settle(err error, last *kube.RunRecord) error {
 	if !failure.IsSettling(err) || failure.IsPermanent(err) {
 		return err
 	}
 	now := j.now()
 	switch {
-	case !remembered:
+	case j.Lock == nil:
 		return failure.Permanent(err)
 	case last != nil && last.LastSuccess != nil:
 		return failure.Permanent(fmt.Errorf("%w (this cluster registered at %s: no new identity is propagating, it needs a person)", err, utc(*last.LastSuccess)))
@@ -126,18 +126,29 @@ func (j *Job) plan(err error, last *kube.RunRecord) retryPlan {
 }
 
 // note is the plan in words, for the Event and the log: "" when nothing
-// is scheduled.
+// is scheduled. The words are the run record's (kube.RunRecord.Retrying),
+// which status shows too, so the Event, the log and status say the same.
 func (p retryPlan) note() string {
-	switch {
-	case p.next.IsZero():
+	if p.next.IsZero() {
 		return ""
-	case p.cause == kube.CauseSettling:
-		return fmt.Sprintf("waiting for Azure to propagate the identity or its role assignment: attempt %d failed, the next by %s; a person is needed if it still fails after %s", p.attempt, utc(p.next), utc(p.closes))
-	case p.refresh:
-		return fmt.Sprintf("attempt %d to refresh the registration failed, the next by %s (the cluster stays registered meanwhile)", p.attempt, utc(p.next))
-	default:
-		return fmt.Sprintf("attempt %d failed, the next by %s", p.attempt, utc(p.next))
 	}
+	return p.record(kube.RunRecord{Outcome: OutcomeFailed, ConsecutiveFailures: p.attempt}).Retrying()
+}
+
+// record is rec with the plan's fields: its cause and, when one is
+// scheduled, the next attempt, the first-contact window's end and whether
+// the streak is a refresh.
+func (p retryPlan) record(rec kube.RunRecord) kube.RunRecord {
+	rec.Cause = p.cause
+	if !p.next.IsZero() {
+		next := p.next
+		rec.NextAttempt, rec.Refresh = &next, p.refresh
+	}
+	if !p.closes.IsZero() {
+		closes := p.closes
+		rec.SettlesBy = &closes
+	}
+	return rec
 }
 
 // attrs are the plan's log attributes.

@@ -79,7 +79,7 @@ func TestFirstContactWaitsForAzure(t *testing.T) {
 	require.Len(t, op.events, 1)
 	assert.Equal(t, kube.ReasonWaiting, op.events[0].Reason)
 	assert.False(t, op.events[0].Warning)
-	assert.Contains(t, op.events[0].Note, "waiting for Azure to propagate the identity or its role assignment: attempt 1 failed, the next by 2026-12-04 14:00 UTC; a person is needed if it still fails after 2026-12-04 15:00 UTC")
+	assert.Contains(t, op.events[0].Note, "waiting for Azure to propagate the identity or its role assignment: attempt 2 is due by 2026-12-04 14:00 UTC; it needs a person if it still fails after 2026-12-04 15:00 UTC: phase prove failed")
 
 	// 50 minutes on, still settling: attempt 2, and a gap.
 	w.now = w.now.Add(50 * time.Minute)
@@ -131,7 +131,7 @@ func TestTransientFailureSchedulesARetry(t *testing.T) {
 	assert.Equal(t, ExitTransient, ExitCode(err))
 	require.Len(t, op.events, 1)
 	assert.Equal(t, kube.ReasonFailed, op.events[0].Reason)
-	assert.Contains(t, op.events[0].Note, "attempt 1 failed, the next by 2026-12-04 14:00 UTC: phase find-update-server failed")
+	assert.Contains(t, op.events[0].Note, "retrying: attempt 2 is due by 2026-12-04 14:00 UTC (cause transient): phase find-update-server failed")
 
 	// Two hours of failures later the next attempt is half an hour away:
 	// the retry CronJob's run at 16:10 does nothing, the one at 16:20 runs.
@@ -179,8 +179,8 @@ func TestRefreshIsRetriedLessOften(t *testing.T) {
 	rec := w.record()
 	assert.True(t, rec.Refresh)
 	assert.Equal(t, w.now.Add(50*time.Minute), *rec.NextAttempt, "an hour less the retry interval")
-	assert.Contains(t, op.events[0].Note, "attempt 1 to refresh the registration failed, the next by 2026-12-05 08:50 UTC (the cluster stays registered meanwhile)")
-	assert.Contains(t, rec.Retrying(), "retrying the refresh: attempt 2 is due by 2026-12-05 08:50 UTC")
+	assert.Contains(t, op.events[0].Note, "retrying the refresh: attempt 2 is due by 2026-12-05 08:50 UTC (cause transient; the registration stays as it is meanwhile)")
+	assert.Contains(t, op.events[0].Note, rec.Retrying(), "the Event and the record (status) say the same")
 
 	// Its retry carries the streak on as a refresh.
 	w.now = w.now.Add(50 * time.Minute)

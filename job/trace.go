@@ -87,16 +87,7 @@ func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runEr
 		if runErr != nil {
 			rec.Outcome, rec.Phase, rec.Permanent = OutcomeFailed, res.Failed, failure.IsPermanent(runErr)
 			rec.Error = escape.Record(runErr.Error(), j.Secrets.String, kube.MaxRunError)
-			rec.Cause = plan.cause
-			if !plan.next.IsZero() {
-				next := plan.next
-				rec.NextAttempt = &next
-			}
-			if !plan.closes.IsZero() {
-				closes := plan.closes
-				rec.SettlesBy = &closes
-			}
-			rec.Refresh = plan.refresh && !plan.next.IsZero()
+			*rec = plan.record(*rec)
 		}
 	}
 	// The run's context may be cancelled already: a context of its own, so
