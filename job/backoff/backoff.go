@@ -90,8 +90,7 @@ func (p Policy) Gap(elapsed time.Duration, refresh bool) time.Duration {
 // Bound is the promise of the rule: a streak of length elapsed is ended
 // within Bound after its cause clears (the retry CronJob looks every Tick).
 func (p Policy) Bound(elapsed time.Duration, refresh bool) time.Duration {
-	p = p.withDefaults()
-	return max(p.Tick, min(p.Gap(elapsed, refresh)+p.Tick, p.MaxGap+p.Tick))
+	return p.Gap(elapsed, refresh) + p.withDefaults().Tick
 }
 
 // Due reports whether an attempt recorded as due at next is due at now.
