@@ -148,55 +148,38 @@ engine_images() {
   "$DOCKER" image prune -f >/dev/null
 }
 
-# -------------------------------------------------------- operator image
-# rancher/scc-operator as the kind tier runs it: the binary the
-# real-control-plane tests run (static, CGO off), on the engine's base, as
-# user 65532. Rebuilt only when the binary or the base changes.
+# ---------------------------------------- operator and webhook images
+# A static binary as the kind tier runs it, on the engine's base, as user
+# 65532: rancher/scc-operator (the binary the real-control-plane tests run)
+# and Azure Workload Identity's mutating webhook (/manager, as its release
+# image runs it). Each is rebuilt only when its binary, the base or this
+# recipe changes.
 OPERATOR_BIN=$SCC_OPERATOR_DIR/$SCC_OPERATOR_COMMIT/operator
-operator_image_stamp() {
-  local h=missing
-  [[ -f "$OPERATOR_BIN" ]] && h=$(sha256sum < "$OPERATOR_BIN" | cut -c1-16)
-  echo "bin=$h base=$(image_id "$STATIC_IMAGE") recipe=$(recipe operator_image)"
-}
-operator_image() {
-  local bin=$OPERATOR_BIN s
-  [[ -x "$bin" ]] || die "no rancher/scc-operator at $bin (e2e/scripts/scc-operator.sh $SCC_OPERATOR_COMMIT builds it)"
-  s=$(operator_image_stamp)
-  up_to_date operator-image "$s" "$OPERATOR_IMAGE" && return
-  local ctx=$work/opctx
-  mkdir -p "$ctx"
-  cp "$bin" "$ctx/scc-operator"
-  printf 'FROM %s\nCOPY scc-operator /usr/bin/scc-operator\nUSER 65532:65532\nENTRYPOINT ["/usr/bin/scc-operator"]\n' "$STATIC_IMAGE" > "$ctx/Dockerfile"
-  "$DOCKER" build -q -t "$OPERATOR_IMAGE" "$ctx" >/dev/null
-  rm -rf "$ctx"
-  stamp operator-image "$s"
-  log "built $OPERATOR_IMAGE from $bin"
-}
-
-# --------------------------------------------------------- webhook image
-# Azure Workload Identity's mutating webhook as its release image runs it
-# (/manager, user 65532), on the engine's base. Rebuilt only when the
-# binary or the base changes.
 WEBHOOK_BIN=$AZWI_DIR/manager
-webhook_image_stamp() {
+# static_image_stamp BIN: the stamp of an image of BIN.
+static_image_stamp() {
   local h=missing
-  [[ -f "$WEBHOOK_BIN" ]] && h=$(sha256sum < "$WEBHOOK_BIN" | cut -c1-16)
-  echo "bin=$h base=$(image_id "$STATIC_IMAGE") recipe=$(recipe webhook_image)"
+  [[ -f "$1" ]] && h=$(sha256sum < "$1" | cut -c1-16)
+  echo "bin=$h base=$(image_id "$STATIC_IMAGE") recipe=$(recipe static_image)"
 }
-webhook_image() {
-  local bin=$WEBHOOK_BIN s
-  [[ -x "$bin" ]] || die "no Azure Workload Identity webhook at $bin (e2e/scripts/azwi-webhook.sh builds it)"
-  s=$(webhook_image_stamp)
-  up_to_date webhook-image "$s" "$WEBHOOK_IMAGE" && return
-  local ctx=$work/whctx
+# static_image NAME BIN PATH IMAGE BUILDER: IMAGE with BIN at PATH, stamped
+# NAME-image; BUILDER is what builds BIN, for the error when it is missing.
+static_image() {
+  local name=$1 bin=$2 path=$3 image=$4 builder=$5 s
+  [[ -x "$bin" ]] || die "no $name binary at $bin ($builder builds it)"
+  s=$(static_image_stamp "$bin")
+  up_to_date "$name-image" "$s" "$image" && return
+  local ctx=$work/$name-ctx
   mkdir -p "$ctx"
-  cp "$bin" "$ctx/manager"
-  printf 'FROM %s\nCOPY manager /manager\nUSER 65532:65532\nENTRYPOINT ["/manager"]\n' "$STATIC_IMAGE" > "$ctx/Dockerfile"
-  "$DOCKER" build -q -t "$WEBHOOK_IMAGE" "$ctx" >/dev/null
+  cp "$bin" "$ctx/binary"
+  printf 'FROM %s\nCOPY binary %s\nUSER 65532:65532\nENTRYPOINT ["%s"]\n' "$STATIC_IMAGE" "$path" "$path" > "$ctx/Dockerfile"
+  "$DOCKER" build -q -t "$image" "$ctx" >/dev/null
   rm -rf "$ctx"
-  stamp webhook-image "$s"
-  log "built $WEBHOOK_IMAGE from $bin"
+  stamp "$name-image" "$s"
+  log "built $image from $bin"
 }
+operator_image() { static_image operator "$OPERATOR_BIN" /usr/bin/scc-operator "$OPERATOR_IMAGE" "e2e/scripts/scc-operator.sh $SCC_OPERATOR_COMMIT"; }
+webhook_image() { static_image webhook "$WEBHOOK_BIN" /manager "$WEBHOOK_IMAGE" e2e/scripts/azwi-webhook.sh; }
 
 # ------------------------------------------------------------- node image
 # What kind build node-image would produce, assembled without a pull:
@@ -357,8 +340,8 @@ node_image() {
 stamps() {
   printf 'base-images\t%s\t%s\n' "$(base_images_stamp)" "$DEBIAN_IMAGE $STATIC_IMAGE"
   printf 'go-image\t%s\t%s\n' "$(go_image_stamp)" "$GO_IMAGE"
-  printf 'operator-image\t%s\t%s\n' "$(operator_image_stamp)" "$OPERATOR_IMAGE"
-  printf 'webhook-image\t%s\t%s\n' "$(webhook_image_stamp)" "$WEBHOOK_IMAGE"
+  printf 'operator-image\t%s\t%s\n' "$(static_image_stamp "$OPERATOR_BIN")" "$OPERATOR_IMAGE"
+  printf 'webhook-image\t%s\t%s\n' "$(static_image_stamp "$WEBHOOK_BIN")" "$WEBHOOK_IMAGE"
   printf 'node-image\t%s\t%s\n' "$(node_image_stamp)" "$NODE_IMAGE"
 }
 # plan: whether each image is current or would be built, without building
