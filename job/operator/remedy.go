@@ -39,7 +39,7 @@ func (d Decision) Remedy(v Verdict, w Where) (why, remedy string) {
 		case v.CodeRefused():
 			return "the update server refused the registration code, so the engine does not delete anything", refusedCodeRemedy(w)
 		case v.Untrusted:
-			return why, "the operator does not trust the update server's certificate: run rancher/scc-operator add-rmt-support (dad26bb) or later, which trusts registrationUrlCert (README \"Which rancher/scc-operator works\"); then " + manualRecovery(w)
+			return why, "the operator does not trust the update server's certificate: run rancher/scc-operator add-rmt-support (dad26bb) or later, which trusts registrationUrlCert (docs/install.md, \"Which rancher/scc-operator works\"); then " + manualRecovery(w)
 		}
 		return why, manualRecovery(w)
 	case Stopped:

@@ -39,9 +39,9 @@ func TestRecoveryLimitWording(t *testing.T) {
 	rule := spelled(MaxRecoveries) + " times in a row for the same code and URL, whatever the cause"
 	assert.Contains(t, RecoveryLimit, rule)
 	docs := map[string]string{
-		"README.md":           rule,
-		"docs/configure.md":   RecoveryLimit,
-		"docs/RELIABILITY.md": rule,
+		"docs/troubleshoot.md": rule,
+		"docs/configure.md":    RecoveryLimit,
+		"docs/RELIABILITY.md":  rule,
 	}
 	for path, want := range docs {
 		b, err := os.ReadFile("../../" + path)
