@@ -64,7 +64,7 @@ func TestChartPrometheusRuleAlerts(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	out, err = testkit.Command(ctx, bin, "test", "rules", filepath.Join(dir, "test.yaml"))
 	require.NoError(t, err, "promtool test rules:\n%s", out)
-	t.Logf("proved: the chart's PrometheusRule passes promtool check rules and its 8 alert checks in 6 scenarios (promtool test rules): RegistrationEngineRunFailed fires 10 min after the newest run failed, not when a newer run completed, not for the cleanup hook's Job; RegistrationEngineNoSuccess fires after 40 h without a success, not while a recent run completed")
+	t.Logf("proved: the chart's PrometheusRule passes promtool check rules and its 14 alert checks in 10 scenarios (promtool test rules): RegistrationEngineRunFailed fires 10 min after the newest run failed, not when a newer run completed, not for the cleanup hook's Job; RegistrationEngineNoSuccess fires after 40 h without a success, not while a recent run completed; RegistrationEngineNotRegistered fires 2 h after the install of a cluster whose runs wait for a registration code (no Secret scc-registration), not once the Secret exists")
 }
 
 // alertTests are promtool's unit tests of the rules (rules.yaml beside
@@ -205,5 +205,45 @@ tests:
     alert_rule_test:
       - eval_time: 40h20m
         alertname: RegistrationEngineNoSuccess
+        exp_alerts: []
+  - name: installed without a registration code, the runs succeed and wait
+    interval: 1m
+    input_series:
+      - series: 'kube_cronjob_created{namespace="cattle-scc-system", cronjob="registration-engine"}'
+        values: '0x200'
+      - series: 'kube_cronjob_status_last_successful_time{namespace="cattle-scc-system", cronjob="registration-engine"}'
+        values: '60x200'
+      - series: 'kube_job_created{namespace="cattle-scc-system", job_name="registration-engine-run-0a1b2c3d4e"}'
+        values: '60x200'
+      - series: 'kube_job_complete{namespace="cattle-scc-system", job_name="registration-engine-run-0a1b2c3d4e", condition="true"}'
+        values: '1x200'
+      - series: 'kube_secret_info{namespace="cattle-scc-system", secret="registration-code"}'
+        values: '1x200'
+      - series: 'kube_secret_info{namespace="cattle-system", secret="scc-registration"}'
+        values: '1x200'
+    alert_rule_test:
+      - eval_time: 2h5m
+        alertname: RegistrationEngineNotRegistered
+        exp_alerts: []
+      - eval_time: 2h11m
+        alertname: RegistrationEngineNotRegistered
+        exp_alerts:
+          - exp_labels: {namespace: cattle-scc-system, severity: warning}
+            exp_annotations:
+              summary: The cluster in cattle-scc-system has not been registered 2 hours after the install.
+              description: 'registration-engine was installed in cattle-scc-system 2 hours ago and there is still no Secret scc-registration. Most often the registration code is missing (Event RegistrationCodeMissing): set it as docs/install.md, "The registration code", shows; otherwise the runs fail (RegistrationEngineRunFailed). See registration-engine status.'
+      - eval_time: 2h11m
+        alertname: RegistrationEngineRunFailed
+        exp_alerts: []
+  - name: registered after half an hour of Azure's propagation
+    interval: 1m
+    input_series:
+      - series: 'kube_cronjob_created{namespace="cattle-scc-system", cronjob="registration-engine"}'
+        values: '0x200'
+      - series: 'kube_secret_info{namespace="cattle-scc-system", secret="scc-registration"}'
+        values: '_x30 1x170'
+    alert_rule_test:
+      - eval_time: 3h
+        alertname: RegistrationEngineNotRegistered
         exp_alerts: []
 `
