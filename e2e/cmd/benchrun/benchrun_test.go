@@ -44,8 +44,8 @@ func TestSummarize(t *testing.T) {
 		in   []time.Duration
 		want stats[time.Duration]
 	}{
-		"odd count":  {[]time.Duration{5, 1, 3}, stats[time.Duration]{median: 3, min: 1, max: 5}},
-		"even count": {[]time.Duration{4, 1, 2, 3}, stats[time.Duration]{median: 2, min: 1, max: 4}},
+		"odd count":  {[]time.Duration{5, 1, 3}, stats[time.Duration]{Median: 3, Min: 1, Max: 5}},
+		"even count": {[]time.Duration{4, 1, 2, 3}, stats[time.Duration]{Median: 2, Min: 1, Max: 4}},
 		"empty":      {nil, stats[time.Duration]{}},
 	}
 	for name, tc := range tests {
@@ -64,7 +64,7 @@ func TestJudge(t *testing.T) {
 // TestBlackHoleTarget: the IPv6 black hole row compares the two scenarios
 // measured side by side, as a difference against the target and a ratio.
 func TestBlackHoleTarget(t *testing.T) {
-	runs := func(d time.Duration) []sample { return []sample{{wall: d}, {wall: d}, {wall: d}} }
+	runs := func(d time.Duration) []sample { return []sample{{Wall: d}, {Wall: d}, {Wall: d}} }
 	tests := map[string]struct {
 		blackHole  time.Duration
 		wantResult string
@@ -75,19 +75,19 @@ func TestBlackHoleTarget(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			r := &report{scenarios: []scenarioResult{
-				{name: "healthy", samples: runs(300 * time.Millisecond)},
-				{name: "IPv6 black hole", samples: runs(tc.blackHole)},
+			r := &report{Scenarios: []scenarioResult{
+				{scenario: scenario{Name: "healthy"}, series: series{Samples: runs(300 * time.Millisecond)}},
+				{scenario: scenario{Name: "IPv6 black hole"}, series: series{Samples: runs(tc.blackHole)}},
 			}}
 			var got *target
-			for _, tg := range r.targets() {
-				if tg.what == "IPv6 black hole ≤ healthy run + 0.5 s wall" {
+			for _, tg := range r.Targets() {
+				if tg.What == "IPv6 black hole ≤ healthy run + 0.5 s wall" {
 					got = &tg
 				}
 			}
 			require.NotNil(t, got)
-			assert.Contains(t, got.result, tc.wantResult)
-			assert.Contains(t, got.measured, tc.wantIn)
+			assert.Contains(t, got.Result, tc.wantResult)
+			assert.Contains(t, got.Measured, tc.wantIn)
 		})
 	}
 }
@@ -97,15 +97,15 @@ func TestBlackHoleTarget(t *testing.T) {
 func TestRunSummary(t *testing.T) {
 	tests := map[string]struct {
 		stderr string
-		want   summary
+		want   sample
 	}{
 		"registered": {
 			stderr: `{"msg":"starting"}` + "\n" + `{"msg":"run finished","durationMs":412.5,"outcome":"registered"}` + "\n",
-			want:   summary{found: true, duration: 412500 * time.Microsecond},
+			want:   sample{HasSummary: true, InProcess: 412500 * time.Microsecond},
 		},
 		"failed in detect": {
 			stderr: `{"msg":"run finished","durationMs":2000,"failedPhase":"detect","error":"no cloud"}`,
-			want:   summary{found: true, duration: 2 * time.Second, failedPhase: "detect"},
+			want:   sample{HasSummary: true, InProcess: 2 * time.Second, FailedPhase: "detect"},
 		},
 		"refused at load: no summary": {
 			stderr: `{"msg":"invalid configuration","error":"REGIONSRV_CONFIG: no such file"}`,
@@ -125,22 +125,22 @@ func TestRunSummary(t *testing.T) {
 // so that an exit 2 from a setting refused at load is not timed as
 // off-cloud.
 func TestScenarioCheck(t *testing.T) {
-	offCloud := scenario{wantCode: 2, wantPhase: "detect"}
-	version := scenario{wantCode: 0, noSummary: true}
-	healthy := scenario{wantCode: 0}
+	offCloud := scenario{WantCode: 2, WantPhase: "detect"}
+	version := scenario{WantCode: 0, NoSummary: true}
+	healthy := scenario{WantCode: 0}
 	tests := map[string]struct {
 		sc      scenario
 		s       sample
 		wantErr bool
 	}{
-		"off-cloud gives up in detect":       {sc: offCloud, s: sample{code: 2, failedPhase: "detect", hasSummary: true}},
-		"off-cloud refused at load":          {sc: offCloud, s: sample{code: 2}, wantErr: true},
-		"off-cloud failing in another phase": {sc: offCloud, s: sample{code: 2, failedPhase: "config", hasSummary: true}, wantErr: true},
-		"healthy registers":                  {sc: healthy, s: sample{code: 0, hasSummary: true}},
-		"healthy without a run summary":      {sc: healthy, s: sample{code: 0}, wantErr: true},
-		"healthy with another exit code":     {sc: healthy, s: sample{code: 1, failedPhase: "find", hasSummary: true}, wantErr: true},
-		"--version runs no job":              {sc: version, s: sample{code: 0}},
-		"--version that ran a job after all": {sc: version, s: sample{code: 0, hasSummary: true}, wantErr: true},
+		"off-cloud gives up in detect":       {sc: offCloud, s: sample{Code: 2, FailedPhase: "detect", HasSummary: true}},
+		"off-cloud refused at load":          {sc: offCloud, s: sample{Code: 2}, wantErr: true},
+		"off-cloud failing in another phase": {sc: offCloud, s: sample{Code: 2, FailedPhase: "config", HasSummary: true}, wantErr: true},
+		"healthy registers":                  {sc: healthy, s: sample{Code: 0, HasSummary: true}},
+		"healthy without a run summary":      {sc: healthy, s: sample{Code: 0}, wantErr: true},
+		"healthy with another exit code":     {sc: healthy, s: sample{Code: 1, FailedPhase: "find", HasSummary: true}, wantErr: true},
+		"--version runs no job":              {sc: version, s: sample{Code: 0}},
+		"--version that ran a job after all": {sc: version, s: sample{Code: 0, HasSummary: true}, wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -159,14 +159,14 @@ func TestScenarioCheck(t *testing.T) {
 func TestMeasureSizes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "registration-engine")
 	require.NoError(t, os.WriteFile(path, bytes.Repeat([]byte("registration-engine "), 5000), 0o755))
-	s := measureSizes(options{stripped: path, imageBytes: 42, imageNote: "docker build"})
-	require.NoError(t, s.binaryErr)
-	assert.EqualValues(t, 100000, s.binary)
-	assert.Positive(t, s.binaryGzip)
-	assert.Less(t, s.binaryGzip, s.binary/10, "a repetitive file compresses")
-	assert.EqualValues(t, 42, s.image)
+	s := measureSizes(options{Stripped: path, ImageBytes: 42, ImageNote: "docker build"})
+	require.NoError(t, s.BinaryErr)
+	assert.EqualValues(t, 100000, s.Binary)
+	assert.Positive(t, s.BinaryGzip)
+	assert.Less(t, s.BinaryGzip, s.Binary/10, "a repetitive file compresses")
+	assert.EqualValues(t, 42, s.Image)
 
-	s = measureSizes(options{imageNote: "not measured"})
-	assert.EqualError(t, s.binaryErr, "no stripped binary given")
-	assert.Equal(t, "not measured", s.imageNote)
+	s = measureSizes(options{ImageNote: "not measured"})
+	assert.EqualError(t, s.BinaryErr, "no stripped binary given")
+	assert.Equal(t, "not measured", s.ImageNote)
 }

@@ -25,29 +25,29 @@ import (
 const runTimeout = time.Minute
 
 // sample is one engine process: its wall time from fork to reaped exit, its
-// own peak resident set (ru_maxrss), its exit code, and from its run
-// summary the duration (the time inside job.Run, without process start-up)
-// and the phase that failed.
+// own peak resident set (ru_maxrss) and its exit code; and from its run
+// summary, the engine's last log line, the duration (the time inside
+// job.Run, without process start-up) and the phase that failed.
 type sample struct {
-	wall        time.Duration
-	rssKiB      int64
-	code        int
-	inProcess   time.Duration
-	failedPhase string
-	hasSummary  bool
+	Wall        time.Duration
+	RSSKiB      int64
+	Code        int
+	InProcess   time.Duration
+	FailedPhase string
+	// HasSummary: the last log line is the run summary. A run stopped
+	// before job.Run (a setting refused at load) has none.
+	HasSummary bool
 }
 
-// spawner is the path of the spawn helper (e2e/cmd/benchrun/spawn), which
-// runs each engine process so that its peak RSS is its own (see there).
-var spawner string
+// engine is the engine binary, run through the spawn helper
+// (e2e/cmd/benchrun/spawn) so that each process's peak RSS is its own (see
+// there).
+type engine struct{ bin, spawn string }
 
-// runEngine runs the engine once through the spawn helper with exactly env
-// (nothing of benchrun's own environment leaks in, so no real endpoint can
-// be reached) and returns the sample and the process's stderr.
-func runEngine(ctx context.Context, bin string, env []string, args ...string) (sample, string, error) {
-	if spawner == "" {
-		return sample{}, "", errors.New("no spawn helper (--spawn)")
-	}
+// run runs the engine once with exactly env (nothing of benchrun's own
+// environment leaks in, so no real endpoint can be reached) and returns the
+// sample and the process's stderr.
+func (e engine) run(ctx context.Context, env []string, args ...string) (sample, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
 	pr, pw, err := os.Pipe()
@@ -55,10 +55,10 @@ func runEngine(ctx context.Context, bin string, env []string, args ...string) (s
 		return sample{}, "", err
 	}
 	defer func() { _ = pr.Close() }()
-	cmd := exec.CommandContext(ctx, spawner, append([]string{bin}, args...)...)
+	cmd := exec.CommandContext(ctx, e.spawn, append([]string{e.bin}, args...)...)
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	cmd.ExtraFiles = []*os.File{pw}
 	// The helper and the engine share a process group, so a timeout ends
 	// both.
@@ -67,38 +67,30 @@ func runEngine(ctx context.Context, bin string, env []string, args ...string) (s
 	err = cmd.Start()
 	_ = pw.Close()
 	if err != nil {
-		return sample{}, "", fmt.Errorf("run %s: %w", bin, err)
+		return sample{}, "", fmt.Errorf("run %s: %w", e.bin, err)
 	}
 	report, readErr := io.ReadAll(io.LimitReader(pr, 4096))
 	err = cmd.Wait()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
-		return sample{}, stderr.String(), fmt.Errorf("run %s: %w", bin, err)
+		return sample{}, stderr.String(), fmt.Errorf("run %s: %w", e.bin, err)
 	}
 	if ctx.Err() != nil {
-		return sample{}, stderr.String(), fmt.Errorf("run %s: no exit within %s", bin, runTimeout)
+		return sample{}, stderr.String(), fmt.Errorf("run %s: no exit within %s", e.bin, runTimeout)
 	}
-	sum := runSummary(stderr.String())
-	s := sample{code: cmd.ProcessState.ExitCode(), inProcess: sum.duration, failedPhase: sum.failedPhase, hasSummary: sum.found}
+	s := runSummary(stderr.String())
+	s.Code = cmd.ProcessState.ExitCode()
 	var wallNs int64
-	if _, err := fmt.Sscanf(string(report), "wallNs=%d maxrssKiB=%d", &wallNs, &s.rssKiB); err != nil || readErr != nil {
-		return s, stderr.String(), fmt.Errorf("run %s: spawn helper report %q: %w", bin, report, errors.Join(err, readErr))
+	if _, err := fmt.Sscanf(string(report), "wallNs=%d maxrssKiB=%d", &wallNs, &s.RSSKiB); err != nil || readErr != nil {
+		return s, stderr.String(), fmt.Errorf("run %s: spawn helper report %q: %w", e.bin, report, errors.Join(err, readErr))
 	}
-	s.wall = time.Duration(wallNs)
+	s.Wall = time.Duration(wallNs)
 	return s, stderr.String(), nil
 }
 
-// summary is what a sample keeps of the engine's run summary.
-type summary struct {
-	// found: the last log line is the run summary. A run stopped before
-	// job.Run (a setting refused at load) has none.
-	found       bool
-	duration    time.Duration
-	failedPhase string
-}
-
-// runSummary reads the engine's last JSON log line, the run summary.
-func runSummary(stderr string) summary {
+// runSummary is the sample's part of the engine's last JSON log line when
+// that is the run summary, and nothing otherwise.
+func runSummary(stderr string) sample {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	var last struct {
 		Msg         string  `json:"msg"`
@@ -106,46 +98,57 @@ func runSummary(stderr string) summary {
 		FailedPhase string  `json:"failedPhase"`
 	}
 	if json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil || last.Msg != "run finished" {
-		return summary{}
+		return sample{}
 	}
-	return summary{found: true, duration: time.Duration(last.DurationMs * float64(time.Millisecond)), failedPhase: last.FailedPhase}
+	return sample{HasSummary: true, InProcess: time.Duration(last.DurationMs * float64(time.Millisecond)),
+		FailedPhase: last.FailedPhase}
 }
 
-// scenario is one way of running the engine, repeated.
-type scenario struct {
-	name, what string
-	wantCode   int
-	// wantPhase is the run summary's failedPhase a failing run must report,
-	// so that an exit 2 for another reason (a setting refused at load) is
-	// not timed as this scenario. noSummary: the arguments run no job.
-	wantPhase string
-	noSummary bool
-	// args are the engine's arguments (default --dry-run).
-	args []string
-	// setup prepares the environment and returns a function that undoes it.
-	setup func(dir string) (env []string, stop func(), err error)
+// series is one way of running the engine, repeated: the timed runs and the
+// Go heap of one more run.
+type series struct {
+	Samples []sample
+	Heap    heapPeak
 }
 
-// scenarioResult is what one scenario measured.
-type scenarioResult struct {
-	name, what string
-	wantCode   int
-	samples    []sample
-	heap       heapPeak
-	err        error
+// measure runs the engine warmups + runs times, each run checked, keeps the
+// samples after the warm-ups, then runs it once more with GODEBUG=gctrace=1
+// for the heap.
+func (e engine) measure(ctx context.Context, env, args []string, warmups, runs int,
+	check func(sample) error) (series, error) {
+	var res series
+	for i := range warmups + runs {
+		s, err := e.checkedRun(ctx, env, check, args...)
+		if err != nil {
+			return res, fmt.Errorf("run %d: %w", i, err)
+		}
+		if i >= warmups {
+			res.Samples = append(res.Samples, s)
+		}
+	}
+	_, stderr, err := e.run(ctx, append(slices.Clone(env), "GODEBUG=gctrace=1"), args...)
+	res.Heap = gcTraceHeap(stderr)
+	return res, err
+}
+
+// checkedRun runs the engine once and says, with its last log lines, why
+// the run is not what check wants.
+func (e engine) checkedRun(ctx context.Context, env []string, check func(sample) error, args ...string) (sample, error) {
+	s, stderr, err := e.run(ctx, env, args...)
+	if err == nil {
+		if err = check(s); err != nil {
+			err = fmt.Errorf("%w; last log lines:\n%s", err, lastLines(stderr, 3))
+		}
+	}
+	return s, err
 }
 
 // heapPeak is the largest Go heap the runtime's GC trace reported in one
 // run: at the start of a cycle, at its end, or live after it.
-type heapPeak struct {
-	mb, cycles int
-	measured   bool
-}
+type heapPeak struct{ mb, cycles int }
 
 func (h heapPeak) String() string {
 	switch {
-	case !h.measured:
-		return "—"
 	case h.cycles == 0:
 		return "< 4 MB (no GC cycle ran)"
 	case h.cycles == 1:
@@ -155,85 +158,89 @@ func (h heapPeak) String() string {
 	}
 }
 
-var gcTraceRE = regexp.MustCompile(`^gc \d+ .* (\d+)->(\d+)->(\d+) MB`)
+var gcTraceRE = regexp.MustCompile(`(?m)^gc \d+ .* (\d+)->(\d+)->(\d+) MB`)
 
-// measureHeap runs the engine once more with GODEBUG=gctrace=1 and reads the
-// largest heap from the trace.
-func measureHeap(ctx context.Context, bin string, env []string, args ...string) (heapPeak, error) {
-	_, stderr, err := runEngine(ctx, bin, append(slices.Clone(env), "GODEBUG=gctrace=1"), args...)
-	if err != nil {
-		return heapPeak{}, err
-	}
-	h := heapPeak{measured: true}
-	for _, line := range strings.Split(stderr, "\n") {
-		m := gcTraceRE.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
+// gcTraceHeap reads the largest heap from a run's GC trace.
+func gcTraceHeap(stderr string) heapPeak {
+	var h heapPeak
+	for _, m := range gcTraceRE.FindAllStringSubmatch(stderr, -1) {
 		h.cycles++
 		for _, v := range m[1:] {
-			if n, err := strconv.Atoi(v); err == nil && n > h.mb {
-				h.mb = n
-			}
+			n, _ := strconv.Atoi(v) // \d+ of at most a few digits
+			h.mb = max(h.mb, n)
 		}
 	}
-	return h, nil
+	return h
+}
+
+// scenario is one way of running the engine against the fake cloud.
+type scenario struct {
+	Name, What string
+	WantCode   int
+	// WantPhase is the run summary's failedPhase a failing run must report,
+	// so that an exit 2 for another reason (a setting refused at load) is
+	// not timed as this scenario. NoSummary: the arguments run no job.
+	WantPhase string
+	NoSummary bool
+	Args      []string
+	// Setup, when set, prepares the environment and returns a function
+	// that undoes it.
+	Setup func(dir string) (env []string, stop func(), err error)
+}
+
+// scenarioResult is what one scenario measured, or why it did not.
+type scenarioResult struct {
+	scenario
+	series
+	Err error
 }
 
 func scenarios() []scenario {
+	dryRun := []string{"--dry-run"}
 	return []scenario{
-		{name: "start-up only", what: "`registration-engine --version`: load and initialise the binary, run nothing; the floor under every other row", wantCode: 0, args: []string{"--version"}, noSummary: true,
-			setup: func(string) ([]string, func(), error) { return nil, func() {}, nil }},
-		{name: "healthy", what: "every peer answers; the engine registers (dry run)", wantCode: 0, setup: cloudSetup()},
-		{name: "first region server down", what: "fault region-down: the first region server refuses connections, the second answers", wantCode: 0, setup: cloudSetup("region-down")},
-		{name: "IPv6 black hole", what: "fault ipv6-blackhole: the update server's IPv6 address ([::1]) drops every connection attempt without an answer, its IPv4 address answers; phase 4's health check races the two (IPv6 first, IPv4 250 ms later) and every later request goes to the address that answered. Without IPv6 loopback on the machine the fault is a no-op and this row equals the healthy one", wantCode: 0, setup: cloudSetup("ipv6-blackhole")},
-		{name: "off-cloud", what: "every metadata endpoint (1 Azure, 3 GCP, 2 AWS) accepts and never answers; DMI says bare metal; the engine gives up in phase 1, exit 2", wantCode: 2, wantPhase: "detect", setup: offCloudSetup},
+		{Name: "start-up only", Args: []string{"--version"}, NoSummary: true,
+			What: "`registration-engine --version`: load and initialise the binary, run nothing; the floor under every other row"},
+		{Name: "healthy", Args: dryRun, Setup: cloudSetup(),
+			What: "every peer answers; the engine registers (dry run)"},
+		{Name: "first region server down", Args: dryRun, Setup: cloudSetup("region-down"),
+			What: "fault region-down: the first region server refuses connections, the second answers"},
+		{Name: "IPv6 black hole", Args: dryRun, Setup: cloudSetup("ipv6-blackhole"),
+			What: "fault ipv6-blackhole: the update server's IPv6 address ([::1]) drops every connection attempt without " +
+				"an answer, its IPv4 address answers; phase 4's health check races the two (IPv6 first, IPv4 250 ms later) " +
+				"and every later request goes to the address that answered. Without IPv6 loopback on the machine the fault " +
+				"is a no-op and this row equals the healthy one"},
+		{Name: "off-cloud", Args: dryRun, Setup: offCloudSetup, WantCode: 2, WantPhase: "detect",
+			What: "every metadata endpoint (1 Azure, 3 GCP, 2 AWS) accepts and never answers; DMI says bare metal; " +
+				"the engine gives up in phase 1, exit 2"},
 	}
 }
 
 // measure runs the scenario once to warm the page cache, then runs times,
 // then once more with the GC trace on for the heap.
-func (sc scenario) measure(ctx context.Context, bin string, runs int) (scenarioResult, error) {
-	res := scenarioResult{name: sc.name, what: sc.what, wantCode: sc.wantCode}
+func (sc scenario) measure(ctx context.Context, e engine, runs int) (series, error) {
 	dir, err := os.MkdirTemp("", "benchrun-")
 	if err != nil {
-		return res, err
+		return series{}, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	env, stop, err := sc.setup(dir)
-	if err != nil {
-		return res, err
-	}
-	defer stop()
-	args := sc.args
-	if args == nil {
-		args = []string{"--dry-run"}
-	}
-	for i := 0; i <= runs; i++ {
-		s, stderr, err := runEngine(ctx, bin, env, args...)
-		if err != nil {
-			return res, err
+	var env []string
+	if sc.Setup != nil {
+		var stop func()
+		if env, stop, err = sc.Setup(dir); err != nil {
+			return series{}, err
 		}
-		if err := sc.check(s); err != nil {
-			return res, fmt.Errorf("run %d: %w; last log lines:\n%s", i, err, lastLines(stderr, 3))
-		}
-		if i > 0 {
-			res.samples = append(res.samples, s)
-		}
+		defer stop()
 	}
-	if res.heap, err = measureHeap(ctx, bin, env, args...); err != nil {
-		return res, err
-	}
-	return res, nil
+	return e.measure(ctx, env, sc.Args, 1, runs, sc.check)
 }
 
 // check says why s is not a run of this scenario: another exit code, a
 // failing run that failed in another phase, or a run summary where the
 // arguments run no job (or none where they do).
 func (sc scenario) check(s sample) error {
-	if s.code != sc.wantCode || s.failedPhase != sc.wantPhase || s.hasSummary == sc.noSummary {
+	if s.Code != sc.WantCode || s.FailedPhase != sc.WantPhase || s.HasSummary == sc.NoSummary {
 		return fmt.Errorf("exit %d, failedPhase %q, run summary %t; want exit %d, failedPhase %q, run summary %t",
-			s.code, s.failedPhase, s.hasSummary, sc.wantCode, sc.wantPhase, !sc.noSummary)
+			s.Code, s.FailedPhase, s.HasSummary, sc.WantCode, sc.WantPhase, !sc.NoSummary)
 	}
 	return nil
 }
@@ -275,27 +282,26 @@ func offCloudSetup(dir string) (env []string, stop func(), err error) {
 		}
 		listeners, urls = append(listeners, l), append(urls, "http://"+l.Addr().String())
 	}
-	dmi := filepath.Join(dir, "dmi")
-	if err := os.MkdirAll(dmi, 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, "dmi"), 0o755); err != nil {
 		return nil, nil, err
 	}
-	for name, value := range map[string]string{"sys_vendor": "Dell Inc.\n", "product_name": "PowerEdge R650\n", "chassis_asset_tag": "\n"} {
-		if err := os.WriteFile(filepath.Join(dmi, name), []byte(value), 0o644); err != nil {
+	files := map[string]string{
+		"dmi/sys_vendor": "Dell Inc.\n", "dmi/product_name": "PowerEdge R650\n", "dmi/chassis_asset_tag": "\n",
+		// A valid regionserverclnt.cfg: the engine loads it at start, and
+		// its region server is never asked because detection fails first.
+		"regionserverclnt.cfg": "[server]\napi = regionInfo\ncertLocation = " + dir + "\nregionsrv = 127.0.0.1\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return nil, nil, err
 		}
 	}
-	// A valid regionserverclnt.cfg: the engine loads it at start, and its
-	// region server is never asked because detection fails first.
-	cfg := filepath.Join(dir, "regionserverclnt.cfg")
-	if err := os.WriteFile(cfg, []byte("[server]\napi = regionInfo\ncertLocation = "+dir+"\nregionsrv = 127.0.0.1\n"), 0o644); err != nil {
-		return nil, nil, err
-	}
 	return []string{
-		"REGIONSRV_CONFIG=" + cfg,
+		"REGIONSRV_CONFIG=" + filepath.Join(dir, "regionserverclnt.cfg"),
 		"AZURE_IMDS_ENDPOINT=" + urls[0],
 		"GCP_METADATA_ENDPOINTS=" + strings.Join(urls[1:4], ","),
 		"AWS_IMDS_ENDPOINTS=" + strings.Join(urls[4:6], ","),
-		"DMI_DIR_PATH=" + dmi,
+		"DMI_DIR_PATH=" + filepath.Join(dir, "dmi"),
 		"STARTUP_SLEEP_MAX=0",
 		"REGISTRATION_CODE=BENCH-CODE",
 	}, stop, nil
@@ -307,19 +313,18 @@ func lastLines(s string, n int) string {
 }
 
 // stats are the median, minimum and maximum of a series.
-type stats[T int64 | time.Duration] struct{ median, min, max T }
+type stats[T int64 | time.Duration | float64] struct{ Median, Min, Max T }
 
-func summarize[T int64 | time.Duration](xs []T) stats[T] {
+func summarize[T int64 | time.Duration | float64](xs []T) stats[T] {
 	if len(xs) == 0 {
 		return stats[T]{}
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
+	s := slices.Sorted(slices.Values(xs))
 	m := s[len(s)/2]
 	if len(s)%2 == 0 {
 		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
-	return stats[T]{median: m, min: s[0], max: s[len(s)-1]}
+	return stats[T]{Median: m, Min: s[0], Max: s[len(s)-1]}
 }
 
 // of is the stats of one figure of samples.
@@ -331,8 +336,12 @@ func of[T int64 | time.Duration](samples []sample, figure func(sample) T) stats[
 	return summarize(xs)
 }
 
-func wallOf(s sample) time.Duration      { return s.wall }
-func inProcessOf(s sample) time.Duration { return s.inProcess }
-func rssOf(s sample) int64               { return s.rssKiB }
-
-func (r scenarioResult) wall() stats[time.Duration] { return of(r.samples, wallOf) }
+// Wall, InRun and RSS are the stats of the series' wall times, durations
+// inside job.Run and peak RSS in KiB.
+func (s series) Wall() stats[time.Duration] {
+	return of(s.Samples, func(s sample) time.Duration { return s.Wall })
+}
+func (s series) InRun() stats[time.Duration] {
+	return of(s.Samples, func(s sample) time.Duration { return s.InProcess })
+}
+func (s series) RSS() stats[int64] { return of(s.Samples, func(s sample) int64 { return s.RSSKiB }) }

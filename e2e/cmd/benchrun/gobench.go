@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // goBench is one Go benchmark over every -count repetition: per unit
@@ -14,17 +17,58 @@ type goBench struct {
 	values    map[string][]float64
 }
 
+// module is the path the benchmarks' packages are named within.
+const module = "github.com/rancher/registration-engine"
+
+// benchDescriptions say what each Go benchmark measures.
+var benchDescriptions = map[string]string{
+	"BenchmarkDetectNothingListening": "Detect: 6 metadata endpoints that accept and never answer, probed at once " +
+		"under the 2 s budget",
+	"BenchmarkDetectSequential": "the seed's way on the same endpoints: one after another, 2 s each " +
+		"(AWS: token PUT, then IMDSv1 GET)",
+	"BenchmarkParseRegionData":  "parse a region server's XML answer listing 6 update servers",
+	"BenchmarkRace":             "Happy Eyeballs: race [::1] and 127.0.0.1 to an open loopback port",
+	"BenchmarkNonceAndDocument": "nonce from the plan URN + `<document>` packaging of a 4 KiB attested signature",
+}
+
 // median of the unit's values, and whether there were any.
 func (b goBench) median(unit string) (float64, bool) {
-	v := slices.Clone(b.values[unit])
-	if len(v) == 0 {
-		return 0, false
+	return summarize(b.values[unit]).Median, len(b.values[unit]) > 0
+}
+
+// The page's cells of the benchmark: its name without "Benchmark", its
+// package within the module, what it measures, the -count repetitions and
+// their median iteration count, the median time/op, and the other units'
+// medians.
+func (b goBench) Short() string   { return strings.TrimPrefix(b.name, "Benchmark") }
+func (b goBench) Package() string { return strings.TrimPrefix(b.pkg, module+"/") }
+func (b goBench) What() string    { return benchDescriptions[b.name] }
+func (b goBench) Reps() int       { return len(b.iters) }
+func (b goBench) MidIters() int64 { return slices.Sorted(slices.Values(b.iters))[len(b.iters)/2] }
+
+func (b goBench) TimePerOp() time.Duration {
+	ns, _ := b.median("ns/op")
+	return time.Duration(ns)
+}
+
+func (b goBench) Other() string {
+	var other []string
+	for _, unit := range slices.Sorted(maps.Keys(b.values)) {
+		if !slices.Contains([]string{"ns/op", "B/op", "allocs/op", "seconds/op"}, unit) {
+			v, _ := b.median(unit)
+			other = append(other, fmt.Sprintf("%.1f %s", v, unit))
+		}
 	}
-	slices.Sort(v)
-	if len(v)%2 == 0 {
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
+	return strings.Join(other, ", ")
+}
+
+// Count is the unit's median, "—" when the benchmark does not report the
+// unit.
+func (b goBench) Count(unit string) string {
+	if v, ok := b.median(unit); ok {
+		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
-	return v[len(v)/2], true
+	return "—"
 }
 
 // parseGoBench reads `go test -bench` output: "pkg:" lines name the

@@ -33,23 +33,22 @@ const (
 // kubeRun is one engine run against the control plane, through the
 // plane's RequestLog, and the requests it made.
 type kubeRun struct {
-	name   string
-	sample sample
+	Name   string
+	Sample sample
 	controlplane.Requests
 }
 
 // kubeResult is the Kubernetes measurement, or why there is none.
 type kubeResult struct {
-	startup time.Duration
-	// runs went through the RequestLog.
-	runs []kubeRun
-	// direct are unchanged runs straight to the API server (TLS, HTTP/2,
-	// client certificate); directHeap is the Go heap of one more.
-	direct            []sample
-	directHeap        heapPeak
-	secretUnchanged   bool
-	corefileUnchanged bool
-	err               error
+	Startup time.Duration
+	// Runs went through the RequestLog.
+	Runs []kubeRun
+	// Direct are unchanged runs straight to the API server (TLS, HTTP/2,
+	// client certificate).
+	Direct            series
+	SecretUnchanged   bool
+	CorefileUnchanged bool
+	Err               error
 }
 
 // measureKube starts a control plane, prepares what a cluster has (the
@@ -57,13 +56,13 @@ type kubeResult struct {
 // against a healthy fake cloud through the plane's RequestLog: the first
 // run creates the Secret and the hosts entry, the second finds both
 // unchanged. Then it runs it straight to the API server.
-func measureKube(ctx context.Context, testbin, engine string, log io.Writer) *kubeResult {
+func measureKube(ctx context.Context, testbin string, e engine, log io.Writer) *kubeResult {
 	res := &kubeResult{}
-	res.err = res.measure(ctx, testbin, engine, log)
+	res.Err = res.measure(ctx, testbin, e, log)
 	return res
 }
 
-func (res *kubeResult) measure(ctx context.Context, testbin, engine string, log io.Writer) error {
+func (res *kubeResult) measure(ctx context.Context, testbin string, e engine, log io.Writer) error {
 	startCtx, cancel := context.WithTimeout(ctx, planeStartBudget)
 	defer cancel()
 	p, err := controlplane.New(startCtx, testbin)
@@ -75,7 +74,7 @@ func (res *kubeResult) measure(ctx context.Context, testbin, engine string, log 
 			fmt.Fprintf(log, "benchrun: stop control plane: %v\n", err)
 		}
 	}()
-	res.startup = p.StartupTime
+	res.Startup = p.StartupTime
 	fmt.Fprintf(log, "benchrun: control plane up in %.1fs\n", p.StartupTime.Seconds())
 	cs, err := kubernetes.NewForConfig(p.Admin)
 	if err != nil {
@@ -101,21 +100,14 @@ func (res *kubeResult) measure(ctx context.Context, testbin, engine string, log 
 	defer requests.Close()
 
 	env := append(cloud.Environ(), "REGISTRATION_CODE=BENCH-CODE", "POD_NAME=benchrun")
-	run := func(name, kubeconfig string) (sample, error) {
-		s, stderr, err := runEngine(ctx, engine, env, "--kubeconfig", kubeconfig)
-		if err == nil && s.code != 0 {
-			err = fmt.Errorf("%s: exit %d; last log lines:\n%s", name, s.code, lastLines(stderr, 3))
-		}
-		return s, err
-	}
 	var secretRV, corefileRV string
 	for _, name := range []string{"first run (creates)", "second run (unchanged)"} {
 		requests.Take()
-		s, err := run(name, requests.Kubeconfig)
+		s, err := e.checkedRun(ctx, env, exitZero, "--kubeconfig", requests.Kubeconfig)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		res.runs = append(res.runs, kubeRun{name: name, sample: s, Requests: requests.Take()})
+		res.Runs = append(res.Runs, kubeRun{Name: name, Sample: s, Requests: requests.Take()})
 		sec, err := cs.CoreV1().Secrets(engineNamespace).Get(ctx, secretName, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("%s: the Secret: %w", name, err)
@@ -124,39 +116,47 @@ func (res *kubeResult) measure(ctx context.Context, testbin, engine string, log 
 		if err != nil {
 			return fmt.Errorf("%s: the CoreDNS ConfigMap: %w", name, err)
 		}
-		res.secretUnchanged, res.corefileUnchanged = sec.ResourceVersion == secretRV, cm.ResourceVersion == corefileRV
+		res.SecretUnchanged, res.CorefileUnchanged = sec.ResourceVersion == secretRV, cm.ResourceVersion == corefileRV
 		secretRV, corefileRV = sec.ResourceVersion, cm.ResourceVersion
 	}
-	for i := range directRuns {
-		s, err := run(fmt.Sprintf("direct run %d", i+1), p.AdminKubeconfig)
-		if err != nil {
-			return err
-		}
-		res.direct = append(res.direct, s)
+	res.Direct, err = e.measure(ctx, env, []string{"--kubeconfig", p.AdminKubeconfig}, 0, directRuns, exitZero)
+	if err != nil {
+		return fmt.Errorf("direct runs: %w", err)
 	}
-	res.directHeap, err = measureHeap(ctx, engine, env, "--kubeconfig", p.AdminKubeconfig)
-	return err
+	return nil
+}
+
+func exitZero(s sample) error {
+	if s.Code != 0 {
+		return fmt.Errorf("exit %d", s.Code)
+	}
+	return nil
 }
 
 // prepareCluster creates what the engine expects of a cluster and waits
 // until the controllers have finished reacting to the new namespace, so
-// their requests do not fall into the measured runs.
+// that their work does not slow the measured runs (the RequestLog counts
+// only the engine's requests, but the first run's wall time would carry
+// theirs).
 func prepareCluster(ctx context.Context, cs kubernetes.Interface) error {
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: engineNamespace}}, metav1.CreateOptions{}); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: engineNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("namespace %s: %w", engineNamespace, err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"}, Data: map[string]string{"Corefile": fakecloud.KubeadmCorefile}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"},
+		Data: map[string]string{"Corefile": fakecloud.KubeadmCorefile}}
 	if _, err := cs.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("coredns ConfigMap: %w", err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, settleBudget, true, func(ctx context.Context) (bool, error) {
+	settled := func(ctx context.Context) (bool, error) {
 		_, errSA := cs.CoreV1().ServiceAccounts(engineNamespace).Get(ctx, "default", metav1.GetOptions{})
 		_, errCA := cs.CoreV1().ConfigMaps(engineNamespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 		if (errSA != nil && !apierrors.IsNotFound(errSA)) || (errCA != nil && !apierrors.IsNotFound(errCA)) {
 			return false, errors.Join(errSA, errCA)
 		}
 		return errSA == nil && errCA == nil, nil
-	})
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, settleBudget, true, settled)
 	if wait.Interrupted(err) {
 		return fmt.Errorf("namespace %s not settled after %s", engineNamespace, settleBudget)
 	}

@@ -1,6 +1,7 @@
 // Command benchrun measures what a registration-engine run costs and writes
-// docs/BENCHMARKS.md. `make bench` runs it (through e2e/scripts/bench.sh) after the
-// Go benchmarks, whose output it reads and puts beside its own figures:
+// docs/BENCHMARKS.md (page.md.tmpl, filled in from the figures). `make bench`
+// runs it (through e2e/scripts/bench.sh) after the Go benchmarks, whose
+// output it reads and puts beside its own figures:
 //
 //   - whole-process runs of the engine binary against an in-process fake
 //     cloud (healthy, first region server down, the update server's IPv6
@@ -51,44 +52,46 @@ func main() {
 
 // options are benchrun's flags.
 type options struct {
-	engine, stripped, gobench string
-	testbin, out              string
-	command, revision         string
-	runs                      int
-	started                   time.Time
-	imageBytes                int64
-	imageNote                 string
+	Engine, Spawn, Stripped string
+	GoBench                 string
+	Testbin, Out            string
+	Command, Revision       string
+	Runs                    int
+	Started                 time.Time
+	ImageBytes              int64
+	ImageNote               string
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("benchrun", flag.ContinueOnError)
-	fs.StringVar(&o.engine, "engine", "bin/registration-engine", "engine binary to run")
-	fs.StringVar(&spawner, "spawn", "", "the spawn helper (go build ./e2e/cmd/benchrun/spawn) that runs each engine process")
-	fs.StringVar(&o.stripped, "stripped", "", "stripped static engine binary whose size is reported")
-	fs.StringVar(&o.gobench, "gobench", "", "output of go test -bench -benchmem to include")
-	fs.StringVar(&o.testbin, "testbin", "", "directory of etcd, kube-apiserver, kube-controller-manager, kubectl (empty: Kubernetes requests not measured)")
-	fs.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "report to write")
-	fs.StringVar(&o.command, "command", "make bench", "command named in the report as the one that produced it")
-	fs.StringVar(&o.revision, "revision", "", "source revision named in the report")
-	fs.IntVar(&o.runs, "runs", 15, "timed runs per scenario (after one warm-up run)")
+	fs.StringVar(&o.Engine, "engine", "bin/registration-engine", "engine binary to run")
+	fs.StringVar(&o.Spawn, "spawn", "", "the spawn helper (go build ./e2e/cmd/benchrun/spawn) that runs each engine")
+	fs.StringVar(&o.Stripped, "stripped", "", "stripped static engine binary whose size is reported")
+	fs.StringVar(&o.GoBench, "gobench", "", "output of go test -bench -benchmem to include")
+	fs.StringVar(&o.Testbin, "testbin", "", "directory of etcd, kube-apiserver, kube-controller-manager, kubectl "+
+		"(empty: Kubernetes requests not measured)")
+	fs.StringVar(&o.Out, "out", "docs/BENCHMARKS.md", "report to write")
+	fs.StringVar(&o.Command, "command", "make bench", "command named in the report as the one that produced it")
+	fs.StringVar(&o.Revision, "revision", "", "source revision named in the report")
+	fs.IntVar(&o.Runs, "runs", 15, "timed runs per scenario (after one warm-up run)")
 	started := fs.Int64("started", 0, "Unix time the benchmark script started (for its total time)")
-	fs.Int64Var(&o.imageBytes, "image-bytes", 0, "size of the built image in bytes (0: not measured)")
-	fs.StringVar(&o.imageNote, "image-note", "not measured", "why the image was not measured, or how it was")
+	fs.Int64Var(&o.ImageBytes, "image-bytes", 0, "size of the built image in bytes (0: not measured)")
+	fs.StringVar(&o.ImageNote, "image-note", "not measured", "why the image was not measured, or how it was")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if spawner == "" {
+	if o.Spawn == "" {
 		return o, errors.New("--spawn is required: go build -o DIR/spawn ./e2e/cmd/benchrun/spawn")
 	}
-	if o.runs < 1 {
+	if o.Runs < 1 {
 		return o, errors.New("--runs must be at least 1")
 	}
 	if *started > 0 {
-		o.started = time.Unix(*started, 0)
+		o.Started = time.Unix(*started, 0)
 	}
 	return o, nil
 }
@@ -98,108 +101,103 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r := &report{opts: o, machine: readMachine(), date: time.Now().UTC()}
-	if bi, err := buildinfo.ReadFile(o.engine); err == nil {
-		r.machine.goVersion = bi.GoVersion
+	r := &report{Opts: o, Machine: readMachine(), Date: time.Now().UTC()}
+	if bi, err := buildinfo.ReadFile(o.Engine); err == nil {
+		r.Machine.GoVersion = bi.GoVersion
 	}
 
-	if o.gobench != "" {
-		data, err := os.ReadFile(o.gobench)
+	if o.GoBench != "" {
+		data, err := os.ReadFile(o.GoBench)
 		if err != nil {
 			return fmt.Errorf("go benchmarks: %w", err)
 		}
-		r.gobench = parseGoBench(string(data))
+		r.GoBench = parseGoBench(string(data))
 	}
 
+	e := engine{bin: o.Engine, spawn: o.Spawn}
 	var failed []error
 	for _, sc := range scenarios() {
-		fmt.Fprintf(log, "benchrun: %s: 1 warm-up + %d runs\n", sc.name, o.runs)
-		res, err := sc.measure(ctx, o.engine, o.runs)
-		if err != nil {
-			failed = append(failed, fmt.Errorf("%s: %w", sc.name, err))
-			res.err = err
+		fmt.Fprintf(log, "benchrun: %s: 1 warm-up + %d runs\n", sc.Name, o.Runs)
+		res := scenarioResult{scenario: sc}
+		if res.series, res.Err = sc.measure(ctx, e, o.Runs); res.Err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", sc.Name, res.Err))
 		}
-		r.scenarios = append(r.scenarios, res)
+		r.Scenarios = append(r.Scenarios, res)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
 
-	r.sizes = measureSizes(o)
+	r.Sizes = measureSizes(o)
 
-	if o.testbin == "" {
-		r.kube = &kubeResult{err: errors.New("no control-plane binaries given (K8S_TESTBIN unset)")}
+	if o.Testbin == "" {
+		r.Kube = &kubeResult{Err: errors.New("no control-plane binaries given (K8S_TESTBIN unset)")}
 	} else {
 		fmt.Fprintln(log, "benchrun: Kubernetes requests against a real control plane")
-		r.kube = measureKube(ctx, o.testbin, o.engine, log)
-		if r.kube.err != nil {
-			fmt.Fprintf(log, "benchrun: Kubernetes requests not measured: %v\n", r.kube.err)
+		r.Kube = measureKube(ctx, o.Testbin, e, log)
+		if r.Kube.Err != nil {
+			fmt.Fprintf(log, "benchrun: Kubernetes requests not measured: %v\n", r.Kube.Err)
 		}
 	}
 
-	r.machine.loadEnd = readLoad()
-	if err := os.WriteFile(o.out, []byte(r.markdown()), 0o644); err != nil {
+	r.Machine.LoadEnd = readLoad()
+	page, err := r.markdown()
+	if err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	if err := os.WriteFile(o.Out, []byte(page), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	fmt.Fprintf(log, "benchrun: wrote %s\n", o.out)
-	for _, t := range r.targets() {
-		fmt.Fprintf(log, "  %-45s %s: %s\n", t.what, t.measured, t.result)
+	fmt.Fprintf(log, "benchrun: wrote %s\n", o.Out)
+	for _, t := range r.Targets() {
+		fmt.Fprintf(log, "  %-45s %s: %s\n", t.What, t.Measured, t.Result)
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("some scenarios did not behave as expected (see %s): %w", o.out, errors.Join(failed...))
+		return fmt.Errorf("some scenarios did not behave as expected (see %s): %w", o.Out, errors.Join(failed...))
 	}
 	return nil
 }
 
 // machine is what the report says about the host.
 type machine struct {
-	cpus               int
-	model, kernel, mem string
-	goVersion          string
-	loadStart, loadEnd string
+	CPUs               int
+	Model, Kernel, Mem string
+	GoVersion          string
+	LoadStart, LoadEnd string
 }
 
 func readMachine() machine {
-	m := machine{cpus: runtime.NumCPU(), model: "unknown", kernel: "unknown", mem: "unknown", goVersion: runtime.Version(), loadStart: readLoad()}
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		if v, ok := procField(string(data), "model name"); ok {
-			m.model = v
-		}
-	}
-	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.kernel = strings.TrimSpace(string(data))
-	}
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if v, ok := procField(string(data), "MemTotal"); ok {
-			if kib, err := strconv.ParseFloat(strings.TrimSuffix(v, " kB"), 64); err == nil {
-				m.mem = fmt.Sprintf("%.1f GiB", kib/(1<<20))
-			}
-		}
+	m := machine{CPUs: runtime.NumCPU(), Model: procField("/proc/cpuinfo", "model name"), Mem: "unknown",
+		Kernel: procField("/proc/sys/kernel/osrelease", ""), GoVersion: runtime.Version(), LoadStart: readLoad()}
+	kib, err := strconv.ParseFloat(strings.TrimSuffix(procField("/proc/meminfo", "MemTotal"), " kB"), 64)
+	if err == nil {
+		m.Mem = fmt.Sprintf("%.1f GiB", kib/(1<<20))
 	}
 	return m
 }
 
 // readLoad is the 1, 5 and 15 minute load averages.
 func readLoad() string {
-	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(procField("/proc/loadavg", "")); len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+// procField is the value of the first "key : value" line of a /proc file,
+// or with no key the whole file; "unknown" when there is none.
+func procField(path, key string) string {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return "unknown"
 	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "unknown"
+	if key == "" {
+		return strings.TrimSpace(string(data))
 	}
-	return f[0] + " " + f[1] + " " + f[2]
-}
-
-// procField returns the value of the first "key : value" line of a /proc
-// file.
-func procField(text, key string) (string, bool) {
-	for _, line := range strings.Split(text, "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v), true
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
 		}
 	}
-	return "", false
+	return "unknown"
 }
