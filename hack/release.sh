@@ -16,13 +16,15 @@
 #                                    ENGINE_DIGEST names the pushed image
 #     SHA256SUMS
 #   and, unless RELEASE_IMAGE=0, the image IMAGE_REPO:<v>-<arch> per arch
-#   with OCI labels (org.opencontainers.image.*).
+#   with OCI labels (org.opencontainers.image.*), built by make image (the
+#   same recipe, build arguments and platform check as a workstation's).
 #
 # Environment: HELM (helm), CYCLONEDX_GOMOD (cyclonedx-gomod), RELEASE_ARCHS
-# (amd64 arm64), IMAGE_REPO (registration-engine), BUILD_IMAGE, BASE_IMAGE;
-# for the bundle REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and
-# REGION_SERVER_CERTS (see manifests/marketplace/stage.sh). VERSION in the
-# environment replaces the file's (a test stamps a version of its own).
+# (amd64 arm64), IMAGE_REPO (registration-engine), BUILD_IMAGE, BASE_IMAGE,
+# BASE_IMAGE_<arch>, MAKE (make); for the bundle REGISTRY_SERVER,
+# ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS (see
+# manifests/marketplace/stage.sh). VERSION in the environment replaces the
+# file's (a test stamps a version of its own).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -113,16 +115,24 @@ else
   echo "release: bundle skipped: push the image, then run again with REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS (manifests/marketplace/stage.sh)"
 fi
 
-# The image, per architecture, as make image names them (IMAGE-<arch>), so
-# that make image-push IMAGE=<repo>:<v> pushes them and their list.
+# The images, per architecture, by make image (as IMAGE-<arch>, so that
+# make image-push IMAGE=<repo>:<v> pushes them and their list), which also
+# checks each image's platform. FAKECLOUD_IMAGE= : the fake cloud is not
+# released.
 if [[ ${RELEASE_IMAGE:-1} != 0 ]]; then
   repo=${IMAGE_REPO:-registration-engine}
+  base_image=${BASE_IMAGE:-gcr.io/distroless/static-debian13:nonroot}
+  base_args=()
+  for arch in $archs; do
+    v=BASE_IMAGE_$arch
+    base_args+=("$v=${!v:-$base_image}")
+  done
+  "${MAKE:-make}" --no-print-directory image IMAGE="$repo:$version" FAKECLOUD_IMAGE= IMAGE_ARCHS="$archs" \
+    VERSION="$version" REVISION="$revision" CREATED="$created" \
+    BUILD_IMAGE="${BUILD_IMAGE:-golang:1.26}" BASE_IMAGE="$base_image" "${base_args[@]}"
   for arch in $archs; do
     tag="$repo:$version-$arch"
-    docker build --platform "linux/$arch" --build-arg TARGETARCH="$arch" \
-      --build-arg BUILD_IMAGE="${BUILD_IMAGE:-golang:1.26}" --build-arg BASE_IMAGE="${BASE_IMAGE:-gcr.io/distroless/static-debian13:nonroot}" \
-      --build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg CREATED="$created" -t "$tag" .
-    echo "release: image $tag"
+    echo "release: image $tag $(docker image inspect -f '{{.Os}}/{{.Architecture}}' "$tag")"
     docker image inspect -f '{{range $k, $v := .Config.Labels}}  {{$k}}={{$v}}{{println}}{{end}}' "$tag"
   done
 else
