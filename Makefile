@@ -273,7 +273,7 @@ sbom-tool: ## build cyclonedx-gomod (pinned) once into CACHE_DIR/tools (make tes
 	@e2e/scripts/go-tool.sh $(CYCLONEDX_GOMOD) $(CYCLONEDX_GOMOD_BIN)
 
 .PHONY: release
-release: stamp helm sbom-tool ## the release of VERSION in RELEASE_DIR: chart package, binaries and SBOMs, images (RELEASE_IMAGE=0 skips them), bundle (with ENGINE_DIGEST)
+release: stamp helm sbom-tool ## the release of VERSION in RELEASE_DIR: chart package, images (RELEASE_IMAGE=0 skips them), binaries (the images') and SBOMs, bundle (with ENGINE_DIGEST)
 	HELM=$(HELM_DIR)/helm CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD_BIN) RELEASE_ARCHS="$(RELEASE_ARCHS)" \
 	  RELEASE_IMAGE=$(RELEASE_IMAGE) IMAGE_REPO=$(RELEASE_IMAGE_REPO) BUILD_IMAGE=$(BUILD_IMAGE) BASE_IMAGE=$(BASE_IMAGE) \
 	  $(foreach a,$(RELEASE_ARCHS),$(if $(BASE_IMAGE_$(a)),BASE_IMAGE_$(a)=$(BASE_IMAGE_$(a)))) \

@@ -138,7 +138,8 @@ func TestReleaseBuild(t *testing.T) {
 	var sbom struct {
 		BOMFormat, SpecVersion string
 		Metadata               struct {
-			Component struct{ Name, Version, Purl string }
+			Component  struct{ Name, Version, Purl string }
+			Properties []struct{ Name, Value string }
 		}
 		Components []struct{ Name, Version, Purl string }
 	}
@@ -156,6 +157,12 @@ func TestReleaseBuild(t *testing.T) {
 	assert.Contains(t, names, "std", "the Go standard library compiled in")
 	assert.NotContains(t, string(data), `"serialNumber"`, "no random serial number")
 	assert.NotContains(t, string(data), `"timestamp"`, "no build time")
+	props := map[string]string{}
+	for _, p := range sbom.Metadata.Properties {
+		props[p.Name] = p.Value
+	}
+	assert.Equal(t, "built on the release machine with RELEASE_IMAGE=0: no image was built", props["registration-engine:release:binary"],
+		"the SBOM says its binary is no image's")
 
 	// The bundle: stamped manifest, the chart with its certificates.
 	bundle := untar(t, filepath.Join(out, "registration-engine-marketplace-"+version+".tar.gz"))
@@ -174,7 +181,7 @@ func TestReleaseBuild(t *testing.T) {
 		"registration-engine-" + version + "-linux-amd64", "registration-engine-" + version + "-linux-amd64.cdx.json"} {
 		assert.Contains(t, string(sums), "  "+f+"\n")
 	}
-	assert.Contains(t, log, "release: image skipped (RELEASE_IMAGE=0)")
+	assert.Contains(t, log, "release: image skipped (RELEASE_IMAGE=0): the binaries are built here, not taken from an image")
 
 	// Reproducible: a second build of the same commit elsewhere writes the
 	// same bytes, archives included (helm package's and tar's file times
