@@ -217,7 +217,8 @@ image: ## build the engine and fakecloud images for each of IMAGE_ARCHS, as IMAG
 	$(if $(FAKECLOUD_IMAGE),docker tag $(FAKECLOUD_IMAGE)-$(firstword $(IMAGE_ARCHS)) $(FAKECLOUD_IMAGE))
 
 # The engine image's OCI labels: the commit and its time (so that two builds
-# of one commit agree).
+# of one commit agree), and the base as name and digest (BASE_IMAGE is
+# name@sha256:<digest> when pinned; the digest is then its own label).
 REVISION      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 CREATED       ?= $(shell TZ=UTC0 git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 
@@ -232,7 +233,8 @@ image_arch = \
 	echo "image: $(IMAGE)-$(1)$(if $(FAKECLOUD_IMAGE), and $(FAKECLOUD_IMAGE)-$(1)) (linux/$(1) on $(2), built on $(BUILD_PLATFORM) in $(BUILD_IMAGE))"; \
 	platform="--platform linux/$(1)"; [ "$${DOCKER_BUILDKIT:-}" != 0 ] || platform=; \
 	args="$$platform --build-arg TARGETARCH=$(1) --build-arg BUILDPLATFORM=$(BUILD_PLATFORM) --build-arg BUILD_IMAGE=$(BUILD_IMAGE) --build-arg BASE_IMAGE=$(2)"; \
-	docker build $$args --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg CREATED=$(CREATED) -t $(IMAGE)-$(1) .; \
+	docker build $$args --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg CREATED=$(CREATED) \
+	  --build-arg BASE_NAME=$(firstword $(subst @, ,$(2))) --build-arg BASE_DIGEST=$(word 2,$(subst @, ,$(2))) -t $(IMAGE)-$(1) .; \
 	$(if $(FAKECLOUD_IMAGE),docker build $$args --target fakecloud -t $(FAKECLOUD_IMAGE)-$(1) .;) \
 	docker image inspect -f '{{.Os}}/{{.Architecture}}' $(IMAGE)-$(1) | grep -qx "linux/$(1)" \
 	  || { echo "image: $(IMAGE)-$(1) is not linux/$(1)" >&2; exit 1; };

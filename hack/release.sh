@@ -23,12 +23,13 @@
 #   same recipe, build arguments and platform check as a workstation's).
 #
 # Environment: HELM (helm), CYCLONEDX_GOMOD (cyclonedx-gomod), RELEASE_ARCHS
-# (amd64 arm64), IMAGE_REPO (registration-engine), BUILD_IMAGE, BASE_IMAGE,
-# BASE_IMAGE_<arch>, MAKE (make); for the bundle REGISTRY_SERVER,
-# ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS (see
-# manifests/marketplace/stage.sh). VERSION in the environment replaces the
-# file's (a test stamps a version of its own). Needs jq (the SBOM's release
-# properties) and, for the image, docker.
+# (amd64 arm64), IMAGE_REPO (registration-engine), BUILD_IMAGE, BASE_IMAGE and
+# BASE_IMAGE_<arch> (the bases, each name@sha256:<digest>; RELEASE_UNPINNED=1
+# accepts tags, for a build that is not published), MAKE (make); for the
+# bundle REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS
+# (see manifests/marketplace/stage.sh). VERSION in the environment replaces
+# the file's (a test stamps a version of its own). Needs jq (the SBOM's
+# release properties) and, for the image, docker.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -69,8 +70,11 @@ archs=${RELEASE_ARCHS:-amd64 arm64}
 image=${RELEASE_IMAGE:-1}
 command -v jq >/dev/null || { echo "release: jq not found: it writes the SBOM's release properties (apt-get install jq)" >&2; exit 2; }
 
-# The bases make image builds on: BASE_IMAGE_<arch> for an architecture,
-# else BASE_IMAGE.
+# The bases, when this build makes the image: the binary is the image's, so
+# BUILD_IMAGE's toolchain compiled it and BASE_IMAGE (BASE_IMAGE_<arch> for
+# an architecture) is what it runs on. A tag names whatever was pushed under
+# it last, so a published release names each by digest; every unpinned one
+# is refused at once, before anything is built.
 build_image=${BUILD_IMAGE:-golang:1.26}
 base_image=${BASE_IMAGE:-gcr.io/distroless/static-debian13:nonroot}
 # base_of ARCH: the base of ARCH's image, as make image picks it.
@@ -78,6 +82,28 @@ base_of() {
   local v=BASE_IMAGE_$1
   echo "${!v:-$base_image}"
 }
+pinned() { [[ $1 =~ @sha256:[0-9a-f]{64}$ ]]; }
+if [[ $image != 0 ]]; then
+  unpinned=()
+  pinned "$build_image" || unpinned+=("BUILD_IMAGE=$build_image")
+  for arch in $archs; do
+    base=$(base_of "$arch")
+    v=BASE_IMAGE_$arch
+    [[ -n ${!v:-} ]] || v=BASE_IMAGE
+    pinned "$base" || unpinned+=("$v=$base ($arch)")
+  done
+  if ((${#unpinned[@]})); then
+    if [[ ${RELEASE_UNPINNED:-0} != 1 ]]; then
+      {
+        echo "release: the image's bases are not pinned by digest:"
+        printf '  %s\n' "${unpinned[@]}"
+        echo "  name each as <name>@sha256:<digest> (docs/releasing.md says how to read the digest), or set RELEASE_UNPINNED=1 for a build that is not published"
+      } >&2
+      exit 2
+    fi
+    echo "release: unpinned bases accepted (RELEASE_UNPINNED=1), not for publishing: ${unpinned[*]}"
+  fi
+fi
 
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 # The build time is the commit's, so that two builds of one commit agree:
