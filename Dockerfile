@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # The base images are build arguments so the same file builds on a normal
 # workstation from public images (the defaults) and offline from images built
-# locally (see docs/install.md, "The image").
+# locally (see docs/install.md, "The image"). The defaults are tags, which
+# move: a release names both bases by digest (name@sha256:...), and
+# hack/release.sh refuses one that does not (docs/releasing.md).
 ARG BUILD_IMAGE=golang:1.26
 ARG BASE_IMAGE=gcr.io/distroless/static-debian13:nonroot
 # The architecture the image is for (amd64 or arm64). Go cross-compiles,
@@ -37,9 +39,14 @@ ENTRYPOINT ["/fakecloud"]
 # Entra and ARM; it needs no shell.
 FROM --platform=linux/${TARGETARCH:-amd64} ${BASE_IMAGE}
 # OCI annotations (image-spec annotations.md): what a registry, a scanner
-# or `docker inspect` shows. hack/release.sh passes the version (VERSION),
-# the commit (REVISION) and the commit's time (CREATED).
+# or `docker inspect` shows. make image passes the version (VERSION), the
+# commit (REVISION), the commit's time (CREATED) and the base split into its
+# name and digest (BASE_NAME, BASE_DIGEST: BASE_IMAGE is name@sha256:...
+# when pinned, and a Dockerfile cannot split a string); without them the
+# base's name is BASE_IMAGE as given and its digest is empty.
 ARG BASE_IMAGE
+ARG BASE_NAME=${BASE_IMAGE}
+ARG BASE_DIGEST=
 ARG VERSION=dev
 ARG REVISION=unknown
 ARG CREATED=
@@ -52,7 +59,8 @@ LABEL org.opencontainers.image.title="registration-engine" \
       org.opencontainers.image.url="https://github.com/rancher/registration-engine" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.vendor="SUSE" \
-      org.opencontainers.image.base.name="${BASE_IMAGE}"
+      org.opencontainers.image.base.name="${BASE_NAME}" \
+      org.opencontainers.image.base.digest="${BASE_DIGEST}"
 COPY --from=build /out/registration-engine /registration-engine
 USER 65532:65532
 ENTRYPOINT ["/registration-engine"]

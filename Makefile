@@ -211,10 +211,16 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s), minimizing each new i
 	@e2e/scripts/fuzz.sh $(FUZZTIME)
 
 .PHONY: image
-image: ## build the engine and fakecloud images for each of IMAGE_ARCHS, as IMAGE-<arch> (BUILD_IMAGE/BASE_IMAGE, BASE_IMAGE_<arch> override the bases)
+image: ## build the engine and fakecloud images for each of IMAGE_ARCHS, as IMAGE-<arch> (BUILD_IMAGE/BASE_IMAGE, BASE_IMAGE_<arch> override the bases; FAKECLOUD_IMAGE= builds the engine's only)
 	@set -e; $(foreach arch,$(IMAGE_ARCHS),$(call image_arch,$(arch),$(or $(BASE_IMAGE_$(arch)),$(BASE_IMAGE))))
 	docker tag $(IMAGE)-$(firstword $(IMAGE_ARCHS)) $(IMAGE)
-	docker tag $(FAKECLOUD_IMAGE)-$(firstword $(IMAGE_ARCHS)) $(FAKECLOUD_IMAGE)
+	$(if $(FAKECLOUD_IMAGE),docker tag $(FAKECLOUD_IMAGE)-$(firstword $(IMAGE_ARCHS)) $(FAKECLOUD_IMAGE))
+
+# The engine image's OCI labels: the commit and its time (so that two builds
+# of one commit agree), and the base as name and digest (BASE_IMAGE is
+# name@sha256:<digest> when pinned; the digest is then its own label).
+REVISION      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+CREATED       ?= $(shell TZ=UTC0 git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 
 # image_arch ARCH,BASE: the engine's and the fake cloud's image for
 # linux/ARCH on BASE, then a check that docker records that platform.
@@ -222,13 +228,14 @@ image: ## build the engine and fakecloud images for each of IMAGE_ARCHS, as IMAG
 # (DOCKER_BUILDKIT=0) refuses COPY --from a stage of another platform than
 # --platform names, so it gets none: TARGETARCH cross-compiles, and the
 # image takes its platform from BASE, which must then be an ARCH image
-# (BASE_IMAGE_<arch>).
+# (BASE_IMAGE_<arch>). hack/release.sh builds the release's images here.
 image_arch = \
-	echo "image: $(IMAGE)-$(1) and $(FAKECLOUD_IMAGE)-$(1) (linux/$(1) on $(2), built on $(BUILD_PLATFORM))"; \
+	echo "image: $(IMAGE)-$(1)$(if $(FAKECLOUD_IMAGE), and $(FAKECLOUD_IMAGE)-$(1)) (linux/$(1) on $(2), built on $(BUILD_PLATFORM) in $(BUILD_IMAGE))"; \
 	platform="--platform linux/$(1)"; [ "$${DOCKER_BUILDKIT:-}" != 0 ] || platform=; \
 	args="$$platform --build-arg TARGETARCH=$(1) --build-arg BUILDPLATFORM=$(BUILD_PLATFORM) --build-arg BUILD_IMAGE=$(BUILD_IMAGE) --build-arg BASE_IMAGE=$(2)"; \
-	docker build $$args --build-arg VERSION=$(VERSION) -t $(IMAGE)-$(1) .; \
-	docker build $$args --target fakecloud -t $(FAKECLOUD_IMAGE)-$(1) .; \
+	docker build $$args --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg CREATED=$(CREATED) \
+	  --build-arg BASE_NAME=$(firstword $(subst @, ,$(2))) --build-arg BASE_DIGEST=$(word 2,$(subst @, ,$(2))) -t $(IMAGE)-$(1) .; \
+	$(if $(FAKECLOUD_IMAGE),docker build $$args --target fakecloud -t $(FAKECLOUD_IMAGE)-$(1) .;) \
 	docker image inspect -f '{{.Os}}/{{.Architecture}}' $(IMAGE)-$(1) | grep -qx "linux/$(1)" \
 	  || { echo "image: $(IMAGE)-$(1) is not linux/$(1)" >&2; exit 1; };
 
@@ -268,7 +275,8 @@ sbom-tool: ## build cyclonedx-gomod (pinned) once into CACHE_DIR/tools (make tes
 	@e2e/scripts/go-tool.sh $(CYCLONEDX_GOMOD) $(CYCLONEDX_GOMOD_BIN)
 
 .PHONY: release
-release: stamp helm sbom-tool ## the release of VERSION in RELEASE_DIR: chart package, binaries and SBOMs, image (RELEASE_IMAGE=0 skips it), bundle (with ENGINE_DIGEST)
+release: stamp helm sbom-tool ## the release of VERSION in RELEASE_DIR: chart package, images (RELEASE_IMAGE=0 skips them), binaries (the images') and SBOMs, bundle (with ENGINE_DIGEST)
 	HELM=$(HELM_DIR)/helm CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD_BIN) RELEASE_ARCHS="$(RELEASE_ARCHS)" \
 	  RELEASE_IMAGE=$(RELEASE_IMAGE) IMAGE_REPO=$(RELEASE_IMAGE_REPO) BUILD_IMAGE=$(BUILD_IMAGE) BASE_IMAGE=$(BASE_IMAGE) \
+	  $(foreach a,$(RELEASE_ARCHS),$(if $(BASE_IMAGE_$(a)),BASE_IMAGE_$(a)=$(BASE_IMAGE_$(a)))) \
 	  VERSION=$(RELEASE_VERSION) hack/release.sh build $(RELEASE_DIR)

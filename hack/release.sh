@@ -10,19 +10,26 @@
 #   hack/release.sh build OUTDIR     the release in OUTDIR, from stamped copies
 #                                    (the tree is not changed):
 #     registration-engine-<v>.tgz              helm package of the chart
-#     registration-engine-<v>-linux-<arch>     the engine, job.Version=<v>
+#     registration-engine-<v>-linux-<arch>     the engine, job.Version=<v>:
+#                                    the binary of the image below, copied out
+#                                    of it (with RELEASE_IMAGE=0, built here,
+#                                    and its SBOM says no image was built)
 #     registration-engine-<v>-linux-<arch>.cdx.json   its SBOM (CycloneDX)
 #     registration-engine-marketplace-<v>.tar.gz      the staged bundle, when
 #                                    ENGINE_DIGEST names the pushed image
 #     SHA256SUMS
 #   and, unless RELEASE_IMAGE=0, the image IMAGE_REPO:<v>-<arch> per arch
-#   with OCI labels (org.opencontainers.image.*).
+#   with OCI labels (org.opencontainers.image.*), built by make image (the
+#   same recipe, build arguments and platform check as a workstation's).
 #
 # Environment: HELM (helm), CYCLONEDX_GOMOD (cyclonedx-gomod), RELEASE_ARCHS
-# (amd64 arm64), IMAGE_REPO (registration-engine), BUILD_IMAGE, BASE_IMAGE;
-# for the bundle REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and
-# REGION_SERVER_CERTS (see manifests/marketplace/stage.sh). VERSION in the
-# environment replaces the file's (a test stamps a version of its own).
+# (amd64 arm64), IMAGE_REPO (registration-engine), BUILD_IMAGE, BASE_IMAGE and
+# BASE_IMAGE_<arch> (the bases, each name@sha256:<digest>; RELEASE_UNPINNED=1
+# accepts tags, for a build that is not published), MAKE (make); for the
+# bundle REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS
+# (see manifests/marketplace/stage.sh). VERSION in the environment replaces
+# the file's (a test stamps a version of its own). Needs jq (the SBOM's
+# release properties) and, for the image, docker.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -60,6 +67,44 @@ grep -qE "^## \[?$version\]?" CHANGELOG.md || { echo "release: CHANGELOG.md has 
 helm=${HELM:-helm}
 cdx=${CYCLONEDX_GOMOD:-cyclonedx-gomod}
 archs=${RELEASE_ARCHS:-amd64 arm64}
+image=${RELEASE_IMAGE:-1}
+command -v jq >/dev/null || { echo "release: jq not found: it writes the SBOM's release properties (apt-get install jq)" >&2; exit 2; }
+
+# The bases, when this build makes the image: the binary is the image's, so
+# BUILD_IMAGE's toolchain compiled it and BASE_IMAGE (BASE_IMAGE_<arch> for
+# an architecture) is what it runs on. A tag names whatever was pushed under
+# it last, so a published release names each by digest; every unpinned one
+# is refused at once, before anything is built.
+build_image=${BUILD_IMAGE:-golang:1.26}
+base_image=${BASE_IMAGE:-gcr.io/distroless/static-debian13:nonroot}
+# base_of ARCH: the base of ARCH's image, as make image picks it.
+base_of() {
+  local v=BASE_IMAGE_$1
+  echo "${!v:-$base_image}"
+}
+pinned() { [[ $1 =~ @sha256:[0-9a-f]{64}$ ]]; }
+if [[ $image != 0 ]]; then
+  unpinned=()
+  pinned "$build_image" || unpinned+=("BUILD_IMAGE=$build_image")
+  for arch in $archs; do
+    base=$(base_of "$arch")
+    v=BASE_IMAGE_$arch
+    [[ -n ${!v:-} ]] || v=BASE_IMAGE
+    pinned "$base" || unpinned+=("$v=$base ($arch)")
+  done
+  if ((${#unpinned[@]})); then
+    if [[ ${RELEASE_UNPINNED:-0} != 1 ]]; then
+      {
+        echo "release: the image's bases are not pinned by digest:"
+        printf '  %s\n' "${unpinned[@]}"
+        echo "  name each as <name>@sha256:<digest> (docs/releasing.md says how to read the digest), or set RELEASE_UNPINNED=1 for a build that is not published"
+      } >&2
+      exit 2
+    fi
+    echo "release: unpinned bases accepted (RELEASE_UNPINNED=1), not for publishing: ${unpinned[*]}"
+  fi
+fi
+
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 # The build time is the commit's, so that two builds of one commit agree:
 # the image's label, and every archive's file times.
@@ -69,7 +114,12 @@ created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+container=
+cleanup() {
+  [[ -z $container ]] || docker rm -f "$container" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
 # What an earlier build of this version left in OUTDIR goes first: a bundle
 # or an architecture this build does not make must not reach SHA256SUMS.
 rm -f -- "$out/registration-engine-$version.tgz" "$out/registration-engine-marketplace-$version.tar.gz" \
@@ -93,15 +143,59 @@ tar -C "$work/unpacked" -xzf "$work/package/registration-engine-$version.tgz"
 reproducible_tgz "$work/unpacked" registration-engine "$out/registration-engine-$version.tgz"
 echo "release: chart $(cd "$out" && ls registration-engine-"$version".tgz) (version $version, appVersion $version)"
 
-# The binaries and their SBOMs: what the image carries, per architecture.
+# The images, per architecture, by make image (as IMAGE-<arch>, so that
+# make image-push IMAGE=<repo>:<v> pushes them and their list), which also
+# checks each image's platform. FAKECLOUD_IMAGE= : the fake cloud is not
+# released.
+repo=${IMAGE_REPO:-registration-engine}
+if [[ $image != 0 ]]; then
+  base_args=()
+  for arch in $archs; do base_args+=("BASE_IMAGE_$arch=$(base_of "$arch")"); done
+  "${MAKE:-make}" --no-print-directory image IMAGE="$repo:$version" FAKECLOUD_IMAGE= IMAGE_ARCHS="$archs" \
+    VERSION="$version" REVISION="$revision" CREATED="$created" \
+    BUILD_IMAGE="$build_image" BASE_IMAGE="$base_image" "${base_args[@]}"
+  for arch in $archs; do
+    tag="$repo:$version-$arch"
+    echo "release: image $tag $(docker image inspect -f '{{.Os}}/{{.Architecture}}' "$tag")"
+    docker image inspect -f '{{range $k, $v := .Config.Labels}}  {{$k}}={{$v}}{{println}}{{end}}' "$tag"
+  done
+else
+  echo "release: image skipped (RELEASE_IMAGE=0): the binaries are built here, not taken from an image"
+fi
+
+# The binaries and their SBOMs. With the image, the binary is the one the
+# image carries, copied out of it: what runs in the cluster is what is
+# released and what the SBOM describes. Without it, built here with the
+# Dockerfile's flags, and the SBOM says that no image was built.
 for arch in $archs; do
   bin="$out/registration-engine-$version-linux-$arch"
-  CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath \
-    -ldflags "-s -w -X github.com/rancher/registration-engine/job.Version=$version" -o "$bin" .
+  if [[ $image != 0 ]]; then
+    tag="$repo:$version-$arch"
+    container=$(docker create --platform "linux/$arch" "$tag")
+    docker cp "$container:/registration-engine" "$bin"
+    docker rm "$container" >/dev/null
+    container=
+    props=(
+      "registration-engine:release:binary" "copied from the image $tag (/registration-engine)"
+      "registration-engine:release:build-image" "$build_image"
+      "registration-engine:release:base-image" "$(base_of "$arch")"
+    )
+  else
+    CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath \
+      -ldflags "-s -w -X github.com/rancher/registration-engine/job.Version=$version" -o "$bin" .
+    props=("registration-engine:release:binary" "built on the release machine with RELEASE_IMAGE=0: no image was built")
+  fi
+  # The binary is for the architecture it is named for: a build that got
+  # no TARGETARCH compiles amd64, whatever platform its image says.
+  goarch=$(go version -m "$bin" | awk '$1 == "build" && $2 ~ /^GOARCH=/ {sub(/^GOARCH=/, "", $2); print $2}')
+  [[ $goarch == "$arch" ]] || { echo "release: $(basename "$bin") is a GOARCH=$goarch binary, not $arch" >&2; exit 1; }
   # -std: the Go standard library is compiled in too; no serial number or
-  # timestamp, so that two builds of one commit give the same SBOM.
-  "$cdx" bin -json -std -noserial -notimestamp -version "v$version" -output "$bin.cdx.json" "$bin"
-  echo "release: binary $(basename "$bin") and its SBOM $(basename "$bin").cdx.json"
+  # timestamp, so that two builds of one commit give the same SBOM. The
+  # release's properties say where the binary comes from.
+  "$cdx" bin -json -std -noserial -notimestamp -version "v$version" -output "$work/sbom.json" "$bin"
+  jq --args '.metadata.properties += [range(0; $ARGS.positional | length; 2) as $i | {name: $ARGS.positional[$i], value: $ARGS.positional[$i + 1]}]' \
+    "${props[@]}" < "$work/sbom.json" > "$bin.cdx.json"
+  echo "release: binary $(basename "$bin") ($(sha256sum < "$bin" | cut -c1-12)…, ${props[1]}) and its SBOM $(basename "$bin").cdx.json"
 done
 
 # The Marketplace bundle, once the image is pushed and its digest known.
@@ -111,22 +205,6 @@ if [[ -n ${ENGINE_DIGEST:-} ]]; then
   echo "release: bundle registration-engine-marketplace-$version.tar.gz (manifest.yaml version $version, image $ENGINE_IMAGE@$ENGINE_DIGEST)"
 else
   echo "release: bundle skipped: push the image, then run again with REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS (manifests/marketplace/stage.sh)"
-fi
-
-# The image, per architecture, as make image names them (IMAGE-<arch>), so
-# that make image-push IMAGE=<repo>:<v> pushes them and their list.
-if [[ ${RELEASE_IMAGE:-1} != 0 ]]; then
-  repo=${IMAGE_REPO:-registration-engine}
-  for arch in $archs; do
-    tag="$repo:$version-$arch"
-    docker build --platform "linux/$arch" --build-arg TARGETARCH="$arch" \
-      --build-arg BUILD_IMAGE="${BUILD_IMAGE:-golang:1.26}" --build-arg BASE_IMAGE="${BASE_IMAGE:-gcr.io/distroless/static-debian13:nonroot}" \
-      --build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg CREATED="$created" -t "$tag" .
-    echo "release: image $tag"
-    docker image inspect -f '{{range $k, $v := .Config.Labels}}  {{$k}}={{$v}}{{println}}{{end}}' "$tag"
-  done
-else
-  echo "release: image skipped (RELEASE_IMAGE=0)"
 fi
 
 (

@@ -138,7 +138,8 @@ func TestReleaseBuild(t *testing.T) {
 	var sbom struct {
 		BOMFormat, SpecVersion string
 		Metadata               struct {
-			Component struct{ Name, Version, Purl string }
+			Component  struct{ Name, Version, Purl string }
+			Properties []struct{ Name, Value string }
 		}
 		Components []struct{ Name, Version, Purl string }
 	}
@@ -156,6 +157,12 @@ func TestReleaseBuild(t *testing.T) {
 	assert.Contains(t, names, "std", "the Go standard library compiled in")
 	assert.NotContains(t, string(data), `"serialNumber"`, "no random serial number")
 	assert.NotContains(t, string(data), `"timestamp"`, "no build time")
+	props := map[string]string{}
+	for _, p := range sbom.Metadata.Properties {
+		props[p.Name] = p.Value
+	}
+	assert.Equal(t, "built on the release machine with RELEASE_IMAGE=0: no image was built", props["registration-engine:release:binary"],
+		"the SBOM says its binary is no image's")
 
 	// The bundle: stamped manifest, the chart with its certificates.
 	bundle := untar(t, filepath.Join(out, "registration-engine-marketplace-"+version+".tar.gz"))
@@ -174,7 +181,7 @@ func TestReleaseBuild(t *testing.T) {
 		"registration-engine-" + version + "-linux-amd64", "registration-engine-" + version + "-linux-amd64.cdx.json"} {
 		assert.Contains(t, string(sums), "  "+f+"\n")
 	}
-	assert.Contains(t, log, "release: image skipped (RELEASE_IMAGE=0)")
+	assert.Contains(t, log, "release: image skipped (RELEASE_IMAGE=0): the binaries are built here, not taken from an image")
 
 	// Reproducible: a second build of the same commit elsewhere writes the
 	// same bytes, archives included (helm package's and tar's file times
@@ -193,6 +200,101 @@ func TestReleaseBuild(t *testing.T) {
 	assert.NotContains(t, string(sums), "marketplace", "the earlier bundle is not summed")
 	assert.NoFileExists(t, filepath.Join(out, "registration-engine-marketplace-"+version+".tar.gz"))
 	t.Logf("SHA256SUMS of two builds agree:\n%s", sumsAgain)
+}
+
+// A release's image is built from bases named by digest: a tag names
+// whatever was pushed under it last, so the same commit would build another
+// image tomorrow and nobody could say which base a published image has.
+// hack/release.sh refuses every unpinned base at once, before it builds
+// anything, unless RELEASE_UNPINNED=1; a pinned set reaches make image with
+// each architecture's base. MAKE is a stand-in that records its arguments
+// and fails, so no docker is needed.
+func TestReleaseBasesPinned(t *testing.T) {
+	helm, cdx := helmBin(t), cyclonedxBin(t)
+	version := releaseVersion(t)
+	pin := func(name, hex string) string { return name + "@sha256:" + strings.Repeat(hex, 32) }
+	pinnedBases := map[string]string{
+		"BUILD_IMAGE":      pin("golang:1.26", "0a"),
+		"BASE_IMAGE":       pin("gcr.io/distroless/static-debian13:nonroot", "1b"),
+		"BASE_IMAGE_arm64": pin("gcr.io/distroless/static-debian13:nonroot-arm64", "2c"),
+	}
+	tests := map[string]struct {
+		env        map[string]string
+		wantRC     int
+		wantOut    []string
+		notWantOut []string
+		wantMake   []string
+	}{
+		"the Dockerfile's tags": {
+			env:    map[string]string{},
+			wantRC: 2,
+			wantOut: []string{"release: the image's bases are not pinned by digest:\n",
+				"  BUILD_IMAGE=golang:1.26\n",
+				"  BASE_IMAGE=gcr.io/distroless/static-debian13:nonroot (amd64)\n",
+				"  BASE_IMAGE=gcr.io/distroless/static-debian13:nonroot (arm64)\n",
+				"or set RELEASE_UNPINNED=1 for a build that is not published"},
+			notWantOut: []string{"release: chart"},
+		},
+		"an arm64 base by tag": {
+			env:        map[string]string{"BUILD_IMAGE": pinnedBases["BUILD_IMAGE"], "BASE_IMAGE": pinnedBases["BASE_IMAGE"], "BASE_IMAGE_arm64": "local/static:bookworm-arm64"},
+			wantRC:     2,
+			wantOut:    []string{"  BASE_IMAGE_arm64=local/static:bookworm-arm64 (arm64)\n", "RELEASE_UNPINNED=1"},
+			notWantOut: []string{"BUILD_IMAGE=", "(amd64)", "release: chart"},
+		},
+		"every base by digest": {
+			env:        pinnedBases,
+			wantRC:     3,
+			wantOut:    []string{"release: chart"},
+			notWantOut: []string{"not pinned", "unpinned"},
+			wantMake: []string{"image", "IMAGE=registration-engine:" + version, "FAKECLOUD_IMAGE=", "IMAGE_ARCHS=amd64 arm64", "VERSION=" + version,
+				"BUILD_IMAGE=" + pinnedBases["BUILD_IMAGE"], "BASE_IMAGE=" + pinnedBases["BASE_IMAGE"],
+				"BASE_IMAGE_amd64=" + pinnedBases["BASE_IMAGE"], "BASE_IMAGE_arm64=" + pinnedBases["BASE_IMAGE_arm64"]},
+		},
+		"tags with RELEASE_UNPINNED=1": {
+			env:      map[string]string{"RELEASE_UNPINNED": "1", "BASE_IMAGE": "local/static:bookworm"},
+			wantRC:   3,
+			wantOut:  []string{"release: unpinned bases accepted (RELEASE_UNPINNED=1), not for publishing: BUILD_IMAGE=golang:1.26 BASE_IMAGE=local/static:bookworm (amd64) BASE_IMAGE=local/static:bookworm (arm64)\n", "release: chart"},
+			wantMake: []string{"BUILD_IMAGE=golang:1.26", "BASE_IMAGE_amd64=local/static:bookworm", "BASE_IMAGE_arm64=local/static:bookworm"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			stub := filepath.Join(dir, "make")
+			require.NoError(t, os.WriteFile(stub, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$0.args\"\nexit 3\n"), 0o755))
+			cmd := exec.Command(filepath.Join("..", "hack", "release.sh"), "build", filepath.Join(dir, "out"))
+			for _, kv := range os.Environ() {
+				k, _, _ := strings.Cut(kv, "=")
+				if k == "BUILD_IMAGE" || strings.HasPrefix(k, "BASE_IMAGE") || k == "RELEASE_UNPINNED" || strings.HasPrefix(k, "MAKE") {
+					continue
+				}
+				cmd.Env = append(cmd.Env, kv)
+			}
+			cmd.Env = append(cmd.Env, "HELM="+helm, "CYCLONEDX_GOMOD="+cdx, "RELEASE_ARCHS=amd64 arm64", "RELEASE_IMAGE=1", "MAKE="+stub)
+			for k, v := range tc.env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "%s", out)
+			assert.Equal(t, tc.wantRC, exit.ExitCode(), "%s", out)
+			for _, w := range tc.wantOut {
+				assert.Contains(t, string(out), w)
+			}
+			for _, w := range tc.notWantOut {
+				assert.NotContains(t, string(out), w)
+			}
+			args, err := os.ReadFile(stub + ".args")
+			if tc.wantMake == nil {
+				assert.ErrorIs(t, err, os.ErrNotExist, "make image must not run")
+				return
+			}
+			require.NoError(t, err, "make image ran")
+			for _, w := range tc.wantMake {
+				assert.Contains(t, strings.Split(string(args), "\n"), w, "make image's arguments")
+			}
+		})
+	}
 }
 
 // untar reads a .tar.gz into file name → content.
