@@ -28,8 +28,8 @@
 # accepts tags, for a build that is not published), MAKE (make); for the
 # bundle REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS
 # (see manifests/marketplace/stage.sh). VERSION in the environment replaces
-# the file's (a test stamps a version of its own). Needs jq (the SBOM's
-# release properties) and, for the image, docker.
+# the file's (a test stamps a version of its own). Needs docker for the
+# image; the SBOM's release properties are written by hack/sbomprops.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -68,7 +68,6 @@ helm=${HELM:-helm}
 cdx=${CYCLONEDX_GOMOD:-cyclonedx-gomod}
 archs=${RELEASE_ARCHS:-amd64 arm64}
 image=${RELEASE_IMAGE:-1}
-command -v jq >/dev/null || { echo "release: jq not found: it writes the SBOM's release properties (apt-get install jq)" >&2; exit 2; }
 
 # The bases, when this build makes the image: the binary is the image's, so
 # BUILD_IMAGE's toolchain compiled it and BASE_IMAGE (BASE_IMAGE_<arch> for
@@ -193,8 +192,7 @@ for arch in $archs; do
   # timestamp, so that two builds of one commit give the same SBOM. The
   # release's properties say where the binary comes from.
   "$cdx" bin -json -std -noserial -notimestamp -version "v$version" -output "$work/sbom.json" "$bin"
-  jq --args '.metadata.properties += [range(0; $ARGS.positional | length; 2) as $i | {name: $ARGS.positional[$i], value: $ARGS.positional[$i + 1]}]' \
-    "${props[@]}" < "$work/sbom.json" > "$bin.cdx.json"
+  go run ./hack/sbomprops "${props[@]}" < "$work/sbom.json" > "$bin.cdx.json"
   echo "release: binary $(basename "$bin") ($(sha256sum < "$bin" | cut -c1-12)…, ${props[1]}) and its SBOM $(basename "$bin").cdx.json"
 done
 
