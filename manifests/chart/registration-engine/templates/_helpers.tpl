@@ -669,11 +669,22 @@ shorter gap (6 h), a sleep that with the run and the pod's start passes it
   {{- $msg := printf "\n%d value(s) to fix:\n- %s" (len $problems) (join "\n- " $problems) -}}
   {{- fail $msg -}}
   {{- /* Reached only under helm lint, whose fail logs "[INFO] Fail" and
-  carries on (the engine's LintMode), so that lint would pass: an include
-  of a template that cannot exist is a render error lint reports, the
-  message in its name, on one line (helm prints the name quoted, so line
-  breaks would show as \n), after lint's "[INFO] Fail:" lines, which hold
-  the same list as helm template prints it. */ -}}
-  {{- include (printf "<< registration-engine refuses %d value(s), listed above: %s >>" (len $problems) (join " | " $problems)) . -}}
+  carries on (the engine's LintMode), so that lint would pass. An include
+  of a template that cannot exist is a render error lint reports, with
+  the template's name in it; helm v3's engine (pkg/engine/engine.go
+  cleanupExecError) cuts a render error down to what lies between its
+  markers HELM_ERR_START and HELM_ERR_END, which its own fail and required
+  put around their message, and prints "execution error at (<template
+  position>): <message>", exactly as helm template prints a fail. So the
+  name carries the list between those markers, built here from pieces:
+  the error also quotes this action's source, and markers in it would be
+  taken for the message's. One line, since the name is printed quoted
+  (a line break would show as \n), and without double quotes for the same
+  reason (they would show as \"). A helm that no longer cuts (its markers
+  renamed) still fails lint, with the whole error and the list inside. */ -}}
+  {{- $items := list -}}
+  {{- range $i, $p := $problems }}{{ $items = append $items (printf "[%d] %s" (add $i 1) $p) }}{{ end -}}
+  {{- $line := printf "%d value(s) to fix: %s" (len $problems) (join " " $items) | replace "\"" "'" -}}
+  {{- include (printf "%s%s%s" (print "HELM_ERR" "_START") $line (print "HELM_ERR" "_END")) . -}}
 {{- end -}}
 {{- end }}
