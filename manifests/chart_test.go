@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -1013,6 +1015,14 @@ func TestChartRefusals(t *testing.T) {
 		"a schedule every minute":                   {files: minimal, set: []string{"schedule=* * * * *"}, names: []string{"schedule", "once an hour"}},
 		"extraEnv setting a value the chart checks": {files: minimal, set: []string{"extraEnv[0].name=RUN_DEADLINE", "extraEnv[0].value=99h"}, names: []string{"extraEnv[0] RUN_DEADLINE", "runDeadline"}},
 		"extraEnv with a number":                    {files: minimal, set: []string{"extraEnv[0].name=RETRIES", "extraEnv[0].value=5"}, names: []string{"/extraEnv/0/value"}},
+
+		// The engine's forms are taken (Go's 1.5h, 500ms), not others.
+		"a run deadline past int64 in a values file": {files: []string{minimal[0], "testdata/chart/huge-run-deadline.yaml"}, names: []string{"runDeadline", "too large"}},
+		"a run deadline under a nanosecond":          {files: minimal, set: []string{"runDeadline=0.5ns"}, names: []string{"runDeadline", "under 1ns"}},
+		"a duration with an exponent":                {files: minimal, set: []string{"startupSleepMax=1e3s"}, names: []string{"startupSleepMax", "not a duration"}},
+		"a duration without its unit in between":     {files: minimal, set: []string{"runDeadline=1h30"}, names: []string{"runDeadline", "not a duration"}},
+		"a fractional sleep past the 6 h gap":        {files: minimal, set: []string{"startupSleepMax=5.6h"}, names: []string{"startupSleepMax"}},
+		"an @every in plain seconds":                 {files: minimal, set: []string{"schedule=@every 3600"}, names: []string{"schedule", "unknown macro"}},
 		"an Azure Arc cluster's extension": {
 			files: minimal, set: []string{"azure.extensionResourceId=/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.Kubernetes/connectedClusters/arc-1/providers/Microsoft.KubernetesConfiguration/extensions/suse"},
 			names: []string{"azure.extensionResourceId", "connectedClusters"},
@@ -1200,11 +1210,18 @@ func TestChartPodValues(t *testing.T) {
 }
 
 // The Job's deadline follows the startup sleep and the run deadline, so a
-// long sleep no longer meets a fixed 2 h and dies in its sleep.
+// long sleep no longer meets a fixed 2 h and dies in its sleep. Durations
+// take the engine's forms (Go's 1.5h, 90m, 1h30m, 500ms, or seconds) and
+// reach it as written; only activeDeadlineSeconds, an integer, is rounded
+// up to the second.
 func TestChartJobDeadline(t *testing.T) {
 	tests := map[string]struct {
-		set  []string
-		want int64
+		set   []string
+		files []string
+		want  int64
+		// env: RUN_DEADLINE and STARTUP_SLEEP_MAX as the engine reads
+		// them, when the case says.
+		env map[string]string
 	}{
 		// 15 + 60 + 10 + 2 × 11 = 107 min, rounded up to the hour.
 		"defaults":    {want: 7200},
@@ -1216,12 +1233,66 @@ func TestChartJobDeadline(t *testing.T) {
 		"jobDeadline just long enough":  {set: []string{"jobDeadline=107m"}, want: 107 * 60},
 		"jobDeadline in plain seconds":  {set: []string{"jobDeadline=9000"}, want: 9000},
 		"run deadline in plain seconds": {set: []string{"runDeadline=600"}, want: 7200},
+		// 15 + 60 + 90 + 2 × 91 min = 5 h 47 min.
+		"fractional hours: 1.5h": {set: []string{"runDeadline=1.5h"}, want: 6 * 3600,
+			env: map[string]string{"RUN_DEADLINE": "1.5h", "STARTUP_SLEEP_MAX": "1h"}},
+		// 15 + 90 + 10 + 2 × 11 min = 2 h 17 min.
+		"minutes past the hour: 90m": {set: []string{"startupSleepMax=90m"}, want: 3 * 3600,
+			env: map[string]string{"RUN_DEADLINE": "10m", "STARTUP_SLEEP_MAX": "90m"}},
+		"hours and minutes: 1h30m":        {set: []string{"startupSleepMax=1h30m"}, want: 3 * 3600},
+		"fractional hours the same: 1.5h": {set: []string{"startupSleepMax=1.5h"}, want: 3 * 3600},
+		// 900 + 0.5 + 0.5 + 2 × 60.5 s = 1022 s.
+		"sub-second: 500ms": {set: []string{"startupSleepMax=500ms", "runDeadline=500ms"}, want: 3600,
+			env: map[string]string{"RUN_DEADLINE": "500ms", "STARTUP_SLEEP_MAX": "500ms"}},
+		"seconds with a fraction": {set: []string{"runDeadline=599.5"}, want: 7200,
+			env: map[string]string{"RUN_DEADLINE": "599.5"}},
+		// Kubernetes' activeDeadlineSeconds is whole seconds: rounded up,
+		// never below what was asked.
+		"jobDeadline with a fraction of a second, rounded up": {set: []string{"jobDeadline=107m0.5s"}, want: 107*60 + 1},
+		"jobDeadline in fractional hours":                     {set: []string{"jobDeadline=1.8h"}, want: 6480},
+		// A number in a values file is a float to Helm (YAML 1.5, 600):
+		// written out in full, never 1.5e+00 or 6e+02.
+		"numbers in a values file": {files: []string{"testdata/chart/duration-numbers.yaml"}, want: 7200,
+			env: map[string]string{"RUN_DEADLINE": "599.5", "STARTUP_SLEEP_MAX": "3600"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			cj, _ := chartCronJob(t, splitObjects(t, helmTemplate(t, chartDir, minimal, tc.set...)))
+			objs := splitObjects(t, helmTemplate(t, chartDir, append(slices.Clone(minimal), tc.files...), tc.set...))
+			cj, c := chartCronJob(t, objs)
 			require.NotNil(t, cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds)
 			assert.Equal(t, tc.want, *cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds)
+			for k, v := range tc.env {
+				assert.Equal(t, v, env(c)[k].Value, "%s, as the engine reads it", k)
+			}
+			// Every Job that sleeps or runs has the same deadline.
+			run := runJob(t, objs)
+			require.NotNil(t, run.Spec.ActiveDeadlineSeconds)
+			assert.Equal(t, tc.want, *run.Spec.ActiveDeadlineSeconds, "the run at install")
+		})
+	}
+}
+
+// The chart reads a duration as the engine does (job/parse.go: Go's
+// time.ParseDuration, or seconds as a float): each form, as jobDeadline,
+// becomes the activeDeadlineSeconds Go's own parse rounds up to.
+func TestChartDurationsAsTheEngineReadsThem(t *testing.T) {
+	forms := []string{"2h", "1.79h", "107m0.5s", "1h47m0.000000001s", "6420000ms", "6420000000us", "6420000000µs",
+		"6420000000000ns", ".5h1h30m", "1h1h", "+2h", "2h0m0s", "7200", "6420.25", "6420."}
+	helm := helmBin(t)
+	for _, form := range forms {
+		t.Run(form, func(t *testing.T) {
+			var want time.Duration
+			if secs, err := strconv.ParseFloat(form, 64); err == nil {
+				want = time.Duration(secs * float64(time.Second))
+			} else {
+				want, err = time.ParseDuration(form)
+				require.NoError(t, err, "a form Go reads")
+			}
+			out, err := helmTemplateErr(helm, chartDir, minimal, "jobDeadline="+form)
+			require.NoError(t, err)
+			cj, _ := chartCronJob(t, splitObjects(t, out))
+			require.NotNil(t, cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds)
+			assert.Equal(t, int64(math.Ceil(want.Seconds())), *cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds)
 		})
 	}
 }
@@ -1243,6 +1314,7 @@ func TestChartNotes(t *testing.T) {
 		"a list and a range":         {set: []string{"schedule=0 1\\,4-5 * * *"}, want: []string{"every day at 01:00, 04:00 and 05:00 UTC (gaps of 3 h, 1 h and 20 h)"}},
 		"weekly":                     {set: []string{"schedule=0 3 * * 1"}, want: []string{`on the cron schedule "0 3 * * 1" (UTC)`}},
 		"a macro":                    {set: []string{"schedule=@daily"}, want: []string{`on the cron schedule "@daily" (UTC)`}},
+		"durations as written":       {set: []string{"startupSleepMax=1.5h", "runDeadline=500ms"}, want: []string{"first sleeps a random while of up to 1h30m; a run takes up to 500ms,"}},
 		"no registration code: how to set it": {want: []string{"No registration code in this release (registrationCode)", "waiting for one (Event RegistrationCodeMissing)",
 			"az k8s-extension update --resource-group <group> --cluster-name <cluster> --cluster-type managedClusters --name <extension> --configuration-protected-settings registrationCode=<code>"}},
 		"status in the cluster": {want: []string{

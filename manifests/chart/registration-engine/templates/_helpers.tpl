@@ -355,21 +355,94 @@ policy's clusterRanges (the schema admits CIDRs only: no quote reaches CEL).
 {{- end }}
 
 {{/*
-A duration value (startupSleepMax, runDeadline, jobDeadline) in seconds, or
-"" when it is none. The chart takes what values.schema.json lets through:
-whole hours, minutes and seconds ("1h", "90m", "1h30m", "45s") or plain
-seconds (3600), the forms the engine also reads. Called with (list name
-value).
+Durations (startupSleepMax, runDeadline, jobDeadline, a schedule's @every)
+take what the engine takes (job/parse.go parseDuration): Go's
+time.ParseDuration form, one or more decimal numbers each with a unit (ns,
+us, µs, ms, s, m, h: "1.5h", "90m", "1h30m", "500ms"), or plain seconds,
+fractions allowed ("3600", "0.5"). The engine's float parser also takes
+exponents and hexadecimal ("1e3", "0x1p4"); the chart does not: nobody
+means a duration that way. values.schema.json admits strings and numbers
+and leaves the form to registration-engine.durationProblem, whose message
+says what to write (a schema pattern would print its regular expression).
+
+registration-engine.durationText: the value as the engine will read it, a
+number from a values file written out in full (YAML's 1.5 is 1.5, never
+1.5e+00; 1e21 is its 22 digits, which the size check then refuses), a
+string trimmed.
+*/}}
+{{- define "registration-engine.durationText" -}}
+{{- $k := kindOf . -}}
+{{- if or (eq $k "float64") (eq $k "float32") -}}
+  {{- regexReplaceAll "\\.?0*$" (printf "%.12f" .) "" -}}
+{{- else if hasPrefix "int" $k -}}
+  {{- printf "%d" . -}}
+{{- else -}}
+  {{- toString (. | default "") | trim -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+A duration value in seconds, exact ("5400", "0.5"), or "" when it is none
+of the forms above. Called with (list name value).
 */}}
 {{- define "registration-engine.seconds" -}}
-{{- $v := toString (index . 1) | trim -}}
-{{- if regexMatch "^[0-9]+$" $v -}}
-  {{- $v -}}
-{{- else if and $v (regexMatch "^([0-9]+h)?([0-9]+m)?([0-9]+s)?$" $v) -}}
-  {{- $h := regexFind "[0-9]+h" $v | trimSuffix "h" | default "0" | atoi -}}
-  {{- $m := regexFind "[0-9]+m" $v | trimSuffix "m" | default "0" | atoi -}}
-  {{- $s := regexFind "[0-9]+s" $v | trimSuffix "s" | default "0" | atoi -}}
-  {{- add (mul $h 3600) (mul $m 60) $s -}}
+{{- $v := include "registration-engine.durationText" (index . 1) -}}
+{{- $num := "([0-9]+([.][0-9]*)?|[.][0-9]+)" -}}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "μs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 -}}
+{{- $unit := "(ns|us|µs|μs|ms|s|m|h)" -}}
+{{- if regexMatch (printf "^[+]?%s$" $num) $v -}}
+  {{- regexReplaceAll "\\.?0*$" (printf "%.12f" (float64 (trimPrefix "+" $v))) "" -}}
+{{- else if regexMatch (printf "^[+]?(%s%s)+$" $num $unit) $v -}}
+  {{- $total := 0.0 -}}
+  {{- range regexFindAll (printf "%s%s" $num $unit) $v -1 -}}
+    {{- $n := regexFind "^[0-9.]+" . -}}
+    {{- $total = addf $total (mulf (float64 $n) (index $units (trimPrefix $n .))) -}}
+  {{- end -}}
+  {{- regexReplaceAll "\\.?0*$" (printf "%.12f" $total) "" -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+A duration value in whole seconds, rounded up (Kubernetes' deadlines are
+integers: a Job given 107m0.5s gets 6421), or "" when it is none. Called
+with (list name value).
+*/}}
+{{- define "registration-engine.wholeSeconds" -}}
+{{- with include "registration-engine.seconds" . -}}
+{{- printf "%d" (float64 . | ceil | int64) -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+What is wrong with a duration value, or "": not one of the forms above, or
+too large for the engine (Go's time.Duration holds 9223372036 s, about 292
+years; the sum is taken in floating point, where 999999999999999999999
+does not overflow as int64 did). Called with (list name value); an empty
+value is none of this helper's business.
+*/}}
+{{- define "registration-engine.durationProblem" -}}
+{{- $name := index . 0 -}}
+{{- $v := include "registration-engine.durationText" (index . 1) -}}
+{{- $s := include "registration-engine.seconds" . -}}
+{{- if not $v -}}
+{{- else if not $s -}}
+  {{- printf "%s %q: not a duration; write it as Go does, numbers with units (1h, 1.5h, 90m, 1h30m, 500ms), or as seconds (3600)" $name $v -}}
+{{- else if ge (float64 $s) 9223372036.0 -}}
+  {{- printf "%s %s: too large; a duration such as 10m, 1h30m or 3600 (seconds)" $name $v -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+A duration value as NOTES print it: whole seconds as a person reads them
+(600 → 10m), a fraction of a second as written (500ms). Called with (list
+name value).
+*/}}
+{{- define "registration-engine.durationHuman" -}}
+{{- $s := include "registration-engine.seconds" . -}}
+{{- if and $s (not (contains "." $s)) -}}
+{{- include "registration-engine.human" (atoi $s) -}}
+{{- else -}}
+{{- include "registration-engine.durationText" (index . 1) -}}
 {{- end -}}
 {{- end }}
 
@@ -390,12 +463,13 @@ What a scheduled Job needs before its activeDeadlineSeconds, in seconds:
 its pod may start up to 15 min after the schedule (image pull, a busy
 node), sleeps up to startupSleepMax, runs up to runDeadline, and its two
 retries (backoffLimit) run up to runDeadline each after about a minute of
-backoff, without sleeping.
+backoff, without sleeping. Whole seconds, rounded up (a 500ms run
+deadline counts as its 0.5 s three times, then the sum is rounded).
 */}}
 {{- define "registration-engine.jobNeeds" -}}
-{{- $sleep := include "registration-engine.seconds" (list "startupSleepMax" .Values.startupSleepMax) | default "0" | atoi -}}
-{{- $run := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) | default "0" | atoi -}}
-{{- add 900 $sleep $run (mul 2 (add $run 60)) -}}
+{{- $sleep := include "registration-engine.seconds" (list "startupSleepMax" .Values.startupSleepMax) | default "0" | float64 -}}
+{{- $run := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) | default "0" | float64 -}}
+{{- printf "%d" (addf 900 $sleep $run (mulf 2 (addf $run 60)) | ceil | int64) -}}
 {{- end }}
 
 {{/*
@@ -404,7 +478,7 @@ one shorter than jobNeeds), else what a run needs rounded up to the hour:
 2 h for the defaults (1 h sleep, 10 min run).
 */}}
 {{- define "registration-engine.activeDeadlineSeconds" -}}
-{{- $set := include "registration-engine.seconds" (list "jobDeadline" .Values.jobDeadline) -}}
+{{- $set := include "registration-engine.wholeSeconds" (list "jobDeadline" .Values.jobDeadline) -}}
 {{- if $set -}}
   {{- $set -}}
 {{- else -}}
@@ -423,9 +497,15 @@ release's other objects, and a value out of range never fires.
 {{- $s := . -}}
 {{- $macros := list "@yearly" "@annually" "@monthly" "@weekly" "@daily" "@midnight" "@hourly" -}}
 {{- if hasPrefix "@" $s -}}
-  {{- if not (or (has (lower $s) $macros) (regexMatch "^@every ([0-9]+(h|m|s))+$" $s)) -}}
+  {{- /* @every takes Go's duration form with units (Kubernetes parses
+  it with time.ParseDuration), not plain seconds. */ -}}
+  {{- $every := "" -}}
+  {{- if and (hasPrefix "@every " $s) (regexMatch "[a-zµμ]$" $s) -}}
+    {{- $every = include "registration-engine.seconds" (list "schedule" (trimPrefix "@every " $s)) -}}
+  {{- end -}}
+  {{- if not (or (has (lower $s) $macros) $every) -}}
     {{- printf "schedule %q: unknown macro; use five fields, @every <duration> or one of %s" $s (join ", " $macros) -}}
-  {{- else if and (hasPrefix "@every " $s) (lt (include "registration-engine.seconds" (list "schedule" (trimPrefix "@every " $s)) | default "0" | atoi) 3600) -}}
+  {{- else if and $every (lt (float64 $every) 3600.0) -}}
     {{- printf "schedule %q: more often than once an hour; every cluster of the fleet would ask SUSE's servers that often (the default is twice a day)" $s -}}
   {{- end -}}
 {{- else if regexMatch "^(CRON_)?TZ=" $s -}}
@@ -638,30 +718,36 @@ that helm template, lint and install name every problem in one error
   {{- $problems = append $problems . -}}
 {{- end -}}
 {{- /* Durations the engine, Kubernetes and the schedule can hold: a
-number too large for atoi (runDeadline 999999999999999999999 rendered a
-negative activeDeadlineSeconds), a run longer than the default schedule's
-shorter gap (6 h), a sleep that with the run and the pod's start passes it
-(the next scheduled run then finds the Lease held and is skipped). */ -}}
+duration in a form the engine reads, not too large for it (runDeadline
+999999999999999999999 rendered a negative activeDeadlineSeconds), a run
+no longer than the default schedule's shorter gap (6 h), a sleep that with
+the run and the pod's start does not pass it (the next scheduled run would
+then find the Lease held and be skipped). Compared exactly, fractions
+included; only Kubernetes' deadlines are rounded up. */ -}}
+{{- $bad := false -}}
 {{- range $k := list "runDeadline" "startupSleepMax" "jobDeadline" -}}
-  {{- if regexMatch "[0-9]{7,}" (toString (index $.Values $k)) -}}
-    {{- $problems = append $problems (printf "%s %v: too large; a duration such as 10m, 1h30m or 3600 (seconds)" $k (index $.Values $k)) -}}
+  {{- with include "registration-engine.durationProblem" (list $k (index $.Values $k)) -}}
+    {{- $problems = append $problems . -}}
+    {{- $bad = true -}}
   {{- end -}}
 {{- end -}}
-{{- $run := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) -}}
-{{- $sleepS := include "registration-engine.seconds" (list "startupSleepMax" .Values.startupSleepMax) | default "0" -}}
-{{- $big := or (regexMatch "[0-9]{7,}" (toString .Values.runDeadline)) (regexMatch "[0-9]{7,}" (toString .Values.startupSleepMax)) -}}
-{{- if $big -}}
-{{- else if and $run (gt ($run | atoi) 21600) -}}
+{{- $runS := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) -}}
+{{- $run := $runS | default "0" | float64 -}}
+{{- $sleep := include "registration-engine.seconds" (list "startupSleepMax" .Values.startupSleepMax) | default "0" | float64 -}}
+{{- if $bad -}}
+{{- else if gt $run 21600.0 -}}
   {{- $problems = append $problems (printf "runDeadline %v: longer than 6h, the default schedule's shorter gap; a run takes minutes (default 10m)" .Values.runDeadline) -}}
-{{- else if and $run (not .Values.schedule) (gt (add ($sleepS | atoi) ($run | atoi) 900) 21600) -}}
+{{- else if and (not .Values.schedule) (gt (addf $sleep $run 900) 21600.0) -}}
   {{- $problems = append $problems (printf "startupSleepMax %v + runDeadline %v + 15m for the pod to start pass 6h, the default schedule's shorter gap: the next scheduled run would find the Lease held and be skipped; keep startupSleepMax + runDeadline within 5h45m (default 1h + 10m)" .Values.startupSleepMax .Values.runDeadline) -}}
 {{- end -}}
-{{- if and $run (eq ($run | atoi) 0) -}}
+{{- if and $runS (not $bad) (eq $run 0.0) -}}
   {{- $problems = append $problems (printf "runDeadline %v: a run needs time; the engine refuses 0 (default 10m)" .Values.runDeadline) -}}
+{{- else if and $runS (not $bad) (lt (mulf $run 1000000000) 1.0) -}}
+  {{- $problems = append $problems (printf "runDeadline %v: under 1ns, which the engine reads as 0 and refuses; a run needs time (default 10m)" .Values.runDeadline) -}}
 {{- end -}}
-{{- $deadline := include "registration-engine.seconds" (list "jobDeadline" .Values.jobDeadline) -}}
+{{- $deadline := include "registration-engine.wholeSeconds" (list "jobDeadline" .Values.jobDeadline) -}}
 {{- $needs := include "registration-engine.jobNeeds" . | atoi -}}
-{{- if and $deadline (lt ($deadline | atoi) $needs) -}}
+{{- if and $deadline (not $bad) (lt ($deadline | atoi) $needs) -}}
   {{- $problems = append $problems (printf "jobDeadline %v is shorter than a scheduled run may take, %s (15m for the pod to start + startupSleepMax %v + runDeadline %v + 2 retries of runDeadline and 1m backoff each): the Job would be killed in its sleep or its retries; raise jobDeadline (or leave it empty: the chart then derives it) or lower startupSleepMax" .Values.jobDeadline (include "registration-engine.human" $needs) .Values.startupSleepMax .Values.runDeadline) -}}
 {{- end -}}
 

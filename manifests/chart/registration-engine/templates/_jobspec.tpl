@@ -204,9 +204,9 @@ spec:
         - name: REGIONSRV_CONFIG
           value: /etc/regionserverclnt.cfg
         - name: RUN_DEADLINE
-          value: {{ .Values.runDeadline | quote }}
+          value: {{ include "registration-engine.durationText" .Values.runDeadline | quote }}
         - name: STARTUP_SLEEP_MAX
-          value: {{ .Values.startupSleepMax | quote }}
+          value: {{ include "registration-engine.durationText" .Values.startupSleepMax | quote }}
         # A failed run records when its next attempt is due, for the retry
         # CronJob, which looks this often.
         - name: RETRY_INTERVAL
