@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -159,6 +160,9 @@ var goldenValueSets = map[string][]string{
 	"marketplace": {"marketplace/values.yaml", "testdata/chart/marketplace.yaml"},
 	// Rancher's registry convention, outside the Marketplace.
 	"rancher": {"testdata/chart/rancher.yaml"},
+	// What Azure Arc's extension manager passes a chart on a cluster
+	// behind a proxy (Azure.*, Azure.proxySettings with a CA certificate).
+	"azure-proxy": {"testdata/chart/minimal.yaml", "testdata/chart/azure-proxy.yaml"},
 }
 
 // helmLint runs helm lint --strict on dir with the values files given and
@@ -592,6 +596,114 @@ func TestChartValues(t *testing.T) {
 				assert.Equal(t, corev1.VolumeMount{Name: "ca", MountPath: "/etc/proxy-ca", ReadOnly: true}, c.VolumeMounts[2])
 			},
 		},
+		// Azure.proxySettings, which Azure Arc's extension manager passes
+		// every extension chart: HTTPS_PROXY, HTTP_PROXY and NO_PROXY on
+		// every pod that runs the engine, none on the cleanup's (it talks
+		// to the API server alone); the user's extraEnv wins.
+		"no Azure values: no proxy, no certificate": {
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				for k, pod := range enginePods(t, objs) {
+					assert.Empty(t, proxyEnv(pod), "%s", k)
+					assert.Empty(t, proxyCAVolume(pod), "%s", k)
+				}
+				assert.NotContains(t, objs, "ConfigMap/"+chartNamespace+"/registration-engine-proxy-ca")
+			},
+		},
+		"Azure's proxy settings, the proxy disabled: no proxy": {
+			set: append(slices.Clone(arcProxy), "Azure.proxySettings.isProxyEnabled=false"),
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				for k, pod := range enginePods(t, objs) {
+					assert.Empty(t, proxyEnv(pod), "%s", k)
+				}
+			},
+		},
+		"Azure's proxy enabled: on every pod that runs the engine": {
+			set: arcProxy,
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				for k, pod := range enginePods(t, objs) {
+					if strings.HasSuffix(k, "/registration-engine-cleanup") {
+						assert.Empty(t, proxyEnv(pod), "%s: the cleanup talks to the API server alone", k)
+						continue
+					}
+					assert.Equal(t, map[string]string{
+						"HTTPS_PROXY": "http://proxy.example:3128",
+						"HTTP_PROXY":  "http://proxy.example:3128",
+						"NO_PROXY":    "localhost,127.0.0.1,.svc,10.0.0.0/16",
+					}, proxyEnv(pod), "%s", k)
+					assert.Empty(t, proxyCAVolume(pod), "%s: no proxyCert, no volume", k)
+				}
+			},
+		},
+		"Azure's proxy with a list for noProxy": {
+			set: []string{"Azure.proxySettings.isProxyEnabled=true", "Azure.proxySettings.httpsProxy=http://proxy.example:3128", "Azure.proxySettings.noProxy={.svc,10.0.0.0/16}"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, _ *corev1.Container) {
+				assert.Equal(t, map[string]string{"HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": ".svc,10.0.0.0/16"}, proxyEnv(cj.Spec.JobTemplate.Spec.Template.Spec))
+			},
+		},
+		"extraEnv wins over Azure's proxy": {
+			set: append(slices.Clone(arcProxy), "extraEnv[0].name=HTTPS_PROXY", "extraEnv[0].value=http://mine.example:8080",
+				"extraEnv[1].name=no_proxy", "extraEnv[1].value=.example"),
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				for k, pod := range enginePods(t, objs) {
+					if strings.HasSuffix(k, "/registration-engine-cleanup") {
+						continue
+					}
+					// Once each: Go reads no_proxy before NO_PROXY, and a
+					// variable twice would leave the pod's value to the
+					// kubelet's order.
+					assert.Equal(t, map[string]string{
+						"HTTPS_PROXY": "http://mine.example:8080",
+						"HTTP_PROXY":  "http://proxy.example:3128",
+						"no_proxy":    ".example",
+					}, proxyEnv(pod), "%s", k)
+					names := map[string]int{}
+					for _, e := range pod.Containers[0].Env {
+						names[e.Name]++
+					}
+					for n, count := range names {
+						assert.Equal(t, 1, count, "%s: %s set %d times", k, n, count)
+					}
+				}
+			},
+		},
+		"Azure's proxy certificate: trusted beside the system roots": {
+			set: append(slices.Clone(arcProxy), "Azure.proxySettings.proxyCert="+testProxyCA, "Azure.proxySettings.isCustomCert=true"),
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				cm := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/registration-engine-proxy-ca")
+				assert.Equal(t, map[string]string{"proxy-ca.crt": testProxyCA + "\n"}, cm.Data)
+				for k, pod := range enginePods(t, objs) {
+					if strings.HasSuffix(k, "/registration-engine-cleanup") {
+						assert.Empty(t, proxyCAVolume(pod), "%s: the cleanup mounts none of the release's ConfigMaps", k)
+						continue
+					}
+					assertProxyCA(t, k, pod, cm.Name)
+					assert.Equal(t, "http://proxy.example:3128", proxyEnv(pod)["HTTPS_PROXY"], "%s", k)
+				}
+			},
+		},
+		// Arc passes a certificate alone for a TLS-inspecting proxy on
+		// the way that needs no proxy variables.
+		"Azure's proxy certificate without a proxy, as base64": {
+			set: []string{"Azure.proxySettings.isProxyEnabled=false", "Azure.proxySettings.proxyCert=" + base64.StdEncoding.EncodeToString([]byte(testProxyCA))},
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				cm := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/registration-engine-proxy-ca")
+				assert.Equal(t, map[string]string{"proxy-ca.crt": testProxyCA + "\n"}, cm.Data, "decoded")
+				for k, pod := range enginePods(t, objs) {
+					if strings.HasSuffix(k, "/registration-engine-cleanup") {
+						continue
+					}
+					assertProxyCA(t, k, pod, cm.Name)
+					assert.NotContains(t, proxyEnv(pod), "HTTPS_PROXY", "%s", k)
+				}
+			},
+		},
+		"a user's SSL_CERT_FILE stays beside Azure's proxy certificate": {
+			set: []string{"Azure.proxySettings.proxyCert=" + testProxyCA, "extraEnv[0].name=SSL_CERT_FILE", "extraEnv[0].value=/etc/proxy-ca/bundle.pem"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.Equal(t, "/etc/proxy-ca/bundle.pem", env(c)["SSL_CERT_FILE"].Value)
+				assertProxyCA(t, "the CronJob", cj.Spec.JobTemplate.Spec.Template.Spec, "registration-engine-proxy-ca")
+			},
+		},
 		"unknown credential mode": {
 			set:     []string{"azure.credentialMode=client-secret"},
 			refused: true,
@@ -783,6 +895,88 @@ func TestChartValues(t *testing.T) {
 			tc.check(t, objs, cj, c)
 		})
 	}
+}
+
+// arcProxy is what Azure Arc's extension manager passes an extension
+// chart for a cluster behind a proxy (Azure.proxySettings).
+var arcProxy = []string{
+	"Azure.proxySettings.isProxyEnabled=true",
+	"Azure.proxySettings.httpsProxy=http://proxy.example:3128",
+	"Azure.proxySettings.httpProxy=http://proxy.example:3128",
+	`Azure.proxySettings.noProxy=localhost\,127.0.0.1\,.svc\,10.0.0.0/16`,
+	"Azure.proxySettings.isCustomCert=false",
+}
+
+// testProxyCA is a proxy's CA certificate (self-signed, P-256).
+const testProxyCA = `-----BEGIN CERTIFICATE-----
+MIIBeTCCASGgAwIBAgIUSEWdGNbZxQjMuU+aly5F94zjW3MwCgYIKoZIzj0EAwIw
+EzERMA8GA1UEAwwIcHJveHktY2EwHhcNMjYxMjA1MDI0NjA2WhcNMzYxMjAyMDI0
+NjA2WjATMREwDwYDVQQDDAhwcm94eS1jYTBZMBMGByqGSM49AgEGCCqGSM49AwEH
+A0IABOIHDruAfuugbY+tsXOBZ0xsn9ZP3+pQtWlwBOxo5emyEK76zfJ8NuacHfaR
+7j+B0/v+5eGIjrmj6PdXlrIRIf6jUzBRMB0GA1UdDgQWBBRz8QLa7gEcGqmsfhfo
+Bv/Nc1NMvTAfBgNVHSMEGDAWgBRz8QLa7gEcGqmsfhfoBv/Nc1NMvTAPBgNVHRMB
+Af8EBTADAQH/MAoGCCqGSM49BAMCA0YAMEMCHz5dEySYRn+jy7x9g1HoC/EDWm7q
+vIP2aXKVX/BSDU4CIH3T3gs4R+GbTDNH3hU/Ihlu0Mpq4ZQ9eoz45TtkW+6b
+-----END CERTIFICATE-----`
+
+// enginePods are the pod specs of every Job the release renders that runs
+// the engine, by object: the CronJob's, the retry CronJob's, the run at
+// install's and the uninstall hook's cleanup.
+func enginePods(t *testing.T, objs map[string]rendered) map[string]corev1.PodSpec {
+	t.Helper()
+	pods := map[string]corev1.PodSpec{}
+	for k, o := range objs {
+		switch v := o.typed.(type) {
+		case *batchv1.CronJob:
+			pods[k] = v.Spec.JobTemplate.Spec.Template.Spec
+		case *batchv1.Job:
+			pods[k] = v.Spec.Template.Spec
+		}
+	}
+	require.Len(t, pods, 4, "the CronJob, the retry CronJob, the run at install and the cleanup: %v", slices.Collect(maps.Keys(pods)))
+	return pods
+}
+
+// proxyEnv are the proxy variables of the pod's engine container (any
+// case), and SSL_CERT_DIR.
+func proxyEnv(pod corev1.PodSpec) map[string]string {
+	out := map[string]string{}
+	for _, e := range pod.Containers[0].Env {
+		switch strings.ToUpper(e.Name) {
+		case "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_DIR":
+			out[e.Name] = e.Value
+		}
+	}
+	return out
+}
+
+// proxyCAVolume is the name of the ConfigMap the pod mounts as proxy-ca,
+// or "".
+func proxyCAVolume(pod corev1.PodSpec) string {
+	for _, v := range pod.Volumes {
+		if v.Name == "proxy-ca" && v.ConfigMap != nil {
+			return v.ConfigMap.Name
+		}
+	}
+	return ""
+}
+
+// assertProxyCA: the pod mounts the ConfigMap cm read-only and its
+// SSL_CERT_DIR lists the mount beside the system directories Go reads
+// by default (crypto/x509 root_linux.go), so the system roots stay.
+func assertProxyCA(t *testing.T, what string, pod corev1.PodSpec, cm string) {
+	t.Helper()
+	assert.Equal(t, cm, proxyCAVolume(pod), "%s", what)
+	var mount *corev1.VolumeMount
+	for i, m := range pod.Containers[0].VolumeMounts {
+		if m.Name == "proxy-ca" {
+			mount = &pod.Containers[0].VolumeMounts[i]
+		}
+	}
+	require.NotNil(t, mount, "%s mounts proxy-ca", what)
+	assert.True(t, mount.ReadOnly, "%s", what)
+	dirs := strings.Split(proxyEnv(pod)["SSL_CERT_DIR"], ":")
+	assert.Equal(t, []string{mount.MountPath, "/etc/ssl/certs", "/etc/pki/tls/certs"}, dirs, "%s: SSL_CERT_DIR", what)
 }
 
 // The certificates shipped as chart files (certs/*.pem), which a
@@ -1052,6 +1246,21 @@ func TestChartRefusals(t *testing.T) {
 		// never shows it (a schema pattern would).
 		"a registration code with a space inside": {files: minimal, set: []string{"registrationCode=CODE-SECRET-1 CODE-SECRET-2"}, names: []string{"registrationCode", "not shown"}},
 		"a placeholder registration code":         {files: minimal, set: []string{"registrationCode=REPLACE-ME-code"}, names: []string{"registrationCode", "placeholder"}},
+		// Azure.proxySettings (Azure Arc's extension manager): a proxy
+		// enabled without a proxy, a proxy that is no URL (the message
+		// masks a password in it), a certificate that is none.
+		"Azure's proxy enabled without a proxy": {
+			files: minimal, set: []string{"Azure.proxySettings.isProxyEnabled=true", "Azure.proxySettings.noProxy=.svc"},
+			names: []string{"Azure.proxySettings.isProxyEnabled", "httpsProxy"},
+		},
+		"Azure's proxy that is no URL, a password in another": {
+			files: minimal, set: []string{"Azure.proxySettings.isProxyEnabled=true", "Azure.proxySettings.httpsProxy=proxy.example:3128", "Azure.proxySettings.httpProxy=http://user:PASSWORD-SECRET@proxy example:3128"},
+			names: []string{"Azure.proxySettings.httpsProxy", "proxy.example:3128", "Azure.proxySettings.httpProxy", "http://***@proxy example:3128"},
+		},
+		"Azure's proxy certificate that is none": {
+			files: minimal, set: []string{"Azure.proxySettings.proxyCert=not a certificate"},
+			names: []string{"Azure.proxySettings.proxyCert"},
+		},
 		// The image reaches the status command NOTES print for a shell.
 		"an injected image with a shell command": {
 			files: marketplace, set: []string{`global.azure.images.engine.image=engine';touch /tmp/pwned;'`},
@@ -1106,6 +1315,7 @@ func TestChartRefusals(t *testing.T) {
 				strings.Join(append(slices.Clone(tc.files), tc.set...), " "), msg, strings.Join(lint, "\n")), "$1")
 			file := strings.Trim(nonWord.ReplaceAllString(strings.ToLower(name), "-"), "-") + ".golden"
 			assert.NotContains(t, msg+strings.Join(lint, "\n"), "CODE-SECRET", "a refusal never shows the registration code")
+			assert.NotContains(t, msg+strings.Join(lint, "\n"), "PASSWORD-SECRET", "a refusal never shows a proxy's password")
 			testkit.Golden(t, filepath.Join("testdata", "chart", "refusals", file), []byte(golden))
 		})
 	}
@@ -1154,8 +1364,8 @@ func TestChartLabels(t *testing.T) {
 		"marketplace": {files: goldenValueSets["marketplace"]},
 		"rancher":     {files: goldenValueSets["rancher"]},
 		// Every optional object: the registration code, the certificates,
-		// the Corefile's Role.
-		"every object": {files: minimal, set: []string{"registrationCode=C", "coreDNSLayout=corefile", "regionServerCerts.a\\.pem=-----BEGIN CERTIFICATE-----"}},
+		// the Corefile's Role, the proxy's CA certificate Azure passed.
+		"every object": {files: minimal, set: []string{"registrationCode=C", "coreDNSLayout=corefile", "regionServerCerts.a\\.pem=-----BEGIN CERTIFICATE-----", "Azure.proxySettings.proxyCert=" + testProxyCA}},
 	}
 	for name, tc := range sets {
 		t.Run(name, func(t *testing.T) {
@@ -1169,7 +1379,7 @@ func TestChartLabels(t *testing.T) {
 				assert.NotEqual(t, "scc-registration", o.name, "%s: the engine writes scc-registration; a chart-managed one would never be adopted by rancher/scc-operator", k)
 			}
 			if name == "every object" {
-				assert.Len(t, objs, 35, "the objects the test means to cover (with the run at install, the retry CronJob, the cleanup hook and its own ServiceAccount, two Roles, two RoleBindings and policy copy, and status's ServiceAccount, two Roles, two RoleBindings, its ClusterRole and two ClusterRoleBindings)")
+				assert.Len(t, objs, 36, "the objects the test means to cover (with the run at install, the retry CronJob, the cleanup hook and its own ServiceAccount, two Roles, two RoleBindings and policy copy, status's ServiceAccount, two Roles, two RoleBindings, its ClusterRole and two ClusterRoleBindings, and the proxy's CA certificate)")
 			}
 			// The engine's pods carry them too, so that a pod's log or an
 			// Event on it leads back to the release.

@@ -260,6 +260,127 @@ registrationCode: a placeholder, not a code (not shown here); set the code SUSE 
 {{- end }}
 
 {{/*
+Azure.proxySettings, which Azure Arc's extension manager passes every
+extension chart (docs/install.md, "Behind a proxy"), under the keys
+Microsoft's own extension charts read (Azure Monitor's ama-logs):
+isProxyEnabled, httpsProxy, httpProxy, noProxy (comma-separated),
+proxyCert (a PEM CA certificate, as content) and isCustomCert (not used:
+a proxyCert is trusted whenever it is given, since Arc also passes one
+alone, for a TLS-inspecting proxy on the way without a proxy endpoint). A
+YAML map, empty when Azure passed none.
+*/}}
+{{- define "registration-engine.proxySettings" -}}
+{{- toYaml (dig "proxySettings" dict (.Values.Azure | default dict)) -}}
+{{- end }}
+
+{{/*
+"true" when Azure.proxySettings.isProxyEnabled is (true, or the string
+"true" in any case), "" otherwise.
+*/}}
+{{- define "registration-engine.proxyEnabled" -}}
+{{- $ps := include "registration-engine.proxySettings" . | fromYaml -}}
+{{- if eq (lower (toString (dig "isProxyEnabled" false $ps))) "true" }}true{{ end -}}
+{{- end }}
+
+{{/*
+The names extraEnv sets, as a YAML list.
+*/}}
+{{- define "registration-engine.extraEnvNames" -}}
+{{- $names := list -}}
+{{- range (.Values.extraEnv | default list) }}{{ $names = append $names (toString .name) }}{{ end -}}
+{{- toYaml $names -}}
+{{- end }}
+
+{{/*
+Azure.proxySettings' proxy variables for the engine's container, each
+only when set and isProxyEnabled is true: HTTPS_PROXY (Entra, ARM, the
+region servers, a metadata_server), HTTP_PROXY (the attested document's
+intermediate certificate, fetched over http://), NO_PROXY. A variable
+extraEnv names (in either case: Go reads https_proxy before HTTPS_PROXY)
+is the user's: the chart then leaves its own out. A map of name → value.
+*/}}
+{{- define "registration-engine.proxyVars" -}}
+{{- $ps := include "registration-engine.proxySettings" . | fromYaml -}}
+{{- $user := list -}}
+{{- range (include "registration-engine.extraEnvNames" . | fromYamlArray) }}{{ $user = append $user (upper .) }}{{ end -}}
+{{- $out := dict -}}
+{{- if include "registration-engine.proxyEnabled" . -}}
+  {{- range $name, $key := dict "HTTPS_PROXY" "httpsProxy" "HTTP_PROXY" "httpProxy" "NO_PROXY" "noProxy" -}}
+    {{- $v := index $ps $key | default "" -}}
+    {{- if kindIs "slice" $v }}{{ $v = join "," $v }}{{ end -}}
+    {{- $v = toString $v | trim -}}
+    {{- if and $v (not (has $name $user)) }}{{ $_ := set $out $name $v }}{{ end -}}
+  {{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end }}
+
+{{/*
+Azure.proxySettings.proxyCert as PEM (given as PEM, or as the base64 of
+one), or "" when none or no certificate.
+*/}}
+{{- define "registration-engine.proxyCert" -}}
+{{- $ps := include "registration-engine.proxySettings" . | fromYaml -}}
+{{- $c := toString (dig "proxyCert" "" $ps | default "") | trim -}}
+{{- if and $c (not (contains "-----BEGIN" $c)) -}}
+  {{- /* b64dec answers an error's text for what is no base64. */ -}}
+  {{- $c = b64dec (regexReplaceAll "\\s+" $c "") | trim -}}
+{{- end -}}
+{{- if regexMatch "-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----" $c }}{{ $c }}{{ end -}}
+{{- end }}
+
+{{/*
+Where the engine's container finds proxyCert (the ConfigMap
+registration-engine-proxy-ca), and the SSL_CERT_DIR that adds it to the
+system roots. Go on Linux (crypto/x509 root_unix.go loadSystemRoots,
+root_linux.go) reads one bundle file, SSL_CERT_FILE or else the first of
+its known files (distroless/static's /etc/ssl/certs/ca-certificates.crt),
+and then every file of each directory in SSL_CERT_DIR (colon-separated),
+which replaces its default directories /etc/ssl/certs and
+/etc/pki/tls/certs; it skips a symlink to a name in the same directory
+(the ConfigMap volume's ..data) and what it cannot read as a file. So
+SSL_CERT_DIR lists this directory and those two: the system roots stay,
+from the bundle file and the directories alike, and an SSL_CERT_FILE of the
+user's (extraEnv, a TLS-inspecting proxy's bundle) still applies beside
+it. SSL_CERT_FILE pointing at the certificate would also keep the system
+roots on distroless/static (its bundle lies in /etc/ssl/certs, which Go
+reads anyway), but would take the place of the user's SSL_CERT_FILE and,
+on an image whose bundle lies elsewhere, of the system roots.
+*/}}
+{{- define "registration-engine.proxyCertDir" -}}/etc/registration-engine/proxy-ca{{- end }}
+{{- define "registration-engine.sslCertDir" -}}
+{{- include "registration-engine.proxyCertDir" . }}:/etc/ssl/certs:/etc/pki/tls/certs
+{{- end }}
+
+{{/*
+The refusals of Azure.proxySettings, or "": a proxy enabled without a proxy,
+a proxy that is no URL (the value shown with any user:password masked), a
+proxyCert that holds no certificate. The proxy URLs are checked only
+while isProxyEnabled is true: otherwise the chart does not use them.
+*/}}
+{{- define "registration-engine.proxyProblems" -}}
+{{- $ps := include "registration-engine.proxySettings" . | fromYaml -}}
+{{- $problems := list -}}
+{{- if include "registration-engine.proxyEnabled" . -}}
+  {{- $any := false -}}
+  {{- range $key := list "httpsProxy" "httpProxy" -}}
+    {{- $v := toString (index $ps $key | default "") | trim -}}
+    {{- if $v }}{{ $any = true }}{{ end -}}
+    {{- if and $v (not (regexMatch "^(?i:https?|socks5h?)://([^@/?#\\s]+@)?(\\[[0-9a-fA-F:.]+\\]|[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?)(:[0-9]{1,5})?/?$" $v)) -}}
+      {{- $problems = append $problems (printf "Azure.proxySettings.%s %q: not a proxy URL; give scheme, host and port, such as http://proxy.example:3128 (the schemes Go reads: http, https, socks5, socks5h)" $key (regexReplaceAll "//[^@/?#]*@" $v "//***@")) -}}
+    {{- end -}}
+  {{- end -}}
+  {{- if not $any -}}
+    {{- $problems = append $problems "Azure.proxySettings.isProxyEnabled is true, but neither Azure.proxySettings.httpsProxy nor httpProxy is set: give the proxy's URL (httpsProxy=http://proxy.example:3128), or set isProxyEnabled=false" -}}
+  {{- end -}}
+{{- end -}}
+{{- if and (toString (dig "proxyCert" "" $ps | default "") | trim) (not (include "registration-engine.proxyCert" .)) -}}
+  {{- $problems = append $problems "Azure.proxySettings.proxyCert holds no certificate: give the proxy's CA certificate as PEM (-----BEGIN CERTIFICATE----- …), or leave it empty" -}}
+{{- end -}}
+{{- toYaml $problems -}}
+{{- end }}
+
+{{/*
 resources.limits.memory in MiB (Ki, Mi, Gi, K, M, G or bytes), or "" when
 there is none or it is no quantity the chart reads.
 */}}
@@ -699,6 +820,9 @@ that helm template, lint and install name every problem in one error
   {{- $problems = append $problems . -}}
 {{- end -}}
 {{- with include "registration-engine.registrationCodeProblem" . -}}
+  {{- $problems = append $problems . -}}
+{{- end -}}
+{{- range (include "registration-engine.proxyProblems" . | fromYamlArray) -}}
   {{- $problems = append $problems . -}}
 {{- end -}}
 {{- $chartEnv := include "registration-engine.chartEnv" . | fromYaml -}}
