@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +95,15 @@ func workloadIdentityWebhook(e *clusterEnv) func(context.Context, *corev1.Pod, [
 //     that writes it;
 //   - workload identity, as a customer may choose: the webhook stand-in
 //     injects the IDs from the ServiceAccount's annotations, and the token
-//     comes from the fake Entra, never from IMDS.
+//     comes from the fake Entra, never from IMDS;
+//   - workload identity behind the proxy Azure Arc's extension manager
+//     passes (Azure.proxySettings, nothing in extraEnv): Entra and ARM,
+//     known by name only, are reached through a CONNECT proxy on loopback
+//     that logs its tunnels, IMDS directly. The region servers listen on
+//     loopback here, which Go never proxies: job/smt
+//     TestRegionServersThroughProxy proves their proxy use; a pod has no
+//     volumes under the process kubelet, so proxyCert's mount is proved
+//     by the chart's tests (manifests TestChartValues).
 //
 // Each ends with helm uninstall, whose cleanup hook removes the engine's
 // CoreDNS entry (CoreDNS stops answering the name) and its Lease. Each runs
@@ -105,6 +116,13 @@ func TestChartInstall(t *testing.T) {
 		"workload identity chosen in the portal": {
 			set:              []string{"azure.credentialMode=workload-identity", "azure.workloadIdentity.clientId=" + fakecloud.DefaultAzureConfig().ClientID, "azure.workloadIdentity.tenantId=" + fakecloud.DefaultAzureConfig().TenantID},
 			workloadIdentity: true, wantMode: "workload-identity", wantTokenRequests: 0,
+		},
+		// Azure Arc's extension manager passes the cluster's proxy as
+		// Azure.proxySettings: the release's run reaches Entra and ARM
+		// through it, IMDS never.
+		"behind the proxy Azure passes": {
+			set:              []string{"azure.credentialMode=workload-identity", "azure.workloadIdentity.clientId=" + fakecloud.DefaultAzureConfig().ClientID, "azure.workloadIdentity.tenantId=" + fakecloud.DefaultAzureConfig().TenantID},
+			workloadIdentity: true, wantMode: "workload-identity", wantTokenRequests: 0, proxy: true,
 		},
 	}
 	t.Parallel()
@@ -124,7 +142,11 @@ type chartCase struct {
 	// workloadIdentity: the webhook stand-in acts on labelled pods.
 	workloadIdentity bool
 	// lifecycle: also upgrade unchanged, upgrade with a new code.
-	lifecycle         bool
+	lifecycle bool
+	// proxy: Entra and ARM are known by name (Go never proxies a
+	// loopback address) and reached only through a CONNECT proxy on
+	// loopback, which the install names in Azure.proxySettings alone.
+	proxy             bool
 	wantMode          string
 	wantTokenRequests int32
 }
@@ -144,7 +166,15 @@ func (tc chartCase) run(t *testing.T, helm string) {
 
 	aksBeforeInstall(ctx, t, e)
 
-	c := harness.StartCloud(t)
+	var c harness.Cloud
+	var proxy *sccoperator.Proxy
+	if !tc.proxy {
+		c = harness.StartCloud(t)
+	} else {
+		c, proxy = cloudBehindProxy(t)
+		extra = append(extra, "--set", "Azure.proxySettings.isProxyEnabled=true", "--set", "Azure.proxySettings.httpsProxy="+proxy.URL,
+			"--set", `Azure.proxySettings.noProxy=localhost\,.svc\,.cluster.local`)
+	}
 	cloudEnv := c.Vars()
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
 	install := append(marketplaceValues(chart, cloudEnv, chartRegCode), extra...)
@@ -173,6 +203,9 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	harness.AssertRegistration(t, before, chartRegCode)
 	t.Logf("proved: helm install (Marketplace values, credential mode %s) exited 0 in %s and, with no manual Job, the release's run %s registered %s %s after the install started (pod ran %s)",
 		tc.wantMode, installed.Round(time.Millisecond), first, operator.SecretName, registered.Round(time.Millisecond), pr.Res.Took.Round(time.Millisecond))
+	if tc.proxy {
+		assertThroughProxy(t, proxy, c)
+	}
 	if !tc.lifecycle {
 		tc.uninstall(ctx, t, p, e, helm, release, before, registered)
 		return
@@ -207,6 +240,57 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	t.Logf("proved: helm upgrade with a new registration code started run %s, which wrote the new code into %s %s after the upgrade started", second, operator.SecretName, rerun.Round(time.Millisecond))
 
 	tc.uninstall(ctx, t, p, e, helm, release, after, registered)
+}
+
+// Entra's and ARM's names behind the proxy (they resolve nowhere but in
+// the proxy's routes).
+const (
+	proxiedEntra = "login.fake.test"
+	proxiedARM   = "management.fake.test"
+)
+
+// cloudBehindProxy starts a fake cloud whose Entra and ARM the engine
+// knows by name only, and a CONNECT proxy on loopback that routes those
+// names to them and logs every tunnel: the engine reaches them only if it
+// uses the proxy. The process kubelet hands the pod the named endpoints.
+func cloudBehindProxy(t *testing.T) (harness.Cloud, *sccoperator.Proxy) {
+	t.Helper()
+	c := harness.StartCloudArgs(t, "--names", proxiedEntra+","+proxiedARM)
+	entra, err := url.Parse(c.Value(t, "AZURE_AUTHORITY_HOST"))
+	require.NoError(t, err)
+	arm, err := url.Parse(c.Value(t, "ARM_ENDPOINT"))
+	require.NoError(t, err)
+	named := func(u *url.URL, name string) string { return name + ":" + u.Port() }
+	proxy, err := sccoperator.NewProxy(sccoperator.StaticRoute(map[string]string{
+		named(entra, proxiedEntra): entra.Host,
+		named(arm, proxiedARM):     arm.Host,
+	}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	c.Env = append(slices.Clone(c.Env),
+		"AZURE_AUTHORITY_HOST=https://"+named(entra, proxiedEntra)+"/",
+		"ARM_ENDPOINT=https://"+named(arm, proxiedARM))
+	return c, proxy
+}
+
+// assertThroughProxy: the run reached Entra and ARM through the proxy
+// (their names resolve nowhere else), with TLS end to end, and IMDS not.
+func assertThroughProxy(t *testing.T, proxy *sccoperator.Proxy, c harness.Cloud) {
+	t.Helper()
+	var passed []string
+	for _, tun := range proxy.Tunnels() {
+		require.NoError(t, tun.Err, "tunnel to %s", tun.Target)
+		host, _, _ := net.SplitHostPort(tun.Target)
+		passed = append(passed, host)
+	}
+	assert.Contains(t, passed, proxiedEntra, "Entra through the proxy")
+	assert.Contains(t, passed, proxiedARM, "ARM through the proxy")
+	imds, err := url.Parse(c.Value(t, "AZURE_IMDS_ENDPOINT"))
+	require.NoError(t, err)
+	assert.NotContains(t, passed, imds.Hostname(), "IMDS never through the proxy")
+	slices.Sort(passed)
+	t.Logf("proved: with only Azure.proxySettings (isProxyEnabled, httpsProxy %s) set, the release's run reached Entra and ARM through the proxy (tunnels to %s), IMDS directly",
+		proxy.URL, strings.Join(slices.Compact(passed), ", "))
 }
 
 // marketplaceValues are the helm flags of a Marketplace install: the

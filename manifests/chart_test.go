@@ -4,17 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +160,9 @@ var goldenValueSets = map[string][]string{
 	"marketplace": {"marketplace/values.yaml", "testdata/chart/marketplace.yaml"},
 	// Rancher's registry convention, outside the Marketplace.
 	"rancher": {"testdata/chart/rancher.yaml"},
+	// What Azure Arc's extension manager passes a chart on a cluster
+	// behind a proxy (Azure.*, Azure.proxySettings with a CA certificate).
+	"azure-proxy": {"testdata/chart/minimal.yaml", "testdata/chart/azure-proxy.yaml"},
 }
 
 // helmLint runs helm lint --strict on dir with the values files given and
@@ -185,14 +191,27 @@ func TestChartLint(t *testing.T) {
 		helmLint(t, chartDir, ci)
 		assert.Equal(t, readValues(t, minimal[0]), readValues(t, ci), "ci/minimal-values.yaml and testdata/chart/minimal.yaml")
 	})
-	// The defaults refuse to render; helm lint --strict says why in words
-	// first, before its [ERROR] line.
+	// The defaults refuse to render; helm lint --strict says why as helm
+	// template does, after the prefix helm's own fail carries
+	// ("execution error at (<template position>): "), and with nothing of
+	// the template engine's chain ("no template … associated with
+	// template \"gotpl\"") around it.
 	t.Run("the defaults' message", func(t *testing.T) {
 		out, err := runErr(helmBin(t), "lint", "--strict", chartDir, "--namespace", chartNamespace)
 		require.Error(t, err)
 		assert.Contains(t, helmStderr(err), "7 value(s) to fix:\n- image.repository is not set", "lint's [INFO] Fail lines, on stderr")
-		assert.Contains(t, string(out), `no template "<< registration-engine refuses 7 value(s), listed above: image.repository is not set: `)
-		assert.NotContains(t, string(out), `\n- `, "the [ERROR] line has no escaped line breaks")
+		var errs []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "[ERROR]") {
+				errs = append(errs, templateLine.ReplaceAllString(l, "$1"))
+			}
+		}
+		require.Len(t, errs, 1, "%s", out)
+		assert.True(t, strings.HasPrefix(errs[0], "[ERROR] templates/: execution error at (registration-engine/templates/validate.yaml): 7 value(s) to fix: [1] image.repository is not set: "), errs[0])
+		assert.Contains(t, errs[0], " [7] marketplace.planId is still the placeholder 'REPLACE-ME-plan': ")
+		for _, noise := range []string{"no template", "gotpl", "HELM_ERR", "error calling include", `\n`, `\"`} {
+			assert.NotContains(t, errs[0], noise)
+		}
 	})
 }
 
@@ -577,6 +596,114 @@ func TestChartValues(t *testing.T) {
 				assert.Equal(t, corev1.VolumeMount{Name: "ca", MountPath: "/etc/proxy-ca", ReadOnly: true}, c.VolumeMounts[2])
 			},
 		},
+		// Azure.proxySettings, which Azure Arc's extension manager passes
+		// every extension chart: HTTPS_PROXY, HTTP_PROXY and NO_PROXY on
+		// every pod that runs the engine, none on the cleanup's (it talks
+		// to the API server alone); the user's extraEnv wins.
+		"no Azure values: no proxy, no certificate": {
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				for k, pod := range enginePods(t, objs) {
+					assert.Empty(t, proxyEnv(pod), "%s", k)
+					assert.Empty(t, proxyCAVolume(pod), "%s", k)
+				}
+				assert.NotContains(t, objs, "ConfigMap/"+chartNamespace+"/registration-engine-proxy-ca")
+			},
+		},
+		"Azure's proxy settings, the proxy disabled: no proxy": {
+			set: append(slices.Clone(arcProxy), "Azure.proxySettings.isProxyEnabled=false"),
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				for k, pod := range enginePods(t, objs) {
+					assert.Empty(t, proxyEnv(pod), "%s", k)
+				}
+			},
+		},
+		"Azure's proxy enabled: on every pod that runs the engine": {
+			set: arcProxy,
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				for k, pod := range enginePods(t, objs) {
+					if strings.HasSuffix(k, "/registration-engine-cleanup") {
+						assert.Empty(t, proxyEnv(pod), "%s: the cleanup talks to the API server alone", k)
+						continue
+					}
+					assert.Equal(t, map[string]string{
+						"HTTPS_PROXY": "http://proxy.example:3128",
+						"HTTP_PROXY":  "http://proxy.example:3128",
+						"NO_PROXY":    "localhost,127.0.0.1,.svc,10.0.0.0/16",
+					}, proxyEnv(pod), "%s", k)
+					assert.Empty(t, proxyCAVolume(pod), "%s: no proxyCert, no volume", k)
+				}
+			},
+		},
+		"Azure's proxy with a list for noProxy": {
+			set: []string{"Azure.proxySettings.isProxyEnabled=true", "Azure.proxySettings.httpsProxy=http://proxy.example:3128", "Azure.proxySettings.noProxy={.svc,10.0.0.0/16}"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, _ *corev1.Container) {
+				assert.Equal(t, map[string]string{"HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": ".svc,10.0.0.0/16"}, proxyEnv(cj.Spec.JobTemplate.Spec.Template.Spec))
+			},
+		},
+		"extraEnv wins over Azure's proxy": {
+			set: append(slices.Clone(arcProxy), "extraEnv[0].name=HTTPS_PROXY", "extraEnv[0].value=http://mine.example:8080",
+				"extraEnv[1].name=no_proxy", "extraEnv[1].value=.example"),
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				for k, pod := range enginePods(t, objs) {
+					if strings.HasSuffix(k, "/registration-engine-cleanup") {
+						continue
+					}
+					// Once each: Go reads no_proxy before NO_PROXY, and a
+					// variable twice would leave the pod's value to the
+					// kubelet's order.
+					assert.Equal(t, map[string]string{
+						"HTTPS_PROXY": "http://mine.example:8080",
+						"HTTP_PROXY":  "http://proxy.example:3128",
+						"no_proxy":    ".example",
+					}, proxyEnv(pod), "%s", k)
+					names := map[string]int{}
+					for _, e := range pod.Containers[0].Env {
+						names[e.Name]++
+					}
+					for n, count := range names {
+						assert.Equal(t, 1, count, "%s: %s set %d times", k, n, count)
+					}
+				}
+			},
+		},
+		"Azure's proxy certificate: trusted beside the system roots": {
+			set: append(slices.Clone(arcProxy), "Azure.proxySettings.proxyCert="+testProxyCA, "Azure.proxySettings.isCustomCert=true"),
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				cm := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/registration-engine-proxy-ca")
+				assert.Equal(t, map[string]string{"proxy-ca.crt": testProxyCA + "\n"}, cm.Data)
+				for k, pod := range enginePods(t, objs) {
+					if strings.HasSuffix(k, "/registration-engine-cleanup") {
+						assert.Empty(t, proxyCAVolume(pod), "%s: the cleanup mounts none of the release's ConfigMaps", k)
+						continue
+					}
+					assertProxyCA(t, k, pod, cm.Name)
+					assert.Equal(t, "http://proxy.example:3128", proxyEnv(pod)["HTTPS_PROXY"], "%s", k)
+				}
+			},
+		},
+		// Arc passes a certificate alone for a TLS-inspecting proxy on
+		// the way that needs no proxy variables.
+		"Azure's proxy certificate without a proxy, as base64": {
+			set: []string{"Azure.proxySettings.isProxyEnabled=false", "Azure.proxySettings.proxyCert=" + base64.StdEncoding.EncodeToString([]byte(testProxyCA))},
+			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
+				cm := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/registration-engine-proxy-ca")
+				assert.Equal(t, map[string]string{"proxy-ca.crt": testProxyCA + "\n"}, cm.Data, "decoded")
+				for k, pod := range enginePods(t, objs) {
+					if strings.HasSuffix(k, "/registration-engine-cleanup") {
+						continue
+					}
+					assertProxyCA(t, k, pod, cm.Name)
+					assert.NotContains(t, proxyEnv(pod), "HTTPS_PROXY", "%s", k)
+				}
+			},
+		},
+		"a user's SSL_CERT_FILE stays beside Azure's proxy certificate": {
+			set: []string{"Azure.proxySettings.proxyCert=" + testProxyCA, "extraEnv[0].name=SSL_CERT_FILE", "extraEnv[0].value=/etc/proxy-ca/bundle.pem"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.Equal(t, "/etc/proxy-ca/bundle.pem", env(c)["SSL_CERT_FILE"].Value)
+				assertProxyCA(t, "the CronJob", cj.Spec.JobTemplate.Spec.Template.Spec, "registration-engine-proxy-ca")
+			},
+		},
 		"unknown credential mode": {
 			set:     []string{"azure.credentialMode=client-secret"},
 			refused: true,
@@ -768,6 +895,88 @@ func TestChartValues(t *testing.T) {
 			tc.check(t, objs, cj, c)
 		})
 	}
+}
+
+// arcProxy is what Azure Arc's extension manager passes an extension
+// chart for a cluster behind a proxy (Azure.proxySettings).
+var arcProxy = []string{
+	"Azure.proxySettings.isProxyEnabled=true",
+	"Azure.proxySettings.httpsProxy=http://proxy.example:3128",
+	"Azure.proxySettings.httpProxy=http://proxy.example:3128",
+	`Azure.proxySettings.noProxy=localhost\,127.0.0.1\,.svc\,10.0.0.0/16`,
+	"Azure.proxySettings.isCustomCert=false",
+}
+
+// testProxyCA is a proxy's CA certificate (self-signed, P-256).
+const testProxyCA = `-----BEGIN CERTIFICATE-----
+MIIBeTCCASGgAwIBAgIUSEWdGNbZxQjMuU+aly5F94zjW3MwCgYIKoZIzj0EAwIw
+EzERMA8GA1UEAwwIcHJveHktY2EwHhcNMjYxMjA1MDI0NjA2WhcNMzYxMjAyMDI0
+NjA2WjATMREwDwYDVQQDDAhwcm94eS1jYTBZMBMGByqGSM49AgEGCCqGSM49AwEH
+A0IABOIHDruAfuugbY+tsXOBZ0xsn9ZP3+pQtWlwBOxo5emyEK76zfJ8NuacHfaR
+7j+B0/v+5eGIjrmj6PdXlrIRIf6jUzBRMB0GA1UdDgQWBBRz8QLa7gEcGqmsfhfo
+Bv/Nc1NMvTAfBgNVHSMEGDAWgBRz8QLa7gEcGqmsfhfoBv/Nc1NMvTAPBgNVHRMB
+Af8EBTADAQH/MAoGCCqGSM49BAMCA0YAMEMCHz5dEySYRn+jy7x9g1HoC/EDWm7q
+vIP2aXKVX/BSDU4CIH3T3gs4R+GbTDNH3hU/Ihlu0Mpq4ZQ9eoz45TtkW+6b
+-----END CERTIFICATE-----`
+
+// enginePods are the pod specs of every Job the release renders that runs
+// the engine, by object: the CronJob's, the retry CronJob's, the run at
+// install's and the uninstall hook's cleanup.
+func enginePods(t *testing.T, objs map[string]rendered) map[string]corev1.PodSpec {
+	t.Helper()
+	pods := map[string]corev1.PodSpec{}
+	for k, o := range objs {
+		switch v := o.typed.(type) {
+		case *batchv1.CronJob:
+			pods[k] = v.Spec.JobTemplate.Spec.Template.Spec
+		case *batchv1.Job:
+			pods[k] = v.Spec.Template.Spec
+		}
+	}
+	require.Len(t, pods, 4, "the CronJob, the retry CronJob, the run at install and the cleanup: %v", slices.Collect(maps.Keys(pods)))
+	return pods
+}
+
+// proxyEnv are the proxy variables of the pod's engine container (any
+// case), and SSL_CERT_DIR.
+func proxyEnv(pod corev1.PodSpec) map[string]string {
+	out := map[string]string{}
+	for _, e := range pod.Containers[0].Env {
+		switch strings.ToUpper(e.Name) {
+		case "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_DIR":
+			out[e.Name] = e.Value
+		}
+	}
+	return out
+}
+
+// proxyCAVolume is the name of the ConfigMap the pod mounts as proxy-ca,
+// or "".
+func proxyCAVolume(pod corev1.PodSpec) string {
+	for _, v := range pod.Volumes {
+		if v.Name == "proxy-ca" && v.ConfigMap != nil {
+			return v.ConfigMap.Name
+		}
+	}
+	return ""
+}
+
+// assertProxyCA: the pod mounts the ConfigMap cm read-only and its
+// SSL_CERT_DIR lists the mount beside the system directories Go reads
+// by default (crypto/x509 root_linux.go), so the system roots stay.
+func assertProxyCA(t *testing.T, what string, pod corev1.PodSpec, cm string) {
+	t.Helper()
+	assert.Equal(t, cm, proxyCAVolume(pod), "%s", what)
+	var mount *corev1.VolumeMount
+	for i, m := range pod.Containers[0].VolumeMounts {
+		if m.Name == "proxy-ca" {
+			mount = &pod.Containers[0].VolumeMounts[i]
+		}
+	}
+	require.NotNil(t, mount, "%s mounts proxy-ca", what)
+	assert.True(t, mount.ReadOnly, "%s", what)
+	dirs := strings.Split(proxyEnv(pod)["SSL_CERT_DIR"], ":")
+	assert.Equal(t, []string{mount.MountPath, "/etc/ssl/certs", "/etc/pki/tls/certs"}, dirs, "%s: SSL_CERT_DIR", what)
 }
 
 // The certificates shipped as chart files (certs/*.pem), which a
@@ -1000,6 +1209,14 @@ func TestChartRefusals(t *testing.T) {
 		"a schedule every minute":                   {files: minimal, set: []string{"schedule=* * * * *"}, names: []string{"schedule", "once an hour"}},
 		"extraEnv setting a value the chart checks": {files: minimal, set: []string{"extraEnv[0].name=RUN_DEADLINE", "extraEnv[0].value=99h"}, names: []string{"extraEnv[0] RUN_DEADLINE", "runDeadline"}},
 		"extraEnv with a number":                    {files: minimal, set: []string{"extraEnv[0].name=RETRIES", "extraEnv[0].value=5"}, names: []string{"/extraEnv/0/value"}},
+
+		// The engine's forms are taken (Go's 1.5h, 500ms), not others.
+		"a run deadline past int64 in a values file": {files: []string{minimal[0], "testdata/chart/huge-run-deadline.yaml"}, names: []string{"runDeadline", "too large"}},
+		"a run deadline under a nanosecond":          {files: minimal, set: []string{"runDeadline=0.5ns"}, names: []string{"runDeadline", "under 1ns"}},
+		"a duration with an exponent":                {files: minimal, set: []string{"startupSleepMax=1e3s"}, names: []string{"startupSleepMax", "not a duration"}},
+		"a duration without its unit in between":     {files: minimal, set: []string{"runDeadline=1h30"}, names: []string{"runDeadline", "not a duration"}},
+		"a fractional sleep past the 6 h gap":        {files: minimal, set: []string{"startupSleepMax=5.6h"}, names: []string{"startupSleepMax"}},
+		"an @every in plain seconds":                 {files: minimal, set: []string{"schedule=@every 3600"}, names: []string{"schedule", "unknown macro"}},
 		"an Azure Arc cluster's extension": {
 			files: minimal, set: []string{"azure.extensionResourceId=/subscriptions/ce73a2b0-d2e7-4ff6-b987-b32d6908de4e/resourceGroups/rg/providers/Microsoft.Kubernetes/connectedClusters/arc-1/providers/Microsoft.KubernetesConfiguration/extensions/suse"},
 			names: []string{"azure.extensionResourceId", "connectedClusters"},
@@ -1029,6 +1246,21 @@ func TestChartRefusals(t *testing.T) {
 		// never shows it (a schema pattern would).
 		"a registration code with a space inside": {files: minimal, set: []string{"registrationCode=CODE-SECRET-1 CODE-SECRET-2"}, names: []string{"registrationCode", "not shown"}},
 		"a placeholder registration code":         {files: minimal, set: []string{"registrationCode=REPLACE-ME-code"}, names: []string{"registrationCode", "placeholder"}},
+		// Azure.proxySettings (Azure Arc's extension manager): a proxy
+		// enabled without a proxy, a proxy that is no URL (the message
+		// masks a password in it), a certificate that is none.
+		"Azure's proxy enabled without a proxy": {
+			files: minimal, set: []string{"Azure.proxySettings.isProxyEnabled=true", "Azure.proxySettings.noProxy=.svc"},
+			names: []string{"Azure.proxySettings.isProxyEnabled", "httpsProxy"},
+		},
+		"Azure's proxy that is no URL, a password in another": {
+			files: minimal, set: []string{"Azure.proxySettings.isProxyEnabled=true", "Azure.proxySettings.httpsProxy=proxy.example:3128", "Azure.proxySettings.httpProxy=http://user:PASSWORD-SECRET@proxy example:3128"},
+			names: []string{"Azure.proxySettings.httpsProxy", "proxy.example:3128", "Azure.proxySettings.httpProxy", "http://***@proxy example:3128"},
+		},
+		"Azure's proxy certificate that is none": {
+			files: minimal, set: []string{"Azure.proxySettings.proxyCert=not a certificate"},
+			names: []string{"Azure.proxySettings.proxyCert"},
+		},
 		// The image reaches the status command NOTES print for a shell.
 		"an injected image with a shell command": {
 			files: marketplace, set: []string{`global.azure.images.engine.image=engine';touch /tmp/pwned;'`},
@@ -1083,6 +1315,7 @@ func TestChartRefusals(t *testing.T) {
 				strings.Join(append(slices.Clone(tc.files), tc.set...), " "), msg, strings.Join(lint, "\n")), "$1")
 			file := strings.Trim(nonWord.ReplaceAllString(strings.ToLower(name), "-"), "-") + ".golden"
 			assert.NotContains(t, msg+strings.Join(lint, "\n"), "CODE-SECRET", "a refusal never shows the registration code")
+			assert.NotContains(t, msg+strings.Join(lint, "\n"), "PASSWORD-SECRET", "a refusal never shows a proxy's password")
 			testkit.Golden(t, filepath.Join("testdata", "chart", "refusals", file), []byte(golden))
 		})
 	}
@@ -1131,8 +1364,8 @@ func TestChartLabels(t *testing.T) {
 		"marketplace": {files: goldenValueSets["marketplace"]},
 		"rancher":     {files: goldenValueSets["rancher"]},
 		// Every optional object: the registration code, the certificates,
-		// the Corefile's Role.
-		"every object": {files: minimal, set: []string{"registrationCode=C", "coreDNSLayout=corefile", "regionServerCerts.a\\.pem=-----BEGIN CERTIFICATE-----"}},
+		// the Corefile's Role, the proxy's CA certificate Azure passed.
+		"every object": {files: minimal, set: []string{"registrationCode=C", "coreDNSLayout=corefile", "regionServerCerts.a\\.pem=-----BEGIN CERTIFICATE-----", "Azure.proxySettings.proxyCert=" + testProxyCA}},
 	}
 	for name, tc := range sets {
 		t.Run(name, func(t *testing.T) {
@@ -1146,7 +1379,7 @@ func TestChartLabels(t *testing.T) {
 				assert.NotEqual(t, "scc-registration", o.name, "%s: the engine writes scc-registration; a chart-managed one would never be adopted by rancher/scc-operator", k)
 			}
 			if name == "every object" {
-				assert.Len(t, objs, 35, "the objects the test means to cover (with the run at install, the retry CronJob, the cleanup hook and its own ServiceAccount, two Roles, two RoleBindings and policy copy, and status's ServiceAccount, two Roles, two RoleBindings, its ClusterRole and two ClusterRoleBindings)")
+				assert.Len(t, objs, 36, "the objects the test means to cover (with the run at install, the retry CronJob, the cleanup hook and its own ServiceAccount, two Roles, two RoleBindings and policy copy, status's ServiceAccount, two Roles, two RoleBindings, its ClusterRole and two ClusterRoleBindings, and the proxy's CA certificate)")
 			}
 			// The engine's pods carry them too, so that a pod's log or an
 			// Event on it leads back to the release.
@@ -1187,11 +1420,18 @@ func TestChartPodValues(t *testing.T) {
 }
 
 // The Job's deadline follows the startup sleep and the run deadline, so a
-// long sleep no longer meets a fixed 2 h and dies in its sleep.
+// long sleep no longer meets a fixed 2 h and dies in its sleep. Durations
+// take the engine's forms (Go's 1.5h, 90m, 1h30m, 500ms, or seconds) and
+// reach it as written; only activeDeadlineSeconds, an integer, is rounded
+// up to the second.
 func TestChartJobDeadline(t *testing.T) {
 	tests := map[string]struct {
-		set  []string
-		want int64
+		set   []string
+		files []string
+		want  int64
+		// env: RUN_DEADLINE and STARTUP_SLEEP_MAX as the engine reads
+		// them, when the case says.
+		env map[string]string
 	}{
 		// 15 + 60 + 10 + 2 × 11 = 107 min, rounded up to the hour.
 		"defaults":    {want: 7200},
@@ -1203,12 +1443,66 @@ func TestChartJobDeadline(t *testing.T) {
 		"jobDeadline just long enough":  {set: []string{"jobDeadline=107m"}, want: 107 * 60},
 		"jobDeadline in plain seconds":  {set: []string{"jobDeadline=9000"}, want: 9000},
 		"run deadline in plain seconds": {set: []string{"runDeadline=600"}, want: 7200},
+		// 15 + 60 + 90 + 2 × 91 min = 5 h 47 min.
+		"fractional hours: 1.5h": {set: []string{"runDeadline=1.5h"}, want: 6 * 3600,
+			env: map[string]string{"RUN_DEADLINE": "1.5h", "STARTUP_SLEEP_MAX": "1h"}},
+		// 15 + 90 + 10 + 2 × 11 min = 2 h 17 min.
+		"minutes past the hour: 90m": {set: []string{"startupSleepMax=90m"}, want: 3 * 3600,
+			env: map[string]string{"RUN_DEADLINE": "10m", "STARTUP_SLEEP_MAX": "90m"}},
+		"hours and minutes: 1h30m":        {set: []string{"startupSleepMax=1h30m"}, want: 3 * 3600},
+		"fractional hours the same: 1.5h": {set: []string{"startupSleepMax=1.5h"}, want: 3 * 3600},
+		// 900 + 0.5 + 0.5 + 2 × 60.5 s = 1022 s.
+		"sub-second: 500ms": {set: []string{"startupSleepMax=500ms", "runDeadline=500ms"}, want: 3600,
+			env: map[string]string{"RUN_DEADLINE": "500ms", "STARTUP_SLEEP_MAX": "500ms"}},
+		"seconds with a fraction": {set: []string{"runDeadline=599.5"}, want: 7200,
+			env: map[string]string{"RUN_DEADLINE": "599.5"}},
+		// Kubernetes' activeDeadlineSeconds is whole seconds: rounded up,
+		// never below what was asked.
+		"jobDeadline with a fraction of a second, rounded up": {set: []string{"jobDeadline=107m0.5s"}, want: 107*60 + 1},
+		"jobDeadline in fractional hours":                     {set: []string{"jobDeadline=1.8h"}, want: 6480},
+		// A number in a values file is a float to Helm (YAML 1.5, 600):
+		// written out in full, never 1.5e+00 or 6e+02.
+		"numbers in a values file": {files: []string{"testdata/chart/duration-numbers.yaml"}, want: 7200,
+			env: map[string]string{"RUN_DEADLINE": "599.5", "STARTUP_SLEEP_MAX": "3600"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			cj, _ := chartCronJob(t, splitObjects(t, helmTemplate(t, chartDir, minimal, tc.set...)))
+			objs := splitObjects(t, helmTemplate(t, chartDir, append(slices.Clone(minimal), tc.files...), tc.set...))
+			cj, c := chartCronJob(t, objs)
 			require.NotNil(t, cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds)
 			assert.Equal(t, tc.want, *cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds)
+			for k, v := range tc.env {
+				assert.Equal(t, v, env(c)[k].Value, "%s, as the engine reads it", k)
+			}
+			// Every Job that sleeps or runs has the same deadline.
+			run := runJob(t, objs)
+			require.NotNil(t, run.Spec.ActiveDeadlineSeconds)
+			assert.Equal(t, tc.want, *run.Spec.ActiveDeadlineSeconds, "the run at install")
+		})
+	}
+}
+
+// The chart reads a duration as the engine does (job/parse.go: Go's
+// time.ParseDuration, or seconds as a float): each form, as jobDeadline,
+// becomes the activeDeadlineSeconds Go's own parse rounds up to.
+func TestChartDurationsAsTheEngineReadsThem(t *testing.T) {
+	forms := []string{"2h", "1.79h", "107m0.5s", "1h47m0.000000001s", "6420000ms", "6420000000us", "6420000000µs",
+		"6420000000000ns", ".5h1h30m", "1h1h", "+2h", "2h0m0s", "7200", "6420.25", "6420."}
+	helm := helmBin(t)
+	for _, form := range forms {
+		t.Run(form, func(t *testing.T) {
+			var want time.Duration
+			if secs, err := strconv.ParseFloat(form, 64); err == nil {
+				want = time.Duration(secs * float64(time.Second))
+			} else {
+				want, err = time.ParseDuration(form)
+				require.NoError(t, err, "a form Go reads")
+			}
+			out, err := helmTemplateErr(helm, chartDir, minimal, "jobDeadline="+form)
+			require.NoError(t, err)
+			cj, _ := chartCronJob(t, splitObjects(t, out))
+			require.NotNil(t, cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds)
+			assert.Equal(t, int64(math.Ceil(want.Seconds())), *cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds)
 		})
 	}
 }
@@ -1230,6 +1524,7 @@ func TestChartNotes(t *testing.T) {
 		"a list and a range":         {set: []string{"schedule=0 1\\,4-5 * * *"}, want: []string{"every day at 01:00, 04:00 and 05:00 UTC (gaps of 3 h, 1 h and 20 h)"}},
 		"weekly":                     {set: []string{"schedule=0 3 * * 1"}, want: []string{`on the cron schedule "0 3 * * 1" (UTC)`}},
 		"a macro":                    {set: []string{"schedule=@daily"}, want: []string{`on the cron schedule "@daily" (UTC)`}},
+		"durations as written":       {set: []string{"startupSleepMax=1.5h", "runDeadline=500ms"}, want: []string{"first sleeps a random while of up to 1h30m; a run takes up to 500ms,"}},
 		"no registration code: how to set it": {want: []string{"No registration code in this release (registrationCode)", "waiting for one (Event RegistrationCodeMissing)",
 			"az k8s-extension update --resource-group <group> --cluster-name <cluster> --cluster-type managedClusters --name <extension> --configuration-protected-settings registrationCode=<code>"}},
 		"status in the cluster": {want: []string{

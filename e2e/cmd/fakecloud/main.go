@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	listen := fs.String("listen", "", "bind every server to this address (a pod's 0.0.0.0) and advertise --host; one region and one update server")
 	updateIP := fs.String("update-ip", "", "with --listen: the IP the region server hands out for the update server (a pod's own; default --host)")
 	subject := fs.String("federated-subject", "", "also accept a ServiceAccount token of this subject (system:serviceaccount:NS:NAME) at Entra")
+	names := fs.String("names", "", "more names in the certificate of Entra and ARM, comma-separated, for an engine that reaches them by name through a forward proxy (Go never proxies a loopback address)")
 	var ports fakecloud.Ports
 	for _, p := range []struct {
 		v    *int
@@ -89,6 +90,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	opts := fakecloud.Options{Dir: *dir, Host: *host, UpdateServerName: *name, Listen: *listen, Ports: ports, FederatedSubject: *subject, RegCode: *regCode, UpdateCertValidity: *certValidity}
 	if *updateIP != "" {
 		opts.UpdateIPs = []string{*updateIP}
+	}
+	for _, n := range strings.Split(*names, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			opts.Names = append(opts.Names, n)
+		}
 	}
 	if *plan != "" {
 		p := strings.Split(*plan, ":")

@@ -260,6 +260,127 @@ registrationCode: a placeholder, not a code (not shown here); set the code SUSE 
 {{- end }}
 
 {{/*
+Azure.proxySettings, which Azure Arc's extension manager passes every
+extension chart (docs/install.md, "Behind a proxy"), under the keys
+Microsoft's own extension charts read (Azure Monitor's ama-logs):
+isProxyEnabled, httpsProxy, httpProxy, noProxy (comma-separated),
+proxyCert (a PEM CA certificate, as content) and isCustomCert (not used:
+a proxyCert is trusted whenever it is given, since Arc also passes one
+alone, for a TLS-inspecting proxy on the way without a proxy endpoint). A
+YAML map, empty when Azure passed none.
+*/}}
+{{- define "registration-engine.proxySettings" -}}
+{{- toYaml (dig "proxySettings" dict (.Values.Azure | default dict)) -}}
+{{- end }}
+
+{{/*
+"true" when Azure.proxySettings.isProxyEnabled is (true, or the string
+"true" in any case), "" otherwise.
+*/}}
+{{- define "registration-engine.proxyEnabled" -}}
+{{- $ps := include "registration-engine.proxySettings" . | fromYaml -}}
+{{- if eq (lower (toString (dig "isProxyEnabled" false $ps))) "true" }}true{{ end -}}
+{{- end }}
+
+{{/*
+The names extraEnv sets, as a YAML list.
+*/}}
+{{- define "registration-engine.extraEnvNames" -}}
+{{- $names := list -}}
+{{- range (.Values.extraEnv | default list) }}{{ $names = append $names (toString .name) }}{{ end -}}
+{{- toYaml $names -}}
+{{- end }}
+
+{{/*
+Azure.proxySettings' proxy variables for the engine's container, each
+only when set and isProxyEnabled is true: HTTPS_PROXY (Entra, ARM, the
+region servers, a metadata_server), HTTP_PROXY (the attested document's
+intermediate certificate, fetched over http://), NO_PROXY. A variable
+extraEnv names (in either case: Go reads https_proxy before HTTPS_PROXY)
+is the user's: the chart then leaves its own out. A map of name → value.
+*/}}
+{{- define "registration-engine.proxyVars" -}}
+{{- $ps := include "registration-engine.proxySettings" . | fromYaml -}}
+{{- $user := list -}}
+{{- range (include "registration-engine.extraEnvNames" . | fromYamlArray) }}{{ $user = append $user (upper .) }}{{ end -}}
+{{- $out := dict -}}
+{{- if include "registration-engine.proxyEnabled" . -}}
+  {{- range $name, $key := dict "HTTPS_PROXY" "httpsProxy" "HTTP_PROXY" "httpProxy" "NO_PROXY" "noProxy" -}}
+    {{- $v := index $ps $key | default "" -}}
+    {{- if kindIs "slice" $v }}{{ $v = join "," $v }}{{ end -}}
+    {{- $v = toString $v | trim -}}
+    {{- if and $v (not (has $name $user)) }}{{ $_ := set $out $name $v }}{{ end -}}
+  {{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end }}
+
+{{/*
+Azure.proxySettings.proxyCert as PEM (given as PEM, or as the base64 of
+one), or "" when none or no certificate.
+*/}}
+{{- define "registration-engine.proxyCert" -}}
+{{- $ps := include "registration-engine.proxySettings" . | fromYaml -}}
+{{- $c := toString (dig "proxyCert" "" $ps | default "") | trim -}}
+{{- if and $c (not (contains "-----BEGIN" $c)) -}}
+  {{- /* b64dec answers an error's text for what is no base64. */ -}}
+  {{- $c = b64dec (regexReplaceAll "\\s+" $c "") | trim -}}
+{{- end -}}
+{{- if regexMatch "-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----" $c }}{{ $c }}{{ end -}}
+{{- end }}
+
+{{/*
+Where the engine's container finds proxyCert (the ConfigMap
+registration-engine-proxy-ca), and the SSL_CERT_DIR that adds it to the
+system roots. Go on Linux (crypto/x509 root_unix.go loadSystemRoots,
+root_linux.go) reads one bundle file, SSL_CERT_FILE or else the first of
+its known files (distroless/static's /etc/ssl/certs/ca-certificates.crt),
+and then every file of each directory in SSL_CERT_DIR (colon-separated),
+which replaces its default directories /etc/ssl/certs and
+/etc/pki/tls/certs; it skips a symlink to a name in the same directory
+(the ConfigMap volume's ..data) and what it cannot read as a file. So
+SSL_CERT_DIR lists this directory and those two: the system roots stay,
+from the bundle file and the directories alike, and an SSL_CERT_FILE of the
+user's (extraEnv, a TLS-inspecting proxy's bundle) still applies beside
+it. SSL_CERT_FILE pointing at the certificate would also keep the system
+roots on distroless/static (its bundle lies in /etc/ssl/certs, which Go
+reads anyway), but would take the place of the user's SSL_CERT_FILE and,
+on an image whose bundle lies elsewhere, of the system roots.
+*/}}
+{{- define "registration-engine.proxyCertDir" -}}/etc/registration-engine/proxy-ca{{- end }}
+{{- define "registration-engine.sslCertDir" -}}
+{{- include "registration-engine.proxyCertDir" . }}:/etc/ssl/certs:/etc/pki/tls/certs
+{{- end }}
+
+{{/*
+The refusals of Azure.proxySettings, or "": a proxy enabled without a proxy,
+a proxy that is no URL (the value shown with any user:password masked), a
+proxyCert that holds no certificate. The proxy URLs are checked only
+while isProxyEnabled is true: otherwise the chart does not use them.
+*/}}
+{{- define "registration-engine.proxyProblems" -}}
+{{- $ps := include "registration-engine.proxySettings" . | fromYaml -}}
+{{- $problems := list -}}
+{{- if include "registration-engine.proxyEnabled" . -}}
+  {{- $any := false -}}
+  {{- range $key := list "httpsProxy" "httpProxy" -}}
+    {{- $v := toString (index $ps $key | default "") | trim -}}
+    {{- if $v }}{{ $any = true }}{{ end -}}
+    {{- if and $v (not (regexMatch "^(?i:https?|socks5h?)://([^@/?#\\s]+@)?(\\[[0-9a-fA-F:.]+\\]|[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?)(:[0-9]{1,5})?/?$" $v)) -}}
+      {{- $problems = append $problems (printf "Azure.proxySettings.%s %q: not a proxy URL; give scheme, host and port, such as http://proxy.example:3128 (the schemes Go reads: http, https, socks5, socks5h)" $key (regexReplaceAll "//[^@/?#]*@" $v "//***@")) -}}
+    {{- end -}}
+  {{- end -}}
+  {{- if not $any -}}
+    {{- $problems = append $problems "Azure.proxySettings.isProxyEnabled is true, but neither Azure.proxySettings.httpsProxy nor httpProxy is set: give the proxy's URL (httpsProxy=http://proxy.example:3128), or set isProxyEnabled=false" -}}
+  {{- end -}}
+{{- end -}}
+{{- if and (toString (dig "proxyCert" "" $ps | default "") | trim) (not (include "registration-engine.proxyCert" .)) -}}
+  {{- $problems = append $problems "Azure.proxySettings.proxyCert holds no certificate: give the proxy's CA certificate as PEM (-----BEGIN CERTIFICATE----- …), or leave it empty" -}}
+{{- end -}}
+{{- toYaml $problems -}}
+{{- end }}
+
+{{/*
 resources.limits.memory in MiB (Ki, Mi, Gi, K, M, G or bytes), or "" when
 there is none or it is no quantity the chart reads.
 */}}
@@ -355,21 +476,94 @@ policy's clusterRanges (the schema admits CIDRs only: no quote reaches CEL).
 {{- end }}
 
 {{/*
-A duration value (startupSleepMax, runDeadline, jobDeadline) in seconds, or
-"" when it is none. The chart takes what values.schema.json lets through:
-whole hours, minutes and seconds ("1h", "90m", "1h30m", "45s") or plain
-seconds (3600), the forms the engine also reads. Called with (list name
-value).
+Durations (startupSleepMax, runDeadline, jobDeadline, a schedule's @every)
+take what the engine takes (job/parse.go parseDuration): Go's
+time.ParseDuration form, one or more decimal numbers each with a unit (ns,
+us, µs, ms, s, m, h: "1.5h", "90m", "1h30m", "500ms"), or plain seconds,
+fractions allowed ("3600", "0.5"). The engine's float parser also takes
+exponents and hexadecimal ("1e3", "0x1p4"); the chart does not: nobody
+means a duration that way. values.schema.json admits strings and numbers
+and leaves the form to registration-engine.durationProblem, whose message
+says what to write (a schema pattern would print its regular expression).
+
+registration-engine.durationText: the value as the engine will read it, a
+number from a values file written out in full (YAML's 1.5 is 1.5, never
+1.5e+00; 1e21 is its 22 digits, which the size check then refuses), a
+string trimmed.
+*/}}
+{{- define "registration-engine.durationText" -}}
+{{- $k := kindOf . -}}
+{{- if or (eq $k "float64") (eq $k "float32") -}}
+  {{- regexReplaceAll "\\.?0*$" (printf "%.12f" .) "" -}}
+{{- else if hasPrefix "int" $k -}}
+  {{- printf "%d" . -}}
+{{- else -}}
+  {{- toString (. | default "") | trim -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+A duration value in seconds, exact ("5400", "0.5"), or "" when it is none
+of the forms above. Called with (list name value).
 */}}
 {{- define "registration-engine.seconds" -}}
-{{- $v := toString (index . 1) | trim -}}
-{{- if regexMatch "^[0-9]+$" $v -}}
-  {{- $v -}}
-{{- else if and $v (regexMatch "^([0-9]+h)?([0-9]+m)?([0-9]+s)?$" $v) -}}
-  {{- $h := regexFind "[0-9]+h" $v | trimSuffix "h" | default "0" | atoi -}}
-  {{- $m := regexFind "[0-9]+m" $v | trimSuffix "m" | default "0" | atoi -}}
-  {{- $s := regexFind "[0-9]+s" $v | trimSuffix "s" | default "0" | atoi -}}
-  {{- add (mul $h 3600) (mul $m 60) $s -}}
+{{- $v := include "registration-engine.durationText" (index . 1) -}}
+{{- $num := "([0-9]+([.][0-9]*)?|[.][0-9]+)" -}}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "μs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 -}}
+{{- $unit := "(ns|us|µs|μs|ms|s|m|h)" -}}
+{{- if regexMatch (printf "^[+]?%s$" $num) $v -}}
+  {{- regexReplaceAll "\\.?0*$" (printf "%.12f" (float64 (trimPrefix "+" $v))) "" -}}
+{{- else if regexMatch (printf "^[+]?(%s%s)+$" $num $unit) $v -}}
+  {{- $total := 0.0 -}}
+  {{- range regexFindAll (printf "%s%s" $num $unit) $v -1 -}}
+    {{- $n := regexFind "^[0-9.]+" . -}}
+    {{- $total = addf $total (mulf (float64 $n) (index $units (trimPrefix $n .))) -}}
+  {{- end -}}
+  {{- regexReplaceAll "\\.?0*$" (printf "%.12f" $total) "" -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+A duration value in whole seconds, rounded up (Kubernetes' deadlines are
+integers: a Job given 107m0.5s gets 6421), or "" when it is none. Called
+with (list name value).
+*/}}
+{{- define "registration-engine.wholeSeconds" -}}
+{{- with include "registration-engine.seconds" . -}}
+{{- printf "%d" (float64 . | ceil | int64) -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+What is wrong with a duration value, or "": not one of the forms above, or
+too large for the engine (Go's time.Duration holds 9223372036 s, about 292
+years; the sum is taken in floating point, where 999999999999999999999
+does not overflow as int64 did). Called with (list name value); an empty
+value is none of this helper's business.
+*/}}
+{{- define "registration-engine.durationProblem" -}}
+{{- $name := index . 0 -}}
+{{- $v := include "registration-engine.durationText" (index . 1) -}}
+{{- $s := include "registration-engine.seconds" . -}}
+{{- if not $v -}}
+{{- else if not $s -}}
+  {{- printf "%s %q: not a duration; write it as Go does, numbers with units (1h, 1.5h, 90m, 1h30m, 500ms), or as seconds (3600)" $name $v -}}
+{{- else if ge (float64 $s) 9223372036.0 -}}
+  {{- printf "%s %s: too large; a duration such as 10m, 1h30m or 3600 (seconds)" $name $v -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+A duration value as NOTES print it: whole seconds as a person reads them
+(600 → 10m), a fraction of a second as written (500ms). Called with (list
+name value).
+*/}}
+{{- define "registration-engine.durationHuman" -}}
+{{- $s := include "registration-engine.seconds" . -}}
+{{- if and $s (not (contains "." $s)) -}}
+{{- include "registration-engine.human" (atoi $s) -}}
+{{- else -}}
+{{- include "registration-engine.durationText" (index . 1) -}}
 {{- end -}}
 {{- end }}
 
@@ -390,12 +584,13 @@ What a scheduled Job needs before its activeDeadlineSeconds, in seconds:
 its pod may start up to 15 min after the schedule (image pull, a busy
 node), sleeps up to startupSleepMax, runs up to runDeadline, and its two
 retries (backoffLimit) run up to runDeadline each after about a minute of
-backoff, without sleeping.
+backoff, without sleeping. Whole seconds, rounded up (a 500ms run
+deadline counts as its 0.5 s three times, then the sum is rounded).
 */}}
 {{- define "registration-engine.jobNeeds" -}}
-{{- $sleep := include "registration-engine.seconds" (list "startupSleepMax" .Values.startupSleepMax) | default "0" | atoi -}}
-{{- $run := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) | default "0" | atoi -}}
-{{- add 900 $sleep $run (mul 2 (add $run 60)) -}}
+{{- $sleep := include "registration-engine.seconds" (list "startupSleepMax" .Values.startupSleepMax) | default "0" | float64 -}}
+{{- $run := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) | default "0" | float64 -}}
+{{- printf "%d" (addf 900 $sleep $run (mulf 2 (addf $run 60)) | ceil | int64) -}}
 {{- end }}
 
 {{/*
@@ -404,7 +599,7 @@ one shorter than jobNeeds), else what a run needs rounded up to the hour:
 2 h for the defaults (1 h sleep, 10 min run).
 */}}
 {{- define "registration-engine.activeDeadlineSeconds" -}}
-{{- $set := include "registration-engine.seconds" (list "jobDeadline" .Values.jobDeadline) -}}
+{{- $set := include "registration-engine.wholeSeconds" (list "jobDeadline" .Values.jobDeadline) -}}
 {{- if $set -}}
   {{- $set -}}
 {{- else -}}
@@ -423,9 +618,15 @@ release's other objects, and a value out of range never fires.
 {{- $s := . -}}
 {{- $macros := list "@yearly" "@annually" "@monthly" "@weekly" "@daily" "@midnight" "@hourly" -}}
 {{- if hasPrefix "@" $s -}}
-  {{- if not (or (has (lower $s) $macros) (regexMatch "^@every ([0-9]+(h|m|s))+$" $s)) -}}
+  {{- /* @every takes Go's duration form with units (Kubernetes parses
+  it with time.ParseDuration), not plain seconds. */ -}}
+  {{- $every := "" -}}
+  {{- if and (hasPrefix "@every " $s) (regexMatch "[a-zµμ]$" $s) -}}
+    {{- $every = include "registration-engine.seconds" (list "schedule" (trimPrefix "@every " $s)) -}}
+  {{- end -}}
+  {{- if not (or (has (lower $s) $macros) $every) -}}
     {{- printf "schedule %q: unknown macro; use five fields, @every <duration> or one of %s" $s (join ", " $macros) -}}
-  {{- else if and (hasPrefix "@every " $s) (lt (include "registration-engine.seconds" (list "schedule" (trimPrefix "@every " $s)) | default "0" | atoi) 3600) -}}
+  {{- else if and $every (lt (float64 $every) 3600.0) -}}
     {{- printf "schedule %q: more often than once an hour; every cluster of the fleet would ask SUSE's servers that often (the default is twice a day)" $s -}}
   {{- end -}}
 {{- else if regexMatch "^(CRON_)?TZ=" $s -}}
@@ -621,6 +822,9 @@ that helm template, lint and install name every problem in one error
 {{- with include "registration-engine.registrationCodeProblem" . -}}
   {{- $problems = append $problems . -}}
 {{- end -}}
+{{- range (include "registration-engine.proxyProblems" . | fromYamlArray) -}}
+  {{- $problems = append $problems . -}}
+{{- end -}}
 {{- $chartEnv := include "registration-engine.chartEnv" . | fromYaml -}}
 {{- range $i, $e := (.Values.extraEnv | default list) -}}
   {{- if hasKey $chartEnv (toString $e.name) -}}
@@ -638,30 +842,36 @@ that helm template, lint and install name every problem in one error
   {{- $problems = append $problems . -}}
 {{- end -}}
 {{- /* Durations the engine, Kubernetes and the schedule can hold: a
-number too large for atoi (runDeadline 999999999999999999999 rendered a
-negative activeDeadlineSeconds), a run longer than the default schedule's
-shorter gap (6 h), a sleep that with the run and the pod's start passes it
-(the next scheduled run then finds the Lease held and is skipped). */ -}}
+duration in a form the engine reads, not too large for it (runDeadline
+999999999999999999999 rendered a negative activeDeadlineSeconds), a run
+no longer than the default schedule's shorter gap (6 h), a sleep that with
+the run and the pod's start does not pass it (the next scheduled run would
+then find the Lease held and be skipped). Compared exactly, fractions
+included; only Kubernetes' deadlines are rounded up. */ -}}
+{{- $bad := false -}}
 {{- range $k := list "runDeadline" "startupSleepMax" "jobDeadline" -}}
-  {{- if regexMatch "[0-9]{7,}" (toString (index $.Values $k)) -}}
-    {{- $problems = append $problems (printf "%s %v: too large; a duration such as 10m, 1h30m or 3600 (seconds)" $k (index $.Values $k)) -}}
+  {{- with include "registration-engine.durationProblem" (list $k (index $.Values $k)) -}}
+    {{- $problems = append $problems . -}}
+    {{- $bad = true -}}
   {{- end -}}
 {{- end -}}
-{{- $run := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) -}}
-{{- $sleepS := include "registration-engine.seconds" (list "startupSleepMax" .Values.startupSleepMax) | default "0" -}}
-{{- $big := or (regexMatch "[0-9]{7,}" (toString .Values.runDeadline)) (regexMatch "[0-9]{7,}" (toString .Values.startupSleepMax)) -}}
-{{- if $big -}}
-{{- else if and $run (gt ($run | atoi) 21600) -}}
+{{- $runS := include "registration-engine.seconds" (list "runDeadline" .Values.runDeadline) -}}
+{{- $run := $runS | default "0" | float64 -}}
+{{- $sleep := include "registration-engine.seconds" (list "startupSleepMax" .Values.startupSleepMax) | default "0" | float64 -}}
+{{- if $bad -}}
+{{- else if gt $run 21600.0 -}}
   {{- $problems = append $problems (printf "runDeadline %v: longer than 6h, the default schedule's shorter gap; a run takes minutes (default 10m)" .Values.runDeadline) -}}
-{{- else if and $run (not .Values.schedule) (gt (add ($sleepS | atoi) ($run | atoi) 900) 21600) -}}
+{{- else if and (not .Values.schedule) (gt (addf $sleep $run 900) 21600.0) -}}
   {{- $problems = append $problems (printf "startupSleepMax %v + runDeadline %v + 15m for the pod to start pass 6h, the default schedule's shorter gap: the next scheduled run would find the Lease held and be skipped; keep startupSleepMax + runDeadline within 5h45m (default 1h + 10m)" .Values.startupSleepMax .Values.runDeadline) -}}
 {{- end -}}
-{{- if and $run (eq ($run | atoi) 0) -}}
+{{- if and $runS (not $bad) (eq $run 0.0) -}}
   {{- $problems = append $problems (printf "runDeadline %v: a run needs time; the engine refuses 0 (default 10m)" .Values.runDeadline) -}}
+{{- else if and $runS (not $bad) (lt (mulf $run 1000000000) 1.0) -}}
+  {{- $problems = append $problems (printf "runDeadline %v: under 1ns, which the engine reads as 0 and refuses; a run needs time (default 10m)" .Values.runDeadline) -}}
 {{- end -}}
-{{- $deadline := include "registration-engine.seconds" (list "jobDeadline" .Values.jobDeadline) -}}
+{{- $deadline := include "registration-engine.wholeSeconds" (list "jobDeadline" .Values.jobDeadline) -}}
 {{- $needs := include "registration-engine.jobNeeds" . | atoi -}}
-{{- if and $deadline (lt ($deadline | atoi) $needs) -}}
+{{- if and $deadline (not $bad) (lt ($deadline | atoi) $needs) -}}
   {{- $problems = append $problems (printf "jobDeadline %v is shorter than a scheduled run may take, %s (15m for the pod to start + startupSleepMax %v + runDeadline %v + 2 retries of runDeadline and 1m backoff each): the Job would be killed in its sleep or its retries; raise jobDeadline (or leave it empty: the chart then derives it) or lower startupSleepMax" .Values.jobDeadline (include "registration-engine.human" $needs) .Values.startupSleepMax .Values.runDeadline) -}}
 {{- end -}}
 
@@ -669,11 +879,22 @@ shorter gap (6 h), a sleep that with the run and the pod's start passes it
   {{- $msg := printf "\n%d value(s) to fix:\n- %s" (len $problems) (join "\n- " $problems) -}}
   {{- fail $msg -}}
   {{- /* Reached only under helm lint, whose fail logs "[INFO] Fail" and
-  carries on (the engine's LintMode), so that lint would pass: an include
-  of a template that cannot exist is a render error lint reports, the
-  message in its name, on one line (helm prints the name quoted, so line
-  breaks would show as \n), after lint's "[INFO] Fail:" lines, which hold
-  the same list as helm template prints it. */ -}}
-  {{- include (printf "<< registration-engine refuses %d value(s), listed above: %s >>" (len $problems) (join " | " $problems)) . -}}
+  carries on (the engine's LintMode), so that lint would pass. An include
+  of a template that cannot exist is a render error lint reports, with
+  the template's name in it; helm v3's engine (pkg/engine/engine.go
+  cleanupExecError) cuts a render error down to what lies between its
+  markers HELM_ERR_START and HELM_ERR_END, which its own fail and required
+  put around their message, and prints "execution error at (<template
+  position>): <message>", exactly as helm template prints a fail. So the
+  name carries the list between those markers, built here from pieces:
+  the error also quotes this action's source, and markers in it would be
+  taken for the message's. One line, since the name is printed quoted
+  (a line break would show as \n), and without double quotes for the same
+  reason (they would show as \"). A helm that no longer cuts (its markers
+  renamed) still fails lint, with the whole error and the list inside. */ -}}
+  {{- $items := list -}}
+  {{- range $i, $p := $problems }}{{ $items = append $items (printf "[%d] %s" (add $i 1) $p) }}{{ end -}}
+  {{- $line := printf "%d value(s) to fix: %s" (len $problems) (join " " $items) | replace "\"" "'" -}}
+  {{- include (printf "%s%s%s" (print "HELM_ERR" "_START") $line (print "HELM_ERR" "_END")) . -}}
 {{- end -}}
 {{- end }}

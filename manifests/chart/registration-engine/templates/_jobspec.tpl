@@ -204,9 +204,9 @@ spec:
         - name: REGIONSRV_CONFIG
           value: /etc/regionserverclnt.cfg
         - name: RUN_DEADLINE
-          value: {{ .Values.runDeadline | quote }}
+          value: {{ include "registration-engine.durationText" .Values.runDeadline | quote }}
         - name: STARTUP_SLEEP_MAX
-          value: {{ .Values.startupSleepMax | quote }}
+          value: {{ include "registration-engine.durationText" .Values.startupSleepMax | quote }}
         # A failed run records when its next attempt is due, for the retry
         # CronJob, which looks this often.
         - name: RETRY_INTERVAL
@@ -234,6 +234,27 @@ spec:
         # kills the pod: three quarters of resources.limits.memory.
         - name: GOMEMLIMIT
           value: {{ include "registration-engine.goMemLimit" . | quote }}
+        {{- if not $cleanup }}
+        {{- /* The cleanup talks to the API server alone: no proxy. */}}
+        {{- $proxy := include "registration-engine.proxyVars" . | fromYaml }}
+        {{- if $proxy }}
+        # The proxy Azure passed (Azure.proxySettings.isProxyEnabled), but
+        # for a variable extraEnv sets. Entra, ARM and the region servers
+        # go through it; IMDS, the API server and the update servers never
+        # do, whatever NO_PROXY says (docs/install.md, "Behind a proxy").
+        {{- range $k, $v := $proxy }}
+        - name: {{ $k }}
+          value: {{ $v | quote }}
+        {{- end }}
+        {{- end }}
+        {{- if and (include "registration-engine.proxyCert" .) (not (has "SSL_CERT_DIR" (include "registration-engine.extraEnvNames" . | fromYamlArray))) }}
+        # Azure.proxySettings.proxyCert beside the system roots
+        # (registration-engine.proxyCertDir in _helpers.tpl says how Go
+        # reads them).
+        - name: SSL_CERT_DIR
+          value: {{ include "registration-engine.sslCertDir" . | quote }}
+        {{- end }}
+        {{- end }}
         {{- with .Values.extraEnv }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -255,6 +276,12 @@ spec:
         - name: region-server-certs
           mountPath: /usr/lib/regionService/certs
           readOnly: true
+        {{- if include "registration-engine.proxyCert" . }}
+        # Azure.proxySettings.proxyCert (SSL_CERT_DIR above).
+        - name: proxy-ca
+          mountPath: {{ include "registration-engine.proxyCertDir" . }}
+          readOnly: true
+        {{- end }}
         {{- with .Values.extraVolumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -271,6 +298,11 @@ spec:
       configMap:
         name: region-server-certs
         optional: true
+    {{- if include "registration-engine.proxyCert" . }}
+    - name: proxy-ca
+      configMap:
+        name: {{ $name }}-proxy-ca
+    {{- end }}
     {{- with .Values.extraVolumes }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
