@@ -583,3 +583,23 @@ func TestLoadConfigRefusesAMetadataEndpointTheDetectorWouldRefuse(t *testing.T) 
 	_, err := LoadConfig([]string{"--dry-run"}, env(map[string]string{"AZURE_IMDS_ENDPOINT": "http://127.0.0.1:8080/", "REGISTRATION_CODE": "c"}))
 	assert.NoError(t, err, "a trailing slash is no path")
 }
+
+// TestLoadConfigRefusesSecondsPastADuration: seconds a duration cannot hold
+// ("Inf", "1e300": converted, they wrap round to a negative duration, which
+// read as "must be positive" for RUN_DEADLINE and as no sleep at all for
+// STARTUP_SLEEP_MAX) are refused as too large, each named; the longest
+// duration Go holds is taken (here 1e9 s, about 31 years).
+func TestLoadConfigRefusesSecondsPastADuration(t *testing.T) {
+	for _, v := range []string{"Inf", "+Inf", "1e300", "9223372037"} {
+		_, err := LoadConfig(nil, env(map[string]string{"RUN_DEADLINE": v, "STARTUP_SLEEP_MAX": v}))
+		require.Error(t, err, v)
+		for _, name := range []string{"RUN_DEADLINE", "STARTUP_SLEEP_MAX"} {
+			assert.Contains(t, err.Error(), name+`="`+v+`": too large: at most 292 years`)
+		}
+		assert.NotContains(t, err.Error(), "must be positive", v)
+	}
+	c, err := LoadConfig(nil, env(map[string]string{"RUN_DEADLINE": "1e9", "STARTUP_SLEEP_MAX": "0.5"}))
+	require.NoError(t, err)
+	assert.Equal(t, 1e9*time.Second, c.RunDeadline)
+	assert.Equal(t, 500*time.Millisecond, c.StartupSleepMax)
+}

@@ -132,11 +132,19 @@ func durations(dst func(*Config) *[]time.Duration) func(*Config, string) error {
 	}
 }
 
+// maxSeconds is the longest duration Go holds (about 292 years), in seconds.
+const maxSeconds = float64(math.MaxInt64) / float64(time.Second)
+
 // parseDuration accepts Go durations ("90s", "1h") and, like the seed's
-// numbers, plain seconds ("3600").
+// numbers, plain seconds ("3600"). Seconds past what a duration holds
+// ("Inf", "1e300") are refused as too large: converted, they would wrap
+// round to a negative duration.
 func parseDuration(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		if secs >= maxSeconds {
+			return 0, errors.New("too large: at most 292 years (9223372036 seconds)")
+		}
 		return time.Duration(secs * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(v)
