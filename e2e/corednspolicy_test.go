@@ -248,7 +248,7 @@ func TestCoreDNSAdmissionPolicy(t *testing.T) {
 	// At uninstall (registration-engine cleanup) the engine takes its own
 	// entry and zone out again; the block's frame and the cluster's lines
 	// stay.
-	cleaned, removed := coredns.RemoveCorefileHostsEntries(corefile, []string{"susecloud.net"})
+	cleaned, removed := coredns.RemoveCorefileHostsEntries(corefile, []string{"susecloud.net"}, nil)
 	require.Len(t, removed, 1)
 	ownRaw(t, "Corefile: the engine's entry and zone removed (cleanup at uninstall)", coredns.ConfigMap, mergeData(coredns.CorefileKey, cleaned))
 	e.UseAKSLayout(ctx, t)
@@ -493,7 +493,7 @@ func TestCoreDNSAdmissionPolicyCleanupCopy(t *testing.T) {
 		mergeData(coredns.CorefileKey, strings.Replace(corefile, "ttl 15\n", "ttl 3600\n", 1)))
 	refuse("Corefile: a hosts block added by the hook's token", coredns.ConfigMap,
 		mergeData(coredns.CorefileKey, strings.Replace(e.Corefile, ".:53 {\n", ".:53 {\n    hosts {\n        203.0.113.66 "+harness.UpdateServer+"\n        no_reverse\n        fallthrough\n    }\n", 1)))
-	cleaned, removed := coredns.RemoveCorefileHostsEntries(corefile, []string{"susecloud.net"})
+	cleaned, removed := coredns.RemoveCorefileHostsEntries(corefile, []string{"susecloud.net"}, nil)
 	require.Equal(t, []string{strings.TrimSpace(entry)}, removed)
 	code, body = patch(coredns.ConfigMap, mergeData(coredns.CorefileKey, cleaned), false)
 	require.Equal(t, http.StatusOK, code, "the cleanup's removal of the engine's entry: %s", body)

@@ -62,7 +62,7 @@ type Config struct {
 	JobUID          string
 
 	// InCluster is phase 6's in-cluster half: the CoreDNS mapping and the
-	// handover wait (IN_CLUSTER_DNS, HANDOVER_*); its own rules are
+	// handover wait (IN_CLUSTER_DNS, CLUSTER_ADDRESS_RANGES, HANDOVER_*); its own rules are
 	// incluster.Config.Validate's.
 	InCluster incluster.Config
 	// Handover to rancher/scc-operator.
@@ -172,6 +172,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.Bool("dryRun", c.DryRun),
 		slog.String("output", c.Output),
 		slog.Bool("inClusterDns", c.InCluster.Map),
+		slog.String("clusterAddressRanges", formatPrefixes(c.InCluster.ClusterRanges)),
 		slog.String("handoverTimeout", c.InCluster.Timeout.String()),
 		slog.String("handoverSettle", c.InCluster.Settle.String()),
 		slog.String("handoverDnsServer", c.InCluster.DNSServer),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/hostname"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
@@ -408,6 +410,47 @@ func TestUpdateServerSettings(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantDomains, c.SMT.Domains)
 			assert.Equal(t, tc.wantLoopback, c.SMT.AllowLoopback)
+		})
+	}
+}
+
+// CLUSTER_ADDRESS_RANGES, the chart's clusterAddressRanges, loads as the
+// list the CoreDNS editor checks: by default coredns.DefaultClusterRanges
+// (the chart's default, manifests' TestClusterAddressRangesMatchEngine),
+// each range masked to its network, duplicates dropped; a value that is no
+// CIDR is refused at load, naming the variable and the value (golden).
+func TestClusterAddressRanges(t *testing.T) {
+	tests := map[string]struct {
+		env     map[string]string
+		want    []netip.Prefix
+		wantErr bool // refused: its message is in the golden file
+	}{
+		"default: the chart's default list": {want: coredns.DefaultClusterRanges},
+		"the chart's default, as it passes it": {
+			env:  map[string]string{"CLUSTER_ADDRESS_RANGES": "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7"},
+			want: coredns.DefaultClusterRanges,
+		},
+		"a public range added, masked, duplicates dropped": {
+			env:  map[string]string{"CLUSTER_ADDRESS_RANGES": " 10.0.0.0/8, 203.0.113.7/24,203.0.113.0/24 ,2001:DB8::1/32,10.1.2.3/8"},
+			want: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32")},
+		},
+		"an address without a prefix length": {env: map[string]string{"CLUSTER_ADDRESS_RANGES": "10.0.0.0/8,203.0.113.7"}, wantErr: true},
+		"a prefix longer than the address":   {env: map[string]string{"CLUSTER_ADDRESS_RANGES": "10.0.0.0/33"}, wantErr: true},
+		"a host name":                        {env: map[string]string{"CLUSTER_ADDRESS_RANGES": "cluster.example/16"}, wantErr: true},
+		"only commas":                        {env: map[string]string{"CLUSTER_ADDRESS_RANGES": ", ,"}, wantErr: true},
+	}
+	r := testkit.NewMessages(t)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, err := LoadConfig(nil, env(tc.env))
+			if tc.wantErr {
+				require.Error(t, err)
+				r.Add(name, err)
+				assert.True(t, failure.IsPermanent(err), "exit 2")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, c.InCluster.ClusterRanges)
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -240,6 +241,29 @@ func hostnames(dst func(*Config) *[]string) func(*Config, string) error {
 	}
 }
 
+// prefixes takes a comma-separated list of address ranges (CIDRs), each
+// masked to its network (10.1.2.3/8 is 10.0.0.0/8), duplicates dropped in
+// the order given. The first bad one is named with what is wanted.
+func prefixes(dst func(*Config) *[]netip.Prefix) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []netip.Prefix
+		for _, part := range splitList(v) {
+			p, err := netip.ParsePrefix(part)
+			if err != nil {
+				return fmt.Errorf("%q is no address range: want CIDRs such as 10.0.0.0/8 or fc00::/7, comma-separated", part)
+			}
+			if p = p.Masked(); !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		if len(out) == 0 {
+			return errors.New("want at least one address range, such as 10.0.0.0/8")
+		}
+		*dst(c) = out
+		return nil
+	}
+}
+
 func checkURL(v string) error {
 	u, err := url.Parse(v)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -266,6 +290,16 @@ func formatDurations(ds []time.Duration) string {
 	parts := make([]string, len(ds))
 	for i, d := range ds {
 		parts[i] = formatDuration(d)
+	}
+	return strings.Join(parts, ",")
+}
+
+// formatPrefixes writes a default list of address ranges the way a user
+// would set it.
+func formatPrefixes(ps []netip.Prefix) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.String()
 	}
 	return strings.Join(parts, ",")
 }

@@ -3,11 +3,13 @@ package job
 import (
 	"errors"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rancher/registration-engine/job/backoff"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/incluster/handover"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
@@ -118,6 +120,7 @@ var settings = []setting{
 	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: kube.CronJobName, help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
 	{flag: "job-uid", envs: []string{"JOB_UID"}, help: "UID of the Job running us (downward API label batch.kubernetes.io/controller-uid); with JOB_NAME it names the Job the run's Events are about", set: str(func(c *Config) *string { return &c.JobUID })},
 	{flag: "in-cluster-dns", envs: []string{"IN_CLUSTER_DNS"}, def: "true", boolean: true, help: "in-cluster DNS: make the update server's name resolve in the cluster through CoreDNS", set: boolean(func(c *Config) *bool { return &c.InCluster.Map })},
+	{flag: "cluster-address-ranges", envs: []string{"CLUSTER_ADDRESS_RANGES"}, def: formatPrefixes(coredns.DefaultClusterRanges), help: "the cluster's own address ranges, comma-separated CIDRs (the chart's clusterAddressRanges, which the CoreDNS admission policy reads too): no entry for an address in them goes into a CoreDNS hosts block that answers reverse (PTR) queries", set: prefixes(func(c *Config) *[]netip.Prefix { return &c.InCluster.ClusterRanges })},
 
 	{group: "Handover to rancher/scc-operator"},
 	{flag: "handover-settle", envs: []string{"HANDOVER_SETTLE"}, def: formatDuration(handover.DefaultSettle), help: "how long every check of the handover wait must keep passing before the Secret is written, so that every CoreDNS replica serves the name, not only the first to reload (0 hands over at the first pass)", set: duration(func(c *Config) *time.Duration { return &c.InCluster.Settle })},

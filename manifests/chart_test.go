@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/internal/testkit"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 )
 
 const (
@@ -844,6 +845,13 @@ func TestChartValues(t *testing.T) {
 					}
 				}
 				assert.Equal(t, "['susecloud.net', 'smt.example.org']", domains)
+			},
+		},
+		"clusterAddressRanges reach the engine and the admission policy": {
+			set: []string{"clusterAddressRanges={10.0.0.0/8,203.0.113.0/24}"},
+			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
+				assert.Equal(t, "10.0.0.0/8,203.0.113.0/24", env(c)["CLUSTER_ADDRESS_RANGES"].Value)
+				assert.Equal(t, "['10.0.0.0/8', '203.0.113.0/24']", policyVariable(t, objs, "clusterRanges"))
 			},
 		},
 		"loopback entries only for test installs": {
@@ -1750,4 +1758,49 @@ func differences(chart, overlay map[string]rendered, ignore func(string) bool) [
 		}
 	}
 	return problems
+}
+
+// policyVariable is the expression of the chart's CoreDNS admission
+// policy's variable name.
+func policyVariable(t *testing.T, objs map[string]rendered, name string) string {
+	t.Helper()
+	vap := renderedAs[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns")
+	for _, v := range vap.Spec.Variables {
+		if v.Name == name {
+			return v.Expression
+		}
+	}
+	require.Failf(t, "no such variable", "the policy has no variable %s", name)
+	return ""
+}
+
+// celList is list as the policy's CEL writes a list of strings.
+func celList(list []string) string {
+	quoted := make([]string, len(list))
+	for i, s := range list {
+		quoted[i] = "'" + s + "'"
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// The chart's default clusterAddressRanges, which its CoreDNS admission
+// policy refuses entries for in a hosts block that answers reverse
+// queries, are the engine's default CLUSTER_ADDRESS_RANGES (which the
+// engine loads as that list: job's TestClusterAddressRanges): otherwise an entry
+// the engine thinks allowed is refused at admission (HTTP 422 instead of
+// the engine's own verdict naming the range), or the other way round. The
+// cleanup hook gets the list too, to remove only what the policy lets it.
+func TestClusterAddressRangesMatchEngine(t *testing.T) {
+	want := make([]string, len(coredns.DefaultClusterRanges))
+	for i, p := range coredns.DefaultClusterRanges {
+		want[i] = p.String()
+	}
+	objs := splitObjects(t, helmTemplate(t, chartDir, minimal))
+	_, c := chartCronJob(t, objs)
+	value := env(c)["CLUSTER_ADDRESS_RANGES"].Value
+	assert.Equal(t, strings.Join(want, ","), value, "the chart passes its default, the engine's")
+	assert.Equal(t, celList(want), policyVariable(t, objs, "clusterRanges"), "the policy's ranges are the engine's default")
+
+	cleanup := renderedAs[*batchv1.Job](t, objs, "Job/"+chartNamespace+"/registration-engine-cleanup")
+	assert.Equal(t, value, env(&cleanup.Spec.Template.Spec.Containers[0])["CLUSTER_ADDRESS_RANGES"].Value)
 }

@@ -60,7 +60,7 @@ func TestChartLifecycleJobs(t *testing.T) {
 	for _, v := range pod.Containers[0].Env {
 		env = append(env, v.Name)
 	}
-	assert.Equal(t, []string{"POD_NAME", "POD_NAMESPACE", "REGISTRATION_SECRET_NAMESPACE", "LEASE_NAME", "IN_CLUSTER_DNS", "UPDATE_SERVER_DOMAINS", "GOMEMLIMIT"}, env,
+	assert.Equal(t, []string{"POD_NAME", "POD_NAMESPACE", "REGISTRATION_SECRET_NAMESPACE", "LEASE_NAME", "IN_CLUSTER_DNS", "UPDATE_SERVER_DOMAINS", "CLUSTER_ADDRESS_RANGES", "GOMEMLIMIT"}, env,
 		"only what registration-engine cleanup reads")
 	scheduled := cj.Spec.JobTemplate.Spec.Template.Spec
 	pod.ServiceAccountName, scheduled.ServiceAccountName = "", ""

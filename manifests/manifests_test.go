@@ -388,7 +388,7 @@ func TestRBACMatchesTheEngine(t *testing.T) {
 
 // The CoreDNS admission policy speaks of the engine the manifests install:
 // its ServiceAccount, its key in coredns-custom, the two ConfigMaps and the
-// CronJob's UPDATE_SERVER_DOMAINS. A drift in any of them would refuse the
+// CronJob's UPDATE_SERVER_DOMAINS and CLUSTER_ADDRESS_RANGES. A drift in any of them would refuse the
 // engine's own write (or bind the policy to nobody). What the expressions
 // admit is proven on a real API server: e2e TestCoreDNSAdmissionPolicy.
 func TestCoreDNSPolicyMatchesTheEngine(t *testing.T) {
@@ -423,6 +423,9 @@ func TestCoreDNSPolicyMatchesTheEngine(t *testing.T) {
 		quoted = append(quoted, "'"+d+"'")
 	}
 	assert.Equal(t, "["+strings.Join(quoted, ", ")+"]", vars["domains"], "the policy's domains are the CronJob's UPDATE_SERVER_DOMAINS")
+	ranges := strings.Split(env(c)["CLUSTER_ADDRESS_RANGES"].Value, ",")
+	require.NotEmpty(t, ranges[0], "the CronJob sets CLUSTER_ADDRESS_RANGES")
+	assert.Equal(t, celList(ranges), vars["clusterRanges"], "the policy's clusterRanges are the CronJob's CLUSTER_ADDRESS_RANGES")
 	assert.Equal(t, "false", vars["allowLoopback"], "no loopback entries outside test installs (overlays/e2e turns them on)")
 	assert.Contains(t, vars["ownKey"], "'"+coredns.DefaultHostsKey+"'")
 	assert.Contains(t, vars["ownKey"], "'"+coredns.CorefileKey+"'")

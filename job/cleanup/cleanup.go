@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -180,7 +181,7 @@ func (c Command) clean(ctx context.Context, log *slog.Logger, kubeconfig string,
 				domains = append(domains, d)
 			}
 		}
-		dns := &coredns.Editor{ConfigMaps: clients.ConfigMaps, Domains: domains, Log: log}
+		dns := &coredns.Editor{ConfigMaps: clients.ConfigMaps, Domains: domains, ClusterRanges: clusterRanges(getenv("CLUSTER_ADDRESS_RANGES"), log), Log: log}
 		rep.Removed, err = dns.Remove(ctx)
 		if err != nil {
 			rep.Problems = append(rep.Problems, err)
@@ -197,4 +198,25 @@ func (c Command) clean(ctx context.Context, log *slog.Logger, kubeconfig string,
 			kube.APIError(err, kube.Access{Verbs: []string{"delete"}, Resource: "leases/" + leaseName, Namespace: ns})))
 	}
 	return rep
+}
+
+// clusterRanges reads CLUSTER_ADDRESS_RANGES as the run does (comma-separated
+// CIDRs), so that the cleanup counts as the engine's the entries the
+// admission policy lets it remove; unset or unreadable, nil
+// (coredns.DefaultClusterRanges), logged: a value that would stop a run
+// does not stop the cleanup.
+func clusterRanges(v string, log *slog.Logger) []netip.Prefix {
+	var out []netip.Prefix
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			log.Warn("cleanup: CLUSTER_ADDRESS_RANGES holds no address range; using the defaults", slog.String("value", part))
+			return nil
+		}
+		out = append(out, p.Masked())
+	}
+	return out
 }

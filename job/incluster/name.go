@@ -26,7 +26,7 @@ import (
 )
 
 // Config is what decides phase 6's in-cluster half. Its own settings are
-// IN_CLUSTER_DNS, HANDOVER_TIMEOUT, HANDOVER_SETTLE and HANDOVER_DNS_SERVER
+// IN_CLUSTER_DNS, CLUSTER_ADDRESS_RANGES, HANDOVER_TIMEOUT, HANDOVER_SETTLE and HANDOVER_DNS_SERVER
 // (the settings table in job owns their names and help; Validate owns the
 // rule that binds them); Port and Domains are smt's settings
 // UPDATE_SERVER_HTTPS_PORT and UPDATE_SERVER_DOMAINS, and OutsidePod is
@@ -51,6 +51,12 @@ type Config struct {
 	// names under them are its earlier runs', for update servers no longer
 	// chosen, and go when the new one is written (coredns.Editor).
 	Domains []string
+	// ClusterRanges is CLUSTER_ADDRESS_RANGES, the chart's
+	// clusterAddressRanges: the engine writes no entry for an address in
+	// them into a CoreDNS hosts block that answers reverse queries, as the
+	// admission policy, which reads the same value, refuses it there
+	// (coredns.Editor).
+	ClusterRanges []netip.Prefix
 }
 
 // Validate is the one place the wait's bounds are checked against each
@@ -89,7 +95,7 @@ type Name struct {
 func New(cfg Config, clients *kube.Clients, log *slog.Logger) *Name {
 	n := &Name{Config: cfg, Log: log}
 	if cfg.Map {
-		n.CoreDNS = &coredns.Editor{ConfigMaps: clients.ConfigMaps, Domains: cfg.Domains, Log: log}
+		n.CoreDNS = &coredns.Editor{ConfigMaps: clients.ConfigMaps, Domains: cfg.Domains, ClusterRanges: cfg.ClusterRanges, Log: log}
 	}
 	w := &handover.Wait{
 		Port:     cfg.Port,

@@ -150,7 +150,9 @@ func TestPublishReportsRemovedEntries(t *testing.T) {
 	}
 
 	domains := []string{"susecloud.net", "example.com"}
-	n := New(Config{Map: true, Domains: domains}, &kube.Clients{}, nil)
+	ranges := []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}
+	n := New(Config{Map: true, Domains: domains, ClusterRanges: ranges}, &kube.Clients{}, nil)
 	require.IsType(t, &coredns.Editor{}, n.CoreDNS)
 	assert.Equal(t, domains, n.CoreDNS.(*coredns.Editor).Domains)
+	assert.Equal(t, ranges, n.CoreDNS.(*coredns.Editor).ClusterRanges, "CLUSTER_ADDRESS_RANGES reaches the CoreDNS check")
 }

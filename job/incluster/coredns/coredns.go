@@ -67,7 +67,14 @@ type Editor struct {
 	// (SetCorefileHostsEntry); nil removes none. In coredns-custom the
 	// engine's key is replaced whole, so its earlier entry goes anyway.
 	Domains []string
-	Log     *slog.Logger
+	// ClusterRanges is CLUSTER_ADDRESS_RANGES, the chart's
+	// clusterAddressRanges, which the admission policy reads too: in the
+	// Corefile layout an entry for an address in them goes only into a
+	// hosts block with no_reverse (SetCorefileHostsEntry). nil means
+	// DefaultClusterRanges; a range the policy has and this lacks lets the
+	// engine try a write the policy refuses with HTTP 422.
+	ClusterRanges []netip.Prefix
+	Log           *slog.Logger
 }
 
 // Edit is what Ensure did: the ConfigMap (namespace/name) that holds the
@@ -140,7 +147,7 @@ func (c *Editor) ensure(ctx context.Context, ns, fqdn string, ip netip.Addr) (Ed
 
 	edit := Edit{Object: ns + "/" + ConfigMap}
 	old := core.Data[CorefileKey]
-	next, removed, err := SetCorefileHostsEntry(old, fqdn, ip, c.Domains)
+	next, removed, err := SetCorefileHostsEntry(old, fqdn, ip, c.Domains, c.ClusterRanges)
 	if err != nil {
 		return Edit{}, failure.Permanent(fmt.Errorf("%s/%s: %w", ns, ConfigMap, err))
 	}

@@ -349,7 +349,7 @@ func TestCoreDNSPolicyCostLimit(t *testing.T) {
 
 func mustSet(t *testing.T, corefile string, ip netip.Addr) string {
 	t.Helper()
-	out, _, err := SetCorefileHostsEntry(corefile, smtName, ip, testDomains)
+	out, _, err := SetCorefileHostsEntry(corefile, smtName, ip, testDomains, nil)
 	require.NoError(t, err)
 	return out
 }
@@ -423,7 +423,7 @@ func TestCoreDNSCustomServerZones(t *testing.T) {
 func TestCoreDNSRemovesEarlierEntries(t *testing.T) {
 	old := "smt-azure-old.susecloud.net"
 	oldIP := netip.MustParseAddr("20.38.0.1")
-	earlier, _, err := SetCorefileHostsEntry(kindCorefile, old, oldIP, testDomains)
+	earlier, _, err := SetCorefileHostsEntry(kindCorefile, old, oldIP, testDomains, nil)
 	require.NoError(t, err)
 	withOwn := strings.Replace(earlier, "        ttl 15\n", "        ttl 15\n        10.0.0.9 db.corp.internal\n", 1)
 

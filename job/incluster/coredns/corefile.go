@@ -76,7 +76,13 @@ const HostsTTL = 15
 // zones when an earlier run added it there. removed lists those entries
 // as they were ("<ip> <name>"). Every other entry and line stays byte for
 // byte; nil domains remove nothing.
-func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []string) (next string, removed []string, err error) {
+//
+// ranges are the cluster's address ranges (CLUSTER_ADDRESS_RANGES, the
+// chart's clusterAddressRanges, which the admission policy reads too; nil
+// means DefaultClusterRanges): an entry for an address in one of them goes
+// only into a hosts block with no_reverse, and an earlier entry at one in a
+// block without it is not the engine's (earlierEntry).
+func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []string, ranges []netip.Prefix) (next string, removed []string, err error) {
 	fqdn, ip, err = validHostsEntry(fqdn, ip)
 	if err != nil {
 		return "", nil, err
@@ -122,8 +128,8 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []strin
 		}
 	}
 
-	if hosts >= 0 && clusterAddress(ip) && !noReverse(lines, hosts, hostsEnd) {
-		return "", nil, failure.Permanent(fmt.Errorf("%w: the hosts block (line %d) answers reverse (PTR) queries for its entries, and %s is in a private or shared range, where an entry would rename a cluster address; add no_reverse to that block, or %s", ErrCorefile, hosts+1, ip, byHand(fqdn, ip)))
+	if r, ok := clusterRange(ranges, ip); ok && hosts >= 0 && !noReverse(lines, hosts, hostsEnd) {
+		return "", nil, failure.Permanent(fmt.Errorf("%w: the hosts block (line %d) answers reverse (PTR) queries for its entries, and %s is %s, where an entry would rename a cluster address; add no_reverse to that block, or %s", ErrCorefile, hosts+1, ip, clusterRangeText(r), byHand(fqdn, ip)))
 	}
 
 	out := make([]string, 0, len(lines)+4)
@@ -173,7 +179,7 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []strin
 	for i, e := range hostsEntries(lines, hosts, hostsEnd) {
 		others := slices.DeleteFunc(slices.Clone(e.names), func(n string) bool { return sameHost(n, fqdn) })
 		switch {
-		case len(others) == len(e.names) && earlierEntry(lines, hosts, i, e, domains, blockNoReverse):
+		case len(others) == len(e.names) && earlierEntry(lines, hosts, i, e, domains, ranges, blockNoReverse):
 			drop[i] = true
 			removed = append(removed, strings.TrimSpace(lines[i].text))
 			earlier = append(earlier, e.names[0])
@@ -219,7 +225,7 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []strin
 // second name), the name under one of domains (UPDATE_SERVER_DOMAINS), the
 // address one the engine maps (unicast; loopback for the tests' servers;
 // in a block that answers reverse queries, noReverse false, none in
-// clusterRanges). A line a person wrote in any other shape (a comment, a
+// ranges, CLUSTER_ADDRESS_RANGES). A line a person wrote in any other shape (a comment, a
 // tab, two names, a name outside domains) is theirs and stays.
 //
 // It is also, line for line, what the CoreDNS admission policy
@@ -228,8 +234,11 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []strin
 // "hosts [FILE [ZONES…]] {" with nothing after the brace, no brace
 // between. Removing any other line would be refused there with HTTP 422,
 // failing every run.
-func earlierEntry(lines []corefileLine, hosts, i int, e hostsEntry, domains []string, noReverse bool) bool {
-	if len(e.names) != 1 || !(e.addr.IsGlobalUnicast() || e.addr.IsLoopback()) || (!noReverse && clusterAddress(e.addr)) {
+func earlierEntry(lines []corefileLine, hosts, i int, e hostsEntry, domains []string, ranges []netip.Prefix, noReverse bool) bool {
+	if len(e.names) != 1 || !(e.addr.IsGlobalUnicast() || e.addr.IsLoopback()) {
+		return false
+	}
+	if _, cluster := clusterRange(ranges, e.addr); cluster && !noReverse {
 		return false
 	}
 	name := e.names[0]
@@ -385,16 +394,19 @@ func hostsBlock(indent, fqdn string, ip netip.Addr) string {
 		indent + "}"
 }
 
-// clusterRanges are the address ranges of a cluster's own networks
-// (private, shared, unique local), where Services, pods and nodes live.
-// In a hosts block that answers reverse queries (no no_reverse; the
-// Corefile layout, where the block may be the administrator's), an entry
-// for one of them would rename that address for every PTR lookup in the
-// cluster: the admission policy refuses such an entry there, so the engine
-// never writes one (ErrCorefile) nor counts one as its own. Loopback is
-// for the tests' update servers; link-local is refused before (the policy
-// admits unicast addresses only).
-var clusterRanges = []netip.Prefix{
+// DefaultClusterRanges are the address ranges of a cluster's own networks
+// (private, shared, unique local), where Services, pods and nodes live: the
+// default of CLUSTER_ADDRESS_RANGES and, exactly, of the chart's
+// clusterAddressRanges (manifests' TestClusterAddressRangesMatchEngine
+// fails when they drift). In a hosts block that answers reverse queries
+// (no no_reverse; the Corefile layout, where the block may be the
+// administrator's), an entry for one of them would rename that address for
+// every PTR lookup in the cluster: the admission policy refuses such an
+// entry there, so the engine never writes one (ErrCorefile) nor counts one
+// as its own. Loopback is for the tests' update servers; link-local is
+// refused before (the policy admits unicast addresses only). Never modify
+// it: it is the default every caller shares.
+var DefaultClusterRanges = []netip.Prefix{
 	netip.MustParsePrefix("10.0.0.0/8"),
 	netip.MustParsePrefix("172.16.0.0/12"),
 	netip.MustParsePrefix("192.168.0.0/16"),
@@ -402,9 +414,27 @@ var clusterRanges = []netip.Prefix{
 	netip.MustParsePrefix("fc00::/7"),
 }
 
-// clusterAddress reports whether ip lies in clusterRanges.
-func clusterAddress(ip netip.Addr) bool {
-	return slices.ContainsFunc(clusterRanges, func(p netip.Prefix) bool { return p.Contains(ip.Unmap()) })
+// clusterRange returns the first of ranges (CLUSTER_ADDRESS_RANGES; nil
+// means DefaultClusterRanges) that holds ip, and whether there is one.
+func clusterRange(ranges []netip.Prefix, ip netip.Addr) (netip.Prefix, bool) {
+	if ranges == nil {
+		ranges = DefaultClusterRanges
+	}
+	i := slices.IndexFunc(ranges, func(p netip.Prefix) bool { return p.Contains(ip.Unmap()) })
+	if i < 0 {
+		return netip.Prefix{}, false
+	}
+	return ranges[i], true
+}
+
+// clusterRangeText says which range holds a refused address, so that the
+// user can find it in the chart's clusterAddressRanges: a default range by
+// its kind, any other by its CIDR.
+func clusterRangeText(p netip.Prefix) string {
+	if slices.Contains(DefaultClusterRanges, p) {
+		return "in a private or shared range (clusterAddressRanges, CLUSTER_ADDRESS_RANGES)"
+	}
+	return "in " + p.String() + " (clusterAddressRanges, CLUSTER_ADDRESS_RANGES)"
 }
 
 // noReverse reports whether the hosts block opened on line start and

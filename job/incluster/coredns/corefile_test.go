@@ -1,15 +1,21 @@
 package coredns
 
 import (
+	"context"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job/hostname"
+	"github.com/rancher/registration-engine/job/kube/kubetest"
 )
 
 func TestSetCorefileHostsEntry(t *testing.T) {
@@ -249,7 +255,7 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 	msgs := testkit.NewMessages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, removed, err := SetCorefileHostsEntry(tc.in, smtName, tc.ip, testDomains)
+			got, removed, err := SetCorefileHostsEntry(tc.in, smtName, tc.ip, testDomains, nil)
 			if tc.err != nil {
 				require.ErrorIs(t, err, tc.err)
 				// A person must place the entry when the Corefile is
@@ -262,12 +268,106 @@ func TestSetCorefileHostsEntry(t *testing.T) {
 
 			assert.Equal(t, tc.removed, removed, "the engine's earlier entries it removed")
 
-			again, removedAgain, err := SetCorefileHostsEntry(got, smtName, tc.ip, testDomains)
+			again, removedAgain, err := SetCorefileHostsEntry(got, smtName, tc.ip, testDomains, nil)
 			require.NoError(t, err)
 			assert.Equal(t, got, again, "idempotent")
 			assert.Empty(t, removedAgain)
 		})
 	}
+}
+
+// A public range in CLUSTER_ADDRESS_RANGES (the chart's
+// clusterAddressRanges, which the admission policy reads too) is the
+// cluster's own, like the private ones: in a hosts block that answers
+// reverse queries (k3s's NodeHosts), an entry for an address in it is
+// refused with a message naming that range and the setting, so the user
+// learns it from the engine, not from an HTTP 422 at admission; with
+// no_reverse it is placed. The engine's default (nil) knows no public range.
+func TestSetCorefileHostsEntryClusterAddressRanges(t *testing.T) {
+	public := netip.MustParseAddr("203.0.113.7")
+	ranges := append(slices.Clone(DefaultClusterRanges), netip.MustParsePrefix("203.0.113.0/24"))
+	nodeHosts := ".:53 {\n    hosts /etc/coredns/NodeHosts {\n        ttl 60\n        fallthrough\n    }\n    reload\n}\n"
+	tests := map[string]struct {
+		in     string
+		ip     netip.Addr
+		ranges []netip.Prefix
+		want   string // "" with refused
+	}{
+		"a public range configured: refused in a block that answers reverse queries, naming the range": {
+			in: nodeHosts, ip: public, ranges: ranges,
+		},
+		"a public range configured: placed in a block with no_reverse": {
+			in:     ".:53 {\n    hosts {\n        no_reverse\n        fallthrough\n    }\n}\n",
+			ip:     public,
+			ranges: ranges,
+			want:   ".:53 {\n    hosts {\n        203.0.113.7 smt-azure.susecloud.net\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n}\n",
+		},
+		"a public range configured: placed in the engine's own block, with no_reverse": {
+			in:     ".:53 {\n    reload\n}\n",
+			ip:     public,
+			ranges: ranges,
+			want:   ".:53 {\n    hosts {\n        203.0.113.7 smt-azure.susecloud.net\n        ttl 15\n        no_reverse\n        fallthrough\n    }\n    reload\n}\n",
+		},
+		"a public range configured: a private address still refused as one": {
+			in: nodeHosts, ip: netip.MustParseAddr("10.96.0.1"), ranges: ranges,
+		},
+		"a range the engine does not know by default: placed": {
+			in:   nodeHosts,
+			ip:   public,
+			want: ".:53 {\n    hosts /etc/coredns/NodeHosts {\n        203.0.113.7 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n    reload\n}\n",
+		},
+		"the private ranges left out: a private address placed": {
+			in:     nodeHosts,
+			ip:     netip.MustParseAddr("10.96.0.1"),
+			ranges: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")},
+			want:   ".:53 {\n    hosts /etc/coredns/NodeHosts {\n        10.96.0.1 smt-azure.susecloud.net\n        ttl 15\n        fallthrough\n    }\n    reload\n}\n",
+		},
+	}
+	msgs := testkit.NewMessages(t)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, _, err := SetCorefileHostsEntry(tc.in, smtName, tc.ip, testDomains, tc.ranges)
+			if tc.want == "" {
+				require.ErrorIs(t, err, ErrCorefile)
+				assert.True(t, failure.IsPermanent(err), "the next run would be refused the same")
+				msgs.Add(name, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// The Editor checks the ranges it is given (CLUSTER_ADDRESS_RANGES), not
+// only its defaults: refused before anything is written.
+func TestEditorClusterAddressRanges(t *testing.T) {
+	corefile := ".:53 {\n    hosts /etc/coredns/NodeHosts {\n        fallthrough\n    }\n    reload\n}\n"
+	c := fake.NewClientset(cm(ConfigMap, map[string]string{CorefileKey: corefile}))
+	e := newCoreDNS(c)
+	e.ClusterRanges = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}
+
+	_, err := e.Ensure(context.Background(), smtName, netip.MustParseAddr("203.0.113.7"))
+
+	require.ErrorIs(t, err, ErrCorefile)
+	assert.True(t, failure.IsPermanent(err))
+	assert.Equal(t, []string{"get", "get"}, kubetest.Verbs(c, "configmaps"), "nothing written")
+	assert.Equal(t, corefile, getCM(t, c, ConfigMap).Data[CorefileKey])
+}
+
+// An entry of the engine's shape at an address in a configured public
+// range, in a block that answers reverse queries, is not the engine's: the
+// admission policy, reading the same ranges, would refuse its removal.
+func TestRemoveCorefileHostsEntriesClusterAddressRanges(t *testing.T) {
+	corefile := ".:53 {\n    hosts /etc/coredns/NodeHosts {\n        203.0.113.7 smt-old.susecloud.net\n        fallthrough\n    }\n    reload\n}\n"
+	ranges := append(slices.Clone(DefaultClusterRanges), netip.MustParsePrefix("203.0.113.0/24"))
+
+	kept, none := RemoveCorefileHostsEntries(corefile, testDomains, ranges)
+	assert.Equal(t, corefile, kept)
+	assert.Empty(t, none)
+
+	_, removed := RemoveCorefileHostsEntries(corefile, testDomains, nil)
+	assert.Equal(t, []string{"203.0.113.7 smt-old.susecloud.net"}, removed, "outside the default ranges, it is the engine's")
 }
 
 func TestValidHostsEntryNames(t *testing.T) {
@@ -319,11 +419,11 @@ func FuzzSetCorefileHostsEntry(f *testing.F) {
 	f.Add(".:53 {\n    hosts {\n        ttl 3600\n        ttl {\n        }\n        ttl 9\n    }\n}\n")
 	f.Add(".:53 {\n    hosts /etc/hosts corp.internal smt-old.susecloud.net {\n        20.38.0.1 smt-old.susecloud.net\n        fallthrough\n    }\n}\n")
 	f.Fuzz(func(t *testing.T, corefile string) {
-		out, _, err := SetCorefileHostsEntry(corefile, smtName, smtIP, testDomains)
+		out, _, err := SetCorefileHostsEntry(corefile, smtName, smtIP, testDomains, nil)
 		if err != nil {
 			return
 		}
-		again, _, err := SetCorefileHostsEntry(out, smtName, smtIP, testDomains)
+		again, _, err := SetCorefileHostsEntry(out, smtName, smtIP, testDomains, nil)
 		if err != nil {
 			t.Fatalf("edited Corefile no longer accepted: %v\n%s", err, out)
 		}

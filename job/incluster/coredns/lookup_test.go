@@ -45,7 +45,7 @@ func TestHostsAddresses(t *testing.T) {
 
 func mustSetText(t *testing.T, ip string) string {
 	t.Helper()
-	out, _, err := SetCorefileHostsEntry(kindCorefile, "smt-azure.susecloud.net", netip.MustParseAddr(ip), testDomains)
+	out, _, err := SetCorefileHostsEntry(kindCorefile, "smt-azure.susecloud.net", netip.MustParseAddr(ip), testDomains, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

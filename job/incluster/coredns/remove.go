@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -113,7 +114,7 @@ func (c *Editor) removeCorefile(ctx context.Context, ns string) ([]string, error
 		return nil, kube.APIError(err, needConfigMaps(ns))
 	}
 	old := core.Data[CorefileKey]
-	next, removed := RemoveCorefileHostsEntries(old, c.Domains)
+	next, removed := RemoveCorefileHostsEntries(old, c.Domains, c.ClusterRanges)
 	if len(removed) == 0 {
 		return nil, nil
 	}
@@ -133,8 +134,11 @@ func (c *Editor) removeCorefile(ctx context.Context, ns string) ([]string, error
 // (earlierEntry), and those names among the block's zones where an earlier
 // run added them. removed lists the entries as they were ("<ip> <name>");
 // none removed returns corefile unchanged. Every other line stays byte for
-// byte; nil domains remove nothing.
-func RemoveCorefileHostsEntries(corefile string, domains []string) (next string, removed []string) {
+// byte; nil domains remove nothing. ranges are CLUSTER_ADDRESS_RANGES (nil:
+// DefaultClusterRanges), as SetCorefileHostsEntry takes them: an entry at
+// an address in them in a block that answers reverse queries is not the
+// engine's, and the admission policy would refuse its removal.
+func RemoveCorefileHostsEntries(corefile string, domains []string, ranges []netip.Prefix) (next string, removed []string) {
 	lines := parseCorefile(corefile)
 	root, rootEnd := -1, -1
 	for i, l := range lines {
@@ -162,7 +166,7 @@ func RemoveCorefileHostsEntries(corefile string, domains []string) (next string,
 	var names []string
 	blockNoReverse := noReverse(lines, hosts, hostsEnd)
 	for i, e := range hostsEntries(lines, hosts, hostsEnd) {
-		if earlierEntry(lines, hosts, i, e, domains, blockNoReverse) {
+		if earlierEntry(lines, hosts, i, e, domains, ranges, blockNoReverse) {
 			drop[i] = true
 			removed = append(removed, strings.TrimSpace(lines[i].text))
 			names = append(names, e.names[0])

@@ -74,11 +74,11 @@ func TestCoreDNSRemoveUndoesEnsure(t *testing.T) {
 // domains: only the engine's exact shape goes.
 func TestRemoveCorefileHostsEntriesKeepsOthers(t *testing.T) {
 	corefile := ".:53 {\n    hosts {\n        20.38.0.87 smt-azure.susecloud.net\n        20.38.0.88 other.susecloud.net # pinned by hand\n        10.1.2.3 db.corp.internal\n        ttl 15\n        fallthrough\n    }\n    reload\n}\n"
-	next, removed := RemoveCorefileHostsEntries(corefile, testDomains)
+	next, removed := RemoveCorefileHostsEntries(corefile, testDomains, nil)
 	assert.Equal(t, []string{"20.38.0.87 smt-azure.susecloud.net"}, removed)
 	assert.Equal(t, ".:53 {\n    hosts {\n        20.38.0.88 other.susecloud.net # pinned by hand\n        10.1.2.3 db.corp.internal\n        ttl 15\n        fallthrough\n    }\n    reload\n}\n", next)
 
-	same, none := RemoveCorefileHostsEntries(corefile, nil)
+	same, none := RemoveCorefileHostsEntries(corefile, nil, nil)
 	assert.Equal(t, corefile, same, "no domains: nothing is the engine's")
 	assert.Empty(t, none)
 }

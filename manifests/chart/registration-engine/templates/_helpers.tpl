@@ -426,6 +426,7 @@ RUN_DEADLINE: runDeadline
 STARTUP_SLEEP_MAX: startupSleepMax
 IN_CLUSTER_DNS: inClusterDNS
 UPDATE_SERVER_DOMAINS: updateServerDomains
+CLUSTER_ADDRESS_RANGES: clusterAddressRanges
 OPERATOR_RECOVERY: operatorRecovery
 LOG_LEVEL: logLevel
 REGISTRATION_ENGINE_LOG_LEVEL: logLevel

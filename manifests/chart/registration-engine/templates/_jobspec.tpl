@@ -222,6 +222,14 @@ spec:
         # under these (coredns-policy.yaml).
         - name: UPDATE_SERVER_DOMAINS
           value: {{ include "registration-engine.updateServerDomains" . | quote }}
+        # The admission policy refuses entries for addresses in these in a
+        # hosts block that answers reverse queries (clusterRanges); the
+        # engine refuses them itself first. An empty list leaves the
+        # engine its default, the chart's.
+        {{- with .Values.clusterAddressRanges }}
+        - name: CLUSTER_ADDRESS_RANGES
+          value: {{ join "," . | quote }}
+        {{- end }}
         {{- if not $cleanup }}
         - name: OPERATOR_RECOVERY
           value: {{ .Values.operatorRecovery | toString | quote }}
