@@ -6,12 +6,12 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rancher/registration-engine/job/hostname"
+	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/providers"
 )
 
@@ -246,18 +246,9 @@ func hostnames(dst func(*Config) *[]string) func(*Config, string) error {
 // the order given. The first bad one is named with what is wanted.
 func prefixes(dst func(*Config) *[]netip.Prefix) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		var out []netip.Prefix
-		for _, part := range splitList(v) {
-			p, err := netip.ParsePrefix(part)
-			if err != nil {
-				return fmt.Errorf("%q is no address range: want CIDRs such as 10.0.0.0/8 or fc00::/7, comma-separated", part)
-			}
-			if p = p.Masked(); !slices.Contains(out, p) {
-				out = append(out, p)
-			}
-		}
-		if len(out) == 0 {
-			return errors.New("want at least one address range, such as 10.0.0.0/8")
+		out, err := coredns.ParseClusterRanges(v)
+		if err != nil {
+			return err
 		}
 		*dst(c) = out
 		return nil

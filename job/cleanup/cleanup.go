@@ -206,17 +206,13 @@ func (c Command) clean(ctx context.Context, log *slog.Logger, kubeconfig string,
 // (coredns.DefaultClusterRanges), logged: a value that would stop a run
 // does not stop the cleanup.
 func clusterRanges(v string, log *slog.Logger) []netip.Prefix {
-	var out []netip.Prefix
-	for _, part := range strings.Split(v, ",") {
-		if part = strings.TrimSpace(part); part == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(part)
-		if err != nil {
-			log.Warn("cleanup: CLUSTER_ADDRESS_RANGES holds no address range; using the defaults", slog.String("value", part))
-			return nil
-		}
-		out = append(out, p.Masked())
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	out, err := coredns.ParseClusterRanges(v)
+	if err != nil {
+		log.Warn("cleanup: CLUSTER_ADDRESS_RANGES is unreadable; using the defaults", slog.String("error", err.Error()))
+		return nil
 	}
 	return out
 }

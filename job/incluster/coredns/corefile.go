@@ -1,6 +1,7 @@
 package coredns
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"net/netip"
@@ -412,6 +413,29 @@ var DefaultClusterRanges = []netip.Prefix{
 	netip.MustParsePrefix("192.168.0.0/16"),
 	netip.MustParsePrefix("100.64.0.0/10"),
 	netip.MustParsePrefix("fc00::/7"),
+}
+
+// ParseClusterRanges reads CLUSTER_ADDRESS_RANGES: comma-separated CIDRs,
+// each masked to its network, duplicates dropped; at least one. The run
+// refuses an error at load; the uninstall hook falls back to the defaults.
+func ParseClusterRanges(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is no address range: want CIDRs such as 10.0.0.0/8 or fc00::/7, comma-separated", part)
+		}
+		if p = p.Masked(); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("want at least one address range, such as 10.0.0.0/8")
+	}
+	return out, nil
 }
 
 // clusterRange returns the first of ranges (CLUSTER_ADDRESS_RANGES; nil
