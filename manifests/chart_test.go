@@ -649,7 +649,8 @@ func TestChartValues(t *testing.T) {
 					if strings.HasSuffix(k, "/registration-engine-cleanup") {
 						continue
 					}
-					// Once each: Go reads no_proxy before NO_PROXY, and a
+					// Once each, and no NO_PROXY beside the user's no_proxy:
+					// Go reads NO_PROXY first, which would hide it; a
 					// variable twice would leave the pod's value to the
 					// kubelet's order.
 					assert.Equal(t, map[string]string{

@@ -296,8 +296,9 @@ Azure.proxySettings' proxy variables for the engine's container, each
 only when set and isProxyEnabled is true: HTTPS_PROXY (Entra, ARM, the
 region servers, a metadata_server), HTTP_PROXY (the attested document's
 intermediate certificate, fetched over http://), NO_PROXY. A variable
-extraEnv names (in either case: Go reads https_proxy before HTTPS_PROXY)
-is the user's: the chart then leaves its own out. A map of name → value.
+extraEnv names, in either case, is the user's: the chart then leaves its
+own out (Go reads HTTPS_PROXY before https_proxy, so the chart's upper-case
+variable would hide the user's lower-case one). A map of name → value.
 */}}
 {{- define "registration-engine.proxyVars" -}}
 {{- $ps := include "registration-engine.proxySettings" . | fromYaml -}}
@@ -476,6 +477,12 @@ policy's clusterRanges (the schema admits CIDRs only: no quote reaches CEL).
 {{- join ", " $out -}}
 {{- end }}
 
+{{- define "registration-engine.decimal" -}}
+{{- /* A number written out in full, to the nanosecond and no further, with
+no trailing zeros: 1.5 → "1.5", 3600.0 → "3600". */ -}}
+{{- regexReplaceAll "\\.?0*$" (printf "%.12f" .) "" -}}
+{{- end }}
+
 {{/*
 Durations (startupSleepMax, runDeadline, jobDeadline, a schedule's @every)
 take what the engine takes (job/parse.go parseDuration): Go's
@@ -495,7 +502,7 @@ string trimmed.
 {{- define "registration-engine.durationText" -}}
 {{- $k := kindOf . -}}
 {{- if or (eq $k "float64") (eq $k "float32") -}}
-  {{- regexReplaceAll "\\.?0*$" (printf "%.12f" .) "" -}}
+  {{- include "registration-engine.decimal" . -}}
 {{- else if hasPrefix "int" $k -}}
   {{- printf "%d" . -}}
 {{- else -}}
@@ -513,14 +520,14 @@ of the forms above. Called with (list name value).
 {{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "μs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 -}}
 {{- $unit := "(ns|us|µs|μs|ms|s|m|h)" -}}
 {{- if regexMatch (printf "^[+]?%s$" $num) $v -}}
-  {{- regexReplaceAll "\\.?0*$" (printf "%.12f" (float64 (trimPrefix "+" $v))) "" -}}
+  {{- include "registration-engine.decimal" (float64 (trimPrefix "+" $v)) -}}
 {{- else if regexMatch (printf "^[+]?(%s%s)+$" $num $unit) $v -}}
   {{- $total := 0.0 -}}
   {{- range regexFindAll (printf "%s%s" $num $unit) $v -1 -}}
     {{- $n := regexFind "^[0-9.]+" . -}}
     {{- $total = addf $total (mulf (float64 $n) (index $units (trimPrefix $n .))) -}}
   {{- end -}}
-  {{- regexReplaceAll "\\.?0*$" (printf "%.12f" $total) "" -}}
+  {{- include "registration-engine.decimal" $total -}}
 {{- end -}}
 {{- end }}
 
