@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,7 +96,7 @@ func headingAnchors(t *testing.T, path string) map[string]bool {
 		text := strings.TrimSpace(strings.TrimLeft(line, "#"))
 		slug := strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(text), ""), " ", "-")
 		if n := seen[slug]; n > 0 {
-			anchors[slug+"-"+string(rune('0'+n))] = true
+			anchors[slug+"-"+strconv.Itoa(n)] = true
 		} else {
 			anchors[slug] = true
 		}

@@ -62,8 +62,8 @@ type Config struct {
 	JobUID          string
 
 	// InCluster is phase 6's in-cluster half: the CoreDNS mapping and the
-	// handover wait (IN_CLUSTER_DNS, CLUSTER_ADDRESS_RANGES, HANDOVER_*); its own rules are
-	// incluster.Config.Validate's.
+	// handover wait (IN_CLUSTER_DNS, CLUSTER_ADDRESS_RANGES, HANDOVER_*); its
+	// own rules are incluster.Config.Validate's.
 	InCluster incluster.Config
 	// Handover to rancher/scc-operator.
 	OperatorWait time.Duration

@@ -241,9 +241,9 @@ func hostnames(dst func(*Config) *[]string) func(*Config, string) error {
 	}
 }
 
-// prefixes takes a comma-separated list of address ranges (CIDRs), each
-// masked to its network (10.1.2.3/8 is 10.0.0.0/8), duplicates dropped in
-// the order given. The first bad one is named with what is wanted.
+// prefixes takes a comma-separated list of address ranges as
+// coredns.ParseClusterRanges reads it (the one parser, which the uninstall
+// hook calls too).
 func prefixes(dst func(*Config) *[]netip.Prefix) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		out, err := coredns.ParseClusterRanges(v)

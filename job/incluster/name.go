@@ -26,7 +26,8 @@ import (
 )
 
 // Config is what decides phase 6's in-cluster half. Its own settings are
-// IN_CLUSTER_DNS, CLUSTER_ADDRESS_RANGES, HANDOVER_TIMEOUT, HANDOVER_SETTLE and HANDOVER_DNS_SERVER
+// IN_CLUSTER_DNS, CLUSTER_ADDRESS_RANGES, HANDOVER_TIMEOUT, HANDOVER_SETTLE
+// and HANDOVER_DNS_SERVER
 // (the settings table in job owns their names and help; Validate owns the
 // rule that binds them); Port and Domains are smt's settings
 // UPDATE_SERVER_HTTPS_PORT and UPDATE_SERVER_DOMAINS, and OutsidePod is

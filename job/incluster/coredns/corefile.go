@@ -226,8 +226,8 @@ func SetCorefileHostsEntry(corefile, fqdn string, ip netip.Addr, domains []strin
 // second name), the name under one of domains (UPDATE_SERVER_DOMAINS), the
 // address one the engine maps (unicast; loopback for the tests' servers;
 // in a block that answers reverse queries, noReverse false, none in
-// ranges, CLUSTER_ADDRESS_RANGES). A line a person wrote in any other shape (a comment, a
-// tab, two names, a name outside domains) is theirs and stays.
+// ranges, CLUSTER_ADDRESS_RANGES). A line a person wrote in any other shape
+// (a comment, a tab, two names, a name outside domains) is theirs and stays.
 //
 // It is also, line for line, what the CoreDNS admission policy
 // (manifests/base/coredns-policy.yaml) counts as the engine's own: an
