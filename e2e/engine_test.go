@@ -63,6 +63,10 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 		"IMDS restricted": {fault: "imds-restricted", wantCode: 2, wantOutcome: "failed",
 			wantInLog: []string{`"source":"dmi"`, "instance metadata unreachable from this pod", "AKS's IMDS restriction", "--set hostNetwork=true"},
 			proved:    "IMDS restricted (every connect to IMDS dropped, DMI says Azure): exit 2, permanent, the error names AKS's IMDS restriction and the chart value hostNetwork=true"},
+		// Off any cloud: every metadata endpoint a black hole, DMI a
+		// bare-metal server; detection gives up after its budget.
+		"off cloud": {fault: "off-cloud", wantCode: 2, wantOutcome: "failed",
+			wantInLog: []string{`"failedPhase":"detect"`, "Dell Inc."}},
 		"ARM throttles": {fault: "arm-429", wantCode: 0, wantOutcome: "registered"},
 		"cached nonce":  {fault: "cached-nonce", wantCode: 0, wantOutcome: "registered"},
 		"extension of another cluster": {fault: "other-cluster", wantCode: 2, wantOutcome: "failed",

@@ -209,18 +209,20 @@ var Faults = []Fault{
 		}
 		return nil
 	}},
-	{"imds-restricted", "every connect to IMDS is dropped, as AKS's IMDS restriction drops a non-hostNetwork pod's packets to 169.254.169.254: detection falls back to DMI, phase 2 fails permanently naming the restriction and the chart value hostNetwork (start-up only)", func(c *Cloud) error {
+	{"imds-restricted", "every connect to IMDS is dropped, as AKS's IMDS restriction drops a non-hostNetwork pod's packets to 169.254.169.254: detection falls back to DMI, phase 2 fails permanently naming the restriction and the chart value hostNetwork (start-up only)", atStart("imds-restricted")},
+	{"ipv6-blackhole", "the update server's IPv6 address never answers a connect: succeeds over IPv4 (start-up only)", atStart("ipv6-blackhole")},
+	{"off-cloud", "a host on no cloud: every connect to the metadata endpoints (Azure, GCP, AWS) is dropped and DMI names a bare-metal server: detection gives up after its budget, exit 2 in phase 1 (start-up only)", atStart("off-cloud")},
+}
+
+// atStart is the apply of a fault that Start plays (it shapes what Start
+// serves or writes) and the admin endpoint refuses.
+func atStart(name string) func(c *Cloud) error {
+	return func(c *Cloud) error {
 		if !c.starting {
-			return errors.New("fakecloud: imds-restricted can only be chosen at start")
+			return fmt.Errorf("fakecloud: %s can only be chosen at start", name)
 		}
 		return nil
-	}},
-	{"ipv6-blackhole", "the update server's IPv6 address never answers a connect: succeeds over IPv4 (start-up only)", func(c *Cloud) error {
-		if !c.starting {
-			return errors.New("fakecloud: ipv6-blackhole can only be chosen at start")
-		}
-		return nil
-	}},
+	}
 }
 
 // FaultNames returns the names of Faults.
@@ -406,6 +408,11 @@ httpsOnly = true
 		"dmi/product_name":             []byte("Virtual Machine\n"),
 		"dmi/chassis_asset_tag":        []byte("7783-7084-3265-9085-8269-3286-77\n"),
 	}
+	offCloud := slices.Contains(opts.Faults, "off-cloud")
+	if offCloud {
+		files["dmi/sys_vendor"], files["dmi/product_name"], files["dmi/chassis_asset_tag"] =
+			[]byte("Dell Inc.\n"), []byte("PowerEdge R650\n"), []byte("\n")
+	}
 	files["ca.pem"] = ca.PEM
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(opts.Dir, name), data, 0o644); err != nil {
@@ -437,13 +444,14 @@ httpsOnly = true
 		"STARTUP_SLEEP_MAX":          "0",
 		"VERIFY_RETRY_BACKOFF":       "1",
 	}
-	if slices.Contains(opts.Faults, "imds-restricted") {
+	if offCloud || slices.Contains(opts.Faults, "imds-restricted") {
 		// The metadata endpoints point at a black hole on the same host: a
 		// connect hangs until the client gives up, with no RST, as a pod's
-		// SYN to 169.254.169.254 does on a node with the restriction.
+		// SYN to 169.254.169.254 does on a node with the restriction, and
+		// as a firewalled link-local address does off any cloud.
 		hole, stop, err := imdsBlackhole(opts.Host)
 		if err != nil {
-			return nil, fmt.Errorf("fakecloud: imds-restricted: %w", err)
+			return nil, fmt.Errorf("fakecloud: metadata black hole: %w", err)
 		}
 		c.stops = append(c.stops, stop)
 		for _, k := range []string{"AZURE_IMDS_ENDPOINT", "GCP_METADATA_ENDPOINTS", "AWS_IMDS_ENDPOINTS"} {

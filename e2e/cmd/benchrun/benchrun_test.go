@@ -21,15 +21,15 @@ func TestParseGoBench(t *testing.T) {
 	list := parseGoBench(recordedGoBench)
 	require.Len(t, list, 3)
 
-	detect := find(list, "BenchmarkDetectNothingListening")
+	detect := find(list, "", "BenchmarkDetectNothingListening")
 	require.NotNil(t, detect)
 	assert.Equal(t, "github.com/rancher/registration-engine/providers", detect.pkg)
 	ns, ok := detect.median("ns/op")
 	assert.True(t, ok)
 	assert.InDelta(t, 2002117283.5, ns, 0.5, "median of two repetitions")
-	assert.Len(t, detect.iters, 2)
+	assert.Equal(t, 2, detect.Reps())
 
-	parse := find(list, "BenchmarkParseRegionData")
+	parse := find(list, "", "BenchmarkParseRegionData")
 	require.NotNil(t, parse)
 	assert.Equal(t, "github.com/rancher/registration-engine/job/smt", parse.pkg, "a later pkg: line names the package of what follows")
 	mbs, ok := parse.median("MB/s")

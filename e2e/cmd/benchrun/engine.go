@@ -7,13 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -29,19 +25,17 @@ const runTimeout = time.Minute
 // summary, the engine's last log line, the duration (the time inside
 // job.Run, without process start-up) and the phase that failed.
 type sample struct {
-	Wall        time.Duration
-	RSSKiB      int64
-	Code        int
-	InProcess   time.Duration
-	FailedPhase string
+	Wall, InProcess time.Duration
+	RSSKiB          int64
+	Code            int
+	FailedPhase     string
 	// HasSummary: the last log line is the run summary. A run stopped
 	// before job.Run (a setting refused at load) has none.
 	HasSummary bool
 }
 
-// engine is the engine binary, run through the spawn helper
-// (e2e/cmd/benchrun/spawn) so that each process's peak RSS is its own (see
-// there).
+// engine is the engine binary, run through the spawn helper (see there) so
+// that each process's peak RSS is its own.
 type engine struct{ bin, spawn string }
 
 // run runs the engine once with exactly env (nothing of benchrun's own
@@ -104,73 +98,28 @@ func runSummary(stderr string) sample {
 		FailedPhase: last.FailedPhase}
 }
 
-// series is one way of running the engine, repeated: the timed runs and the
-// Go heap of one more run.
-type series struct {
-	Samples []sample
-	Heap    heapPeak
-}
+// series is one way of running the engine, repeated: the timed runs.
+type series struct{ Samples []sample }
 
-// measure runs the engine warmups + runs times, each run checked, keeps the
-// samples after the warm-ups, then runs it once more with GODEBUG=gctrace=1
-// for the heap.
+// measure runs the engine warmups + runs times and keeps the samples after
+// the warm-ups; it stops at the first run that fails or is not what check
+// wants, and says why with the run's last log lines.
 func (e engine) measure(ctx context.Context, env, args []string, warmups, runs int,
 	check func(sample) error) (series, error) {
 	var res series
 	for i := range warmups + runs {
-		s, err := e.checkedRun(ctx, env, check, args...)
+		s, stderr, err := e.run(ctx, env, args...)
+		if err == nil {
+			err = check(s)
+		}
 		if err != nil {
-			return res, fmt.Errorf("run %d: %w", i, err)
+			return res, fmt.Errorf("run %d: %w; last log lines:\n%s", i, err, lastLines(stderr, 3))
 		}
 		if i >= warmups {
 			res.Samples = append(res.Samples, s)
 		}
 	}
-	_, stderr, err := e.run(ctx, append(slices.Clone(env), "GODEBUG=gctrace=1"), args...)
-	res.Heap = gcTraceHeap(stderr)
-	return res, err
-}
-
-// checkedRun runs the engine once and says, with its last log lines, why
-// the run is not what check wants.
-func (e engine) checkedRun(ctx context.Context, env []string, check func(sample) error, args ...string) (sample, error) {
-	s, stderr, err := e.run(ctx, env, args...)
-	if err == nil {
-		if err = check(s); err != nil {
-			err = fmt.Errorf("%w; last log lines:\n%s", err, lastLines(stderr, 3))
-		}
-	}
-	return s, err
-}
-
-// heapPeak is the largest Go heap the runtime's GC trace reported in one
-// run: at the start of a cycle, at its end, or live after it.
-type heapPeak struct{ mb, cycles int }
-
-func (h heapPeak) String() string {
-	switch {
-	case h.cycles == 0:
-		return "< 4 MB (no GC cycle ran)"
-	case h.cycles == 1:
-		return fmt.Sprintf("%d MB (1 GC cycle)", h.mb)
-	default:
-		return fmt.Sprintf("%d MB (%d GC cycles)", h.mb, h.cycles)
-	}
-}
-
-var gcTraceRE = regexp.MustCompile(`(?m)^gc \d+ .* (\d+)->(\d+)->(\d+) MB`)
-
-// gcTraceHeap reads the largest heap from a run's GC trace.
-func gcTraceHeap(stderr string) heapPeak {
-	var h heapPeak
-	for _, m := range gcTraceRE.FindAllStringSubmatch(stderr, -1) {
-		h.cycles++
-		for _, v := range m[1:] {
-			n, _ := strconv.Atoi(v) // \d+ of at most a few digits
-			h.mb = max(h.mb, n)
-		}
-	}
-	return h
+	return res, nil
 }
 
 // scenario is one way of running the engine against the fake cloud.
@@ -183,9 +132,8 @@ type scenario struct {
 	WantPhase string
 	NoSummary bool
 	Args      []string
-	// Setup, when set, prepares the environment and returns a function
-	// that undoes it.
-	Setup func(dir string) (env []string, stop func(), err error)
+	// Faults are the fake cloud's (fakecloud.Faults).
+	Faults []string
 }
 
 // scenarioResult is what one scenario measured, or why it did not.
@@ -200,37 +148,28 @@ func scenarios() []scenario {
 	return []scenario{
 		{Name: "start-up only", Args: []string{"--version"}, NoSummary: true,
 			What: "`registration-engine --version`: load and initialise the binary, run nothing; the floor under every other row"},
-		{Name: "healthy", Args: dryRun, Setup: cloudSetup(),
-			What: "every peer answers; the engine registers (dry run)"},
-		{Name: "first region server down", Args: dryRun, Setup: cloudSetup("region-down"),
+		{Name: "healthy", Args: dryRun, What: "every peer answers; the engine registers (dry run)"},
+		{Name: "first region server down", Args: dryRun, Faults: []string{"region-down"},
 			What: "fault region-down: the first region server refuses connections, the second answers"},
-		{Name: "IPv6 black hole", Args: dryRun, Setup: cloudSetup("ipv6-blackhole"),
+		{Name: "IPv6 black hole", Args: dryRun, Faults: []string{"ipv6-blackhole"},
 			What: "fault ipv6-blackhole: the update server's IPv6 address ([::1]) drops every connection attempt without " +
 				"an answer, its IPv4 address answers; phase 4's health check races the two (IPv6 first, IPv4 250 ms later) " +
 				"and every later request goes to the address that answered. Without IPv6 loopback on the machine the fault " +
 				"is a no-op and this row equals the healthy one"},
-		{Name: "off-cloud", Args: dryRun, Setup: offCloudSetup, WantCode: 2, WantPhase: "detect",
-			What: "every metadata endpoint (1 Azure, 3 GCP, 2 AWS) accepts and never answers; DMI says bare metal; " +
-				"the engine gives up in phase 1, exit 2"},
+		{Name: "off-cloud", Args: dryRun, Faults: []string{"off-cloud"}, WantCode: 2, WantPhase: "detect",
+			What: "fault off-cloud: every metadata endpoint (Azure, GCP, AWS) drops each connection attempt without an " +
+				"answer, as a firewalled link-local address does; DMI says bare metal; the engine gives up in phase 1, exit 2"},
 	}
 }
 
-// measure runs the scenario once to warm the page cache, then runs times,
-// then once more with the GC trace on for the heap.
+// measure runs the scenario once against its fake cloud to warm the page
+// cache, then runs times.
 func (sc scenario) measure(ctx context.Context, e engine, runs int) (series, error) {
-	dir, err := os.MkdirTemp("", "benchrun-")
+	env, stop, err := startCloud(sc.Faults...)
 	if err != nil {
 		return series{}, err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	var env []string
-	if sc.Setup != nil {
-		var stop func()
-		if env, stop, err = sc.Setup(dir); err != nil {
-			return series{}, err
-		}
-		defer stop()
-	}
+	defer stop()
 	return e.measure(ctx, env, sc.Args, 1, runs, sc.check)
 }
 
@@ -245,66 +184,19 @@ func (sc scenario) check(s sample) error {
 	return nil
 }
 
-// cloudSetup starts a fake cloud with faults for the scenario.
-func cloudSetup(faults ...string) func(dir string) ([]string, func(), error) {
-	return func(dir string) ([]string, func(), error) {
-		c, err := fakecloud.Start(fakecloud.Options{Dir: dir, Faults: faults})
-		if err != nil {
-			return nil, nil, fmt.Errorf("fake cloud: %w", err)
-		}
-		return append(c.Environ(), "REGISTRATION_CODE=BENCH-CODE"), c.Stop, nil
-	}
-}
-
-// offCloudSetup points every metadata endpoint of the engine's default set
-// at its own loopback listener that never answers, the worst case of a
-// host without a metadata server (a firewall that drops nothing and a
-// proxy that hangs), and gives it the DMI strings of a bare-metal server.
-// The listeners never accept: the kernel completes each connection from
-// their backlog, and the request waits for an answer that never comes.
-func offCloudSetup(dir string) (env []string, stop func(), err error) {
-	var listeners []net.Listener
-	stop = func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}
-	defer func() {
-		if err != nil {
-			stop()
-		}
-	}()
-	var urls []string
-	for range 6 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, nil, err
-		}
-		listeners, urls = append(listeners, l), append(urls, "http://"+l.Addr().String())
-	}
-	if err := os.Mkdir(filepath.Join(dir, "dmi"), 0o755); err != nil {
+// startCloud starts a fake cloud with faults in a directory of its own, and
+// returns the engine's environment for it and how to stop it.
+func startCloud(faults ...string) (env []string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "benchrun-")
+	if err != nil {
 		return nil, nil, err
 	}
-	files := map[string]string{
-		"dmi/sys_vendor": "Dell Inc.\n", "dmi/product_name": "PowerEdge R650\n", "dmi/chassis_asset_tag": "\n",
-		// A valid regionserverclnt.cfg: the engine loads it at start, and
-		// its region server is never asked because detection fails first.
-		"regionserverclnt.cfg": "[server]\napi = regionInfo\ncertLocation = " + dir + "\nregionsrv = 127.0.0.1\n",
+	c, err := fakecloud.Start(fakecloud.Options{Dir: dir, Faults: faults})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("fake cloud: %w", err)
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			return nil, nil, err
-		}
-	}
-	return []string{
-		"REGIONSRV_CONFIG=" + filepath.Join(dir, "regionserverclnt.cfg"),
-		"AZURE_IMDS_ENDPOINT=" + urls[0],
-		"GCP_METADATA_ENDPOINTS=" + strings.Join(urls[1:4], ","),
-		"AWS_IMDS_ENDPOINTS=" + strings.Join(urls[4:6], ","),
-		"DMI_DIR_PATH=" + filepath.Join(dir, "dmi"),
-		"STARTUP_SLEEP_MAX=0",
-		"REGISTRATION_CODE=BENCH-CODE",
-	}, stop, nil
+	return append(c.Environ(), "REGISTRATION_CODE=BENCH-CODE"), func() { c.Stop(); _ = os.RemoveAll(dir) }, nil
 }
 
 func lastLines(s string, n int) string {

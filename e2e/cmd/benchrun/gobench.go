@@ -9,16 +9,13 @@ import (
 	"time"
 )
 
-// goBench is one Go benchmark over every -count repetition: per unit
-// (ns/op, B/op, allocs/op, MB/s, custom metrics) the values of each line.
+// goBench is one Go benchmark over every -count repetition: per unit (ns/op,
+// B/op, allocs/op, MB/s, custom metrics, and "iters" for the iteration
+// count) the values of each line.
 type goBench struct {
 	name, pkg string
-	iters     []int64
 	values    map[string][]float64
 }
-
-// module is the path the benchmarks' packages are named within.
-const module = "github.com/rancher/registration-engine"
 
 // benchDescriptions say what each Go benchmark measures.
 var benchDescriptions = map[string]string{
@@ -37,14 +34,14 @@ func (b goBench) median(unit string) (float64, bool) {
 }
 
 // The page's cells of the benchmark: its name without "Benchmark", its
-// package within the module, what it measures, the -count repetitions and
-// their median iteration count, the median time/op, and the other units'
-// medians.
-func (b goBench) Short() string   { return strings.TrimPrefix(b.name, "Benchmark") }
-func (b goBench) Package() string { return strings.TrimPrefix(b.pkg, module+"/") }
-func (b goBench) What() string    { return benchDescriptions[b.name] }
-func (b goBench) Reps() int       { return len(b.iters) }
-func (b goBench) MidIters() int64 { return slices.Sorted(slices.Values(b.iters))[len(b.iters)/2] }
+// package within the module, what it measures, the -count repetitions, the
+// median time/op, and the other units' medians.
+func (b goBench) Short() string { return strings.TrimPrefix(b.name, "Benchmark") }
+func (b goBench) Package() string {
+	return strings.TrimPrefix(b.pkg, "github.com/rancher/registration-engine/")
+}
+func (b goBench) What() string { return benchDescriptions[b.name] }
+func (b goBench) Reps() int    { return len(b.values["iters"]) }
 
 func (b goBench) TimePerOp() time.Duration {
 	ns, _ := b.median("ns/op")
@@ -54,7 +51,7 @@ func (b goBench) TimePerOp() time.Duration {
 func (b goBench) Other() string {
 	var other []string
 	for _, unit := range slices.Sorted(maps.Keys(b.values)) {
-		if !slices.Contains([]string{"ns/op", "B/op", "allocs/op", "seconds/op"}, unit) {
+		if !slices.Contains([]string{"iters", "ns/op", "B/op", "allocs/op", "seconds/op"}, unit) {
 			v, _ := b.median(unit)
 			other = append(other, fmt.Sprintf("%.1f %s", v, unit))
 		}
@@ -71,13 +68,12 @@ func (b goBench) Count(unit string) string {
 	return "—"
 }
 
-// parseGoBench reads `go test -bench` output: "pkg:" lines name the
-// package of the benchmark lines that follow; a benchmark line is the name
-// (with a -GOMAXPROCS suffix), the iteration count and value/unit pairs.
-// Benchmarks keep their order of first appearance.
+// parseGoBench reads `go test -bench` output: "pkg:" lines name the package
+// of the benchmark lines that follow; a benchmark line is the name (with a
+// -GOMAXPROCS suffix), the iteration count and value/unit pairs. Benchmarks
+// keep their order of first appearance.
 func parseGoBench(out string) []*goBench {
 	var list []*goBench
-	byKey := map[string]*goBench{}
 	pkg := ""
 	for _, line := range strings.Split(out, "\n") {
 		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
@@ -88,7 +84,7 @@ func parseGoBench(out string) []*goBench {
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || len(f)%2 != 0 {
 			continue
 		}
-		iters, err := strconv.ParseInt(f[1], 10, 64)
+		iters, err := strconv.ParseFloat(f[1], 64)
 		if err != nil {
 			continue
 		}
@@ -98,29 +94,25 @@ func parseGoBench(out string) []*goBench {
 				name = name[:i]
 			}
 		}
-		key := pkg + "." + name
-		b := byKey[key]
+		b := find(list, pkg, name)
 		if b == nil {
 			b = &goBench{name: name, pkg: pkg, values: map[string][]float64{}}
-			byKey[key] = b
 			list = append(list, b)
 		}
-		b.iters = append(b.iters, iters)
-		for i := 2; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				continue
+		b.values["iters"] = append(b.values["iters"], iters)
+		for j := 2; j+1 < len(f); j += 2 {
+			if v, err := strconv.ParseFloat(f[j], 64); err == nil {
+				b.values[f[j+1]] = append(b.values[f[j+1]], v)
 			}
-			b.values[f[i+1]] = append(b.values[f[i+1]], v)
 		}
 	}
 	return list
 }
 
-// find returns the benchmark called name, or nil.
-func find(list []*goBench, name string) *goBench {
+// find returns the benchmark called name in package pkg ("": any), or nil.
+func find(list []*goBench, pkg, name string) *goBench {
 	for _, b := range list {
-		if b.name == name {
+		if b.name == name && (pkg == "" || b.pkg == pkg) {
 			return b
 		}
 	}

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -45,23 +42,16 @@ type kubeResult struct {
 	Runs []kubeRun
 	// Direct are unchanged runs straight to the API server (TLS, HTTP/2,
 	// client certificate).
-	Direct            series
-	SecretUnchanged   bool
-	CorefileUnchanged bool
-	Err               error
+	Direct                             series
+	SecretUnchanged, CorefileUnchanged bool
+	Err                                error
 }
 
-// measureKube starts a control plane, prepares what a cluster has (the
-// engine's namespace, a CoreDNS ConfigMap), and runs the engine twice
-// against a healthy fake cloud through the plane's RequestLog: the first
-// run creates the Secret and the hosts entry, the second finds both
-// unchanged. Then it runs it straight to the API server.
-func measureKube(ctx context.Context, testbin string, e engine, log io.Writer) *kubeResult {
-	res := &kubeResult{}
-	res.Err = res.measure(ctx, testbin, e, log)
-	return res
-}
-
+// measure starts a control plane, prepares what a cluster has (the engine's
+// namespace, a CoreDNS ConfigMap), and runs the engine twice against a
+// healthy fake cloud through the plane's RequestLog: the first run creates
+// the Secret and the hosts entry, the second finds both unchanged. Then it
+// runs it straight to the API server.
 func (res *kubeResult) measure(ctx context.Context, testbin string, e engine, log io.Writer) error {
 	startCtx, cancel := context.WithTimeout(ctx, planeStartBudget)
 	defer cancel()
@@ -83,55 +73,43 @@ func (res *kubeResult) measure(ctx context.Context, testbin string, e engine, lo
 	if err := prepareCluster(ctx, cs); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "benchrun-kube-")
+	env, stopCloud, err := startCloud()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	cloud, err := fakecloud.Start(fakecloud.Options{Dir: filepath.Join(dir, "cloud")})
-	if err != nil {
-		return fmt.Errorf("fake cloud: %w", err)
-	}
-	defer cloud.Stop()
-	requests, err := p.RequestLog(dir)
+	defer stopCloud()
+	requests, err := p.RequestLog(p.Dir)
 	if err != nil {
 		return err
 	}
 	defer requests.Close()
 
-	env := append(cloud.Environ(), "REGISTRATION_CODE=BENCH-CODE", "POD_NAME=benchrun")
+	env = append(env, "POD_NAME=benchrun")
 	var secretRV, corefileRV string
 	for _, name := range []string{"first run (creates)", "second run (unchanged)"} {
 		requests.Take()
-		s, err := e.checkedRun(ctx, env, exitZero, "--kubeconfig", requests.Kubeconfig)
+		one, err := e.measure(ctx, env, []string{"--kubeconfig", requests.Kubeconfig}, 0, 1, registers)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		res.Runs = append(res.Runs, kubeRun{Name: name, Sample: s, Requests: requests.Take()})
-		sec, err := cs.CoreV1().Secrets(engineNamespace).Get(ctx, secretName, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("%s: the Secret: %w", name, err)
-		}
-		cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("%s: the CoreDNS ConfigMap: %w", name, err)
+		res.Runs = append(res.Runs, kubeRun{Name: name, Sample: one.Samples[0], Requests: requests.Take()})
+		sec, errS := cs.CoreV1().Secrets(engineNamespace).Get(ctx, secretName, metav1.GetOptions{})
+		cm, errC := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+		if err := errors.Join(errS, errC); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		res.SecretUnchanged, res.CorefileUnchanged = sec.ResourceVersion == secretRV, cm.ResourceVersion == corefileRV
 		secretRV, corefileRV = sec.ResourceVersion, cm.ResourceVersion
 	}
-	res.Direct, err = e.measure(ctx, env, []string{"--kubeconfig", p.AdminKubeconfig}, 0, directRuns, exitZero)
+	res.Direct, err = e.measure(ctx, env, []string{"--kubeconfig", p.AdminKubeconfig}, 0, directRuns, registers)
 	if err != nil {
 		return fmt.Errorf("direct runs: %w", err)
 	}
 	return nil
 }
 
-func exitZero(s sample) error {
-	if s.Code != 0 {
-		return fmt.Errorf("exit %d", s.Code)
-	}
-	return nil
-}
+// registers checks a run that registers: exit 0 and a run summary.
+var registers = scenario{}.check
 
 // prepareCluster creates what the engine expects of a cluster and waits
 // until the controllers have finished reacting to the new namespace, so
@@ -151,9 +129,6 @@ func prepareCluster(ctx context.Context, cs kubernetes.Interface) error {
 	settled := func(ctx context.Context) (bool, error) {
 		_, errSA := cs.CoreV1().ServiceAccounts(engineNamespace).Get(ctx, "default", metav1.GetOptions{})
 		_, errCA := cs.CoreV1().ConfigMaps(engineNamespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		if (errSA != nil && !apierrors.IsNotFound(errSA)) || (errCA != nil && !apierrors.IsNotFound(errCA)) {
-			return false, errors.Join(errSA, errCA)
-		}
 		return errSA == nil && errCA == nil, nil
 	}
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, settleBudget, true, settled)

@@ -1,30 +1,17 @@
 // Command benchrun measures what a registration-engine run costs and writes
-// docs/BENCHMARKS.md (page.md.tmpl, filled in from the figures). `make bench`
-// runs it (through e2e/scripts/bench.sh) after the Go benchmarks, whose
-// output it reads and puts beside its own figures:
-//
-//   - whole-process runs of the engine binary against an in-process fake
-//     cloud (healthy, first region server down, the update server's IPv6
-//     address a black hole: the last beside the healthy run, with the
-//     difference and the ratio) and on a host with no cloud,
-//     each repeated --runs times: median and spread of wall time and peak
-//     RSS (the child's own rusage, read by the small spawn helper, so no
-//     /usr/bin/time is needed);
-//   - the size of the stripped static binary (and of the image, when the
-//     script could build one);
-//   - the Kubernetes requests of a first and a second run against a real
-//     control plane (--testbin), counted by a proxy in front of the API
-//     server, and the wall time and peak RSS of unchanged runs straight to it.
-//
-// Every figure comes from this one run on this one machine, so the ratios
-// between them hold even when the machine is busy; absolute times drift.
-//
-//	benchrun --engine bin/registration-engine --spawn DIR/spawn \
-//	  --stripped DIR/registration-engine --gobench gobench.txt \
-//	  [--testbin DIR] [--runs 15] [--out docs/BENCHMARKS.md]
+// docs/BENCHMARKS.md: page.md.tmpl filled in from the figures of one run on
+// one machine, so that the ratios between them hold even when the machine is
+// busy. It runs the engine binary as whole processes against the in-process
+// fake cloud (scenarios), reads each process's own wall time and peak RSS
+// through the spawn helper, measures the stripped binary, counts the
+// Kubernetes requests of a first and a second run against a real control
+// plane (--testbin), and puts the Go benchmarks' output (--gobench) beside.
+// `make bench` runs it through e2e/scripts/bench.sh, which names the flags.
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"debug/buildinfo"
 	"errors"
@@ -52,14 +39,10 @@ func main() {
 
 // options are benchrun's flags.
 type options struct {
-	Engine, Spawn, Stripped string
-	GoBench                 string
-	Testbin, Out            string
-	Command, Revision       string
-	Runs                    int
-	Started                 time.Time
-	ImageBytes              int64
-	ImageNote               string
+	Engine, Spawn, Stripped, GoBench  string
+	Testbin, Out, Revision, ImageNote string
+	Runs                              int
+	Started, ImageBytes               int64 // Unix time, bytes
 }
 
 func parseFlags(args []string) (options, error) {
@@ -72,10 +55,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.Testbin, "testbin", "", "directory of etcd, kube-apiserver, kube-controller-manager, kubectl "+
 		"(empty: Kubernetes requests not measured)")
 	fs.StringVar(&o.Out, "out", "docs/BENCHMARKS.md", "report to write")
-	fs.StringVar(&o.Command, "command", "make bench", "command named in the report as the one that produced it")
 	fs.StringVar(&o.Revision, "revision", "", "source revision named in the report")
 	fs.IntVar(&o.Runs, "runs", 15, "timed runs per scenario (after one warm-up run)")
-	started := fs.Int64("started", 0, "Unix time the benchmark script started (for its total time)")
+	fs.Int64Var(&o.Started, "started", 0, "Unix time the benchmark script started (for its total time)")
 	fs.Int64Var(&o.ImageBytes, "image-bytes", 0, "size of the built image in bytes (0: not measured)")
 	fs.StringVar(&o.ImageNote, "image-note", "not measured", "why the image was not measured, or how it was")
 	if err := fs.Parse(args); err != nil {
@@ -89,9 +71,6 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.Runs < 1 {
 		return o, errors.New("--runs must be at least 1")
-	}
-	if *started > 0 {
-		o.Started = time.Unix(*started, 0)
 	}
 	return o, nil
 }
@@ -134,8 +113,8 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		r.Kube = &kubeResult{Err: errors.New("no control-plane binaries given (K8S_TESTBIN unset)")}
 	} else {
 		fmt.Fprintln(log, "benchrun: Kubernetes requests against a real control plane")
-		r.Kube = measureKube(ctx, o.Testbin, e, log)
-		if r.Kube.Err != nil {
+		r.Kube = &kubeResult{}
+		if r.Kube.Err = r.Kube.measure(ctx, o.Testbin, e, log); r.Kube.Err != nil {
 			fmt.Fprintf(log, "benchrun: Kubernetes requests not measured: %v\n", r.Kube.Err)
 		}
 	}
@@ -156,6 +135,33 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		return fmt.Errorf("some scenarios did not behave as expected (see %s): %w", o.Out, errors.Join(failed...))
 	}
 	return nil
+}
+
+// sizes are the artefacts' sizes in bytes.
+type sizes struct {
+	Binary, BinaryGzip int64
+	BinaryErr          error
+	Image              int64
+	ImageNote          string
+}
+
+// measureSizes reads the stripped binary's size and its gzip size: a
+// registry stores and a node pulls the layer gzip-compressed, so the gzip
+// size of the binary is what its layer costs over the wire. The image's
+// size comes from the script (--image-bytes).
+func measureSizes(o options) sizes {
+	s := sizes{Image: o.ImageBytes, ImageNote: o.ImageNote}
+	var data []byte
+	if o.Stripped == "" {
+		s.BinaryErr = errors.New("no stripped binary given")
+	} else if data, s.BinaryErr = os.ReadFile(o.Stripped); s.BinaryErr == nil {
+		var zipped bytes.Buffer
+		zw := gzip.NewWriter(&zipped)
+		_, _ = zw.Write(data) // writing to a bytes.Buffer does not fail
+		_ = zw.Close()
+		s.Binary, s.BinaryGzip = int64(len(data)), int64(zipped.Len())
+	}
+	return s
 }
 
 // machine is what the report says about the host.

@@ -41,11 +41,11 @@ func recordedReport() *report {
 	for _, sc := range scenarios() {
 		results = append(results, scenarioResult{scenario: sc})
 	}
-	results[0].series = series{runs(4*time.Millisecond, 0, 14000), heapPeak{}}
-	results[1].series = series{runs(28*time.Millisecond, 15*time.Millisecond, 20200), heapPeak{mb: 4, cycles: 2}}
-	results[2].series = series{runs(29*time.Millisecond, 16*time.Millisecond, 20100), heapPeak{mb: 4, cycles: 1}}
-	results[3].series = series{runs(283*time.Millisecond, 268*time.Millisecond, 20000), heapPeak{mb: 5, cycles: 3}}
-	results[4].series = series{runs(2010*time.Millisecond, 2000*time.Millisecond, 15700), heapPeak{}}
+	results[0].series = series{runs(4*time.Millisecond, 0, 14000)}
+	results[1].series = series{runs(28*time.Millisecond, 15*time.Millisecond, 20200)}
+	results[2].series = series{runs(29*time.Millisecond, 16*time.Millisecond, 20100)}
+	results[3].series = series{runs(283*time.Millisecond, 268*time.Millisecond, 20000)}
+	results[4].series = series{runs(2010*time.Millisecond, 2000*time.Millisecond, 15700)}
 	first := kubeRun{Name: "first run (creates)", Sample: sample{Code: 0, Wall: 90 * time.Millisecond, RSSKiB: 22000},
 		Requests: controlplane.Requests{Seq: []string{"PUT leases/registration-engine → 200", "GET secrets/scc-registration → 404", "APPLY secrets/scc-registration → 201"},
 			Count: map[string]int{"PUT leases": 1, "GET secrets": 1, "APPLY secrets": 1}}}
@@ -53,7 +53,7 @@ func recordedReport() *report {
 		Requests: controlplane.Requests{Seq: []string{"PUT leases/registration-engine → 200", "GET secrets/scc-registration → 200"},
 			Count: map[string]int{"PUT leases": 1, "GET secrets": 1}}}
 	return &report{
-		Opts: options{Command: "make bench", Revision: "0123abc", Runs: 3},
+		Opts: options{Revision: "0123abc", Runs: 3},
 		Machine: machine{CPUs: 2, Model: "AMD EPYC", Kernel: "6.1.0", Mem: "7.8 GiB", GoVersion: "go1.26.0",
 			LoadStart: "1.00 0.90 0.80", LoadEnd: "1.10 0.95 0.82"},
 		Date:      time.Date(2026, 12, 4, 12, 37, 0, 0, time.UTC),
@@ -61,8 +61,8 @@ func recordedReport() *report {
 		Scenarios: results,
 		Sizes:     sizes{Binary: 17_760_000, BinaryGzip: 7_100_000, Image: 17_980_000, ImageNote: "docker build"},
 		Kube: &kubeResult{Startup: 4 * time.Second, Runs: []kubeRun{first, second},
-			Direct: series{[]sample{{Wall: 50 * time.Millisecond, RSSKiB: 21500}, {Wall: 55 * time.Millisecond, RSSKiB: 21600}},
-				heapPeak{mb: 5, cycles: 2}}, SecretUnchanged: true, CorefileUnchanged: true},
+			Direct:          series{[]sample{{Wall: 50 * time.Millisecond, RSSKiB: 21500}, {Wall: 55 * time.Millisecond, RSSKiB: 21600}}},
+			SecretUnchanged: true, CorefileUnchanged: true},
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	_ "embed"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,26 +24,12 @@ const (
 	targetRSS       = 40e6
 	targetBinary    = 40e6
 	targetImage     = 25e6
-	// seedEndpoints and seedTimeout are the seed's sequential detection:
-	// Azure twice (169.254.169.254 and its IPv4-mapped spelling), GCP three
-	// times, AWS twice, each with a 2 s timeout.
-	seedEndpoints = 7
-	seedTimeout   = 2 * time.Second
-	// seedAWSExtra is the seed's IMDSv2 token PUT before the IMDSv1 GET on
-	// each of the two AWS endpoints: a second 2 s wait each.
-	seedAWSExtra = 2
 )
 
-// seedProbing is what the page computes of the seed's sequential detection.
-type seedProbing struct {
-	Endpoints              int
-	Sequential, WithTokens time.Duration
-}
-
-// Sooner is how many times sooner than the seed's probing a run of d gives up.
-func (s seedProbing) Sooner(d time.Duration) float64 { return float64(s.Sequential) / float64(d) }
-
-var seed = seedProbing{seedEndpoints, seedEndpoints * seedTimeout, (seedEndpoints + seedAWSExtra) * seedTimeout}
+// seedSequential is the seed's sequential detection on a host with no cloud:
+// 7 endpoints (Azure twice, as 169.254.169.254 and its IPv4-mapped spelling;
+// GCP three times; AWS twice), each with a 2 s timeout. The page says so.
+const seedSequential = 7 * 2 * time.Second
 
 // report is everything measured in one run: the data of page.md.tmpl.
 type report struct {
@@ -64,15 +49,16 @@ type report struct {
 var pageTemplate string
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"dur":     fmtDur,
-	"durs":    spread[time.Duration](fmtDur),
-	"mib":     fmtMiB,
-	"mibs":    spread[int64](fmtMiB),
-	"bytes":   fmtBytes,
-	"oneLine": oneLine,
-	"row":     func(cells []string) string { return "| " + strings.Join(cells, " | ") + " |" },
-	"inc":     func(i int) int { return i + 1 },
-	"seed":    func() seedProbing { return seed },
+	"dur":            fmtDur,
+	"durs":           spread[time.Duration](fmtDur),
+	"mib":            fmtMiB,
+	"mibs":           spread[int64](fmtMiB),
+	"bytes":          fmtBytes,
+	"oneLine":        oneLine,
+	"row":            func(cells []string) string { return "| " + strings.Join(cells, " | ") + " |" },
+	"inc":            func(i int) int { return i + 1 },
+	"seedSequential": func() time.Duration { return seedSequential },
+	"sooner":         func(d time.Duration) float64 { return float64(seedSequential) / float64(d) },
 }).Parse(pageTemplate))
 
 // markdown renders the page, docs/BENCHMARKS.md.
@@ -93,41 +79,29 @@ func (r *report) Scenario(name string) *scenarioResult {
 }
 
 // Bench is the Go benchmark called name, or nil when it did not run.
-func (r *report) Bench(name string) *goBench {
-	if b := find(r.GoBench, name); b != nil && b.Reps() > 0 {
-		return b
-	}
-	return nil
-}
+func (r *report) Bench(name string) *goBench { return find(r.GoBench, "", name) }
 
 // Speedup is how many times faster the concurrent detection was than the
 // seed's sequential probing, side by side in the Go benchmarks (0: not
 // measured).
 func (r *report) Speedup() float64 {
 	conc, seq := r.Bench("BenchmarkDetectNothingListening"), r.Bench("BenchmarkDetectSequential")
-	if conc == nil || seq == nil {
+	if conc == nil || seq == nil || conc.TimePerOp() <= 0 {
 		return 0
 	}
-	c, _ := conc.median("ns/op")
-	s, _ := seq.median("ns/op")
-	if c <= 0 {
-		return 0
-	}
-	return s / c
+	return float64(seq.TimePerOp()) / float64(conc.TimePerOp())
 }
 
 // BenchWall is how long the benchmark script has run (0: not known).
 func (r *report) BenchWall() time.Duration {
-	if r.Opts.Started.IsZero() {
+	if r.Opts.Started == 0 {
 		return 0
 	}
-	return time.Since(r.Opts.Started).Round(time.Second)
+	return time.Since(time.Unix(r.Opts.Started, 0)).Round(time.Second)
 }
 
 // target is one line of the targets table.
-type target struct {
-	What, Measured, Result string
-}
+type target struct{ What, Measured, Result string }
 
 // judged is a target measured: pass or miss, and by how much.
 func judged(what, measured string, got, limit float64, format func(float64) string) target {
@@ -137,59 +111,51 @@ func judged(what, measured string, got, limit float64, format func(float64) stri
 // missing is a target not measured, and why.
 func missing(what, why string) target { return target{what, "not measured" + why, "—"} }
 
+// wallTarget judges the median wall time of the scenario called name.
+func (r *report) wallTarget(what, name string, limit time.Duration) target {
+	sc := r.Scenario(name)
+	if sc == nil {
+		return missing(what, ": the "+name+" scenario failed")
+	}
+	w := sc.Wall()
+	return judged(what, fmt.Sprintf("%s (median of %d whole-process runs, max %s; %s of it inside the run)",
+		fmtDur(w.Median), len(sc.Samples), fmtDur(w.Max), fmtDur(sc.InRun().Median)), float64(w.Median), float64(limit), durF)
+}
+
 // Targets are the benchmark issue's targets, each judged or why not.
 func (r *report) Targets() []target {
-	dur := func(f float64) string { return fmtDur(time.Duration(f)) }
-	size := func(f float64) string { return fmtBytes(int64(f)) }
-	var out []target
-
-	if sc := r.Scenario("off-cloud"); sc != nil {
-		w := sc.Wall()
-		out = append(out, judged("off-cloud detection ≤ 2.1 s", fmt.Sprintf("%s (median of %d whole-process runs, max %s)",
-			fmtDur(w.Median), len(sc.Samples), fmtDur(w.Max)), float64(w.Median), float64(targetOffCloud), dur))
-	} else {
-		out = append(out, missing("off-cloud detection ≤ 2.1 s", ": the off-cloud scenario failed"))
-	}
-	if sc := r.Scenario("healthy"); sc != nil {
-		w := sc.Wall()
-		out = append(out, judged("healthy run against local fakes ≤ 0.5 s wall",
-			fmt.Sprintf("%s (median of %d, max %s; %s of it inside the run)", fmtDur(w.Median), len(sc.Samples),
-				fmtDur(w.Max), fmtDur(sc.InRun().Median)), float64(w.Median), float64(targetHealthy), dur))
-	} else {
-		out = append(out, missing("healthy run against local fakes ≤ 0.5 s wall", ": the healthy scenario failed"))
+	out := []target{r.wallTarget("off-cloud detection ≤ 2.1 s", "off-cloud", targetOffCloud),
+		r.wallTarget("healthy run against local fakes ≤ 0.5 s wall", "healthy", targetHealthy),
+		missing("IPv6 black hole ≤ healthy run + 0.5 s wall", ": the healthy or the IPv6 black hole scenario failed"),
+		missing("peak RSS ≤ 40 MB", ""),
+		missing("binary ≤ 40 MB (stripped, static)", fmt.Sprintf(": %v", r.Sizes.BinaryErr)),
+		{"image ≤ 25 MB", r.Sizes.ImageNote, fmt.Sprintf("not measured; the binary, the image's one large file, is %s, "+
+			"which leaves %s for the base image's CA bundle and passwd", fmtBytes(r.Sizes.Binary),
+			fmtBytes(int64(targetImage)-r.Sizes.Binary))},
 	}
 	if bh, h := r.Scenario("IPv6 black hole"), r.Scenario("healthy"); bh != nil && h != nil {
 		b, w := bh.Wall().Median, h.Wall().Median
-		out = append(out, judged("IPv6 black hole ≤ healthy run + 0.5 s wall",
-			fmt.Sprintf("%s vs %s healthy (medians of %d each, side by side): +%s, %.2f× the healthy run",
-				fmtDur(b), fmtDur(w), len(bh.Samples), fmtDur(b-w), float64(b)/float64(w)),
-			float64(b-w), float64(targetBlackHole), dur))
-	} else {
-		out = append(out, missing("IPv6 black hole ≤ healthy run + 0.5 s wall",
-			": the healthy or the IPv6 black hole scenario failed"))
+		out[2] = judged(out[2].What, fmt.Sprintf("%s vs %s healthy (medians of %d each, side by side): +%s, %.2f× the "+
+			"healthy run", fmtDur(b), fmtDur(w), len(bh.Samples), fmtDur(b-w), float64(b)/float64(w)),
+			float64(b-w), float64(targetBlackHole), durF)
 	}
-
 	if peak, in := r.peakRSS(); peak > 0 {
-		out = append(out, judged("peak RSS ≤ 40 MB", fmt.Sprintf("%s (highest of every run; in: %s)", fmtBytes(peak), in),
-			float64(peak), targetRSS, size))
-	} else {
-		out = append(out, missing("peak RSS ≤ 40 MB", ""))
+		out[3] = judged(out[3].What, fmt.Sprintf("%s (highest of every run; in: %s)", fmtBytes(peak), in),
+			float64(peak), targetRSS, bytesF)
 	}
 	if s := r.Sizes; s.Binary > 0 {
-		out = append(out, judged("binary ≤ 40 MB (stripped, static)", fmtBytes(s.Binary), float64(s.Binary),
-			targetBinary, size))
-	} else {
-		out = append(out, missing("binary ≤ 40 MB (stripped, static)", fmt.Sprintf(": %v", s.BinaryErr)))
+		out[4] = judged(out[4].What, fmtBytes(s.Binary), float64(s.Binary), targetBinary, bytesF)
 	}
 	if s := r.Sizes; s.Image > 0 {
-		out = append(out, judged("image ≤ 25 MB", s.ImageSize(), float64(s.Image), targetImage, size))
-	} else {
-		out = append(out, target{"image ≤ 25 MB", s.ImageNote, fmt.Sprintf("not measured; the binary, the image's "+
-			"one large file, is %s, which leaves %s for the base image's CA bundle and passwd",
-			fmtBytes(s.Binary), fmtBytes(int64(targetImage)-s.Binary))})
+		out[5] = judged(out[5].What, fmt.Sprintf("%s (%s)", fmtBytes(s.Image), s.ImageNote), float64(s.Image),
+			targetImage, bytesF)
 	}
 	return out
 }
+
+// durF and bytesF format a target's figure.
+func durF(f float64) string   { return fmtDur(time.Duration(f)) }
+func bytesF(f float64) string { return fmtBytes(int64(f)) }
 
 // peakRSS is the highest peak RSS in bytes of every engine process benchrun
 // ran, and in which of its runs.
@@ -221,28 +187,25 @@ func judge(got, limit float64, format func(float64) string) string {
 	return fmt.Sprintf("**miss** by %s (%.0f%%)", format(got-limit), (got-limit)/limit*100)
 }
 
-// Counts are the rows of the request count table: "VERB resource" of any
-// run, by resource, then verb, and each run's count of it.
+// Counts are the rows of the request count table: the verb and resource of
+// any run's requests, by resource, then verb, and each run's count of them.
 func (k *kubeResult) Counts() [][]string {
-	keys := map[string]bool{}
+	var rows [][]string
 	for _, run := range k.Runs {
 		for key := range run.Count {
-			keys[key] = true
+			verb, resource, _ := strings.Cut(key, " ")
+			if !slices.ContainsFunc(rows, func(r []string) bool { return r[0] == verb && r[1] == resource }) {
+				rows = append(rows, []string{verb, resource})
+			}
 		}
 	}
-	byResource := func(a, b string) int {
-		verbA, resourceA, _ := strings.Cut(a, " ")
-		verbB, resourceB, _ := strings.Cut(b, " ")
-		return cmp.Or(strings.Compare(resourceA, resourceB), strings.Compare(verbA, verbB))
-	}
-	var rows [][]string
-	for _, key := range slices.SortedFunc(maps.Keys(keys), byResource) {
-		verb, resource, _ := strings.Cut(key, " ")
-		row := []string{verb, resource}
+	slices.SortFunc(rows, func(a, b []string) int {
+		return cmp.Or(strings.Compare(a[1], b[1]), strings.Compare(a[0], b[0]))
+	})
+	for i, row := range rows {
 		for _, run := range k.Runs {
-			row = append(row, strconv.Itoa(run.Count[key]))
+			rows[i] = append(rows[i], strconv.Itoa(run.Count[row[0]+" "+row[1]]))
 		}
-		rows = append(rows, row)
 	}
 	return rows
 }

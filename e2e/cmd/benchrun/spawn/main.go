@@ -1,17 +1,14 @@
 // Command spawn runs one command as its child and reports the child's own
-// peak RSS and wall time, for benchrun.
-//
-// benchrun cannot read a child's peak RSS itself: Linux carries the RSS
-// high-water mark of the process that calls exec over to the new program
-// (exec_mmap), and Go starts children with vfork semantics, so every child
-// of benchrun would report at least benchrun's own RSS. This program is
-// small, so the floor it passes on (a few MiB) lies far below anything the
-// engine reaches.
+// peak RSS and wall time, for benchrun, which cannot read them of its own
+// children: Linux carries the RSS high-water mark of the process that calls
+// exec over to the new program (exec_mmap), and Go starts children with
+// vfork semantics, so each would report at least benchrun's RSS. This
+// program is small, so the floor it passes on lies far below the engine's.
 //
 //	spawn COMMAND [ARG…]
 //
-// It passes its standard streams and environment to the child, exits with
-// the child's exit code (128+signal when the child was killed), and writes
+// It passes its standard streams and environment on, exits with the child's
+// exit code (128+signal when the child was killed), and writes
 // "wallNs=N maxrssKiB=N" to file descriptor 3.
 package main
 
