@@ -3,7 +3,9 @@
 # workstation from public images (the defaults) and offline from images built
 # locally (see docs/install.md, "The image"). The defaults are tags, which
 # move: a release names both bases by digest (name@sha256:...), and
-# hack/release.sh refuses one that does not (docs/releasing.md).
+# hack/release.sh refuses one that does not (docs/releasing.md). These two
+# lines are the one place the defaults are written: the Makefile and
+# hack/release.sh read them from here.
 ARG BUILD_IMAGE=golang:1.26
 ARG BASE_IMAGE=gcr.io/distroless/static-debian13:nonroot
 # The architecture the image is for (amd64 or arm64). Go cross-compiles,

@@ -68,8 +68,10 @@ FAULT         ?=
 FUZZTIME      ?= 30s
 IMAGE         ?= registration-engine:latest
 FAKECLOUD_IMAGE ?= registration-engine-fakecloud:latest
-BUILD_IMAGE   ?= golang:1.26
-BASE_IMAGE    ?= gcr.io/distroless/static-debian13:nonroot
+# The image's bases: by default the Dockerfile's (its ARG lines, the one
+# place they are written), which hack/release.sh reads too.
+BUILD_IMAGE   ?= $(shell sed -n 's/^ARG BUILD_IMAGE=//p' Dockerfile)
+BASE_IMAGE    ?= $(shell sed -n 's/^ARG BASE_IMAGE=//p' Dockerfile)
 # The architectures `make image` builds, each as $(IMAGE)-<arch>; the chart's
 # `architectures` value lists what the installed image carries. Offline bases
 # built on this machine exist for its architecture only: IMAGE_ARCHS=amd64.

@@ -74,8 +74,9 @@ image=${RELEASE_IMAGE:-1}
 # an architecture) is what it runs on. A tag names whatever was pushed under
 # it last, so a published release names each by digest; every unpinned one
 # is refused at once, before anything is built.
-build_image=${BUILD_IMAGE:-golang:1.26}
-base_image=${BASE_IMAGE:-gcr.io/distroless/static-debian13:nonroot}
+# By default the Dockerfile's, as make image takes them.
+build_image=${BUILD_IMAGE:-$(sed -n 's/^ARG BUILD_IMAGE=//p' Dockerfile)}
+base_image=${BASE_IMAGE:-$(sed -n 's/^ARG BASE_IMAGE=//p' Dockerfile)}
 # base_of ARCH: the base of ARCH's image, as make image picks it.
 base_of() {
   local v=BASE_IMAGE_$1

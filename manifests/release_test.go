@@ -213,6 +213,16 @@ func TestReleaseBasesPinned(t *testing.T) {
 	helm, cdx := helmBin(t), cyclonedxBin(t)
 	version := releaseVersion(t)
 	pin := func(name, hex string) string { return name + "@sha256:" + strings.Repeat(hex, 32) }
+	// The defaults, which the release reads from the Dockerfile as make
+	// image does.
+	dockerfile, err := os.ReadFile(filepath.Join("..", "Dockerfile"))
+	require.NoError(t, err)
+	arg := func(name string) string {
+		m := regexp.MustCompile(`(?m)^ARG ` + name + `=(.+)$`).FindStringSubmatch(string(dockerfile))
+		require.NotNil(t, m, "the Dockerfile's ARG %s", name)
+		return m[1]
+	}
+	buildImage, baseImage := arg("BUILD_IMAGE"), arg("BASE_IMAGE")
 	pinnedBases := map[string]string{
 		"BUILD_IMAGE":      pin("golang:1.26", "0a"),
 		"BASE_IMAGE":       pin("gcr.io/distroless/static-debian13:nonroot", "1b"),
@@ -229,9 +239,9 @@ func TestReleaseBasesPinned(t *testing.T) {
 			env:    map[string]string{},
 			wantRC: 2,
 			wantOut: []string{"release: the image's bases are not pinned by digest:\n",
-				"  BUILD_IMAGE=golang:1.26\n",
-				"  BASE_IMAGE=gcr.io/distroless/static-debian13:nonroot (amd64)\n",
-				"  BASE_IMAGE=gcr.io/distroless/static-debian13:nonroot (arm64)\n",
+				"  BUILD_IMAGE=" + buildImage + "\n",
+				"  BASE_IMAGE=" + baseImage + " (amd64)\n",
+				"  BASE_IMAGE=" + baseImage + " (arm64)\n",
 				"or set RELEASE_UNPINNED=1 for a build that is not published"},
 			notWantOut: []string{"release: chart"},
 		},
@@ -253,8 +263,8 @@ func TestReleaseBasesPinned(t *testing.T) {
 		"tags with RELEASE_UNPINNED=1": {
 			env:      map[string]string{"RELEASE_UNPINNED": "1", "BASE_IMAGE": "local/static:bookworm"},
 			wantRC:   3,
-			wantOut:  []string{"release: unpinned bases accepted (RELEASE_UNPINNED=1), not for publishing: BUILD_IMAGE=golang:1.26 BASE_IMAGE=local/static:bookworm (amd64) BASE_IMAGE=local/static:bookworm (arm64)\n", "release: chart"},
-			wantMake: []string{"BUILD_IMAGE=golang:1.26", "BASE_IMAGE_amd64=local/static:bookworm", "BASE_IMAGE_arm64=local/static:bookworm"},
+			wantOut:  []string{"release: unpinned bases accepted (RELEASE_UNPINNED=1), not for publishing: BUILD_IMAGE=" + buildImage + " BASE_IMAGE=local/static:bookworm (amd64) BASE_IMAGE=local/static:bookworm (arm64)\n", "release: chart"},
+			wantMake: []string{"BUILD_IMAGE=" + buildImage, "BASE_IMAGE_amd64=local/static:bookworm", "BASE_IMAGE_arm64=local/static:bookworm"},
 		},
 	}
 	for name, tc := range tests {
