@@ -17,7 +17,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +34,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/internal/testkit"
+	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 )
 
@@ -603,7 +603,8 @@ func TestChartValues(t *testing.T) {
 		// to the API server alone); the user's extraEnv wins.
 		"no Azure values: no proxy, no certificate": {
 			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
-				for k, pod := range enginePods(t, objs) {
+				runs, cleanup := enginePods(t, objs)
+				for k, pod := range withCleanup(runs, cleanup) {
 					assert.Empty(t, proxyEnv(pod), "%s", k)
 					assert.Empty(t, proxyCAVolume(pod), "%s", k)
 				}
@@ -613,7 +614,8 @@ func TestChartValues(t *testing.T) {
 		"Azure's proxy settings, the proxy disabled: no proxy": {
 			set: append(slices.Clone(arcProxy), "Azure.proxySettings.isProxyEnabled=false"),
 			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
-				for k, pod := range enginePods(t, objs) {
+				runs, cleanup := enginePods(t, objs)
+				for k, pod := range withCleanup(runs, cleanup) {
 					assert.Empty(t, proxyEnv(pod), "%s", k)
 				}
 			},
@@ -621,11 +623,9 @@ func TestChartValues(t *testing.T) {
 		"Azure's proxy enabled: on every pod that runs the engine": {
 			set: arcProxy,
 			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
-				for k, pod := range enginePods(t, objs) {
-					if strings.HasSuffix(k, "/registration-engine-cleanup") {
-						assert.Empty(t, proxyEnv(pod), "%s: the cleanup talks to the API server alone", k)
-						continue
-					}
+				runs, cleanup := enginePods(t, objs)
+				assert.Empty(t, proxyEnv(cleanup), "the cleanup talks to the API server alone")
+				for k, pod := range runs {
 					assert.Equal(t, map[string]string{
 						"HTTPS_PROXY": "http://proxy.example:3128",
 						"HTTP_PROXY":  "http://proxy.example:3128",
@@ -645,10 +645,8 @@ func TestChartValues(t *testing.T) {
 			set: append(slices.Clone(arcProxy), "extraEnv[0].name=HTTPS_PROXY", "extraEnv[0].value=http://mine.example:8080",
 				"extraEnv[1].name=no_proxy", "extraEnv[1].value=.example"),
 			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
-				for k, pod := range enginePods(t, objs) {
-					if strings.HasSuffix(k, "/registration-engine-cleanup") {
-						continue
-					}
+				runs, _ := enginePods(t, objs)
+				for k, pod := range runs {
 					// Once each, and no NO_PROXY beside the user's no_proxy:
 					// Go reads NO_PROXY first, which would hide it; a
 					// variable twice would leave the pod's value to the
@@ -673,11 +671,9 @@ func TestChartValues(t *testing.T) {
 			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
 				cm := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/registration-engine-proxy-ca")
 				assert.Equal(t, map[string]string{"proxy-ca.crt": testProxyCA + "\n"}, cm.Data)
-				for k, pod := range enginePods(t, objs) {
-					if strings.HasSuffix(k, "/registration-engine-cleanup") {
-						assert.Empty(t, proxyCAVolume(pod), "%s: the cleanup mounts none of the release's ConfigMaps", k)
-						continue
-					}
+				runs, cleanup := enginePods(t, objs)
+				assert.Empty(t, proxyCAVolume(cleanup), "the cleanup mounts none of the release's ConfigMaps")
+				for k, pod := range runs {
 					assertProxyCA(t, k, pod, cm.Name)
 					assert.Equal(t, "http://proxy.example:3128", proxyEnv(pod)["HTTPS_PROXY"], "%s", k)
 				}
@@ -690,10 +686,8 @@ func TestChartValues(t *testing.T) {
 			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
 				cm := renderedAs[*corev1.ConfigMap](t, objs, "ConfigMap/"+chartNamespace+"/registration-engine-proxy-ca")
 				assert.Equal(t, map[string]string{"proxy-ca.crt": testProxyCA + "\n"}, cm.Data, "decoded")
-				for k, pod := range enginePods(t, objs) {
-					if strings.HasSuffix(k, "/registration-engine-cleanup") {
-						continue
-					}
+				runs, _ := enginePods(t, objs)
+				for k, pod := range runs {
 					assertProxyCA(t, k, pod, cm.Name)
 					assert.NotContains(t, proxyEnv(pod), "HTTPS_PROXY", "%s", k)
 				}
@@ -838,14 +832,7 @@ func TestChartValues(t *testing.T) {
 			set: []string{"updateServerDomains={susecloud.net,smt.example.org}"},
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, c *corev1.Container) {
 				assert.Equal(t, "susecloud.net,smt.example.org", env(c)["UPDATE_SERVER_DOMAINS"].Value)
-				vap := renderedAs[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy//registration-engine-coredns")
-				var domains string
-				for _, v := range vap.Spec.Variables {
-					if v.Name == "domains" {
-						domains = v.Expression
-					}
-				}
-				assert.Equal(t, "['susecloud.net', 'smt.example.org']", domains)
+				assert.Equal(t, "['susecloud.net', 'smt.example.org']", policyVariable(t, objs, "domains"))
 			},
 		},
 		"clusterAddressRanges reach the engine and the admission policy": {
@@ -929,21 +916,32 @@ vIP2aXKVX/BSDU4CIH3T3gs4R+GbTDNH3hU/Ihlu0Mpq4ZQ9eoz45TtkW+6b
 -----END CERTIFICATE-----`
 
 // enginePods are the pod specs of every Job the release renders that runs
-// the engine, by object: the CronJob's, the retry CronJob's, the run at
-// install's and the uninstall hook's cleanup.
-func enginePods(t *testing.T, objs map[string]rendered) map[string]corev1.PodSpec {
+// the engine: those that register, by object (the CronJob's, the retry
+// CronJob's, the run at install's), and the uninstall hook's cleanup.
+func enginePods(t *testing.T, objs map[string]rendered) (runs map[string]corev1.PodSpec, cleanup corev1.PodSpec) {
 	t.Helper()
-	pods := map[string]corev1.PodSpec{}
+	runs = map[string]corev1.PodSpec{}
 	for k, o := range objs {
 		switch v := o.typed.(type) {
 		case *batchv1.CronJob:
-			pods[k] = v.Spec.JobTemplate.Spec.Template.Spec
+			runs[k] = v.Spec.JobTemplate.Spec.Template.Spec
 		case *batchv1.Job:
-			pods[k] = v.Spec.Template.Spec
+			runs[k] = v.Spec.Template.Spec
 		}
 	}
-	require.Len(t, pods, 4, "the CronJob, the retry CronJob, the run at install and the cleanup: %v", slices.Collect(maps.Keys(pods)))
-	return pods
+	const cleanupJob = "Job/" + chartNamespace + "/registration-engine-cleanup"
+	require.Contains(t, runs, cleanupJob)
+	cleanup = runs[cleanupJob]
+	delete(runs, cleanupJob)
+	require.Len(t, runs, 3, "the CronJob, the retry CronJob and the run at install: %v", slices.Collect(maps.Keys(runs)))
+	return runs, cleanup
+}
+
+// withCleanup is runs and the cleanup's pod, for what holds for all four.
+func withCleanup(runs map[string]corev1.PodSpec, cleanup corev1.PodSpec) map[string]corev1.PodSpec {
+	all := maps.Clone(runs)
+	all["the cleanup"] = cleanup
+	return all
 }
 
 // proxyEnv are the proxy variables of the pod's engine container (any
@@ -1494,22 +1492,21 @@ func TestChartJobDeadline(t *testing.T) {
 	}
 }
 
-// The chart reads a duration as the engine does (job/parse.go: Go's
-// time.ParseDuration, or seconds as a float): each form, as jobDeadline,
-// becomes the activeDeadlineSeconds Go's own parse rounds up to.
+// The chart reads a duration as the engine does: each form, as jobDeadline,
+// becomes the activeDeadlineSeconds that the engine's own reading of it (as
+// RUN_DEADLINE, job.LoadConfig) rounds up to.
 func TestChartDurationsAsTheEngineReadsThem(t *testing.T) {
 	forms := []string{"2h", "1.79h", "107m0.5s", "1h47m0.000000001s", "6420000ms", "6420000000us", "6420000000µs",
 		"6420000000000ns", ".5h1h30m", "1h1h", "+2h", "2h0m0s", "7200", "6420.25", "6420."}
 	helm := helmBin(t)
+	regionConfig := filepath.Join("..", "job", "regionconfig", "testdata", "azure.cfg")
 	for _, form := range forms {
 		t.Run(form, func(t *testing.T) {
-			var want time.Duration
-			if secs, err := strconv.ParseFloat(form, 64); err == nil {
-				want = time.Duration(secs * float64(time.Second))
-			} else {
-				want, err = time.ParseDuration(form)
-				require.NoError(t, err, "a form Go reads")
-			}
+			c, err := job.LoadConfig(nil, func(k string) string {
+				return map[string]string{"RUN_DEADLINE": form, "REGIONSRV_CONFIG": regionConfig}[k]
+			})
+			require.NoError(t, err, "the engine reads %s", form)
+			want := c.RunDeadline
 			out, err := helmTemplateErr(helm, chartDir, minimal, "jobDeadline="+form)
 			require.NoError(t, err)
 			cj, _ := chartCronJob(t, splitObjects(t, out))

@@ -418,11 +418,7 @@ func TestCoreDNSPolicyMatchesTheEngine(t *testing.T) {
 	}
 	domains := strings.Split(env(c)["UPDATE_SERVER_DOMAINS"].Value, ",")
 	require.NotEmpty(t, domains[0], "the CronJob sets UPDATE_SERVER_DOMAINS")
-	var quoted []string
-	for _, d := range domains {
-		quoted = append(quoted, "'"+d+"'")
-	}
-	assert.Equal(t, "["+strings.Join(quoted, ", ")+"]", vars["domains"], "the policy's domains are the CronJob's UPDATE_SERVER_DOMAINS")
+	assert.Equal(t, celList(domains), vars["domains"], "the policy's domains are the CronJob's UPDATE_SERVER_DOMAINS")
 	ranges := strings.Split(env(c)["CLUSTER_ADDRESS_RANGES"].Value, ",")
 	require.NotEmpty(t, ranges[0], "the CronJob sets CLUSTER_ADDRESS_RANGES")
 	assert.Equal(t, celList(ranges), vars["clusterRanges"], "the policy's clusterRanges are the CronJob's CLUSTER_ADDRESS_RANGES")
