@@ -170,12 +170,12 @@ func (tc chartCase) run(t *testing.T, helm string) {
 
 	var c harness.Cloud
 	var proxy *sccoperator.Proxy
-	if !tc.proxy {
-		c = harness.StartCloud(t)
-	} else {
+	if tc.proxy {
 		c, proxy = cloudBehindProxy(t)
 		extra = append(extra, "--set", "Azure.proxySettings.isProxyEnabled=true", "--set", "Azure.proxySettings.httpsProxy="+proxy.URL,
 			"--set", `Azure.proxySettings.noProxy=localhost\,.svc\,.cluster.local`)
+	} else {
+		c = harness.StartCloud(t)
 	}
 	cloudEnv := c.Vars()
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")

@@ -144,7 +144,7 @@ func parseDuration(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
 		if secs >= maxSeconds {
-			return 0, errors.New("too large: at most 292 years (9223372036 seconds)")
+			return 0, fmt.Errorf("too large: at most 292 years (%.0f seconds)", math.Floor(maxSeconds))
 		}
 		return time.Duration(secs * float64(time.Second)), nil
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -169,4 +170,16 @@ func TestMeasureSizes(t *testing.T) {
 	s = measureSizes(options{ImageNote: "not measured"})
 	assert.EqualError(t, s.BinaryErr, "no stripped binary given")
 	assert.Equal(t, "not measured", s.ImageNote)
+}
+
+// TestImageTargetNotMeasured: without an image, the target says what the
+// binary leaves for the rest of it, and nothing when the binary was not
+// measured either (no "0.00 MB leaves 25 MB").
+func TestImageTargetNotMeasured(t *testing.T) {
+	image := func(s sizes) target { return (&report{Sizes: s}).Targets()[5] }
+	got := image(sizes{Binary: 17_760_000, ImageNote: "not measured: no Docker daemon"})
+	assert.Equal(t, target{"image ≤ 25 MB", "not measured: no Docker daemon",
+		"not measured; the binary, the image's one large file, is 17.76 MB (16.94 MiB), which leaves 7.24 MB (6.90 MiB) " +
+			"for the base image's CA bundle and passwd"}, got)
+	assert.Equal(t, "—", image(sizes{BinaryErr: errors.New("no stripped binary given"), ImageNote: "not measured"}).Result)
 }

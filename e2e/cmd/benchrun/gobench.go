@@ -43,10 +43,7 @@ func (b goBench) Package() string {
 func (b goBench) What() string { return benchDescriptions[b.name] }
 func (b goBench) Reps() int    { return len(b.values["iters"]) }
 
-func (b goBench) TimePerOp() time.Duration {
-	ns, _ := b.median("ns/op")
-	return time.Duration(ns)
-}
+func (b goBench) TimePerOp() time.Duration { return time.Duration(summarize(b.values["ns/op"]).Median) }
 
 func (b goBench) Other() string {
 	var other []string

@@ -21,7 +21,6 @@ const (
 	planeStartBudget = 3 * time.Minute
 	settleBudget     = 30 * time.Second
 	engineNamespace  = "cattle-scc-system"
-	secretName       = "scc-registration"
 	// directRuns are the unchanged runs straight to the API server over
 	// TLS and HTTP/2, as in a cluster, for wall time and peak RSS.
 	directRuns = 5
@@ -93,7 +92,7 @@ func (res *kubeResult) measure(ctx context.Context, testbin string, e engine, lo
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		res.Runs = append(res.Runs, kubeRun{Name: name, Sample: one.Samples[0], Requests: requests.Take()})
-		sec, errS := cs.CoreV1().Secrets(engineNamespace).Get(ctx, secretName, metav1.GetOptions{})
+		sec, errS := cs.CoreV1().Secrets(engineNamespace).Get(ctx, "scc-registration", metav1.GetOptions{})
 		cm, errC := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
 		if err := errors.Join(errS, errC); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -126,14 +125,16 @@ func prepareCluster(ctx context.Context, cs kubernetes.Interface) error {
 	if _, err := cs.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("coredns ConfigMap: %w", err)
 	}
+	var last error // why the namespace is not settled yet
 	settled := func(ctx context.Context) (bool, error) {
 		_, errSA := cs.CoreV1().ServiceAccounts(engineNamespace).Get(ctx, "default", metav1.GetOptions{})
 		_, errCA := cs.CoreV1().ConfigMaps(engineNamespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		return errSA == nil && errCA == nil, nil
+		last = errors.Join(errSA, errCA)
+		return last == nil, nil
 	}
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, settleBudget, true, settled)
 	if wait.Interrupted(err) {
-		return fmt.Errorf("namespace %s not settled after %s", engineNamespace, settleBudget)
+		return fmt.Errorf("namespace %s not settled after %s: %w", engineNamespace, settleBudget, last)
 	}
 	return err
 }

@@ -224,8 +224,7 @@ spec:
           value: {{ include "registration-engine.updateServerDomains" . | quote }}
         # The admission policy refuses entries for addresses in these in a
         # hosts block that answers reverse queries (clusterRanges); the
-        # engine refuses them itself first. An empty list leaves the
-        # engine its default, the chart's.
+        # engine refuses them itself first. The schema wants at least one.
         {{- with .Values.clusterAddressRanges }}
         - name: CLUSTER_ADDRESS_RANGES
           value: {{ join "," . | quote }}
