@@ -96,7 +96,7 @@ demo: build ## run the engine once against the bundled fake cloud (FAULT=help li
 	@e2e/scripts/demo.sh "$(FAULT)"
 
 .PHONY: test
-test: tiers testbin scc-operator helm coredns sbom-tool promtool ## the contributor's loop: unit tests, the e2e helpers' own tests, the built binaries against the fake cloud, a real control plane (K8S_VERSION) and rancher/scc-operator; all but LONG_TESTS (go test -race)
+test: pins tiers testbin scc-operator helm coredns sbom-tool promtool ## the contributor's loop: unit tests, the e2e helpers' own tests, the built binaries against the fake cloud, a real control plane (K8S_VERSION) and rancher/scc-operator; all but LONG_TESTS (go test -race)
 	@mkdir -p _out; rm -f _out/unit-test.rc
 	@# What the go test runs below compile, compiled once: from a cold
 	@# GOCACHE they would each compile it, side by side. The same for the
@@ -151,6 +151,10 @@ proved: ## list, from the sources, the proved: lines each target of .ci/run logs
 .PHONY: unit
 unit: tiers ## only the unit tests: the product's packages, UNIT_PKGS (no end-to-end code, no built binaries, no control plane)
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(UNIT_PKGS)
+
+.PHONY: pins
+pins: ## check, in seconds and downloading nothing, that every pinned thing the tiers fetch (Go modules, Debian packages and suite, the operator's sources) is still obtainable; each FAIL names the pin and its fix
+	@K8S_VERSION=$(K8S_VERSION) K8S_LTS_VERSION=$(K8S_LTS_VERSION) HELM_VERSION=$(HELM_VERSION) STATICCHECK=$(STATICCHECK) CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) e2e/scripts/pins.sh
 
 .PHONY: tiers
 tiers: ## check that every package is in exactly one test tier (UNIT_PKGS, HARNESS_PKGS, E2E_PKGS)
