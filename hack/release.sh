@@ -26,7 +26,7 @@
 # (amd64 arm64), IMAGE_REPO (registration-engine), BUILD_IMAGE, BASE_IMAGE and
 # BASE_IMAGE_<arch> (the bases, each name@sha256:<digest>; RELEASE_UNPINNED=1
 # accepts tags, for a build that is not published), MAKE (make); for the
-# bundle REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS
+# bundle REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST, OFFER_PUBLISHER_ID, OFFER_ID and REGION_SERVER_CERTS
 # (see manifests/marketplace/stage.sh). VERSION in the environment replaces
 # the file's (a test stamps a version of its own). Needs docker for the
 # image; the SBOM's release properties are written by hack/sbomprops.
@@ -203,7 +203,7 @@ if [[ -n ${ENGINE_DIGEST:-} ]]; then
   reproducible_tgz "$work/bundle" . "$out/registration-engine-marketplace-$version.tar.gz"
   echo "release: bundle registration-engine-marketplace-$version.tar.gz (manifest.yaml version $version, image $ENGINE_IMAGE@$ENGINE_DIGEST)"
 else
-  echo "release: bundle skipped: push the image, then run again with REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST and REGION_SERVER_CERTS (manifests/marketplace/stage.sh)"
+  echo "release: bundle skipped: push the image, then run again with REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST, OFFER_PUBLISHER_ID, OFFER_ID and REGION_SERVER_CERTS (manifests/marketplace/stage.sh)"
 fi
 
 (

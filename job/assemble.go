@@ -115,7 +115,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 	in.OutsidePod, in.Port, in.Domains = cfg.Kubeconfig != "", cfg.SMT.HTTPSPort, cfg.SMT.Domains
 	j.InCluster = incluster.New(in, clients, log)
 	j.SecretRef = cfg.SecretNamespace + "/" + cfg.SecretName
-	j.CodeRemedy = regCodeRemedy(cfg.Azure.ExtensionResourceID, cfg.SecretNamespace)
+	j.CodeRemedy = regCodeRemedy(cfg.remedies())
 	watch := &operator.Watch{
 		Secrets:       clients.Secrets,
 		Registrations: clients.Registrations,

@@ -60,6 +60,11 @@ type Config struct {
 	JobName         string
 	CronJobName     string
 	JobUID          string
+	// ReleaseManager and ReleaseName are RELEASE_MANAGER and RELEASE_NAME:
+	// who owns the release, so that a remedy gives the customer's own
+	// command (Remedies).
+	ReleaseManager string
+	ReleaseName    string
 
 	// InCluster is phase 6's in-cluster half: the CoreDNS mapping and the
 	// handover wait (IN_CLUSTER_DNS, CLUSTER_ADDRESS_RANGES, HANDOVER_*); its

@@ -42,9 +42,9 @@ func env(m map[string]string) func(string) string {
 
 // notRendered lists the problems of a load error that are placeholders:
 // every path of its tree of wrapped and joined errors that ends at
-// ErrNotRendered.
+// ErrNotFilledIn.
 func notRendered(err error) []error {
-	if err == ErrNotRendered {
+	if err == ErrNotFilledIn {
 		return []error{err}
 	}
 	var out []error
@@ -494,7 +494,7 @@ func TestLoadConfigRegistrationCode(t *testing.T) {
 		"a template left as is":         {env: map[string]string{"REGISTRATION_CODE": "{{.Values.registrationCode}}"}, wantIs: ErrRegCode},
 		"all x":                         {env: map[string]string{"REGISTRATION_CODE": "XXXX-XXXX-XXXX"}, wantIs: ErrRegCode},
 		"changeme":                      {env: map[string]string{"REGISTRATION_CODE": "ChangeMe"}, wantIs: ErrRegCode},
-		"the Marketplace's DONOTMODIFY": {env: map[string]string{"REGISTRATION_CODE": "DONOTMODIFY"}, wantIs: ErrNotRendered},
+		"the Marketplace's DONOTMODIFY": {env: map[string]string{"REGISTRATION_CODE": "DONOTMODIFY"}, wantIs: ErrNotFilledIn},
 		"a blank flag":                  {args: []string{"--registration-code", "  "}, wantIs: ErrRegCode},
 	}
 	r := testkit.NewMessages(t)
@@ -594,7 +594,7 @@ func TestLoadConfigDONOTMODIFYIsMissing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := LoadConfig(tc.args, env(tc.env))
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrNotRendered)
+			assert.ErrorIs(t, err, ErrNotFilledIn)
 			assert.Equal(t, ExitPermanent, ExitCode(err))
 			// Each placeholder is reported as such, once, and not also as a
 			// missing setting: the golden file shows the lines.

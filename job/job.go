@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -474,20 +475,21 @@ func (j *Job) codeRemedy() string {
 	if j.CodeRemedy != "" {
 		return j.CodeRemedy
 	}
-	return regCodeRemedy("", operator.Namespace)
+	return regCodeRemedy(Remedies{Namespace: operator.Namespace})
 }
 
 // regCodeRemedy is the command that sets the registration code: on the
 // Azure Marketplace the extension's protected setting registrationCode
-// (the chart makes the Secret registration-code from it, and an upgrade of
-// the extension re-runs the engine), with the resource group, cluster and
-// extension named when extensionID is the extension's ARM ID; otherwise
-// the Secret registration-code in namespace, then a run.
-func regCodeRemedy(extensionID, namespace string) string {
-	if rg, cluster, ext, ok := parseExtensionID(extensionID); ok {
-		return fmt.Sprintf("az k8s-extension update --resource-group %s --cluster-name %s --cluster-type managedClusters --name %s --configuration-protected-settings registrationCode=<code>", rg, cluster, ext)
+// (the chart makes the Secret registration-code from it, and an update of
+// the extension re-runs the engine), with Helm the value, otherwise (and
+// on a release of unknown kind, beside those) the Secret
+// registration-code, then a run.
+func regCodeRemedy(r Remedies) string {
+	set := r.SetValues(true, "registrationCode=<code>")
+	if r.Manager != "" {
+		return set
 	}
-	return fmt.Sprintf("the chart value registrationCode (on the Azure Marketplace: az k8s-extension update … --configuration-protected-settings registrationCode=<code>), or kubectl -n %s create secret generic registration-code --from-literal=regCode=<code> and a run of the engine", namespace)
+	return fmt.Sprintf("%s; with kustomize, kubectl -n %s create secret generic registration-code --from-literal=regCode=<code> and a run of the engine", set, cmp.Or(r.Namespace, operator.Namespace))
 }
 
 // parseExtensionID reads an AKS cluster extension's ARM ID:

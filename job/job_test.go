@@ -252,10 +252,13 @@ func TestRunWithoutAReachedAddressWritesNothing(t *testing.T) {
 // summary and the run record, and a Warning Event RegistrationCodeMissing
 // whose note says how to set the code (golden).
 func TestRunWithoutACodeWaits(t *testing.T) {
+	const extID = "/subscriptions/0000/resourceGroups/rg-prod/providers/Microsoft.ContainerService/managedClusters/aks-1/providers/Microsoft.KubernetesConfiguration/extensions/suse-registration"
 	tests := map[string]string{
-		"on the Marketplace, the extension named": regCodeRemedy("/subscriptions/0000/resourceGroups/rg-prod/providers/Microsoft.ContainerService/managedClusters/aks-1/providers/Microsoft.KubernetesConfiguration/extensions/suse-registration", "cattle-scc-system"),
-		"no extension ID":                         regCodeRemedy("", "cattle-scc-system"),
-		"an extension ID a shell would read":      regCodeRemedy("/subscriptions/0/resourceGroups/rg;id/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e", "cattle-scc-system"),
+		"on the Marketplace, the extension named": regCodeRemedy(Remedies{Manager: ReleaseByAzureExtension, Release: "suse-registration", Namespace: "cattle-scc-system", ExtensionID: extID}),
+		"on the Marketplace, no extension ID":     regCodeRemedy(Remedies{Manager: ReleaseByAzureExtension, Release: "suse-registration", Namespace: "cattle-scc-system"}),
+		"a Helm release":                          regCodeRemedy(Remedies{Manager: ReleaseByHelm, Release: "registration-engine", Namespace: "cattle-scc-system", ExtensionID: extID}),
+		"no release known (kustomize)":            regCodeRemedy(Remedies{Namespace: "cattle-scc-system"}),
+		"an extension ID a shell would read":      regCodeRemedy(Remedies{Manager: ReleaseByAzureExtension, Namespace: "cattle-scc-system", ExtensionID: "/subscriptions/0/resourceGroups/rg;id/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e"}),
 	}
 	msgs := testkit.NewMessages(t)
 	for name, remedy := range tests {

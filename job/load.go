@@ -74,7 +74,7 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 		c.given[s.flag] = from != "default"
 		var problem error
 		if isPlaceholder(val) {
-			problem = placeholderProblem(from)
+			problem = placeholderProblem(s.flag, from)
 		} else if err := s.set(c, val); err != nil {
 			shown := val
 			if s.secret {

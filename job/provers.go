@@ -52,6 +52,7 @@ func provers(cfg *Config, httpClient *http.Client, log *slog.Logger) (map[provid
 func azureProver(cfg *Config, httpClient *http.Client, roots *x509.CertPool, log *slog.Logger) (providers.Prover, error) {
 	az := cfg.Azure
 	az.HTTPClient, az.Roots, az.Log = httpClient, roots, log
+	az.HostNetworkRemedy = cfg.remedies().SetValues(false, "hostNetwork=true")
 	return azure.New(az)
 }
 

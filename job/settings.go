@@ -2,8 +2,10 @@ package job
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,6 +120,14 @@ var settings = []setting{
 	{flag: "pod-name", envs: []string{"POD_NAME"}, help: "holder written into the Lease (downward API; default the host name)", set: str(func(c *Config) *string { return &c.PodName })},
 	{flag: "job-name", envs: []string{"JOB_NAME"}, help: "name of the Job running us (downward API label batch.kubernetes.io/job-name)", set: str(func(c *Config) *string { return &c.JobName })},
 	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: kube.CronJobName, help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
+	{flag: "release-manager", envs: []string{"RELEASE_MANAGER"}, help: "who owns the release, for the commands a remedy gives: azure-extension (the Marketplace bundle: az k8s-extension update) or helm (helm upgrade); unset: both", set: func(c *Config, v string) error {
+		c.ReleaseManager = strings.TrimSpace(v)
+		if !slices.Contains(releaseManagers, c.ReleaseManager) {
+			return fmt.Errorf("want %s or %s", ReleaseByAzureExtension, ReleaseByHelm)
+		}
+		return nil
+	}},
+	{flag: "release-name", envs: []string{"RELEASE_NAME"}, help: "the Helm release (on the Marketplace, the extension's name), for the commands a remedy gives", set: str(func(c *Config) *string { return &c.ReleaseName })},
 	{flag: "job-uid", envs: []string{"JOB_UID"}, help: "UID of the Job running us (downward API label batch.kubernetes.io/controller-uid); with JOB_NAME it names the Job the run's Events are about", set: str(func(c *Config) *string { return &c.JobUID })},
 	{flag: "in-cluster-dns", envs: []string{"IN_CLUSTER_DNS"}, def: "true", boolean: true, help: "in-cluster DNS: make the update server's name resolve in the cluster through CoreDNS", set: boolean(func(c *Config) *bool { return &c.InCluster.Map })},
 	{flag: "cluster-address-ranges", envs: []string{"CLUSTER_ADDRESS_RANGES"}, def: formatPrefixes(coredns.DefaultClusterRanges), help: "the cluster's own address ranges, comma-separated CIDRs (the chart's clusterAddressRanges, which the CoreDNS admission policy reads too): no entry for an address in them goes into a CoreDNS hosts block that answers reverse (PTR) queries", set: prefixes(func(c *Config) *[]netip.Prefix { return &c.InCluster.ClusterRanges })},

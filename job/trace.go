@@ -34,7 +34,7 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		e.Reason, e.Note = kube.ReasonSkipped, "skipped, nothing done: "+res.Skipped
 	case res.Outcome == OutcomeWaitingForCode && runErr == nil:
 		e.Warning, e.Reason = true, kube.ReasonCodeMissing
-		e.Note = fmt.Sprintf("no registration code yet, nothing written (update server https://%s reachable at %s): set it with %s", res.Server, addrString(res.Address), j.codeRemedy())
+		e.Note = fmt.Sprintf("no registration code yet, nothing written (update server https://%s reachable at %s): set it: %s", res.Server, addrString(res.Address), j.codeRemedy())
 	case hasOperatorEvent(res):
 		e, _ = res.Operator.Event()
 	case runErr != nil && plan.cause == kube.CauseSettling:

@@ -328,7 +328,7 @@ func TestMarketplaceStagedBundle(t *testing.T) {
 	digest := "sha256:" + strings.Repeat("cd", 32)
 	cmd := exec.Command("marketplace/stage.sh", out)
 	cmd.Env = append(os.Environ(), "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine", "ENGINE_DIGEST="+digest,
-		"REGION_SERVER_CERTS="+regionServerCertsDir(t))
+		"REGION_SERVER_CERTS="+regionServerCertsDir(t), "OFFER_PUBLISHER_ID=suse", "OFFER_ID=sles-15-sp7")
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
 	for _, server := range bundleRegionServers(t) {
@@ -400,6 +400,12 @@ func TestMarketplaceStagedBundle(t *testing.T) {
 		"no injection at all": {set: settings(map[string]string{"clusterResourceName": "c", "extensionResourceName": "e", "credentialMode": "workload-identity",
 			"workloadIdentityClientId": "9b2f3c1d-0000-4000-8000-0000000000aa", "workloadIdentityTenantId": "9b2f3c1d-0000-4000-8000-0000000000bb", "registrationCode": "CODE-FROM-THE-PORTAL"}),
 			wantMode: "workload-identity", wantID: explicitID},
+		// az k8s-extension create runs no mainTemplate.json: only what
+		// Azure injects (the custom-meter model the bundle needs) and the
+		// protected setting reach the chart; the publisher and offer come
+		// from the staged bundle itself.
+		"az k8s-extension create: Azure's injection and the bundle's own offer": {set: append(slices.Clone(azureInjected), "registrationCode=CODE-FROM-THE-PORTAL"),
+			wantMode: "managed-identity", wantID: explicitID},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -425,6 +431,29 @@ func TestMarketplaceStagedBundle(t *testing.T) {
 			assert.Equal(t, secret.Name, e["REGISTRATION_CODE"].ValueFrom.SecretKeyRef.Name, "which the CronJob reads")
 		})
 	}
+
+	// The portal's default identity on an offer Azure injects nothing for
+	// (another billing model than custom-meter): refused at render, with
+	// the reason and the two ways out, instead of an install whose every
+	// run stops at load.
+	t.Run("managed identity, nothing injected", func(t *testing.T) {
+		_, err := helmTemplateErr(helmBin(t), chart, nil, settings(managed)...)
+		require.Error(t, err)
+		msg := helmStderr(err)
+		assert.Contains(t, msg, "Azure did not inject it: Azure injects it only for offers published with the custom-meter billing model")
+		assert.Contains(t, msg, "Choose workload-identity")
+		assert.NotContains(t, msg, "rendered outside Azure")
+	})
+	// container-package-app renders the staged chart with nothing
+	// injected and no settings: it renders.
+	t.Run("as container-package-app renders it", func(t *testing.T) {
+		objs := splitObjects(t, helmTemplate(t, chart, nil))
+		_, c := chartCronJob(t, objs)
+		e := env(c)
+		assert.Equal(t, "suse", e["MARKETPLACE_PUBLISHER_ID"].Value, "the staged offer")
+		assert.Equal(t, "sles-15-sp7", e["MARKETPLACE_OFFER_ID"].Value)
+		assert.Equal(t, "DONOTMODIFY", e["MARKETPLACE_PLAN_ID"].Value, "Azure fills it in at deployment")
+	})
 
 	// An injection that disagrees with what the bundle passes is refused,
 	// naming both: the engine would verify another plan or extension.
@@ -487,7 +516,7 @@ func TestMarketplaceStageRefusesMissingCertificates(t *testing.T) {
 			out := t.TempDir()
 			cmd := exec.Command("marketplace/stage.sh", out)
 			cmd.Env = append(os.Environ(), "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine",
-				"ENGINE_DIGEST=sha256:"+strings.Repeat("cd", 32), "REGION_SERVER_CERTS="+tc.certs)
+				"ENGINE_DIGEST=sha256:"+strings.Repeat("cd", 32), "REGION_SERVER_CERTS="+tc.certs, "OFFER_PUBLISHER_ID=suse", "OFFER_ID=sles-15-sp7")
 			b, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit, "%s", b)

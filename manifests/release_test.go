@@ -108,7 +108,7 @@ func TestReleaseBuild(t *testing.T) {
 		cmd.Env = append(os.Environ(), "HELM="+helm, "CYCLONEDX_GOMOD="+cdx, "RELEASE_ARCHS=amd64", "RELEASE_IMAGE=0")
 		if bundle {
 			cmd.Env = append(cmd.Env, "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine",
-				"ENGINE_DIGEST=sha256:"+strings.Repeat("ab", 32), "REGION_SERVER_CERTS="+certs)
+				"ENGINE_DIGEST=sha256:"+strings.Repeat("ab", 32), "REGION_SERVER_CERTS="+certs, "OFFER_PUBLISHER_ID=suse", "OFFER_ID=sles-15-sp7")
 		}
 		log, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", log)

@@ -218,7 +218,7 @@ func (d decider) waitingForCode() (Verdict, bool) {
 	case j != nil:
 		when = fmt.Sprintf(" (last run %s at %s)", j.Name, stampPtr(j.Finished))
 	}
-	next := fmt.Sprintf("set it: the chart value registrationCode (on the Azure Marketplace: az k8s-extension update … --configuration-protected-settings registrationCode=<code>), or kubectl -n %s create secret generic registration-code --from-literal=regCode=<code>, then run the engine: %s", r.Namespace, d.runNow())
+	next := fmt.Sprintf("set it: the chart value registrationCode (on the Azure Marketplace: az k8s-extension update … --configuration-protected-settings registrationCode=<code> --yes), or kubectl -n %s create secret generic registration-code --from-literal=regCode=<code>, then run the engine: %s", r.Namespace, d.runNow())
 	// Only the engine's own Event, from a pod of the Job: anyone who may
 	// create Events could otherwise put a command here for a person to paste.
 	if event && j.Event.FromJobPod {

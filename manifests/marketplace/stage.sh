@@ -5,7 +5,16 @@
 # with the image filled in.
 #
 #   REGISTRY_SERVER=suse.azurecr.io ENGINE_IMAGE=rancher/registration-engine \
-#   ENGINE_DIGEST=sha256:… manifests/marketplace/stage.sh OUTDIR
+#   ENGINE_DIGEST=sha256:… OFFER_PUBLISHER_ID=suse OFFER_ID=… \
+#   manifests/marketplace/stage.sh OUTDIR
+#
+# OFFER_PUBLISHER_ID and OFFER_ID are Partner Center's IDs of the offer the
+# bundle is published in: the engine compares them with the extension's
+# plan in ARM. Azure injects neither, and `az k8s-extension create` does not
+# run mainTemplate.json (which passes them on the portal's path), so the
+# bundle's values carry them. The offer must use the custom-meter billing
+# model: Azure injects the extension's identity, plan and ID
+# (global.azure.*) only for it.
 #
 # ENGINE_REGISTRY defaults to REGISTRY_SERVER. REGION_SERVER_CERTS names a
 # directory of <regionsrv entry>.pem files (regionServiceCertsAzure's
@@ -22,6 +31,12 @@ out=${1:?usage: $0 OUTDIR}
 : "${REGISTRY_SERVER:?the Azure Container Registry of the publisher, e.g. suse.azurecr.io}"
 : "${ENGINE_IMAGE:?the repository of the engine in it, e.g. rancher/registration-engine}"
 : "${ENGINE_DIGEST:?the digest of the engine image, sha256:…}"
+: "${OFFER_PUBLISHER_ID:?the publisher ID of the offer in Partner Center, as in the plan URN publisher:offer:plan}"
+: "${OFFER_ID:?the ID in Partner Center of the offer the bundle is published in}"
+# Marketplace IDs: lower-case letters, digits, - and _ (Partner Center's rule).
+for v in OFFER_PUBLISHER_ID OFFER_ID; do
+  [[ ${!v} =~ ^[a-z0-9][a-z0-9_-]{0,49}$ ]] || { echo "stage: $v must be a Partner Center ID (lower-case letters, digits, - and _), got ${!v}" >&2; exit 2; }
+done
 ENGINE_REGISTRY=${ENGINE_REGISTRY:-$REGISTRY_SERVER}
 [[ $ENGINE_DIGEST =~ ^sha256:[0-9a-f]{64}$ ]] || { echo "ENGINE_DIGEST must be sha256:<64 hex>, got $ENGINE_DIGEST" >&2; exit 2; }
 
@@ -39,7 +54,8 @@ if [[ -n ${REGION_SERVER_CERTS:-} ]]; then
 fi
 subst() {
   sed -e "s|@REGISTRY_SERVER@|$REGISTRY_SERVER|g" -e "s|@ENGINE_REGISTRY@|$ENGINE_REGISTRY|g" \
-      -e "s|@ENGINE_IMAGE@|$ENGINE_IMAGE|g" -e "s|@ENGINE_DIGEST@|$ENGINE_DIGEST|g" "$1"
+      -e "s|@ENGINE_IMAGE@|$ENGINE_IMAGE|g" -e "s|@ENGINE_DIGEST@|$ENGINE_DIGEST|g" \
+      -e "s|@OFFER_PUBLISHER_ID@|$OFFER_PUBLISHER_ID|g" -e "s|@OFFER_ID@|$OFFER_ID|g" "$1"
 }
 subst "$here/values.yaml" > "$out/registration-engine/values.yaml"
 subst "$here/manifest.yaml" > "$out/manifest.yaml"

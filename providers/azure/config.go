@@ -155,6 +155,11 @@ type Config struct {
 	// Log receives one line per step; nil discards. Tokens and documents are
 	// never logged.
 	Log *slog.Logger
+	// HostNetworkRemedy is the customer's command that turns the chart value
+	// hostNetwork on for the release they have (az k8s-extension update on a
+	// Marketplace install, helm upgrade on their own release); "" names the
+	// chart value alone.
+	HostNetworkRemedy string
 }
 
 // Validate checks the values cfg holds against this package's rules, each

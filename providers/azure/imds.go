@@ -270,15 +270,21 @@ func noConnection(err error) bool {
 
 // imdsRestrictionHint is the verdict's text when IMDS accepted no
 // connection: what happened, the likely cause and the exact fix. It names
-// the chart value and the az command, since the operator who reads it
-// installed the chart, not this binary.
-func imdsRestrictionHint(c *imdsClient, err error) string {
+// the chart value and the customer's command for their release
+// (fix, Config.HostNetworkRemedy), since the operator who reads it
+// installed the chart, not this binary. Lifting the restriction instead
+// takes effect only on reimaged nodes (aks-docs imds-restriction.md:
+// enabling and disabling apply after az aks upgrade --node-image-only).
+func imdsRestrictionHint(c *imdsClient, fix string, err error) string {
+	if fix == "" {
+		fix = "set the chart value hostNetwork=true"
+	}
 	return fmt.Sprintf("no connection to IMDS at %s from this pod in %d attempts (last: %v), although this is an Azure VM; "+
 		"the likely cause is AKS's IMDS restriction (az aks update --enable-imds-restriction), which drops IMDS traffic from every pod "+
-		"that is not on the node's network; fix: set the chart value hostNetwork=true "+
-		"(helm upgrade <release> <chart> --reuse-values --set hostNetwork=true), which runs the engine's pod on the node's network "+
-		"with dnsPolicy ClusterFirstWithHostNet, or lift the restriction (az aks update --disable-imds-restriction)",
-		c.base, max(c.max, 1), unwrapURL(err))
+		"that is not on the node's network; fix: turn the chart value hostNetwork on (%s), which runs the engine's pod on the node's network "+
+		"with dnsPolicy ClusterFirstWithHostNet, or lift the restriction (az aks update --disable-imds-restriction, "+
+		"then az aks upgrade --node-image-only: AKS applies it only to reimaged nodes)",
+		c.base, max(c.max, 1), unwrapURL(err), fix)
 }
 
 // unwrapURL drops the "Get <url>:" prefix of a url.Error, which repeats the

@@ -129,7 +129,7 @@ func (p *Prover) Prove(ctx context.Context) (*providers.Evidence, error) {
 	comp, err := p.imds.instanceCompute(ctx)
 	if err != nil {
 		if ctx.Err() == nil && noConnection(err) {
-			return nil, failure.Permanent(fmt.Errorf("azure imds: %w: %s", ErrIMDSUnreachable, imdsRestrictionHint(p.imds, err)))
+			return nil, failure.Permanent(fmt.Errorf("azure imds: %w: %s", ErrIMDSUnreachable, imdsRestrictionHint(p.imds, p.cfg.HostNetworkRemedy, err)))
 		}
 		return nil, fmt.Errorf("azure imds: %w", err)
 	}

@@ -358,6 +358,23 @@ func TestProve(t *testing.T) {
 				assert.Zero(t, e.fake.ARMRequests.Load(), "nothing else is asked")
 			},
 		},
+		// On a Marketplace install the customer's command is Azure's (the
+		// package job builds it): the verdict carries it as given.
+		"IMDS accepts no connection on a Marketplace install: Azure's command, the reimage step": {
+			setup: func(t *testing.T, e *env) {
+				closed := httptest.NewServer(http.NotFoundHandler())
+				closed.Close()
+				e.cfg.IMDSEndpoint = closed.URL
+				e.cfg.IMDSClient = nil
+				e.cfg.HostNetworkRemedy = "az k8s-extension update --resource-group rg --cluster-name c --cluster-type managedClusters --name e --configuration-settings hostNetwork=true --yes"
+			},
+			wantErr: azure.ErrIMDSUnreachable, permanent: true,
+			check: func(t *testing.T, e *env, _ *providers.Evidence, err error) {
+				assert.Contains(t, err.Error(), "(az k8s-extension update --resource-group rg --cluster-name c --cluster-type managedClusters --name e --configuration-settings hostNetwork=true --yes)")
+				assert.Contains(t, err.Error(), "then az aks upgrade --node-image-only")
+				assert.NotContains(t, err.Error(), "helm upgrade")
+			},
+		},
 		"IMDS answering 500 is not the IMDS restriction": {
 			setup:   func(t *testing.T, e *env) { e.fake.IMDS500.Store(100) },
 			wantErr: azure.ErrIMDS,

@@ -789,13 +789,24 @@ that helm template, lint and install name every problem in one error
 {{- if eq $mode "workload-identity" -}}
   {{- $checks = append $checks (list "azure.workloadIdentity.clientId" .Values.azure.workloadIdentity.clientId "the client ID of the managed identity or app registration federated with system:serviceaccount:<namespace>:registration-engine") -}}
   {{- $checks = append $checks (list "azure.workloadIdentity.tenantId" .Values.azure.workloadIdentity.tenantId "its Entra tenant ID") -}}
-{{- else -}}
-  {{- $checks = append $checks (list "global.azure.identity.clientId" (dig "identity" "clientId" "" $azure) "managed-identity mode reads it from Azure's injected values") -}}
 {{- end -}}
 
 {{- /* The plan the extension must carry. */ -}}
 {{- $injExt := dig "extension" "resourceId" "" $azure | toString -}}
 {{- $injPlan := dig "marketplace" "planId" "" $azure | toString -}}
+{{- if eq $mode "managed-identity" -}}
+  {{- $checks = append $checks (list "global.azure.identity.clientId" (dig "identity" "clientId" "" $azure) "managed-identity mode reads it from Azure's injected values") -}}
+  {{- /* Deployed by Azure (mainTemplate.json passed the extension's ID, or
+  Azure injected its ID or plan) and still no identity: Azure injects
+  global.azure.identity.clientId for the custom-meter billing model only
+  (Partner Center), so the portal's default cannot work on this offer.
+  container-package-app's render has none of those, and passes. */ -}}
+  {{- $explicitExt := toString (.Values.azure.extensionResourceId | default "") -}}
+  {{- $deployed := or (and $explicitExt (not (contains "REPLACE-ME" $explicitExt))) (and $injExt (ne $injExt "DONOTMODIFY")) (and $injPlan (ne $injPlan "DONOTMODIFY")) -}}
+  {{- if and $deployed (eq (toString (dig "identity" "clientId" "" $azure)) "DONOTMODIFY") -}}
+    {{- $problems = append $problems "azure.credentialMode managed-identity (the portal's default) needs the extension's managed identity, global.azure.identity.clientId, and Azure did not inject it: Azure injects it only for offers published with the custom-meter billing model, so every run would stop at load. Choose workload-identity (azure.credentialMode=workload-identity with azure.workloadIdentity.clientId and azure.workloadIdentity.tenantId; in the portal, \"Workload Identity\"), or publish the offer with the custom-meter billing model (docs/releasing.md)" -}}
+  {{- end -}}
+{{- end -}}
 {{- $extName := ternary "global.azure.extension.resourceId" "azure.extensionResourceId" (ne (include "registration-engine.extensionResourceId" .) (toString .Values.azure.extensionResourceId)) -}}
 {{- if and $injExt (ne $injExt "DONOTMODIFY") .Values.azure.extensionResourceId (not (hasPrefix "REPLACE-ME" (toString .Values.azure.extensionResourceId))) (ne (lower (trimSuffix "/" $injExt)) (lower (trimSuffix "/" (toString .Values.azure.extensionResourceId)))) -}}
   {{- $problems = append $problems (printf "global.azure.extension.resourceId %q (injected by Azure) and azure.extensionResourceId %q (passed by the bundle's mainTemplate.json) name different extensions: the engine would verify the wrong plan; they must agree" $injExt (toString .Values.azure.extensionResourceId)) -}}

@@ -159,6 +159,13 @@ spec:
           value: {{ .Values.marketplace.offerId | quote }}
         - name: MARKETPLACE_PLAN_ID
           value: {{ include "registration-engine.planId" . | quote }}
+        # Who owns this release, so that a remedy names the customer's
+        # command: Azure's extension manager (the bundle's image comes
+        # from global.azure.images) or a person with Helm.
+        - name: RELEASE_MANAGER
+          value: {{ ternary "azure-extension" "helm" (not (empty (dig "images" "engine" "image" "" (include "registration-engine.azure" . | fromYaml)))) }}
+        - name: RELEASE_NAME
+          value: {{ .Release.Name | quote }}
         # Optional, so that a missing Secret is a warning in the log,
         # not a pod that never starts.
         - name: REGISTRATION_CODE
