@@ -1813,3 +1813,58 @@ func TestClusterAddressRangesMatchEngine(t *testing.T) {
 	cleanup := renderedAs[*batchv1.Job](t, objs, "Job/"+chartNamespace+"/registration-engine-cleanup")
 	assert.Equal(t, value, env(&cleanup.Spec.Template.Spec.Containers[0])["CLUSTER_ADDRESS_RANGES"].Value)
 }
+
+// Azure's configuration settings are a map of strings (ARM's
+// configurationSettings), and how its extension manager hands them to Helm
+// is not documented: taking the least favourable reading, every boolean and
+// whole-number value arrives as a string ("false", "15"). Go templates read
+// the string "false" as true, so each must render exactly as its typed
+// value: every boolean of the schema turned from its default and every
+// whole number changed, once with --set and once with --set-string.
+func TestChartTakesAzureSettingsAsStrings(t *testing.T) {
+	helm := helmBin(t)
+	schema, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	require.NoError(t, err)
+	var s map[string]any
+	require.NoError(t, json.Unmarshal(schema, &s))
+	defaults := readValues(t, filepath.Join(chartDir, "values.yaml"))
+	var set []string
+	var walk func(prefix string, node map[string]any)
+	walk = func(prefix string, node map[string]any) {
+		props, _ := node["properties"].(map[string]any)
+		for k, v := range props {
+			path := strings.TrimPrefix(prefix+"."+k, ".")
+			p := v.(map[string]any)
+			// Azure.* is what Azure Arc passes, strings taken already.
+			if enum, ok := p["enum"].([]any); ok && slices.Contains(enum, any(true)) && !strings.HasPrefix(path, "Azure.") {
+				def, _ := lookup(defaults, path)
+				set = append(set, fmt.Sprintf("%s=%t", path, def != true))
+			}
+			walk(path, p)
+		}
+	}
+	walk("", s)
+	set = append(set, "cleanupDeadlineSeconds=120", "retry.intervalMinutes=15", "prometheusRule.noSuccessHours=48", "prometheusRule.notRegisteredHours=3")
+	slices.Sort(set)
+	require.GreaterOrEqual(t, len(set), 14, "every boolean and whole number: %v", set)
+	render := func(flag string) string {
+		args := []string{"template", releaseName, chartDir, "--namespace", chartNamespace, "--values", minimal[0]}
+		for _, kv := range set {
+			args = append(args, flag, kv)
+		}
+		out, err := runErr(helm, args...)
+		require.NoError(t, err, "helm template %s", flag)
+		return string(out)
+	}
+	typed, asStrings := render("--set"), render("--set-string")
+	assert.Equal(t, typed, asStrings, "the values as strings render as the typed ones")
+	assert.Contains(t, asStrings, "hostNetwork: true", `hostNetwork "true" is on`)
+	assert.Regexp(t, `name: IN_CLUSTER_DNS\s+value: "false"`, asStrings, `inClusterDNS "false" is off`)
+	assert.NotContains(t, asStrings, "kind: ValidatingAdmissionPolicy\n", `inClusterDNS "false": no CoreDNS policy`)
+
+	// A whole number out of its bounds is refused as a string too.
+	out, err := runErr(helm, "template", releaseName, chartDir, "--namespace", chartNamespace, "--values", minimal[0], "--set-string", "cleanupDeadlineSeconds=5")
+	require.Error(t, err, "%s", out)
+	assert.Contains(t, helmStderr(err), `cleanupDeadlineSeconds "5": want a whole number from 10 to 3600`)
+	t.Logf("%d values as strings render as typed: %s", len(set), strings.Join(set, " "))
+}

@@ -36,7 +36,7 @@ replace the chart's), and those Azure acts on. A YAML map.
   and AZURE_CLIENT_ID / AZURE_TENANT_ID / AZURE_FEDERATED_TOKEN_FILE. */ -}}
   {{- $_ := set $labels "azure.workload.identity/use" "true" -}}
 {{- end -}}
-{{- if .Values.marketplace.billingLabel -}}
+{{- if (eq (toString .Values.marketplace.billingLabel) "true") -}}
   {{- $_ := set $labels "azure-extensions-usage-release-identifier" .Release.Name -}}
 {{- end -}}
 {{- toYaml $labels -}}
@@ -843,6 +843,19 @@ that helm template, lint and install name every problem in one error
 {{- end -}}
 {{- range (include "registration-engine.proxyProblems" . | fromYamlArray) -}}
   {{- $problems = append $problems . -}}
+{{- end -}}
+{{- /* Azure's configuration settings are a map of strings (ARM's
+configurationSettings), and how its extension manager hands them to Helm
+is not documented: the schema takes a whole number as digits too, and its
+bounds are held here (JSON Schema's minimum applies to numbers only). */ -}}
+{{- $rule := .Values.prometheusRule | default dict -}}
+{{- range $v := list (list "cleanupDeadlineSeconds" .Values.cleanupDeadlineSeconds 10 3600) (list "prometheusRule.noSuccessHours" $rule.noSuccessHours 19 720) (list "prometheusRule.notRegisteredHours" $rule.notRegisteredHours 2 720) -}}
+  {{- if kindIs "string" (index $v 1) -}}
+    {{- $n := atoi (index $v 1) -}}
+    {{- if or (lt $n (index $v 2)) (gt $n (index $v 3)) -}}
+      {{- $problems = append $problems (printf "%s %q: want a whole number from %d to %d" (index $v 0) (index $v 1) (index $v 2) (index $v 3)) -}}
+    {{- end -}}
+  {{- end -}}
 {{- end -}}
 {{- $chartEnv := include "registration-engine.chartEnv" . | fromYaml -}}
 {{- range $i, $e := (.Values.extraEnv | default list) -}}

@@ -95,7 +95,7 @@ spec:
   priorityClassName: {{ . }}
   {{- end }}
   restartPolicy: Never
-  {{- if and .Values.hostNetwork (not $cleanup) }}
+  {{- if and (eq (toString .Values.hostNetwork) "true") (not $cleanup) }}
   # AKS's IMDS restriction lets only pods on the node's network reach
   # IMDS; ClusterFirstWithHostNet keeps the cluster's DNS, which the
   # handover check asks for the update server's name. The cleanup asks

@@ -40,7 +40,7 @@ with runOnChange false.
 {{- $was := dig "metadata" "annotations" "registration-engine.cattle.io/run-inputs" "" $cj -}}
 {{- $hash := include "registration-engine.runInputs" . -}}
 {{- $job := lookup "batch/v1" "Job" .Release.Namespace (printf "%s-run-%s" (include "registration-engine.name" .) $hash) -}}
-{{- if and .Values.runOnChange (or (ne $was $hash) $job) }}true{{ end -}}
+{{- if and (eq (toString .Values.runOnChange) "true") (or (ne $was $hash) $job) }}true{{ end -}}
 {{- end }}
 
 {{/*

@@ -1,0 +1,457 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rancher/registration-engine/e2e/controlplane"
+	"github.com/rancher/registration-engine/e2e/fakecloud"
+	"github.com/rancher/registration-engine/e2e/harness"
+	"github.com/rancher/registration-engine/internal/testkit"
+	"github.com/rancher/registration-engine/job"
+	"github.com/rancher/registration-engine/job/operator"
+)
+
+// azureExtensionManager is a model of what Azure does with a Marketplace
+// Kubernetes application's bundle when a customer creates, updates or
+// deletes its cluster extension with the Azure CLI, taken from Microsoft's
+// documentation (each behaviour cited where it is modelled) and, where the
+// documentation is silent, the least favourable reading:
+//
+//   - az k8s-extension create/update/delete (azure-cli-extensions
+//     src/k8s-extension, custom.py) create the same ARM resource,
+//     Microsoft.KubernetesConfiguration/extensions, as the portal's
+//     mainTemplate.json does; only the template passes its
+//     configurationSettings ("Deploy … programmatically by using Azure CLI":
+//     copy the configurationSettings section for later use).
+//   - The extension manager installs the bundle's chart as a Helm release
+//     named after the extension, in --release-namespace or else the
+//     namespace of the extension type's registration (manifest.yaml's
+//     extensionRegistrationParameters.namespace), atomically (a failed
+//     install is rolled back), each configuration setting as a --set path.
+//   - It injects global.azure.identity.clientId, .marketplace.planId and
+//     .extension.resourceId for offers with the custom-meter billing model
+//     only (Partner Center's Kubernetes application billing models), and
+//     nothing for another model; never a publisher or an offer.
+//   - update asks for confirmation, and without a terminal fails ("Use
+//     --yes"); configuration settings merge over the extension's; protected
+//     settings, when given, are the whole set ("if any are omitted, those
+//     settings will be considered obsolete and deleted").
+//   - delete uninstalls the release (asking for confirmation like update);
+//     whether its post-delete hooks run is not documented: this model runs
+//     them, and docs/uninstall.md says how to check that they did.
+type azureExtensionManager struct {
+	t     *testing.T
+	plane *controlplane.Plane
+	helm  string
+	// chart is the staged bundle's chart; namespace its registration's.
+	chart, namespace string
+	// subscription, and the client ID of the identity Azure gives each
+	// extension (injected for the custom-meter model).
+	subscription, identityClientID string
+	// customMeter: the offer's billing model is custom-meter.
+	customMeter bool
+	extensions  map[string]*azureExtension
+}
+
+// azureExtension is Azure's record of one extension.
+type azureExtension struct {
+	id, namespace       string
+	plan                string
+	settings, protected map[string]string
+}
+
+// errNeedsYes is az's answer to an update or delete without --yes and
+// without a terminal.
+var errNeedsYes = errors.New("az: the command asks for confirmation and no terminal answers it: Use --yes")
+
+// az runs one `az k8s-extension …` command line as a customer types it
+// (quotes, line continuations), and returns helm's output.
+func (m *azureExtensionManager) az(cmdline string) (string, error) {
+	words, err := shellWords(cmdline)
+	if err != nil {
+		return "", err
+	}
+	if len(words) < 3 || words[0] != "az" || words[1] != "k8s-extension" {
+		return "", fmt.Errorf("not an az k8s-extension command: %q", cmdline)
+	}
+	verb, flags := words[2], map[string][]string{}
+	var last string
+	for _, w := range words[3:] {
+		if strings.HasPrefix(w, "--") {
+			last = w
+			flags[last] = flags[last] // present, maybe without a value
+			continue
+		}
+		if last == "" {
+			return "", fmt.Errorf("az: unexpected %q", w)
+		}
+		flags[last] = append(flags[last], w)
+	}
+	one := func(f string) string {
+		if v := flags[f]; len(v) == 1 {
+			return v[0]
+		}
+		return ""
+	}
+	name, rg, cluster := one("--name"), one("--resource-group"), one("--cluster-name")
+	if name == "" || rg == "" || cluster == "" || one("--cluster-type") != "managedClusters" {
+		return "", fmt.Errorf("az: --name, --resource-group, --cluster-name and --cluster-type managedClusters are required: %q", cmdline)
+	}
+	_, yes := flags["--yes"]
+	pairs := func(f string) (map[string]string, error) {
+		out := map[string]string{}
+		for _, kv := range flags[f] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, fmt.Errorf("az: %s takes key=value, got %q", f, kv)
+			}
+			out[k] = v
+		}
+		return out, nil
+	}
+	settings, err := pairs("--configuration-settings")
+	if err != nil {
+		return "", err
+	}
+	protected, err := pairs("--configuration-protected-settings")
+	if err != nil {
+		return "", err
+	}
+	switch verb {
+	case "create":
+		if m.extensions[name] != nil {
+			return "", fmt.Errorf("az: extension %s exists", name)
+		}
+		ext := &azureExtension{
+			id: "/subscriptions/" + m.subscription + "/resourceGroups/" + rg + "/providers/Microsoft.ContainerService/managedClusters/" + cluster +
+				"/providers/Microsoft.KubernetesConfiguration/extensions/" + name,
+			namespace: cmpOr(one("--release-namespace"), m.namespace),
+			plan:      one("--plan-name"), settings: settings, protected: protected,
+		}
+		if ext.plan == "" || one("--plan-publisher") == "" || one("--plan-product") == "" {
+			return "", fmt.Errorf("az: a Marketplace extension needs --plan-name, --plan-publisher and --plan-product")
+		}
+		out, err := m.helmRun(append([]string{"install", name, m.chart, "--namespace", ext.namespace, "--atomic", "--timeout", "5m"}, m.values(ext)...)...)
+		if err == nil {
+			m.extensions[name] = ext
+		}
+		return out, err
+	case "update":
+		ext := m.extensions[name]
+		if ext == nil {
+			return "", fmt.Errorf("az: (ResourceNotFound) extension %s", name)
+		}
+		if !yes {
+			return "", errNeedsYes
+		}
+		for k, v := range settings {
+			ext.settings[k] = v
+		}
+		if _, given := flags["--configuration-protected-settings"]; given {
+			ext.protected = protected
+		}
+		return m.helmRun(append([]string{"upgrade", name, m.chart, "--namespace", ext.namespace, "--reset-values", "--atomic", "--timeout", "5m"}, m.values(ext)...)...)
+	case "delete":
+		ext := m.extensions[name]
+		if ext == nil {
+			return "", fmt.Errorf("az: (ResourceNotFound) extension %s", name)
+		}
+		if !yes {
+			return "", errNeedsYes
+		}
+		delete(m.extensions, name)
+		return m.helmRun("uninstall", name, "--namespace", ext.namespace, "--wait", "--timeout", "5m")
+	}
+	return "", fmt.Errorf("az: k8s-extension %s is not modelled", verb)
+}
+
+// values are the --set flags of ext: what Azure injects, then its
+// settings and protected settings (each a --set path).
+func (m *azureExtensionManager) values(ext *azureExtension) []string {
+	var set []string
+	if m.customMeter {
+		set = append(set, "global.azure.identity.clientId="+m.identityClientID, "global.azure.marketplace.planId="+ext.plan,
+			"global.azure.extension.resourceId="+ext.id)
+	}
+	for _, kv := range []map[string]string{ext.settings, ext.protected} {
+		keys := make([]string, 0, len(kv))
+		for k := range kv {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			set = append(set, k+"="+kv[k])
+		}
+	}
+	var args []string
+	for _, s := range set {
+		args = append(args, "--set-string", s)
+	}
+	return args
+}
+
+func (m *azureExtensionManager) helmRun(args ...string) (string, error) {
+	ctx := m.t.Context()
+	out, err := testkit.Command(ctx, m.helm, append(args, "--kubeconfig", m.plane.AdminKubeconfig)...)
+	return string(out), err
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// stageBundle runs manifests/marketplace/stage.sh as a publisher does and
+// returns the staged chart and the namespace of the extension type's
+// registration.
+func stageBundle(t *testing.T, publisher, offer string) (chart, namespace string) {
+	t.Helper()
+	certs := t.TempDir()
+	values, err := os.ReadFile(filepath.Join("..", "manifests", "marketplace", "values.yaml"))
+	require.NoError(t, err)
+	var v struct {
+		RegionServers []string `json:"regionServers"`
+	}
+	require.NoError(t, yaml.Unmarshal(values, &v))
+	for _, s := range v.RegionServers {
+		// stage.sh checks that each is a PEM certificate; the fake cloud
+		// gives the pods its own (kubeletRedirects).
+		require.NoError(t, os.WriteFile(filepath.Join(certs, s+".pem"), []byte("-----BEGIN CERTIFICATE-----\nMA==\n-----END CERTIFICATE-----\n"), 0o644))
+	}
+	out := t.TempDir()
+	cmd := exec.Command(filepath.Join("..", "manifests", "marketplace", "stage.sh"), out)
+	cmd.Env = append(os.Environ(), "REGISTRY_SERVER=marketplace.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine",
+		"ENGINE_DIGEST=sha256:"+strings.Repeat("0", 64), "OFFER_PUBLISHER_ID="+publisher, "OFFER_ID="+offer, "REGION_SERVER_CERTS="+certs)
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	manifest, err := os.ReadFile(filepath.Join(out, "manifest.yaml"))
+	require.NoError(t, err)
+	var mf struct {
+		Params struct {
+			Namespace string `json:"namespace"`
+		} `json:"extensionRegistrationParameters"`
+	}
+	require.NoError(t, yaml.Unmarshal(manifest, &mf))
+	require.NotEmpty(t, mf.Params.Namespace)
+	return filepath.Join(out, "registration-engine"), mf.Params.Namespace
+}
+
+// docCommands are the commands of doc's ```sh blocks that start with
+// prefix, each a whole command (continuation lines joined, a trailing
+// comment dropped).
+func docCommands(t *testing.T, doc, prefix string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "docs", doc))
+	require.NoError(t, err)
+	var cmds []string
+	in := false
+	var cur strings.Builder
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "```sh"):
+			in = true
+			continue
+		case strings.HasPrefix(line, "```"):
+			in = false
+			continue
+		}
+		if !in || strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		if i := strings.Index(line, "  # "); i >= 0 {
+			line = line[:i]
+		}
+		cont := strings.HasSuffix(strings.TrimRight(line, " "), "\\")
+		cur.WriteString(strings.TrimSuffix(strings.TrimRight(line, " "), "\\"))
+		if cont {
+			continue
+		}
+		if c := strings.Join(strings.Fields(cur.String()), " "); strings.HasPrefix(c, prefix) {
+			cmds = append(cmds, c)
+		}
+		cur.Reset()
+	}
+	require.NotEmpty(t, cmds, "docs/%s has a command starting %q", doc, prefix)
+	return cmds
+}
+
+// placeholder is a <…> a doc's command leaves to the customer.
+var placeholder = regexp.MustCompile(`<[^<>]+>`)
+
+// fill replaces a command's placeholders with values; one it does not know
+// fails the test (the doc would leave the customer guessing too).
+func fill(t *testing.T, cmd string, values map[string]string) string {
+	t.Helper()
+	return placeholder.ReplaceAllStringFunc(cmd, func(p string) string {
+		v, ok := values[p]
+		require.True(t, ok, "the docs' command %q has a placeholder %s the test does not know", cmd, p)
+		return v
+	})
+}
+
+// shellWords splits a command line as a POSIX shell does for plain words
+// and single or double quotes (no expansions: the docs' commands need
+// none once filled in).
+func shellWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := strings.IndexByte(s[i+1:], c)
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated quote in %q", s)
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// TestAzureExtensionPaths runs the commands docs/install.md and
+// docs/uninstall.md give a customer of the Marketplace offer, as written,
+// through the model of Azure's extension manager (azureExtensionManager,
+// custom-meter billing, the bundle staged by stage.sh), on a real
+// kube-apiserver with the process kubelet and no person acting:
+// az k8s-extension create as documented → the release's run registers;
+// the documented update of the registration code → a run writes the new
+// code; the documented hostNetwork update → applied to the CronJob; the
+// documented delete → the cleanup hook removed the engine's CoreDNS entry
+// and Lease, nothing of the engine left acting, the Secret kept.
+func TestAzureExtensionPaths(t *testing.T) {
+	helm := testkit.Helm(t)
+	t.Parallel()
+	p := controlplane.Start(t)
+	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	aksBeforeInstall(ctx, t, e)
+	c := harness.StartCloud(t)
+	vars := c.Vars()
+	id := strings.Split(strings.Trim(vars["EXTENSION_RESOURCE_ID"], "/"), "/")
+	require.Len(t, id, 12, "the fake cloud's extension ID")
+	sub, rg, cluster, extName := id[1], id[3], id[7], id[11]
+	chart, namespace := stageBundle(t, vars["MARKETPLACE_PUBLISHER_ID"], vars["MARKETPLACE_OFFER_ID"])
+	require.Equal(t, operator.Namespace, namespace, "the extension type's namespace is rancher/scc-operator's")
+	azure := &azureExtensionManager{t: t, plane: p, helm: helm, chart: chart, namespace: namespace, subscription: sub,
+		identityClientID: fakecloud.DefaultAzureConfig().ManagedIdentityClientID, customMeter: true, extensions: map[string]*azureExtension{}}
+	placeholders := map[string]string{
+		"<group>": rg, "<cluster>": cluster, "<extension name>": extName, "<extension>": extName,
+		"<the offer's extension type>": "SUSE.RegistrationEngine", "<publisher ID>": vars["MARKETPLACE_PUBLISHER_ID"],
+		"<offer ID>": vars["MARKETPLACE_OFFER_ID"], "<plan ID>": vars["MARKETPLACE_PLAN_ID"], "<code>": chartRegCode,
+	}
+	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
+	release := func() []releaseObject {
+		return releaseObjects(t, runHelm(t, p, helm, "get", "manifest", extName, "--namespace", namespace))
+	}
+
+	// Install: the docs' az k8s-extension create, as written.
+	create := fill(t, docCommands(t, "install.md", "az k8s-extension create")[0], placeholders)
+	start := time.Now()
+	_, err := azure.az(create)
+	require.NoError(t, err, create)
+	first := runJobOf(t, release())
+	pr := e.completedRun(ctx, t, runs, first)
+	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"], pr.Res.String())
+	harness.AssertRegistration(t, e.Secret(ctx, t), chartRegCode)
+	t.Logf("proved: %s (docs/install.md, as written) through Azure's modelled extension manager (custom-meter injection, no mainTemplate.json) registered: run %s wrote %s %s after the command",
+		create, first, operator.SecretName, time.Since(start).Round(time.Millisecond))
+
+	// A new code: the docs' update of the protected setting. Without --yes
+	// az stops at its confirmation, which a script cannot answer.
+	setCode := docCommands(t, "install.md", "az k8s-extension update")
+	var codeCmd, hostNetCmd string
+	for _, cmd := range setCode {
+		switch {
+		case strings.Contains(cmd, "registrationCode=<code>"):
+			codeCmd = cmd
+		case strings.Contains(cmd, "hostNetwork=true"):
+			hostNetCmd = cmd
+		}
+	}
+	require.NotEmpty(t, codeCmd, "docs/install.md gives the command that sets the code")
+	require.NotEmpty(t, hostNetCmd, "docs/install.md gives the command that sets hostNetwork")
+	_, err = azure.az(strings.Replace(fill(t, codeCmd, placeholders), " --yes", "", 1))
+	require.ErrorIs(t, err, errNeedsYes, "the model asks for confirmation as az does")
+	const newCode = "E2E-AZURE-CLI-CODE-2"
+	placeholders["<code>"] = newCode
+	start = time.Now()
+	_, err = azure.az(fill(t, codeCmd, placeholders))
+	require.NoError(t, err)
+	second := runJobOf(t, release())
+	require.NotEqual(t, first, second, "a new code, a new run")
+	pr = e.completedRun(ctx, t, runs, second)
+	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"], pr.Res.String())
+	harness.AssertRegistration(t, e.Secret(ctx, t), newCode)
+	t.Logf("proved: %s (docs/install.md) started run %s, which wrote the new code into %s %s after the command",
+		fill(t, codeCmd, placeholders), second, operator.SecretName, time.Since(start).Round(time.Millisecond))
+
+	// hostNetwork on, the docs' way: applied, the code kept (Azure keeps
+	// protected settings an update does not name).
+	_, err = azure.az(fill(t, hostNetCmd, placeholders))
+	require.NoError(t, err)
+	cj, err := e.Admin.BatchV1().CronJobs(namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, cj.Spec.JobTemplate.Spec.Template.Spec.HostNetwork, "hostNetwork applied to the CronJob's pods")
+	assert.Equal(t, corev1.DNSClusterFirstWithHostNet, cj.Spec.JobTemplate.Spec.Template.Spec.DNSPolicy)
+	code, err := e.Admin.CoreV1().Secrets(namespace).Get(ctx, "registration-code", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, newCode, string(code.Data["regCode"]), "the protected setting survived an update that did not name it")
+	t.Logf("proved: %s (docs/install.md) set hostNetwork on the CronJob's pods (dnsPolicy %s), the registration code kept",
+		fill(t, hostNetCmd, placeholders), cj.Spec.JobTemplate.Spec.Template.Spec.DNSPolicy)
+
+	// Removal: the docs' az k8s-extension delete.
+	require.NotEmpty(t, e.DNS.Lookup(ctx, harness.UpdateServer), "precondition: CoreDNS answers the update server's name")
+	secret := e.Secret(ctx, t)
+	del := fill(t, docCommands(t, "uninstall.md", "az k8s-extension delete")[0], placeholders)
+	start = time.Now()
+	_, err = azure.az(del)
+	require.NoError(t, err, del)
+	took := time.Since(start)
+	_, err = e.Admin.CoordinationV1().Leases(namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the Lease went with the extension (err %v)", err)
+	custom, err := e.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns-custom", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"log.override": "log\n"}, custom.Data, "the engine's CoreDNS entry gone, the customer's kept")
+	cjs, err := e.Admin.BatchV1().CronJobs(namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, cjs.Items, "no CronJob left acting")
+	assert.Equal(t, secret.ResourceVersion, e.Secret(ctx, t).ResourceVersion, "the operator's Secret stays")
+	t.Logf("proved: %s (docs/uninstall.md) removed the extension in %s: the cleanup hook removed the engine's CoreDNS entry and Lease, no CronJob left, %s kept",
+		del, took.Round(time.Millisecond), operator.SecretName)
+}
