@@ -1626,7 +1626,8 @@ func TestChartNotes(t *testing.T) {
 		"a macro":                    {set: []string{"schedule=@daily"}, want: []string{`on the cron schedule "@daily" (UTC)`}},
 		"durations as written":       {set: []string{"startupSleepMax=1.5h", "runDeadline=5m0.5s"}, want: []string{"first sleeps a random while of up to 1h30m; a run takes up to 5m0.5s,"}},
 		"no registration code: how to set it": {want: []string{"No registration code in this release (registrationCode)", "waiting for one (Event RegistrationCodeMissing)",
-			"az k8s-extension update --resource-group <group> --cluster-name <cluster> --cluster-type managedClusters --name <extension> --configuration-protected-settings registrationCode=<code>"}},
+			"az k8s-extension update --resource-group <group> --cluster-name <cluster> --cluster-type managedClusters --name <extension> --configuration-protected-settings registrationCode=<code>",
+			"helm upgrade registration-engine <chart> -n cattle-scc-system --reset-then-reuse-values --set registrationCode=<code>"}},
 		"status in the cluster": {want: []string{
 			"kubectl -n cattle-scc-system run registration-engine-status --rm -i --quiet --restart=Never --image='registration-engine:",
 			`"serviceAccountName":"registration-engine-status"`, `"args":["status"]`}},
@@ -1895,4 +1896,27 @@ func TestClusterAddressRangesMatchEngine(t *testing.T) {
 
 	cleanup := renderedAs[*batchv1.Job](t, objs, "Job/"+chartNamespace+"/registration-engine-cleanup")
 	assert.Equal(t, value, env(&cleanup.Spec.Template.Spec.Containers[0])["CLUSTER_ADDRESS_RANGES"].Value)
+}
+
+// The chart takes a clusterAddressRanges entry exactly when the engine
+// does (coredns.ParseClusterRanges, net/netip): one it renders never stops
+// every run at load (exit 2), one it refuses the engine would refuse too.
+func TestClusterAddressRangesAsTheEngineReadsThem(t *testing.T) {
+	ranges := []string{"10.0.0.0/8", "10.0.0.1/32", "0.0.0.0/0", "255.255.255.255/32", "fc00::/7", "::/0", "::1/128",
+		"2001:db8::1/64", "2001:db8:0:0:0:0:0:1/128", "fe80::1:2:3:4:5:6/10",
+		"10.0.0.0/33", "300.1.1.1/99", "256.0.0.0/8", "010.0.0.0/8", "10.0.0/8", "10.0.0.0", "10.0.0.0/", "10.0.0.0/08",
+		"fc00::/129", "fc00:::1/64", "1:2:3:4:5:6:7:8:9/64", "12345::/16", "1::2::3/64", "fe80::1%eth0/64"}
+	helm := helmBin(t)
+	for _, r := range ranges {
+		t.Run(r, func(t *testing.T) {
+			_, engineErr := coredns.ParseClusterRanges(r)
+			_, err := helmTemplateErr(helm, chartDir, minimal, "clusterAddressRanges={"+r+"}")
+			if engineErr != nil {
+				require.Error(t, err, "the chart renders %s, which the engine refuses: %v", r, engineErr)
+				assert.Contains(t, helmStderr(err), "clusterAddressRanges")
+				return
+			}
+			require.NoError(t, err, "the chart refuses %s, which the engine reads", r)
+		})
+	}
 }
