@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -172,7 +173,9 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	var proxy *sccoperator.Proxy
 	if tc.proxy {
 		c, proxy = cloudBehindProxy(t)
-		extra = append(extra, "--set", "Azure.proxySettings.isProxyEnabled=true", "--set", "Azure.proxySettings.httpsProxy="+proxy.URL,
+		// With a user and password, as a customer's proxy may want: the
+		// pods take the URL from the chart's Secret, none shows it.
+		extra = append(extra, "--set", "Azure.proxySettings.isProxyEnabled=true", "--set", "Azure.proxySettings.httpsProxy="+proxyWithPassword(proxy),
 			"--set", `Azure.proxySettings.noProxy=localhost\,.svc\,.cluster.local`)
 	} else {
 		c = harness.StartCloud(t)
@@ -207,6 +210,7 @@ func (tc chartCase) run(t *testing.T, helm string) {
 		tc.wantMode, installed.Round(time.Millisecond), first, operator.SecretName, registered.Round(time.Millisecond), pr.Res.Took.Round(time.Millisecond))
 	if tc.proxy {
 		assertThroughProxy(t, proxy)
+		assertNoProxyPasswordInPods(ctx, t, e)
 	}
 	if !tc.lifecycle {
 		tc.uninstall(ctx, t, p, e, helm, release, before, registered)
@@ -290,6 +294,39 @@ func assertThroughProxy(t *testing.T, proxy *sccoperator.Proxy) {
 	slices.Sort(passed)
 	t.Logf("proved: with only Azure.proxySettings (isProxyEnabled, httpsProxy %s) set, the release's run reached Entra and ARM through the proxy (tunnels to %s)",
 		proxy.URL, strings.Join(slices.Compact(passed), ", "))
+}
+
+// proxyPassword is the password of the proxy URL a proxy case installs
+// with; the proxy on loopback asks for none, and Go sends it as
+// Proxy-Authorization on each CONNECT.
+const proxyPassword = "E2E-PROXY-PASSWORD"
+
+// proxyWithPassword is proxy's URL with a user and proxyPassword.
+func proxyWithPassword(proxy *sccoperator.Proxy) string {
+	return strings.Replace(proxy.URL, "http://", "http://e2e-user:"+proxyPassword+"@", 1)
+}
+
+// assertNoProxyPasswordInPods: the release's CronJobs and Jobs, as the API
+// server holds them (readable with the view role), do not show the proxy's
+// password: their pods take HTTPS_PROXY from the chart's Secret.
+func assertNoProxyPasswordInPods(ctx context.Context, t *testing.T, e *clusterEnv) {
+	t.Helper()
+	cronJobs, err := e.Admin.BatchV1().CronJobs(operator.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	jobs, err := e.Admin.BatchV1().Jobs(operator.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, cronJobs.Items)
+	require.NotEmpty(t, jobs.Items)
+	for _, list := range []any{cronJobs, jobs} {
+		data, err := json.Marshal(list)
+		require.NoError(t, err)
+		assert.NotContains(t, string(data), proxyPassword, "a CronJob or Job shows the proxy's password")
+	}
+	secret, err := e.Admin.CoreV1().Secrets(operator.Namespace).Get(ctx, "registration-engine-proxy", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, string(secret.Data["HTTPS_PROXY"]), proxyPassword)
+	t.Logf("proved: %d CronJobs and %d Jobs of the release hold no proxy password; Secret %s does, and the run went through the proxy with it",
+		len(cronJobs.Items), len(jobs.Items), secret.Name)
 }
 
 // marketplaceValues are the helm flags of a Marketplace install: the

@@ -613,7 +613,7 @@ func TestChartValues(t *testing.T) {
 			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
 				runs, cleanup := enginePods(t, objs)
 				for k, pod := range withCleanup(runs, cleanup) {
-					assert.Empty(t, proxyEnv(pod), "%s", k)
+					assert.Empty(t, proxyEnv(t, objs, pod), "%s", k)
 					assert.Empty(t, proxyCAVolume(pod), "%s", k)
 				}
 				assert.NotContains(t, objs, "ConfigMap/"+chartNamespace+"/registration-engine-proxy-ca")
@@ -624,7 +624,7 @@ func TestChartValues(t *testing.T) {
 			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
 				runs, cleanup := enginePods(t, objs)
 				for k, pod := range withCleanup(runs, cleanup) {
-					assert.Empty(t, proxyEnv(pod), "%s", k)
+					assert.Empty(t, proxyEnv(t, objs, pod), "%s", k)
 				}
 			},
 		},
@@ -632,13 +632,13 @@ func TestChartValues(t *testing.T) {
 			set: arcProxy,
 			check: func(t *testing.T, objs map[string]rendered, _ *batchv1.CronJob, _ *corev1.Container) {
 				runs, cleanup := enginePods(t, objs)
-				assert.Empty(t, proxyEnv(cleanup), "the cleanup talks to the API server alone")
+				assert.Empty(t, proxyEnv(t, objs, cleanup), "the cleanup talks to the API server alone")
 				for k, pod := range runs {
 					assert.Equal(t, map[string]string{
 						"HTTPS_PROXY": "http://proxy.example:3128",
 						"HTTP_PROXY":  "http://proxy.example:3128",
 						"NO_PROXY":    "localhost,127.0.0.1,.svc,10.0.0.0/16",
-					}, proxyEnv(pod), "%s", k)
+					}, proxyEnv(t, objs, pod), "%s", k)
 					assert.Empty(t, proxyCAVolume(pod), "%s: no proxyCert, no volume", k)
 				}
 			},
@@ -646,7 +646,7 @@ func TestChartValues(t *testing.T) {
 		"Azure's proxy with a list for noProxy": {
 			set: []string{"Azure.proxySettings.isProxyEnabled=true", "Azure.proxySettings.httpsProxy=http://proxy.example:3128", "Azure.proxySettings.noProxy={.svc,10.0.0.0/16}"},
 			check: func(t *testing.T, objs map[string]rendered, cj *batchv1.CronJob, _ *corev1.Container) {
-				assert.Equal(t, map[string]string{"HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": ".svc,10.0.0.0/16"}, proxyEnv(cj.Spec.JobTemplate.Spec.Template.Spec))
+				assert.Equal(t, map[string]string{"HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": ".svc,10.0.0.0/16"}, proxyEnv(t, objs, cj.Spec.JobTemplate.Spec.Template.Spec))
 			},
 		},
 		"extraEnv wins over Azure's proxy": {
@@ -663,7 +663,7 @@ func TestChartValues(t *testing.T) {
 						"HTTPS_PROXY": "http://mine.example:8080",
 						"HTTP_PROXY":  "http://proxy.example:3128",
 						"no_proxy":    ".example",
-					}, proxyEnv(pod), "%s", k)
+					}, proxyEnv(t, objs, pod), "%s", k)
 					names := map[string]int{}
 					for _, e := range pod.Containers[0].Env {
 						names[e.Name]++
@@ -683,7 +683,7 @@ func TestChartValues(t *testing.T) {
 				assert.Empty(t, proxyCAVolume(cleanup), "the cleanup mounts none of the release's ConfigMaps")
 				for k, pod := range runs {
 					assertProxyCA(t, k, pod, cm.Name)
-					assert.Equal(t, "http://proxy.example:3128", proxyEnv(pod)["HTTPS_PROXY"], "%s", k)
+					assert.Equal(t, "http://proxy.example:3128", proxyEnv(t, objs, pod)["HTTPS_PROXY"], "%s", k)
 				}
 			},
 		},
@@ -697,7 +697,7 @@ func TestChartValues(t *testing.T) {
 				runs, _ := enginePods(t, objs)
 				for k, pod := range runs {
 					assertProxyCA(t, k, pod, cm.Name)
-					assert.NotContains(t, proxyEnv(pod), "HTTPS_PROXY", "%s", k)
+					assert.NotContains(t, proxyEnv(t, objs, pod), "HTTPS_PROXY", "%s", k)
 				}
 			},
 		},
@@ -953,13 +953,22 @@ func withCleanup(runs map[string]corev1.PodSpec, cleanup corev1.PodSpec) map[str
 }
 
 // proxyEnv are the proxy variables of the pod's engine container (any
-// case), and SSL_CERT_DIR.
-func proxyEnv(pod corev1.PodSpec) map[string]string {
+// case), and SSL_CERT_DIR, as the container gets them: a variable the pod
+// takes from a Secret (secretKeyRef) has the value of that Secret in objs,
+// which the release must render.
+func proxyEnv(t *testing.T, objs map[string]rendered, pod corev1.PodSpec) map[string]string {
+	t.Helper()
 	out := map[string]string{}
 	for _, e := range pod.Containers[0].Env {
 		switch strings.ToUpper(e.Name) {
 		case "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_DIR":
 			out[e.Name] = e.Value
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				ref := e.ValueFrom.SecretKeyRef
+				secret := renderedAs[*corev1.Secret](t, objs, "Secret/"+chartNamespace+"/"+ref.Name)
+				require.Contains(t, secret.Data, ref.Key, "%s: the Secret %s holds %s", e.Name, ref.Name, ref.Key)
+				out[e.Name] = string(secret.Data[ref.Key])
+			}
 		}
 	}
 	return out
@@ -990,7 +999,13 @@ func assertProxyCA(t *testing.T, what string, pod corev1.PodSpec, cm string) {
 	}
 	require.NotNil(t, mount, "%s mounts proxy-ca", what)
 	assert.True(t, mount.ReadOnly, "%s", what)
-	dirs := strings.Split(proxyEnv(pod)["SSL_CERT_DIR"], ":")
+	var certDir string
+	for _, e := range pod.Containers[0].Env {
+		if e.Name == "SSL_CERT_DIR" {
+			certDir = e.Value
+		}
+	}
+	dirs := strings.Split(certDir, ":")
 	assert.Equal(t, []string{mount.MountPath, "/etc/ssl/certs", "/etc/pki/tls/certs"}, dirs, "%s: SSL_CERT_DIR", what)
 }
 
@@ -1175,6 +1190,68 @@ var (
 	nonWord      = regexp.MustCompile(`[^a-z0-9]+`)
 )
 
+// refusal is values the chart refuses (TestChartRefusals).
+type refusal struct {
+	files []string
+	set   []string
+	// names are what the message must name, each value at fault.
+	names []string
+	// lintKeepsDefault: helm lint, unlike install and template, reads a
+	// values file's null as the chart's default, and passes.
+	lintKeepsDefault bool
+}
+
+// badValues are the values a customer tried (issue 54) that rendered and
+// then broke: at install (the API server refuses the pod, an atomic
+// install rolls back), in the scheduler (never scheduled), at the engine's
+// load (every run exits 2) or in every run (its deadline, a skipped
+// schedule, a proxy dropped). Each is now refused at render, naming the
+// value and the fix; TestChartBadValuesRefused counts them.
+var badValues = map[string]refusal{
+	"cluster address ranges null": {
+		files: append(slices.Clone(minimal), "testdata/chart/null-cluster-address-ranges.yaml"), names: []string{"clusterAddressRanges", "empty or null"},
+		lintKeepsDefault: true,
+	},
+	"a cluster address range with prefix 33": {files: minimal, set: []string{"clusterAddressRanges={10.0.0.0/33}"}, names: []string{"clusterAddressRanges[0]", "10.0.0.0/33", "not a CIDR"}},
+	"a cluster address range 300.1.1.1/99":   {files: minimal, set: []string{"clusterAddressRanges={10.0.0.0/8,300.1.1.1/99}"}, names: []string{"clusterAddressRanges[1]", "300.1.1.1/99"}},
+	"a run deadline of 1s":                   {files: minimal, set: []string{"runDeadline=1s"}, names: []string{"runDeadline 1s", "under 5m"}},
+	"a run deadline of 500ms":                {files: minimal, set: []string{"runDeadline=500ms"}, names: []string{"runDeadline 500ms", "under 5m"}},
+	"a run deadline of 1ns":                  {files: minimal, set: []string{"runDeadline=1ns"}, names: []string{"runDeadline 1ns", "under 5m"}},
+	"a run deadline of 1 second":             {files: minimal, set: []string{"runDeadline=1"}, names: []string{"runDeadline 1", "under 5m"}},
+	"a schedule @hourly":                     {files: minimal, set: []string{"schedule=@hourly"}, names: []string{"startupSleepMax", "runDeadline", "@hourly", "pass 1h"}},
+	"a schedule at minute 0 of every hour":   {files: minimal, set: []string{"schedule=0 * * * *"}, names: []string{"0 * * * *", "pass 1h"}},
+	"a schedule @every 1h":                   {files: minimal, set: []string{"schedule=@every 1h"}, names: []string{"@every 1h", "pass 1h"}},
+	"four runs a day and a long sleep": {
+		files: minimal, set: []string{`schedule=0 0\,6\,12\,18 * * *`, "startupSleepMax=5h40m"}, names: []string{"startupSleepMax 5h40m", "0 0,6,12,18 * * *", "pass 6h"},
+	},
+	"two runs 4 h apart across midnight on two days": {
+		files: minimal, set: []string{`schedule=7 3\,23 * * mon\,tue`, "startupSleepMax=3h40m"}, names: []string{"startupSleepMax 3h40m", "7 3,23 * * mon,tue", "pass 4h"},
+	},
+	"a memory request over its limit": {files: minimal, set: []string{"resources.requests.memory=128Mi"}, names: []string{"resources.requests.memory 128Mi", "resources.limits.memory 64Mi"}},
+	"a memory of lots":                {files: minimal, set: []string{"resources.limits.memory=lots"}, names: []string{"resources.limits.memory", "lots", "not a quantity"}},
+	"a volume mount without a volume": {
+		files: minimal, set: []string{"extraVolumeMounts[0].name=ca", "extraVolumeMounts[0].mountPath=/etc/proxy-ca"}, names: []string{"extraVolumeMounts[0] mounts", "extraVolumes"},
+	},
+	"an image with an empty path component": {files: minimal, set: []string{"image.repository=reg.example//engine"}, names: []string{"reg.example//engine", "image.repository"}},
+	"a node selector for Windows":           {files: minimal, set: []string{`nodeSelector.kubernetes\.io/os=windows`}, names: []string{"nodeSelector kubernetes.io/os=windows", "Linux"}},
+	"a proxy port 99999": {
+		files: minimal, set: []string{"Azure.proxySettings.isProxyEnabled=true", "Azure.proxySettings.httpsProxy=http://proxy.example:99999"},
+		names: []string{"Azure.proxySettings.httpsProxy", "port 99999 is out of range"},
+	},
+	"extraEnv https_proxy that is no URL": {files: minimal, set: []string{"extraEnv[0].name=https_proxy", "extraEnv[0].value=notaurl"}, names: []string{"extraEnv[0] https_proxy", "notaurl", "not a proxy URL"}},
+	"a plan ID with a space and a bang":   {files: minimal, set: []string{"marketplace.planId=bad plan!"}, names: []string{"marketplace.planId", "bad plan!", "Partner Center"}},
+	// S6-02, S6-04: a password with the characters the old mask stopped
+	// at, a percent-escape Go cannot read.
+	"Azure's proxy with a password holding / # ? @": {
+		files: minimal, set: []string{"Azure.proxySettings.isProxyEnabled=true", "Azure.proxySettings.httpsProxy=http://user:PASSWORD-SECRET/x#y?z@w@proxy.example:3128"},
+		names: []string{"Azure.proxySettings.httpsProxy", "http://***@proxy.example:3128", "percent-encode it"},
+	},
+	"Azure's proxy with a password Go cannot read": {
+		files: minimal, set: []string{"Azure.proxySettings.isProxyEnabled=true", "Azure.proxySettings.httpProxy=http://u:Pa%ss-PASSWORD-SECRET@proxy.example:3128"},
+		names: []string{"Azure.proxySettings.httpProxy", "http://***@proxy.example:3128", "percent-encode it"},
+	},
+}
+
 // Values the chart refuses before anything reaches a cluster, each with the
 // value named in the message: helm template and helm lint --strict fail
 // alike. Without the refusal each would fail only at the first scheduled
@@ -1183,12 +1260,7 @@ var (
 // -update rewrites them).
 func TestChartRefusals(t *testing.T) {
 	marketplace := goldenValueSets["marketplace"]
-	tests := map[string]struct {
-		files []string
-		set   []string
-		// names are what the message must name, each value at fault.
-		names []string
-	}{
+	tests := map[string]refusal{
 		"defaults: no image, the REPLACE-ME placeholders": {
 			names: []string{"image.repository", "azure.workloadIdentity.clientId", "azure.workloadIdentity.tenantId",
 				"azure.extensionResourceId", "marketplace.publisherId", "marketplace.offerId", "marketplace.planId"},
@@ -1292,10 +1364,16 @@ func TestChartRefusals(t *testing.T) {
 			files: marketplace, set: []string{"global.azure.images.engine.digest=", `global.azure.images.engine.tag=1.0'"`},
 			names: []string{"/global/azure/images/engine/tag"},
 		},
+		// Values that rendered and broke (issue 54), each refused naming
+		// the value and the fix: badValues.
 		"a repository with a tag": {files: minimal, set: []string{"image.repository=reg.example/engine:1.0"}, names: []string{"/image/repository"}},
 		"a repository hiding a command behind the placeholder": {
 			files: minimal, set: []string{`image.repository=REPLACE-ME';id;'`}, names: []string{"/image/repository"},
 		},
+	}
+	for name, tc := range badValues {
+		require.NotContains(t, tests, name)
+		tests[name] = tc
 	}
 	helm := helmBin(t)
 	for name, tc := range tests {
@@ -1315,7 +1393,15 @@ func TestChartRefusals(t *testing.T) {
 				args = append(args, "--set", s)
 			}
 			out, err := runErr(helm, args...)
-			require.Error(t, err, "helm lint --strict accepted %v %v:\n%s", tc.files, tc.set, out)
+			if tc.lintKeepsDefault {
+				// helm lint merges a values file's null over the
+				// chart's default without removing it: what it checks
+				// is the default, which is fine.
+				require.NoError(t, err, "helm lint --strict:\n%s", out)
+				out = []byte("[ERROR] none: lint keeps the default where a values file says null\n")
+			} else {
+				require.Error(t, err, "helm lint --strict accepted %v %v:\n%s", tc.files, tc.set, out)
+			}
 			var lint []string
 			for _, l := range strings.Split(string(out), "\n") {
 				if strings.Contains(l, "[ERROR]") {
@@ -1324,7 +1410,9 @@ func TestChartRefusals(t *testing.T) {
 			}
 			require.NotEmpty(t, lint, "helm lint --strict names an error:\n%s", out)
 			for _, n := range tc.names {
-				assert.Contains(t, strings.Join(lint, "\n"), n, "helm lint's message names the value")
+				if !tc.lintKeepsDefault {
+					assert.Contains(t, strings.Join(lint, "\n"), n, "helm lint's message names the value")
+				}
 			}
 
 			// Template line numbers left out: they move with every edit
@@ -1336,6 +1424,9 @@ func TestChartRefusals(t *testing.T) {
 			assert.NotContains(t, msg+strings.Join(lint, "\n"), "PASSWORD-SECRET", "a refusal never shows a proxy's password")
 			testkit.Golden(t, filepath.Join("testdata", "chart", "refusals", file), []byte(golden))
 		})
+	}
+	if !t.Failed() {
+		t.Logf("proved: %d bad values that used to render (issue 54) tried, %d refused by helm template naming the value (and by helm lint --strict, but for a values file's null, which lint reads as the default); 0 rendered", len(badValues), len(badValues))
 	}
 }
 
@@ -1469,9 +1560,9 @@ func TestChartJobDeadline(t *testing.T) {
 			env: map[string]string{"RUN_DEADLINE": "10m", "STARTUP_SLEEP_MAX": "90m"}},
 		"hours and minutes: 1h30m":        {set: []string{"startupSleepMax=1h30m"}, want: 3 * 3600},
 		"fractional hours the same: 1.5h": {set: []string{"startupSleepMax=1.5h"}, want: 3 * 3600},
-		// 900 + 0.5 + 0.5 + 2 × 60.5 s = 1022 s.
-		"sub-second: 500ms": {set: []string{"startupSleepMax=500ms", "runDeadline=500ms"}, want: 3600,
-			env: map[string]string{"RUN_DEADLINE": "500ms", "STARTUP_SLEEP_MAX": "500ms"}},
+		// 900 + 0.5 + 300 + 2 × 360 s = 1920.5 s.
+		"sub-second: 500ms": {set: []string{"startupSleepMax=500ms", "runDeadline=5m"}, want: 3600,
+			env: map[string]string{"RUN_DEADLINE": "5m", "STARTUP_SLEEP_MAX": "500ms"}},
 		"seconds with a fraction": {set: []string{"runDeadline=599.5"}, want: 7200,
 			env: map[string]string{"RUN_DEADLINE": "599.5"}},
 		// Kubernetes' activeDeadlineSeconds is whole seconds: rounded up,
@@ -1538,12 +1629,13 @@ func TestChartNotes(t *testing.T) {
 		"the design card's schedule": {set: []string{"schedule=0 */18 * * *"}, want: []string{"runs every day at 00:00 and 18:00 UTC (gaps of 18 h and 6 h)"}},
 		"every 6 h at half past":     {set: []string{"schedule=30 */6 * * *"}, want: []string{"every day at 00:30, 06:30, 12:30 and 18:30 UTC (every 6 h)"}},
 		"once a day":                 {set: []string{"schedule=15 3 * * *", "startupSleepMax=0"}, want: []string{"every day at 03:15 UTC", "A run takes up to 10m, and its Job is stopped after 1h."}},
-		"a list and a range":         {set: []string{"schedule=0 1\\,4-5 * * *"}, want: []string{"every day at 01:00, 04:00 and 05:00 UTC (gaps of 3 h, 1 h and 20 h)"}},
+		"a list and a range":         {set: []string{"schedule=0 1\\,4-5 * * *", "startupSleepMax=0"}, want: []string{"every day at 01:00, 04:00 and 05:00 UTC (gaps of 3 h, 1 h and 20 h)"}},
 		"weekly":                     {set: []string{"schedule=0 3 * * 1"}, want: []string{`on the cron schedule "0 3 * * 1" (UTC)`}},
 		"a macro":                    {set: []string{"schedule=@daily"}, want: []string{`on the cron schedule "@daily" (UTC)`}},
-		"durations as written":       {set: []string{"startupSleepMax=1.5h", "runDeadline=500ms"}, want: []string{"first sleeps a random while of up to 1h30m; a run takes up to 500ms,"}},
+		"durations as written":       {set: []string{"startupSleepMax=1.5h", "runDeadline=5m0.5s"}, want: []string{"first sleeps a random while of up to 1h30m; a run takes up to 5m0.5s,"}},
 		"no registration code: how to set it": {want: []string{"No registration code in this release (registrationCode)", "waiting for one (Event RegistrationCodeMissing)",
-			"az k8s-extension update --resource-group <group> --cluster-name <cluster> --cluster-type managedClusters --name <extension> --configuration-protected-settings registrationCode=<code>"}},
+			"az k8s-extension update --resource-group <group> --cluster-name <cluster> --cluster-type managedClusters --name <extension> --configuration-protected-settings registrationCode=<code>",
+			"helm upgrade registration-engine <chart> -n cattle-scc-system --reset-then-reuse-values --set registrationCode=<code>"}},
 		"status in the cluster": {want: []string{
 			"kubectl -n cattle-scc-system run registration-engine-status --rm -i --quiet --restart=Never --image='registration-engine:",
 			`"serviceAccountName":"registration-engine-status"`, `"args":["status"]`}},
@@ -1867,4 +1959,27 @@ func TestChartTakesAzureSettingsAsStrings(t *testing.T) {
 	require.Error(t, err, "%s", out)
 	assert.Contains(t, helmStderr(err), `cleanupDeadlineSeconds "5": want a whole number from 10 to 3600`)
 	t.Logf("%d values as strings render as typed: %s", len(set), strings.Join(set, " "))
+}
+
+// The chart takes a clusterAddressRanges entry exactly when the engine
+// does (coredns.ParseClusterRanges, net/netip): one it renders never stops
+// every run at load (exit 2), one it refuses the engine would refuse too.
+func TestClusterAddressRangesAsTheEngineReadsThem(t *testing.T) {
+	ranges := []string{"10.0.0.0/8", "10.0.0.1/32", "0.0.0.0/0", "255.255.255.255/32", "fc00::/7", "::/0", "::1/128",
+		"2001:db8::1/64", "2001:db8:0:0:0:0:0:1/128", "fe80::1:2:3:4:5:6/10",
+		"10.0.0.0/33", "300.1.1.1/99", "256.0.0.0/8", "010.0.0.0/8", "10.0.0/8", "10.0.0.0", "10.0.0.0/", "10.0.0.0/08",
+		"fc00::/129", "fc00:::1/64", "1:2:3:4:5:6:7:8:9/64", "12345::/16", "1::2::3/64", "fe80::1%eth0/64"}
+	helm := helmBin(t)
+	for _, r := range ranges {
+		t.Run(r, func(t *testing.T) {
+			_, engineErr := coredns.ParseClusterRanges(r)
+			_, err := helmTemplateErr(helm, chartDir, minimal, "clusterAddressRanges={"+r+"}")
+			if engineErr != nil {
+				require.Error(t, err, "the chart renders %s, which the engine refuses: %v", r, engineErr)
+				assert.Contains(t, helmStderr(err), "clusterAddressRanges")
+				return
+			}
+			require.NoError(t, err, "the chart refuses %s, which the engine reads", r)
+		})
+	}
 }

@@ -95,6 +95,8 @@ lists it, so that helm lint fails too).
 {{- if $given }}{{ $ref = include "registration-engine.imageRef" . }}{{ end -}}
 {{- if and $given (not (regexMatch "^[a-zA-Z0-9._:/@-]+$" $ref)) -}}
 the engine's image {{ printf "%q" $ref }} has a character no image reference has (letters, digits and . _ - : / @ only): check global.azure.images.engine, or image and global.cattle.systemDefaultRegistry
+{{- else if and $given (not (regexMatch "@[A-Z_]+@" $ref)) (regexMatch "^/|//|/$|/[:@]" $ref) -}}
+the engine's image {{ printf "%q" $ref }} has an empty path component ("/" at either end, or "//"): no registry serves it and the pod would never pull it; check global.azure.images.engine, or image.repository and global.cattle.systemDefaultRegistry (give the registry without a trailing /)
 {{- end -}}
 {{- end }}
 
@@ -317,6 +319,24 @@ variable would hide the user's lower-case one). A map of name → value.
 {{- end }}
 
 {{/*
+The Secret that holds the proxy URLs Azure passed (secret.yaml), and its
+keys: the variables of registration-engine.proxyVars that are URLs, which
+may carry a user:password. The pods reference it (secretKeyRef), so that the
+password is in no pod spec, readable with Kubernetes' view role or by
+whoever may list pods. NO_PROXY holds no credential: a plain value.
+*/}}
+{{- define "registration-engine.proxySecretName" -}}
+{{- include "registration-engine.name" . }}-proxy
+{{- end }}
+{{- define "registration-engine.proxySecretKeys" -}}
+{{- $keys := list -}}
+{{- range $k, $_ := include "registration-engine.proxyVars" . | fromYaml -}}
+  {{- if has $k (list "HTTPS_PROXY" "HTTP_PROXY") }}{{ $keys = append $keys $k }}{{ end -}}
+{{- end -}}
+{{- toYaml $keys -}}
+{{- end }}
+
+{{/*
 Azure.proxySettings.proxyCert as PEM (given as PEM, or as the base64 of
 one), or "" when none or no certificate.
 */}}
@@ -354,9 +374,54 @@ on an image whose bundle lies elsewhere, of the system roots.
 {{- end }}
 
 {{/*
+A proxy URL as a message may show it: whatever lies between "//" (or the
+start, without a scheme) and the LAST "@" replaced by ***, so that a
+password holding "/", "#", "?" or "@" never shows. Masking to the last
+"@" of the whole value hides more than the user information when a path
+holds one; a proxy URL with a path is refused anyway.
+*/}}
+{{- define "registration-engine.maskedURL" -}}
+{{- regexReplaceAll "(?s)^([^/]*//)?.*@" (toString .) "${1}***@" -}}
+{{- end }}
+
+{{/*
+What is wrong with a proxy URL, or "" (called with (list name value)): the
+value as a message shows it, masked. The engine's Go reads a proxy variable
+with net/url (golang.org/x/net/http/httpproxy): a URL it cannot parse is
+dropped, and every request then goes direct, so the chart refuses
+  - no scheme Go's proxy dialer knows (http, https, socks5, socks5h), or
+    more than scheme://[user:password@]host[:port][/];
+  - user information with a character a URL must percent-encode ("/", "?",
+    "#", a space: Go would end the host there) or a "%" not followed by two
+    hexadecimal digits (url.Parse's "invalid URL escape"). "@" is taken, as
+    Go takes the last "@" of the authority;
+  - a port outside 1-65535 (url.Parse takes any digits; the dial fails).
+*/}}
+{{- define "registration-engine.proxyURLProblem" -}}
+{{- $name := index . 0 -}}
+{{- $v := toString (index . 1) | trim -}}
+{{- $shown := include "registration-engine.maskedURL" $v -}}
+{{- $scheme := regexMatch "^(?i:https?|socks5h?)://" $v -}}
+{{- $rest := regexReplaceAll "^(?i:https?|socks5h?)://" $v "" -}}
+{{- $user := "" -}}
+{{- if contains "@" $rest -}}
+  {{- $user = regexFind "(?s)^.*@" $rest | trimSuffix "@" -}}
+  {{- $rest = trimPrefix (printf "%s@" $user) $rest -}}
+{{- end -}}
+{{- $port := regexFind ":[0-9]{1,5}/?$" $rest | trimPrefix ":" | trimSuffix "/" -}}
+{{- if or (not $scheme) (not (regexMatch "^(\\[[0-9a-fA-F:.]+\\]|[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?)(:[0-9]{1,5})?/?$" $rest)) -}}
+  {{- printf "%s %q: not a proxy URL; give scheme, host and port, such as http://proxy.example:3128 (the schemes Go reads: http, https, socks5, socks5h)" $name $shown -}}
+{{- else if not (regexMatch "^([A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*$" $user) -}}
+  {{- printf "%s %q: the user name or password (not shown) holds a character Go cannot read in a URL, so the engine would drop the proxy and go direct; percent-encode it (%%2F for /, %%3F for ?, %%23 for #, %%25 for %%, %%20 for a space)" $name $shown -}}
+{{- else if and $port (or (lt (atoi $port) 1) (gt (atoi $port) 65535)) -}}
+  {{- printf "%s %q: port %s is out of range 1-65535; give the proxy's port, such as 3128" $name $shown $port -}}
+{{- end -}}
+{{- end }}
+
+{{/*
 The refusals of Azure.proxySettings, or "": a proxy enabled without a proxy,
-a proxy that is no URL (the value shown with any user:password masked), a
-proxyCert that holds no certificate. The proxy URLs are checked only
+a proxy URL the engine could not use (registration-engine.proxyURLProblem),
+a proxyCert that holds no certificate. The proxy URLs are checked only
 while isProxyEnabled is true: otherwise the chart does not use them.
 */}}
 {{- define "registration-engine.proxyProblems" -}}
@@ -367,8 +432,8 @@ while isProxyEnabled is true: otherwise the chart does not use them.
   {{- range $key := list "httpsProxy" "httpProxy" -}}
     {{- $v := toString (index $ps $key | default "") | trim -}}
     {{- if $v }}{{ $any = true }}{{ end -}}
-    {{- if and $v (not (regexMatch "^(?i:https?|socks5h?)://([^@/?#\\s]+@)?(\\[[0-9a-fA-F:.]+\\]|[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?)(:[0-9]{1,5})?/?$" $v)) -}}
-      {{- $problems = append $problems (printf "Azure.proxySettings.%s %q: not a proxy URL; give scheme, host and port, such as http://proxy.example:3128 (the schemes Go reads: http, https, socks5, socks5h)" $key (regexReplaceAll "//[^@/?#]*@" $v "//***@")) -}}
+    {{- with and $v (include "registration-engine.proxyURLProblem" (list (printf "Azure.proxySettings.%s" $key) $v)) -}}
+      {{- $problems = append $problems . -}}
     {{- end -}}
   {{- end -}}
   {{- if not $any -}}
@@ -377,6 +442,13 @@ while isProxyEnabled is true: otherwise the chart does not use them.
 {{- end -}}
 {{- if and (toString (dig "proxyCert" "" $ps | default "") | trim) (not (include "registration-engine.proxyCert" .)) -}}
   {{- $problems = append $problems "Azure.proxySettings.proxyCert holds no certificate: give the proxy's CA certificate as PEM (-----BEGIN CERTIFICATE----- …), or leave it empty" -}}
+{{- end -}}
+{{- range $i, $e := (.Values.extraEnv | default list) -}}
+  {{- if and (has (upper (toString $e.name)) (list "HTTPS_PROXY" "HTTP_PROXY")) (hasKey $e "value") -}}
+    {{- with include "registration-engine.proxyURLProblem" (list (printf "extraEnv[%d] %s" $i $e.name) (toString $e.value)) -}}
+      {{- $problems = append $problems . -}}
+    {{- end -}}
+  {{- end -}}
 {{- end -}}
 {{- toYaml $problems -}}
 {{- end }}
@@ -392,6 +464,136 @@ there is none or it is no quantity the chart reads.
 {{- $f := dict "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "K" 1000 "M" 1000000 "G" 1000000000 "" 1 -}}
 {{- if and $n (lt (len $n) 13) (hasKey $f $unit) -}}
 {{- div (mul ($n | atoi) (index $f $unit)) 1048576 -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+A memory quantity in bytes, as Kubernetes reads it (a number, with a
+decimal suffix k M G T P E, a binary one Ki Mi Gi Ti Pi Ei, or an exponent
+e3), or "" when it is none: the API server refuses such a pod at install.
+*/}}
+{{- define "registration-engine.memoryBytes" -}}
+{{- $m := include "registration-engine.durationText" . -}}
+{{- $f := dict "" 1.0 "k" 1000.0 "M" 1000000.0 "G" 1000000000.0 "T" 1000000000000.0 "P" 1000000000000000.0 "E" 1000000000000000000.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 -}}
+{{- if regexMatch "^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$" $m -}}
+  {{- $n := regexFind "^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)" $m -}}
+  {{- mulf (float64 (trimPrefix "+" $n)) (index $f (trimPrefix $n $m)) | printf "%.0f" -}}
+{{- else if regexMatch "^[+]?[0-9]+[eE][0-9]+$" $m -}}
+  {{- $p := regexSplit "[eE]" (trimPrefix "+" $m) -1 -}}
+  {{- if lt (atoi (index $p 1)) 19 -}}
+    {{- $b := float64 (index $p 0) -}}
+    {{- range until (atoi (index $p 1)) }}{{ $b = mulf $b 10 }}{{ end -}}
+    {{- printf "%.0f" $b -}}
+  {{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The values of one field of a cron expression (its text, its least and its
+greatest value), ascending, comma-separated: *, ?, numbers, names
+(jan…dec, sun…sat), ranges, lists and steps, as robfig/cron (Kubernetes'
+parser) reads them. Day of week 7 is Sunday, 0. Called with (list field lo
+hi) on a field registration-engine.scheduleProblem accepted.
+*/}}
+{{- define "registration-engine.cronValues" -}}
+{{- $field := lower (index . 0) -}}
+{{- $lo := int (index . 1) }}{{ $hi := int (index . 2) -}}
+{{- $names := dict "jan" "1" "feb" "2" "mar" "3" "apr" "4" "may" "5" "jun" "6" "jul" "7" "aug" "8" "sep" "9" "oct" "10" "nov" "11" "dec" "12" "sun" "0" "mon" "1" "tue" "2" "wed" "3" "thu" "4" "fri" "5" "sat" "6" -}}
+{{- $set := dict -}}
+{{- range splitList "," $field -}}
+  {{- $item := . -}}
+  {{- range $n, $v := $names }}{{ $item = replace $n $v $item }}{{ end -}}
+  {{- $step := 1 -}}
+  {{- if contains "/" $item }}{{ $step = splitList "/" $item | last | atoi }}{{ $item = splitList "/" $item | first }}{{ end -}}
+  {{- $from := $lo }}{{ $to := $hi -}}
+  {{- if not (has $item (list "*" "?")) -}}
+    {{- $from = splitList "-" $item | first | atoi -}}
+    {{- $to = ternary (splitList "-" $item | last | atoi) (ternary $hi $from (contains "/" .)) (contains "-" $item) -}}
+  {{- end -}}
+  {{- range untilStep (int $from) (int (add $to 1)) (int $step) -}}
+    {{- $_ := set $set (toString (ternary 0 . (and (eq $hi 7) (eq . 7)))) true -}}
+  {{- end -}}
+{{- end -}}
+{{- $out := list -}}
+{{- range untilStep $lo (int (add $hi 1)) 1 }}{{ if hasKey $set (toString .) }}{{ $out = append $out (toString .) }}{{ end }}{{ end -}}
+{{- join "," $out -}}
+{{- end }}
+
+{{/*
+The least gap between two values of a cyclic field (comma-separated,
+ascending) whose cycle is n long: the gaps between neighbours and the one
+from the last round to the first. Called with (list values n).
+*/}}
+{{- define "registration-engine.cyclicGap" -}}
+{{- $v := list }}{{ range splitList "," (index . 0) }}{{ $v = append $v (atoi .) }}{{ end -}}
+{{- $gap := add (index . 1) (sub (first $v) (last $v)) -}}
+{{- range $i, $x := initial $v }}{{ $gap = min $gap (sub (index $v (add $i 1)) $x) }}{{ end -}}
+{{- $gap -}}
+{{- end }}
+
+{{/*
+The least gap, in seconds, between two consecutive runs of a schedule
+registration-engine.scheduleProblem accepted, or "" when it is not one
+the chart can tell. Macros: @hourly 1 h, @daily and @midnight a day,
+@weekly a week, @monthly 28 days, @yearly a year, @every its duration.
+Five fields: the minute is one number (scheduleProblem), so the runs of a
+day are the hours of the hour field, and the gap is the least of those
+hours' gaps and the one from a day's last run to the next run day's first:
+run days 1 apart when day-of-month and day-of-week are both * (the month
+field only lengthens gaps), the least gap of the days of the week (mod 7)
+when only day-of-week is set, the least gap of the days of the month, or
+from the last round to the first in the shortest month (28 days), when
+only day-of-month is, and 1 when both are (cron then runs on either).
+*/}}
+{{- define "registration-engine.scheduleGap" -}}
+{{- $s := . -}}
+{{- $macros := dict "@hourly" 3600 "@daily" 86400 "@midnight" 86400 "@weekly" 604800 "@monthly" 2419200 "@yearly" 31536000 "@annually" 31536000 -}}
+{{- if hasKey $macros (lower $s) -}}
+  {{- index $macros (lower $s) -}}
+{{- else if hasPrefix "@every " $s -}}
+  {{- include "registration-engine.seconds" (list "schedule" (trimPrefix "@every " $s)) -}}
+{{- else -}}
+  {{- $f := regexSplit "\\s+" $s -1 -}}
+  {{- if eq (len $f) 5 -}}
+    {{- $any := list "*" "?" -}}
+    {{- $dom := index $f 2 }}{{ $dow := index $f 4 -}}
+    {{- $days := 1 -}}
+    {{- if and (has $dom $any) (not (has $dow $any)) -}}
+      {{- $days = include "registration-engine.cyclicGap" (list (include "registration-engine.cronValues" (list $dow 0 7)) 7) | atoi -}}
+    {{- else if and (not (has $dom $any)) (has $dow $any) -}}
+      {{- $days = include "registration-engine.cyclicGap" (list (include "registration-engine.cronValues" (list $dom 1 31)) 28) | atoi | max 1 -}}
+    {{- end -}}
+    {{- $hours := include "registration-engine.cronValues" (list (index $f 1) 0 23) -}}
+    {{- mul 3600 (include "registration-engine.cyclicGap" (list $hours (mul 24 $days)) | atoi) -}}
+  {{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+What is wrong with one clusterAddressRanges entry, or "": not a CIDR Go's
+net/netip.ParsePrefix reads (the engine's reading of CLUSTER_ADDRESS_RANGES,
+job/incluster/coredns ParseClusterRanges): IPv4 octets 0-255 without
+leading zeros and a prefix of 0-32, or IPv6 groups of 1-4 hexadecimal
+digits (at most one "::") and a prefix of 0-128. Called with (list index
+value).
+*/}}
+{{- define "registration-engine.cidrProblem" -}}
+{{- $v := toString (index . 1) -}}
+{{- $octet := "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])" -}}
+{{- $ok := false -}}
+{{- if regexMatch (printf "^%s([.]%s){3}/(3[0-2]|[12]?[0-9])$" $octet $octet) $v -}}
+  {{- $ok = true -}}
+{{- else if regexMatch "^[0-9a-fA-F:]+/(12[0-8]|1[01][0-9]|[1-9]?[0-9])$" $v -}}
+  {{- $addr := splitList "/" $v | first -}}
+  {{- $halves := splitList "::" $addr -}}
+  {{- $groups := list -}}
+  {{- range $halves }}{{ if . }}{{ $groups = concat $groups (splitList ":" .) }}{{ end }}{{ end -}}
+  {{- $valid := true -}}
+  {{- range $groups }}{{ if not (regexMatch "^[0-9a-fA-F]{1,4}$" .) }}{{ $valid = false }}{{ end }}{{ end -}}
+  {{- if eq (len $halves) 1 }}{{ $ok = and $valid (eq (len $groups) 8) }}{{ else if eq (len $halves) 2 }}{{ $ok = and $valid (lt (len $groups) 8) }}{{ end -}}
+{{- end -}}
+{{- if not $ok -}}
+clusterAddressRanges[{{ index . 0 }}] {{ printf "%q" $v }}: not a CIDR the engine reads (an IPv4 address of four numbers 0-255 and a prefix of 0-32, or an IPv6 one and 0-128), so every run would stop at load (exit 2); write it as 10.0.0.0/8 or fc00::/7
 {{- end -}}
 {{- end }}
 
@@ -869,6 +1071,49 @@ bounds are held here (JSON Schema's minimum applies to numbers only). */ -}}
   {{- end -}}
 {{- end -}}
 
+{{- /* What renders and then breaks at the API server, the scheduler or
+the engine's load. */ -}}
+{{- if not .Values.clusterAddressRanges -}}
+  {{- $problems = append $problems "clusterAddressRanges is empty or null: the CoreDNS admission policy would get no ranges to keep the engine's entries out of; list the cluster's Service, pod and node ranges (leave it out to keep the default: every private, shared and unique-local range)" -}}
+{{- end -}}
+{{- range $i, $r := (.Values.clusterAddressRanges | default list) -}}
+  {{- with include "registration-engine.cidrProblem" (list $i $r) -}}
+    {{- $problems = append $problems . -}}
+  {{- end -}}
+{{- end -}}
+{{- $memory := dict -}}
+{{- range $kind := list "requests" "limits" -}}
+  {{- $v := dig $kind "memory" "" ($.Values.resources | default dict) -}}
+  {{- if not (empty $v) -}}
+    {{- with include "registration-engine.memoryBytes" $v -}}
+      {{- $_ := set $memory $kind (float64 .) -}}
+    {{- else -}}
+      {{- $problems = append $problems (printf "resources.%s.memory %q: not a quantity Kubernetes reads, which refuses the pod at install; write it as 32Mi, 64Mi or 128M" $kind (include "registration-engine.durationText" $v)) -}}
+    {{- end -}}
+  {{- end -}}
+{{- end -}}
+{{- if and (hasKey $memory "requests") (hasKey $memory "limits") (gt $memory.requests $memory.limits) -}}
+  {{- $problems = append $problems (printf "resources.requests.memory %v is over resources.limits.memory %v: Kubernetes refuses such a pod at install (must be less than or equal to memory limit); lower the request or raise the limit (default 32Mi and 64Mi)" .Values.resources.requests.memory .Values.resources.limits.memory) -}}
+{{- end -}}
+{{- $volumes := list "regionserverclnt-config" "region-server-certs" -}}
+{{- if include "registration-engine.proxyCert" . }}{{ $volumes = append $volumes "proxy-ca" }}{{ end -}}
+{{- range (.Values.extraVolumes | default list) }}{{ $volumes = append $volumes (toString .name) }}{{ end -}}
+{{- range $i, $m := (.Values.extraVolumeMounts | default list) -}}
+  {{- if not (has (toString $m.name) $volumes) -}}
+    {{- $problems = append $problems (printf "extraVolumeMounts[%d] mounts %q, which no volume of the pod has: the API server refuses the CronJob at install (an atomic install rolls back); add the volume to extraVolumes, or name one of %s" $i (toString $m.name) (join ", " $volumes)) -}}
+  {{- end -}}
+{{- end -}}
+{{- range $key := list "kubernetes.io/os" "beta.kubernetes.io/os" -}}
+  {{- $os := index ($.Values.nodeSelector | default dict) $key -}}
+  {{- if and $os (ne (toString $os) "linux") -}}
+    {{- $problems = append $problems (printf "nodeSelector %s=%s: the engine's image runs on Linux nodes only, so its pods would stay Pending; leave it %s=linux (select nodes with another label)" $key (toString $os) $key) -}}
+  {{- end -}}
+{{- end -}}
+{{- $plan := include "registration-engine.planId" . -}}
+{{- if and (not (include "registration-engine.placeholderProblem" (list "" $plan ""))) (ne $plan "DONOTMODIFY") (not (regexMatch "^[a-z0-9][a-z0-9_-]{0,49}$" $plan)) -}}
+  {{- $problems = append $problems (printf "%s %q: not a Marketplace plan ID, which Partner Center makes of lower-case letters, digits, - and _ (at most 50): the extension's plan would never match and every run would fail (exit 2); give the plan ID as Partner Center shows it, such as premium" $planName $plan) -}}
+{{- end -}}
+
 {{- /* The schedule and the time a scheduled Job takes. */ -}}
 {{- with include "registration-engine.scheduleProblem" (include "registration-engine.schedule" .) -}}
   {{- $problems = append $problems . -}}
@@ -893,13 +1138,27 @@ included; only Kubernetes' deadlines are rounded up. */ -}}
 {{- if $bad -}}
 {{- else if gt $run 21600.0 -}}
   {{- $problems = append $problems (printf "runDeadline %v: longer than 6h, the default schedule's shorter gap; a run takes minutes (default 10m)" .Values.runDeadline) -}}
-{{- else if and (not .Values.schedule) (gt (addf $sleep $run 900) 21600.0) -}}
-  {{- $problems = append $problems (printf "startupSleepMax %v + runDeadline %v + 15m for the pod to start pass 6h, the default schedule's shorter gap: the next scheduled run would find the Lease held and be skipped; keep startupSleepMax + runDeadline within 5h45m (default 1h + 10m)" .Values.startupSleepMax .Values.runDeadline) -}}
+{{- else if not (include "registration-engine.scheduleProblem" (include "registration-engine.schedule" .)) -}}
+  {{- $schedule := include "registration-engine.schedule" . -}}
+  {{- with include "registration-engine.scheduleGap" $schedule -}}
+    {{- if and (not $.Values.schedule) (gt (addf $sleep $run 900) (float64 .)) -}}
+      {{- $problems = append $problems (printf "startupSleepMax %v + runDeadline %v + 15m for the pod to start pass 6h, the shorter gap of the default schedule (two runs a day, 18 h then 6 h apart): the next scheduled run would find the last still running and be skipped, with no error (the CronJob's concurrencyPolicy Forbid, then the Lease); keep startupSleepMax + runDeadline within 5h45m (default 1h + 10m), or set a schedule whose runs are farther apart" $.Values.startupSleepMax $.Values.runDeadline) -}}
+    {{- else if gt (addf $sleep $run 900) (float64 .) -}}
+      {{- $problems = append $problems (printf "startupSleepMax %v + runDeadline %v + 15m for the pod to start pass %s, the shortest gap between two runs of the schedule %q: the next scheduled run would find the last still running and be skipped, with no error (the CronJob's concurrencyPolicy Forbid, then the Lease); choose a schedule whose runs are farther apart (the default: two a day, 6 h and 18 h apart) or lower startupSleepMax" $.Values.startupSleepMax $.Values.runDeadline (include "registration-engine.human" (atoi .)) $schedule) -}}
+    {{- end -}}
+  {{- else -}}
+    {{- $problems = append $problems (printf "schedule %q: the chart cannot tell the shortest gap between its runs, so it cannot check that startupSleepMax + runDeadline + 15m fit in it; write the hour as a number, list, range or step, the minute as one number, or use a macro (@daily) or @every <duration>" $schedule) -}}
+  {{- end -}}
 {{- end -}}
 {{- if and $runS (not $bad) (eq $run 0.0) -}}
   {{- $problems = append $problems (printf "runDeadline %v: a run needs time; the engine refuses 0 (default 10m)" .Values.runDeadline) -}}
 {{- else if and $runS (not $bad) (lt (mulf $run 1000000000) 1.0) -}}
   {{- $problems = append $problems (printf "runDeadline %v: under 1ns, which the engine reads as 0 and refuses; a run needs time (default 10m)" .Values.runDeadline) -}}
+{{- else if and $runS (not $bad) (lt $run 300.0) -}}
+  {{- /* A run that writes the Secret waits up to HANDOVER_TIMEOUT (3m)
+  for the cluster's DNS and up to OPERATOR_WAIT (2m) for the operator,
+  both within RUN_DEADLINE (job/settings.go). */ -}}
+  {{- $problems = append $problems (printf "runDeadline %v: under 5m, the engine's own waits within a run (up to 3m for the cluster's DNS to serve the update server's name, HANDOVER_TIMEOUT, and 2m for rancher/scc-operator's answer, OPERATOR_WAIT): every run would hit its deadline (exit 124); leave it at the default 10m, or at least 5m" .Values.runDeadline) -}}
 {{- end -}}
 {{- $deadline := include "registration-engine.wholeSeconds" (list "jobDeadline" .Values.jobDeadline) -}}
 {{- $needs := include "registration-engine.jobNeeds" . | atoi -}}

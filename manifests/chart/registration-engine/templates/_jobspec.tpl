@@ -256,9 +256,20 @@ spec:
         # for a variable extraEnv sets. Entra, ARM and the region servers
         # go through it; IMDS, the API server and the update servers never
         # do, whatever NO_PROXY says (docs/install.md, "Behind a proxy").
+        # The proxy URLs may hold a password: they come from the Secret
+        # the chart renders (secret.yaml), never as a value of the pod.
+        {{- $secretKeys := include "registration-engine.proxySecretKeys" . | fromYamlArray }}
+        {{- $secretName := include "registration-engine.proxySecretName" . }}
         {{- range $k, $v := $proxy }}
         - name: {{ $k }}
+          {{- if has $k $secretKeys }}
+          valueFrom:
+            secretKeyRef:
+              name: {{ $secretName }}
+              key: {{ $k }}
+          {{- else }}
           value: {{ $v | quote }}
+          {{- end }}
         {{- end }}
         {{- end }}
         {{- if and (include "registration-engine.proxyCert" .) (not (has "SSL_CERT_DIR" (include "registration-engine.extraEnvNames" . | fromYamlArray))) }}
