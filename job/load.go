@@ -100,6 +100,9 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		problems = append(problems, err)
 	}
+	// net/http reads the proxy variables itself; one it cannot parse it
+	// drops without a word, so they are checked here.
+	problems = append(problems, proxyEnvProblems(getenv)...)
 	// The region servers' file is configuration too: a broken one must stop
 	// the run here, with the other problems, not after phase 2 has called
 	// IMDS, Entra and ARM.
