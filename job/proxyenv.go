@@ -17,25 +17,22 @@ import (
 // customer's egress control.
 var ErrProxyURL = errors.New("a proxy URL Go cannot use")
 
-// proxyVarPairs are the proxy variables net/http reads, in the order it
-// reads them: the first set and non-empty of a pair counts (the Go
-// standard library's httpproxy.FromEnvironment: upper case first).
-var proxyVarPairs = [][2]string{{"HTTPS_PROXY", "https_proxy"}, {"HTTP_PROXY", "http_proxy"}}
+// proxyVars are the proxy variables Go reads. Of a pair, the standard
+// library's net/http (Entra, ARM) reads the upper-case one first, and
+// golang.org/x/net's httpproxy (job/smt's region servers) the lower-case
+// one first: each is used by one of them when both are set, so each is
+// checked.
+var proxyVars = []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"}
 
-// proxyEnvProblems checks the proxy variables net/http will use, as it
-// would parse them, and returns one problem for each it could not use.
+// proxyEnvProblems checks the proxy variables as Go would parse them, and
+// returns one problem for each Go could not use.
 func proxyEnvProblems(getenv func(string) string) []error {
 	var problems []error
-	for _, pair := range proxyVarPairs {
-		for _, name := range pair {
-			v := getenv(name)
-			if v == "" {
-				continue
-			}
+	for _, name := range proxyVars {
+		if v := getenv(name); v != "" {
 			if why := proxyURLProblem(v); why != "" {
 				problems = append(problems, fmt.Errorf("%s=%q: %w: %s", name, maskProxyURL(v), ErrProxyURL, why))
 			}
-			break // the other of the pair is not read
 		}
 	}
 	return problems

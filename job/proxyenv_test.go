@@ -12,8 +12,9 @@ import (
 // TestLoadConfigRefusesAProxyGoCannotUse: a proxy URL net/http cannot
 // parse (it would drop it without a word and go direct) is refused at load,
 // exit 2, naming the variable, with the password masked and how to write
-// it; one Go reads as meant is accepted, and of a pair only the variable
-// Go reads counts.
+// it; one Go reads as meant is accepted. Both forms of a pair count: the
+// standard library reads the upper-case one first, x/net's httpproxy the
+// lower-case one.
 func TestLoadConfigRefusesAProxyGoCannotUse(t *testing.T) {
 	tests := map[string]struct {
 		env      map[string]string
@@ -29,10 +30,12 @@ func TestLoadConfigRefusesAProxyGoCannotUse(t *testing.T) {
 			refused: `HTTP_PROXY="http://user:REDACTED@proxy:3128"`, says: "percent-encode it", password: "p@s#s"},
 		"a port out of range":         {env: map[string]string{"HTTPS_PROXY": "http://proxy:99999"}, refused: `HTTPS_PROXY="http://proxy:99999"`, says: "want 1 to 65535"},
 		"a scheme Go has no proxy of": {env: map[string]string{"HTTPS_PROXY": "ftp://proxy:21"}, refused: `HTTPS_PROXY="ftp://proxy:21"`, says: "socks5://"},
-		"the upper case one is read: the lower case one is not checked": {env: map[string]string{"HTTPS_PROXY": "http://proxy:3128", "https_proxy": "http://u:Pa%ss@proxy:3128"}},
-		"the password percent-encoded":                                  {env: map[string]string{"HTTPS_PROXY": "http://u:Pa%25ss@proxy:3128"}},
-		"a bare host:port":                                              {env: map[string]string{"HTTPS_PROXY": "proxy.corp:3128", "HTTP_PROXY": "proxy.corp:3128"}},
-		"socks5":                                                        {env: map[string]string{"HTTPS_PROXY": "socks5://proxy:1080"}},
+		// The region servers' httpproxy reads the lower-case one first.
+		"a broken lower-case one beside a good upper-case one": {env: map[string]string{"HTTPS_PROXY": "http://proxy:3128", "https_proxy": "http://u:Pa%ss@proxy:3128"},
+			refused: `https_proxy="http://u:REDACTED@proxy:3128"`, says: "percent-encode it", password: "Pa%ss"},
+		"the password percent-encoded": {env: map[string]string{"HTTPS_PROXY": "http://u:Pa%25ss@proxy:3128"}},
+		"a bare host:port":             {env: map[string]string{"HTTPS_PROXY": "proxy.corp:3128", "HTTP_PROXY": "proxy.corp:3128"}},
+		"socks5":                       {env: map[string]string{"HTTPS_PROXY": "socks5://proxy:1080"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
