@@ -13,9 +13,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // kubeconfigFor writes a kubeconfig whose server is server, trusting the
@@ -134,4 +139,31 @@ func TestTroubleshootQuotesTheAddressVerdicts(t *testing.T) {
 	} {
 		assert.Contains(t, doc, want)
 	}
+}
+
+// bare404 answers every read with a 404 whose body is no Kubernetes Status,
+// as something in front of the API server would.
+type bare404 struct{ *source }
+
+func bare404Err(resource, name string) error {
+	return apierrors.NewGenericServerResponse(http.StatusNotFound, "GET", schema.GroupResource{Resource: resource}, name, "404 page not found", 0, true)
+}
+
+func (bare404) Secret(_ context.Context, _, name string) (*corev1.Secret, error) {
+	return nil, bare404Err("secrets", name)
+}
+
+func (bare404) CronJob(_ context.Context, _, name string) (*batchv1.CronJob, error) {
+	return nil, bare404Err("cronjobs", name)
+}
+
+// TestGatherBare404IsNoProofOfAbsence: only the API server's own NotFound
+// (a Kubernetes Status) makes an object absent; a bare 404 is a failed
+// read, so the verdict is never "the engine is not installed".
+func TestGatherBare404IsNoProofOfAbsence(t *testing.T) {
+	r := Gather(context.Background(), bare404{&source{}}, Options{Exits: testExits, Now: time.Now()})
+	assert.Equal(t, Failed, r.Secret.Access)
+	assert.Equal(t, Failed, r.CronJob.Access)
+	assert.Equal(t, StateUnknown, r.Verdict.State, r.Verdict.Line)
+	assert.NotContains(t, r.Verdict.Line, "not installed")
 }
