@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/internal/proxyconnect"
 	"github.com/rancher/registration-engine/job/backoff"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
@@ -165,6 +166,7 @@ func tlsClient(caFile string) (*http.Client, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	tr.OnProxyConnectResponse = proxyconnect.OnResponse // a refused tunnel names the proxy
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}, nil
 }
 

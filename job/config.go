@@ -138,6 +138,12 @@ func (c *Config) Validate() error {
 	if err := c.Recovery.Validate(); err != nil {
 		problems = append(problems, err)
 	}
+	if c.Output != "" && c.RegCode == "" && !c.rejected["registration-code"] {
+		// In a cluster a run with no code waits for one, keeping the
+		// Secret's; a file has no Secret to keep, and a manifest with an
+		// empty regCode, applied, is one the operator refuses.
+		problems = append(problems, fmt.Errorf("%w: none is set, and --output (OUTPUT_FILE) writes the Secret for a cluster, which rancher/scc-operator refuses without one: set --registration-code or %s", ErrRegCode, regCodeVarsText))
+	}
 	if c.DryRun && c.Output != "" {
 		problems = append(problems, errors.New("--dry-run and --output exclude each other: a dry run writes nothing"))
 	}

@@ -496,6 +496,9 @@ func TestLoadConfigRegistrationCode(t *testing.T) {
 		"changeme":                      {env: map[string]string{"REGISTRATION_CODE": "ChangeMe"}, wantIs: ErrRegCode},
 		"the Marketplace's DONOTMODIFY": {env: map[string]string{"REGISTRATION_CODE": "DONOTMODIFY"}, wantIs: ErrNotFilledIn},
 		"a blank flag":                  {args: []string{"--registration-code", "  "}, wantIs: ErrRegCode},
+		// Outside a cluster: a Secret manifest with regCode "" reported
+		// as registered.
+		"none, with --output": {args: []string{"--output", "registration.yaml"}, wantIs: ErrRegCode},
 	}
 	r := testkit.NewMessages(t)
 	for name, tc := range refused {

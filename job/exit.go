@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rancher/registration-engine/internal/failure"
+	"github.com/rancher/registration-engine/job/status"
 )
 
 // Exit codes of the binary. The CronJob's podFailurePolicy turns
@@ -44,7 +45,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.Is(err, ErrTerminated):
 		return ExitTerminated
-	case errors.Is(err, ErrDeadline):
+	case errors.Is(err, ErrDeadline), errors.Is(err, status.ErrWaitTimeout):
 		return ExitDeadline
 	case failure.IsPermanent(err):
 		return ExitPermanent

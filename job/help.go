@@ -15,7 +15,7 @@ rancher/scc-operator reads. It runs once and exits; a CronJob runs it.
 
 Usage:
   registration-engine [flags]
-  registration-engine status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [-o text|json]
+  registration-engine status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [-o text|json] [--wait [--timeout D]]
   registration-engine attestation inspect [--at RFC3339] [--roots PEM] [--intermediates PEM] [--offline] FILE|-
   registration-engine cleanup [--kubeconfig FILE]   (the chart's uninstall hook: removes the
       engine's CoreDNS entry and its Lease; always exits 0, logs what it could not do)

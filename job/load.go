@@ -10,6 +10,13 @@ import (
 	"github.com/rancher/registration-engine/job/regionconfig"
 )
 
+// ErrUsage marks a command line the engine cannot parse: a flag it does not
+// know (--foo), a flag's value that does not parse, an argument where none
+// belongs. Permanent (exit 2, like every configuration problem), and
+// reported as one line for the person who typed it, never as a run's
+// summary: nothing ran.
+var ErrUsage = errors.New("usage")
+
 // LoadConfig fills a Config from args (flags win), then getenv, then the
 // defaults, validates it, and reads the region servers' file
 // (REGIONSRV_CONFIG). Every problem, the file's included, is reported at once
@@ -40,10 +47,10 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 			c.ShowHelp = true
 			return c, nil
 		}
-		return nil, failure.Permanent(fmt.Errorf("config: %w (see --help)", err))
+		return nil, failure.Permanent(fmt.Errorf("%w: %w; registration-engine --help lists the flags", ErrUsage, err))
 	}
 	if fs.NArg() > 0 {
-		return nil, failure.Permanent(fmt.Errorf("config: unexpected argument %q (see --help)", fs.Arg(0)))
+		return nil, failure.Permanent(fmt.Errorf("%w: unexpected argument %q; registration-engine --help lists the flags and commands", ErrUsage, fs.Arg(0)))
 	}
 	if c.ShowHelp || c.ShowVersion {
 		return c, nil
@@ -93,6 +100,9 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		problems = append(problems, err)
 	}
+	// net/http reads the proxy variables itself; one it cannot parse it
+	// drops without a word, so they are checked here.
+	problems = append(problems, proxyEnvProblems(getenv)...)
 	// The region servers' file is configuration too: a broken one must stop
 	// the run here, with the other problems, not after phase 2 has called
 	// IMDS, Entra and ARM.

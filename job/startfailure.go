@@ -3,6 +3,7 @@ package job
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,8 +23,8 @@ const PhaseStart = "load-config"
 // ReportStartFailure is what a run that cannot start leaves behind, as a
 // run that started would: its summary as the last log line ("run
 // finished", outcome failed, failedPhase load-config, the exit code and
-// every problem) in JSON, or with LOG_FORMAT text each problem on a line of
-// its own after "registration-engine: "; and, in a Job's pod
+// every problem) in JSON, or with LOG_FORMAT text or for a usage error
+// (ErrUsage) each problem on a line of its own after "registration-engine: "; and, in a Job's pod
 // (JOB_NAME and JOB_UID set), a Warning Event on that Job, so that
 // `kubectl describe job` and `registration-engine status` name the
 // setting to fix. The registration code, whichever variable holds it, is
@@ -44,8 +45,9 @@ func ReportStartFailure(ctx context.Context, runErr error, log *slog.Logger, get
 		}
 		log = slog.New(redact.NewHandler(h, secrets))
 	}
-	if text {
-		// For a person at a terminal: each problem on a line of its own.
+	if text || errors.Is(runErr, ErrUsage) {
+		// For a person at a terminal (a usage error is one's: a mistyped
+		// flag is no run to summarise): each problem on a line of its own.
 		defer fmt.Fprintf(stderr, "registration-engine: %s\n", secrets.String(runErr.Error()))
 	} else {
 		defer log.Error("run finished", slog.String("outcome", OutcomeFailed), slog.String("failedPhase", PhaseStart),

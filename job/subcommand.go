@@ -21,12 +21,14 @@ import (
 // statusExits are the exit codes status hands job/status: its own for
 // "not yet" and "action needed", and the engine's permanent one, which it
 // reads in the Job's pods. ExitCode maps status.ErrNotYetRegistered and
-// status.ErrActionNeeded to the first two.
-var statusExits = status.ExitCodes{NotYet: ExitTransient, ActionNeeded: ExitPermanent, EnginePermanent: ExitPermanent}
+// status.ErrActionNeeded to the first two, status.ErrWaitTimeout (--wait)
+// to ExitDeadline, the code timeout(1) uses.
+var statusExits = status.ExitCodes{NotYet: ExitTransient, ActionNeeded: ExitPermanent, WaitTimeout: ExitDeadline, EnginePermanent: ExitPermanent}
 
 // RunStatus is `registration-engine status` (job/status): it returns nil
 // when the cluster is registered, status.ErrNotYetRegistered (exit 1) or
-// status.ErrActionNeeded (exit 2); any other error (a flag, a file) is
+// status.ErrActionNeeded (exit 2), status.ErrWaitTimeout (exit 124, with
+// --wait, printed on stderr); any other error (a flag, a file) is
 // printed on stderr.
 func RunStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	err := status.Command{Version: Version, Exits: statusExits, Inspector: documentInspector()}.Run(ctx, args, getenv, stdout, stderr)

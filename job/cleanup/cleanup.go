@@ -78,6 +78,20 @@ type Command struct {
 func (c Command) Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("registration-engine cleanup", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: registration-engine cleanup [flags]
+
+Removes what the engine wrote outside its release: its CoreDNS entry for the
+update server (its coredns-custom key, or its entries in the Corefile) and
+its Lease. The Secret scc-registration stays (rancher/scc-operator's). The
+chart's post-delete hook runs it at helm uninstall; run it by hand after an
+uninstall whose hook could not run (docs/uninstall.md). Always exits 0 and
+logs what it could not remove, but for a flag it does not know.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	kubeconfig := fs.String("kubeconfig", getenv("KUBECONFIG"), "kubeconfig, for a cleanup from a workstation (default: in-cluster)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -98,3 +98,18 @@ func (r *Reader) Registration(ctx context.Context, name string) (*SCCRegistratio
 func (r *Reader) RegistrationsServed(ctx context.Context) (bool, error) {
 	return registrations{r.api.scc}.Served(ctx)
 }
+
+// ServerVersion asks GET /version, which every Kubernetes API server
+// answers to anyone (the role system:public-info-viewer), and returns the
+// body as it came. status asks it first, to tell an address that is no
+// API server, or that cannot be reached, from a cluster without the
+// engine. The error is client-go's: an *url.Error when no HTTP answer
+// came, an apierrors.APIStatus when one did (apierrors.IsUnexpectedServerError
+// when its body was no Kubernetes Status).
+func (r *Reader) ServerVersion(ctx context.Context) ([]byte, error) {
+	res := r.api.core.Get().AbsPath("/version").Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	return res.Raw()
+}

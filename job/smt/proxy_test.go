@@ -11,12 +11,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/internal/proxyconnect"
 )
 
 // connectProxy is a forward proxy on loopback that serves CONNECT only, to
 // loopback only, and logs every target it passed.
 type connectProxy struct {
-	url     *url.URL
+	url *url.URL
+	// refuse, when set, is the status line every CONNECT gets ("502 Bad
+	// Gateway"), as a proxy that cannot or will not open the tunnel.
+	refuse  string
 	mu      sync.Mutex
 	targets []string
 }
@@ -46,6 +51,10 @@ func (p *connectProxy) serve(c net.Conn) {
 	req, err := http.ReadRequest(br)
 	if err != nil || req.Method != http.MethodConnect {
 		_, _ = io.WriteString(c, "HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+		return
+	}
+	if p.refuse != "" {
+		_, _ = io.WriteString(c, "HTTP/1.1 "+p.refuse+"\r\n\r\n")
 		return
 	}
 	host, _, err := net.SplitHostPort(req.Host)
@@ -95,6 +104,42 @@ func TestRegionServersThroughProxy(t *testing.T) {
 		assert.Contains(t, []string{region1, region2, region6}, host, "only region servers pass the proxy, not %s", target)
 	}
 	t.Logf("proved: behind a CONNECT proxy the region servers were asked through it (%v) with their pins, the update servers directly", passed)
+}
+
+// A proxy that refuses the tunnel is named in the error, with its
+// host:port, its credentials masked and its answer; before, the run said
+// "Bad Gateway" from the region server's address.
+func TestRegionServersProxyRefusesTheTunnel(t *testing.T) {
+	tests := map[string]struct {
+		refuse string
+		code   int
+	}{
+		"502: the proxy cannot reach the region server": {refuse: "502 Bad Gateway", code: 502},
+		"403: the proxy's policy forbids it":            {refuse: "403 Forbidden", code: 403},
+		"407: the proxy wants other credentials":        {refuse: "407 Proxy Authentication Required", code: 407},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t)
+			w.reset(t)
+			p := startConnectProxy(t)
+			p.refuse = tc.refuse
+			withCredentials := *p.url
+			withCredentials.User = url.UserPassword("engine", "s3cret-proxy-password")
+			f := w.finder()
+			f.Proxy = http.ProxyURL(&withCredentials)
+			_, err := f.Find(t.Context(), w.settings(), testRegion)
+			require.Error(t, err)
+			var refused *proxyconnect.RefusedError
+			require.ErrorAs(t, err, &refused, "%v", err)
+			assert.Equal(t, tc.code, refused.StatusCode)
+			msg := err.Error()
+			assert.Contains(t, msg, "the proxy http://engine:xxxxx@"+p.url.Host+" refused to open a tunnel (CONNECT) to ")
+			assert.Contains(t, msg, ": "+tc.refuse)
+			assert.NotContains(t, msg, "s3cret-proxy-password")
+			t.Logf("proved: a proxy answering %s to CONNECT: the run says %q", tc.refuse, msg)
+		})
+	}
 }
 
 // The default follows HTTPS_PROXY and NO_PROXY as Go's net/http does,

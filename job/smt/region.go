@@ -19,6 +19,8 @@ import (
 
 	"golang.org/x/net/http/httpproxy"
 
+	"github.com/rancher/registration-engine/internal/proxyconnect"
+
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/regionconfig"
 )
@@ -106,10 +108,11 @@ func (f *Finder) sources(ctx context.Context, s regionconfig.Settings, hint stri
 		// host the operator named, verified by the system roots
 		// (MetadataRoots in tests).
 		tr := &http.Transport{
-			Proxy:             f.proxy(),
-			DialContext:       f.Dial,
-			TLSClientConfig:   &tls.Config{RootCAs: f.MetadataRoots, MinVersion: tls.VersionTLS12},
-			DisableKeepAlives: true,
+			Proxy:                  f.proxy(),
+			OnProxyConnectResponse: proxyconnect.OnResponse,
+			DialContext:            f.Dial,
+			TLSClientConfig:        &tls.Config{RootCAs: f.MetadataRoots, MinVersion: tls.VersionTLS12},
+			DisableKeepAlives:      true,
 		}
 		client := &http.Client{Transport: tr, CheckRedirect: noRedirect}
 		return []regionSource{{name: s.MetadataServer, url: s.MetadataServer, client: client, metadata: true}}, nil
@@ -179,10 +182,11 @@ func (f *Finder) pinnedClient(path string) (*http.Client, error) {
 		return nil, fmt.Errorf("%w: %s: no PEM certificate", ErrPinnedCert, path)
 	}
 	tr := &http.Transport{
-		Proxy:             f.proxy(),
-		DialContext:       f.Dial,
-		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		DisableKeepAlives: true,
+		Proxy:                  f.proxy(),
+		OnProxyConnectResponse: proxyconnect.OnResponse, // a refused tunnel names the proxy
+		DialContext:            f.Dial,
+		TLSClientConfig:        &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		DisableKeepAlives:      true,
 	}
 	return &http.Client{Transport: tr, CheckRedirect: noRedirect}, nil
 }

@@ -16,4 +16,7 @@ var (
 	// ErrActionNeeded: a person must act, or look with more access
 	// (permanent).
 	ErrActionNeeded = failure.Permanent(errors.New("status: action needed"))
+	// ErrWaitTimeout: --wait's --timeout passed while the verdict was
+	// still "not yet"; the caller maps it to ExitCodes.WaitTimeout.
+	ErrWaitTimeout = errors.New("status: --wait timed out")
 )

@@ -114,7 +114,9 @@ func (g *gatherer) access(object string, err error) Access {
 	switch {
 	case err == nil:
 		return Read
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err) && !apierrors.IsUnexpectedServerError(err):
+		// A 404 without a Kubernetes Status came from something else than
+		// the API server (a proxy, a web server): no proof of absence.
 		return Absent
 	case apierrors.IsForbidden(err):
 		g.r.Unreadable = append(g.r.Unreadable, "cannot read "+object+": forbidden")

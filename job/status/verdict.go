@@ -44,6 +44,9 @@ type ExitCodes struct {
 	// NotYet is status's code for StateNotYet; ActionNeeded for
 	// StateActionNeeded and StateUnknown. Registered is always 0.
 	NotYet, ActionNeeded int
+	// WaitTimeout is status --wait's code when its timeout passed before
+	// a verdict other than StateNotYet (ErrWaitTimeout).
+	WaitTimeout int
 	// EnginePermanent is the engine's exit code for a failure no retry can
 	// fix (the podFailurePolicy fails the Job on it).
 	EnginePermanent int

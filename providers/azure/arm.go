@@ -82,7 +82,7 @@ func newARMClient(cfg Config, id ExtensionID, imds *http.Client) (*armClient, er
 	// every body so that a broken or hostile peer cannot fill memory.
 	inner := cfg.HTTPClient
 	if inner == nil {
-		inner = &http.Client{}
+		inner = &http.Client{Transport: defaultTransport()}
 	}
 	transport := limitedTransport{client: inner, max: maxARMBytes}
 	copts := azcore.ClientOptions{Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}, Transport: transport}

@@ -5,7 +5,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/rancher/registration-engine/internal/proxyconnect"
 )
+
+// defaultTransport carries Entra's and ARM's traffic when the caller gives
+// no client: Go's default transport (the proxy variables, its timeouts),
+// except that a proxy refusing the tunnel is named in the error
+// (proxyconnect.RefusedError) instead of a bare "Bad Gateway".
+func defaultTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.OnProxyConnectResponse = proxyconnect.OnResponse
+	return tr
+}
 
 // errBodyTooLarge marks a response body over the transport's cap.
 var errBodyTooLarge = errors.New("response body too large")
