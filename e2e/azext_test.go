@@ -455,3 +455,111 @@ func TestAzureExtensionPaths(t *testing.T) {
 	t.Logf("proved: %s (docs/uninstall.md) removed the extension in %s: the cleanup hook removed the engine's CoreDNS entry and Lease, no CronJob left, %s kept",
 		del, took.Round(time.Millisecond), operator.SecretName)
 }
+
+// portalSettings are the configurationSettings and
+// configurationProtectedSettings of the bundle's mainTemplate.json as ARM
+// evaluates them for the portal's answers (params, createUiDefinition.json's
+// outputs) and Partner Center's variables (vars), in resource group rg of
+// subscription sub: key=value pairs, each a --set path of the chart. Only
+// the template functions the bundle uses are evaluated; another one fails
+// the test, so a template change cannot slip past the model.
+func portalSettings(t *testing.T, sub, rg string, vars, params map[string]string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "manifests", "marketplace", "mainTemplate.json"))
+	require.NoError(t, err)
+	var tmpl struct {
+		Resources []struct {
+			Properties struct {
+				ConfigurationSettings          map[string]string `json:"configurationSettings"`
+				ConfigurationProtectedSettings map[string]string `json:"configurationProtectedSettings"`
+			} `json:"properties"`
+		} `json:"resources"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &tmpl))
+	require.Len(t, tmpl.Resources, 1)
+	ref := regexp.MustCompile(`^\[(variables|parameters)\('([^']+)'\)\]$`)
+	const extensionID = "[extensionResourceId(resourceId('Microsoft.ContainerService/managedClusters', parameters('clusterResourceName')), 'Microsoft.KubernetesConfiguration/extensions', parameters('extensionResourceName'))]"
+	eval := func(expr string) string {
+		if expr == extensionID {
+			return "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ContainerService/managedClusters/" + params["clusterResourceName"] +
+				"/providers/Microsoft.KubernetesConfiguration/extensions/" + params["extensionResourceName"]
+		}
+		m := ref.FindStringSubmatch(expr)
+		require.NotNil(t, m, "mainTemplate.json: the model does not evaluate %s", expr)
+		src := map[string]map[string]string{"variables": vars, "parameters": params}[m[1]]
+		v, ok := src[m[2]]
+		require.True(t, ok, "mainTemplate.json names %s('%s'), which the portal's answers do not give", m[1], m[2])
+		return v
+	}
+	var out []string
+	p := tmpl.Resources[0].Properties
+	for _, settings := range []map[string]string{p.ConfigurationSettings, p.ConfigurationProtectedSettings} {
+		for k, expr := range settings {
+			out = append(out, k+"="+eval(expr))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestParentChartPassesGlobalAzure installs the engine as SUSE's Rancher
+// Prime PAYG offer installs its charts: through a deployer chart (SUSE's
+// rancher-deployer-charts rancher-cloud) that is the Marketplace bundle's
+// chart, carries the engine's chart as a subchart, and receives Azure's
+// injected values at its own top level, global.azure.{enabled,
+// identity.clientId, extension.resourceId, marketplace.planId}, which Helm
+// hands every subchart as globals; the images are listed once, in the
+// top-level global.azure.images. With nothing set for the engine but its
+// registration code, the release's run registers.
+func TestParentChartPassesGlobalAzure(t *testing.T) {
+	helm := testkit.Helm(t)
+	t.Parallel()
+	p := controlplane.Start(t)
+	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	aksBeforeInstall(ctx, t, e)
+	c := harness.StartCloud(t)
+	vars := c.Vars()
+	engine, _ := stageBundle(t, vars["MARKETPLACE_PUBLISHER_ID"], vars["MARKETPLACE_OFFER_ID"])
+
+	// The deployer: its own Chart.yaml and values, the engine's staged
+	// chart under charts/, Azure's placeholders at the top level.
+	parent := filepath.Join(t.TempDir(), "deployer")
+	require.NoError(t, os.MkdirAll(filepath.Join(parent, "charts"), 0o755))
+	require.NoError(t, os.Rename(engine, filepath.Join(parent, "charts", "registration-engine")))
+	require.NoError(t, os.WriteFile(filepath.Join(parent, "Chart.yaml"), []byte("apiVersion: v2\nname: deployer\nversion: 1.0.0\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(parent, "values.yaml"), []byte(`global:
+  azure:
+    enabled: true
+    identity:
+      clientId: DONOTMODIFY
+    marketplace:
+      planId: DONOTMODIFY
+    extension:
+      resourceId: DONOTMODIFY
+    images:
+      engine:
+        registry: marketplace.azurecr.io
+        image: rancher/registration-engine
+        digest: sha256:`+strings.Repeat("0", 64)+`
+`), 0o644))
+	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
+	start := time.Now()
+	runHelm(t, p, helm, "install", "rancher-cloud", parent, "--namespace", operator.Namespace,
+		// What Azure injects, at the deployer's level only.
+		"--set", "global.azure.identity.clientId="+fakecloud.DefaultAzureConfig().ManagedIdentityClientID,
+		"--set", "global.azure.extension.resourceId="+vars["EXTENSION_RESOURCE_ID"],
+		"--set", "global.azure.marketplace.planId="+vars["MARKETPLACE_PLAN_ID"],
+		// The deployer passes the customer's code to the engine.
+		"--set", "registration-engine.registrationCode="+chartRegCode,
+		"--set", "registration-engine.inClusterDNSTestLoopback=true")
+	release := releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "rancher-cloud", "--namespace", operator.Namespace))
+	first := runJobOf(t, release)
+	pr := e.completedRun(ctx, t, runs, first)
+	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"], pr.Res.String())
+	assert.Equal(t, "managed-identity", logLine(t, pr.Res.Stderr, "azure token acquired")["credentialMode"], "the identity Azure injected at the deployer's level")
+	harness.AssertRegistration(t, e.Secret(ctx, t), chartRegCode)
+	t.Logf("proved: installed as a subchart of a deployer chart that receives global.azure.{enabled,identity.clientId,extension.resourceId,marketplace.planId} and global.azure.images at its top level (SUSE's rancher-cloud), the release's run %s registered %s %s after helm install",
+		first, operator.SecretName, time.Since(start).Round(time.Millisecond))
+}

@@ -182,7 +182,7 @@ func (tc chartCase) run(t *testing.T, helm string) {
 	}
 	cloudEnv := c.Vars()
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
-	install := append(marketplaceValues(chart, cloudEnv, chartRegCode), extra...)
+	install := append(marketplaceValues(t, chart, cloudEnv, chartRegCode), extra...)
 	// The process kubelet runs before the install: the release's own run
 	// must start with no person, as on a cluster.
 	kubeletCtx, stopKubelet := context.WithCancel(ctx)
@@ -329,10 +329,22 @@ func assertNoProxyPasswordInPods(ctx context.Context, t *testing.T, e *clusterEn
 		len(cronJobs.Items), len(jobs.Items), secret.Name)
 }
 
-// marketplaceValues are the helm flags of a Marketplace install: the
-// bundle's values, what Azure injects, and mainTemplate.json's settings.
-func marketplaceValues(chart string, cloudEnv map[string]string, regCode string) []string {
-	return []string{
+// marketplaceValues are the helm flags of a Marketplace install from the
+// portal: the bundle's values, what Azure injects (custom-meter), and the
+// configurationSettings of the bundle's own mainTemplate.json, evaluated as
+// ARM does for the portal's answers (portalSettings): the managed identity,
+// the fake cloud's extension and plan, the code.
+func marketplaceValues(t *testing.T, chart string, cloudEnv map[string]string, regCode string) []string {
+	t.Helper()
+	id := strings.Split(strings.Trim(cloudEnv["EXTENSION_RESOURCE_ID"], "/"), "/")
+	require.Len(t, id, 12, "the fake cloud's extension ID")
+	settings := portalSettings(t, id[1], id[3], map[string]string{
+		"plan-name": cloudEnv["MARKETPLACE_PLAN_ID"], "plan-publisher": cloudEnv["MARKETPLACE_PUBLISHER_ID"], "plan-offerID": cloudEnv["MARKETPLACE_OFFER_ID"],
+	}, map[string]string{
+		"clusterResourceName": id[7], "extensionResourceName": id[11], "registrationCode": regCode,
+		"credentialMode": "managed-identity", "workloadIdentityClientId": "", "workloadIdentityTenantId": "",
+	})
+	args := []string{
 		"--values", filepath.Join(chart, "..", "..", "marketplace", "values.yaml"),
 		// What Azure injects at deployment.
 		"--set", "global.azure.identity.clientId=" + fakecloud.DefaultAzureConfig().ManagedIdentityClientID,
@@ -341,18 +353,15 @@ func marketplaceValues(chart string, cloudEnv map[string]string, regCode string)
 		"--set", "global.azure.images.engine.registry=marketplace.azurecr.io",
 		"--set", "global.azure.images.engine.image=rancher/registration-engine",
 		"--set", "global.azure.images.engine.digest=sha256:" + strings.Repeat("0", 64),
-		// mainTemplate.json's settings: the plan from Partner Center, the
-		// extension's ID from its name and the cluster's (both must agree
-		// with the injected ones), the customer's identity choice, the
-		// protected registration code.
-		"--set", "marketplace.publisherId=" + cloudEnv["MARKETPLACE_PUBLISHER_ID"],
-		"--set", "marketplace.offerId=" + cloudEnv["MARKETPLACE_OFFER_ID"],
-		"--set", "marketplace.planId=" + cloudEnv["MARKETPLACE_PLAN_ID"],
-		"--set", "azure.extensionResourceId=" + cloudEnv["EXTENSION_RESOURCE_ID"],
-		"--set", "registrationCode=" + regCode,
 		// The fake cloud's update servers listen on loopback.
 		"--set", "inClusterDNSTestLoopback=true",
 	}
+	// --set, so that a case's own --set after these wins (helm applies
+	// --set-string after every --set, whatever their order).
+	for _, kv := range settings {
+		args = append(args, "--set", kv)
+	}
+	return args
 }
 
 // runJobOfOrEmpty is the name of the release's run Job, or "".
@@ -469,7 +478,7 @@ func TestChartUninstallWhenCleanupCannotRun(t *testing.T) {
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
 	const deadline = 15
 	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", operator.Namespace,
-		"--set", fmt.Sprintf("cleanupDeadlineSeconds=%d", deadline)}, marketplaceValues(chart, c.Vars(), chartRegCode)...)...)
+		"--set", fmt.Sprintf("cleanupDeadlineSeconds=%d", deadline)}, marketplaceValues(t, chart, c.Vars(), chartRegCode)...)...)
 
 	start := time.Now()
 	out, err := testkit.Command(ctx, helm, "uninstall", "registration-engine", "--namespace", operator.Namespace, "--timeout", "120s", "--kubeconfig", p.AdminKubeconfig)

@@ -78,7 +78,7 @@ func TestChartInstallFirstContact(t *testing.T) {
 
 			start := time.Now()
 			runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", operator.Namespace, "--wait", "--timeout", "60s",
-				"--set", "retry.intervalMinutes=1"}, marketplaceValues(chart, c.Vars(), chartRegCode)...)...)
+				"--set", "retry.intervalMinutes=1"}, marketplaceValues(t, chart, c.Vars(), chartRegCode)...)...)
 			installed := time.Since(start)
 			first := runJobOf(t, releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", operator.Namespace)))
 			done := controlplane.WaitJobFinished(ctx, t, e.Admin, operator.Namespace, first)

@@ -51,7 +51,7 @@ func TestStatusWaitAfterInstall(t *testing.T) {
 	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
 	e.StartKubelet(ctx, t, operator.Namespace, c)
 	start := time.Now()
-	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", operator.Namespace}, marketplaceValues(chart, c.Vars(), chartRegCode)...)...)
+	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", operator.Namespace}, marketplaceValues(t, chart, c.Vars(), chartRegCode)...)...)
 	installed := time.Since(start)
 	res := status(ctx, "--wait", "--timeout", "3m", "--interval", "1s")
 	waited := time.Since(start) - installed
