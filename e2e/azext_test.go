@@ -60,8 +60,9 @@ type azureExtensionManager struct {
 	t     *testing.T
 	plane *controlplane.Plane
 	helm  string
-	// chart is the staged bundle's chart; namespace its registration's.
-	chart, namespace string
+	// chart is the staged bundle's chart; namespace its registration's;
+	// version its version (manifest.yaml's), the one the release train has.
+	chart, namespace, version string
 	// subscription, and the client ID of the identity Azure gives each
 	// extension (injected for the custom-meter model).
 	subscription, identityClientID string
@@ -161,6 +162,9 @@ func (m *azureExtensionManager) az(cmdline string) (string, error) {
 		if !yes {
 			return "", errNeedsYes
 		}
+		if v := one("--version"); v != "" && v != m.version {
+			return "", fmt.Errorf("az: (VersionNotFound) version %s is not in the extension type's release train (it has %s)", v, m.version)
+		}
 		for k, v := range settings {
 			ext.settings[k] = v
 		}
@@ -223,7 +227,7 @@ func cmpOr(a, b string) string {
 // stageBundle runs manifests/marketplace/stage.sh as a publisher does and
 // returns the staged chart and the namespace of the extension type's
 // registration.
-func stageBundle(t *testing.T, publisher, offer string) (chart, namespace string) {
+func stageBundle(t *testing.T, publisher, offer string) (chart, namespace, version string) {
 	t.Helper()
 	certs := t.TempDir()
 	values, err := os.ReadFile(filepath.Join("..", "manifests", "marketplace", "values.yaml"))
@@ -246,13 +250,14 @@ func stageBundle(t *testing.T, publisher, offer string) (chart, namespace string
 	manifest, err := os.ReadFile(filepath.Join(out, "manifest.yaml"))
 	require.NoError(t, err)
 	var mf struct {
-		Params struct {
+		Version string `json:"version"`
+		Params  struct {
 			Namespace string `json:"namespace"`
 		} `json:"extensionRegistrationParameters"`
 	}
 	require.NoError(t, yaml.Unmarshal(manifest, &mf))
 	require.NotEmpty(t, mf.Params.Namespace)
-	return filepath.Join(out, "registration-engine"), mf.Params.Namespace
+	return filepath.Join(out, "registration-engine"), mf.Params.Namespace, mf.Version
 }
 
 // docCommands are the commands of doc's ```sh blocks that start with
@@ -351,7 +356,8 @@ func shellWords(s string) ([]string, error) {
 // az k8s-extension create as documented → the release's run registers;
 // the documented update of the registration code → a run writes the new
 // code; the documented hostNetwork update → applied to the CronJob; the
-// documented delete → the cleanup hook removed the engine's CoreDNS entry
+// documented version pin (docs/upgrade.md) → no run; the documented
+// delete → the cleanup hook removed the engine's CoreDNS entry
 // and Lease, nothing of the engine left acting, the Secret kept.
 func TestAzureExtensionPaths(t *testing.T) {
 	helm := testkit.Helm(t)
@@ -366,14 +372,15 @@ func TestAzureExtensionPaths(t *testing.T) {
 	id := strings.Split(strings.Trim(vars["EXTENSION_RESOURCE_ID"], "/"), "/")
 	require.Len(t, id, 12, "the fake cloud's extension ID")
 	sub, rg, cluster, extName := id[1], id[3], id[7], id[11]
-	chart, namespace := stageBundle(t, vars["MARKETPLACE_PUBLISHER_ID"], vars["MARKETPLACE_OFFER_ID"])
+	chart, namespace, version := stageBundle(t, vars["MARKETPLACE_PUBLISHER_ID"], vars["MARKETPLACE_OFFER_ID"])
 	require.Equal(t, operator.Namespace, namespace, "the extension type's namespace is rancher/scc-operator's")
-	azure := &azureExtensionManager{t: t, plane: p, helm: helm, chart: chart, namespace: namespace, subscription: sub,
+	azure := &azureExtensionManager{t: t, plane: p, helm: helm, chart: chart, namespace: namespace, version: version, subscription: sub,
 		identityClientID: fakecloud.DefaultAzureConfig().ManagedIdentityClientID, customMeter: true, extensions: map[string]*azureExtension{}}
 	placeholders := map[string]string{
 		"<group>": rg, "<cluster>": cluster, "<extension name>": extName, "<extension>": extName,
 		"<the offer's extension type>": "SUSE.RegistrationEngine", "<publisher ID>": vars["MARKETPLACE_PUBLISHER_ID"],
 		"<offer ID>": vars["MARKETPLACE_OFFER_ID"], "<plan ID>": vars["MARKETPLACE_PLAN_ID"], "<code>": chartRegCode,
+		"<version>": version,
 	}
 	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
 	release := func() []releaseObject {
@@ -434,6 +441,15 @@ func TestAzureExtensionPaths(t *testing.T) {
 	assert.Equal(t, newCode, string(code.Data["regCode"]), "the protected setting survived an update that did not name it")
 	t.Logf("proved: %s (docs/install.md) set hostNetwork on the CronJob's pods (dnsPolicy %s), the registration code kept",
 		fill(t, hostNetCmd, placeholders), cj.Spec.JobTemplate.Spec.Template.Spec.DNSPolicy)
+
+	// Pinning the version, docs/upgrade.md's way: nothing a run reads
+	// changes, so no run starts.
+	pin := fill(t, docCommands(t, "upgrade.md", "az k8s-extension update")[0], placeholders)
+	before := runJobOfOrEmpty(release())
+	_, err = azure.az(pin)
+	require.NoError(t, err, pin)
+	assert.Equal(t, before, runJobOfOrEmpty(release()), "a pin to the installed version starts no run")
+	t.Logf("proved: %s (docs/upgrade.md) pinned the extension to version %s and started no run", pin, version)
 
 	// Removal: the docs' az k8s-extension delete.
 	require.NotEmpty(t, e.DNS.Lookup(ctx, harness.UpdateServer), "precondition: CoreDNS answers the update server's name")
@@ -521,7 +537,7 @@ func TestParentChartPassesGlobalAzure(t *testing.T) {
 	aksBeforeInstall(ctx, t, e)
 	c := harness.StartCloud(t)
 	vars := c.Vars()
-	engine, _ := stageBundle(t, vars["MARKETPLACE_PUBLISHER_ID"], vars["MARKETPLACE_OFFER_ID"])
+	engine, _, _ := stageBundle(t, vars["MARKETPLACE_PUBLISHER_ID"], vars["MARKETPLACE_OFFER_ID"])
 
 	// The deployer: its own Chart.yaml and values, the engine's staged
 	// chart under charts/, Azure's placeholders at the top level.
