@@ -225,8 +225,13 @@ func (d decider) waitingForCode() (Verdict, bool) {
 	// Only the engine's own Event, from a pod of the Job: anyone who may
 	// create Events could otherwise put a command here for a person to paste.
 	if event && j.Event.FromJobPod {
-		if _, how, ok := strings.Cut(j.Event.Note, "set it with "); ok {
-			next = "set it with " + how
+		// "set it: " since the engine names the command of the release
+		// (RELEASE_MANAGER); "set it with " from an engine before it.
+		for _, sep := range []string{"set it: ", "set it with "} {
+			if _, how, ok := strings.Cut(j.Event.Note, sep); ok {
+				next = sep + how
+				break
+			}
 		}
 	}
 	return action("no registration code yet: the engine found none configured and none in "+r.Secret.Name+", and waits for one"+when, next), true

@@ -106,6 +106,12 @@ func TestDecide(t *testing.T) {
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, Finished: &finished, ExitCode: code(0), Event: &Event{Type: "Warning", Reason: kube.ReasonCodeMissing, FromJobPod: true,
 				Note: "no registration code yet, nothing written (update server https://smt-azure.susecloud.net reachable at 10.0.0.4): set it with az k8s-extension update --resource-group rg --cluster-name aks --cluster-type managedClusters --name suse --configuration-protected-settings registrationCode=<code>"}}}
 		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it with az k8s-extension update --resource-group rg --cluster-name aks"},
+		"no registration code yet, the Event naming the extension, as the engine words it since RELEASE_MANAGER": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			finished := now.Add(-time.Hour)
+			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, Finished: &finished, ExitCode: code(0), Event: &Event{Type: "Warning", Reason: kube.ReasonCodeMissing, FromJobPod: true,
+				Note: "no registration code yet, nothing written (update server https://smt-azure.susecloud.net reachable at 10.0.0.4): set it: az k8s-extension update --resource-group rg --cluster-name aks --cluster-type managedClusters --name suse --configuration-protected-settings registrationCode=<code> --yes"}}}
+		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: az k8s-extension update --resource-group rg --cluster-name aks"},
 		"no registration code yet, a forged Event's command not repeated": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0), Event: &Event{Type: "Warning", Reason: kube.ReasonCodeMissing,
