@@ -103,6 +103,9 @@ func (s *SecretStore) Write(ctx context.Context, r Values) (changed bool, err er
 		if cur != nil && cur.DeletionTimestamp != nil {
 			return failure.Permanent(fmt.Errorf("%w%s", ErrSecretTerminating, terminating(cur)))
 		}
+		if cur == nil && r.Left != nil {
+			return errDeleted(ns, name, *r.Left)
+		}
 		if w := FindOtherWriter(cur); w != nil {
 			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretOtherWriter, w.Verdict(ns, name)))
 		}
@@ -134,7 +137,10 @@ func (s *SecretStore) Write(ctx context.Context, r Values) (changed bool, err er
 		if err != nil {
 			return failure.Permanent(err)
 		}
-		force := true
+		// Force only over a Secret just read: creating, a Secret someone
+		// else created since the read (Rancher's registration page, a
+		// person's code) is a conflict and a re-read, never overwritten.
+		force := cur != nil
 		if _, err := s.Secrets.Secrets(ns).Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: kube.FieldManager, Force: &force}); err != nil {
 			return kube.APIError(err, need)
 		}
@@ -221,6 +227,7 @@ func (s *SecretStore) Recreate(ctx context.Context, r Values, uid types.UID, res
 		}
 		res.Gone = time.Since(t)
 		logger(s.Log).Info("registration secret deleted; the operator let it go", slog.String("secret", ns+"/"+name), slog.Int64("goneMs", res.Gone.Milliseconds()))
+		r.Left = nil // this run deleted it: writing it afresh undoes no one's deletion
 	}
 	if _, err := s.Write(ctx, r); err != nil {
 		return res, err
@@ -297,6 +304,8 @@ func (s *SecretStore) Check(ctx context.Context, r Values) error {
 	err := kube.NewRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).Do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
 		cur, err := s.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
+		case apierrors.IsNotFound(err) && r.Left != nil:
+			return errDeleted(ns, name, *r.Left)
 		case apierrors.IsNotFound(err):
 			return errNoRegCode()
 		case err != nil:
@@ -312,6 +321,18 @@ func (s *SecretStore) Check(ctx context.Context, r Values) error {
 		return fmt.Errorf("operator: secret %s/%s: %w", ns, name, err)
 	}
 	return nil
+}
+
+// errDeleted is Check's and Write's error for a Secret deleted since the
+// run at left ended with it in place: what happened, before the first
+// "; " (status's line), then why nothing is written and how to hand the
+// registration back to the engine.
+func errDeleted(ns, name string, left time.Time) error {
+	return failure.Permanent(fmt.Errorf("%w: %s/%s was deleted after the engine's last successful run (%s) and nothing has replaced it yet; "+
+		"the engine does not recreate what someone just deleted: Rancher's registration page deletes it, then creates its own with the code a person typed "+
+		"(it appears moments later, and the engine leaves it alone), and Rancher's deregistration deletes it for good. "+
+		"To let the engine register the cluster (Azure Marketplace PAYG), run it again (%s): a run that finds the Secret still absent writes it afresh, as the next scheduled run does",
+		ErrSecretDeleted, ns, name, left.UTC().Format(time.RFC3339), RunNowCommand(ns, "", kube.CronJobName+"-manual")))
 }
 
 // errNoRegCode is Check's and Write's error for a run with no code
