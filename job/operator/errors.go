@@ -46,8 +46,9 @@ var (
 	// deleted it since. Rancher's registration page deletes it before it
 	// creates its own with the code a person typed, so recreating it in
 	// the same run would take the person's place (their create then fails
-	// with AlreadyExists). Permanent: the run writes nothing; the next run
-	// writes it afresh if it is still absent.
+	// with AlreadyExists). Not permanent: the run writes nothing and exits
+	// 1; the Job's retry, seconds later, writes it afresh if it is still
+	// absent (its record is of a failed run), or finds the person's.
 	ErrSecretDeleted = errors.New("the registration secret was deleted since the last run")
 
 	// ErrSecretChanged means the Secret changed between the read a

@@ -177,10 +177,10 @@ func (d decider) noSecret() Verdict {
 		return v
 	}
 	if run := r.Lease.LastRun; run != nil && run.SecretDeleted {
-		return action(fmt.Sprintf("%s/%s was deleted after the engine's last successful run, and the last run (%s, at %s) did not recreate it",
+		return notYet(fmt.Sprintf("%s/%s was deleted after the engine's last successful run, and the last run (%s, at %s) did not recreate it",
 			r.Namespace, r.Secret.Name, orNone(run.Job), stamp(run.Time)),
 			"if a person is registering through Rancher's registration page, their Secret appears in moments and the engine leaves it alone; "+
-				"to let the engine register the cluster (Azure Marketplace PAYG), run it again, and it writes the Secret afresh: "+d.runNow())
+				"otherwise the next attempt (the Job's retry, the retry CronJob) writes it afresh; to run it now: "+d.runNow())
 	}
 	if j := d.lastFinished(); j != nil {
 		if j.Outcome == JobFailed {

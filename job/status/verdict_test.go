@@ -84,10 +84,10 @@ func TestDecide(t *testing.T) {
 		}, wantState: StateActionNeeded, wantStart: `Not registered: cattle-scc-system/scc-registration was registered by a person through Rancher's registration page with their own code (managedFields: "rancher" (Update) owns data keys regCode, registrationType), so the PAYG registration is not applied — the engine writes nothing`},
 		"the Secret deleted since the last successful run, by a Job the record names": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
-			r.Jobs.Items = []Job{{Name: "registration-engine-29400000", Outcome: JobFailed, ExitCode: code(2), Reason: "PodFailurePolicy"}}
-			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Minute), Job: "registration-engine-29400000", Outcome: "failed", ExitCode: 2, Phase: "write-secret",
-				Error: "…", Permanent: true, SecretDeleted: true}
-		}, wantState: StateActionNeeded, wantStart: "Not registered: cattle-scc-system/scc-registration was deleted after the engine's last successful run, and the last run (registration-engine-29400000, at 2026-11-30T11:59:00Z) did not recreate it — if a person is registering through Rancher's registration page, their Secret appears in moments"},
+			r.Jobs.Items = []Job{{Name: "registration-engine-29400000", Outcome: JobFailed, ExitCode: code(1), Reason: "BackoffLimitExceeded"}}
+			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Minute), Job: "registration-engine-29400000", Outcome: "failed", ExitCode: 1, Phase: "write-secret",
+				Error: "…", SecretDeleted: true}
+		}, wantState: StateNotYet, wantStart: "Not registered yet: cattle-scc-system/scc-registration was deleted after the engine's last successful run, and the last run (registration-engine-29400000, at 2026-11-30T11:59:00Z) did not recreate it — if a person is registering through Rancher's registration page, their Secret appears in moments"},
 		"transient failure of the last run, no Secret": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-29400000", Outcome: JobFailed, ExitCode: code(1), Reason: "BackoffLimitExceeded"}}
