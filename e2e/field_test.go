@@ -36,6 +36,7 @@ func TestSecretWriters(t *testing.T) {
 	t.Run("SUSE's Python engine wrote the Secret", func(t *testing.T) { e.testPythonEngineSecret(t, c) })
 	t.Run("SUSE's Python engine's coredns-custom key", func(t *testing.T) { e.testPythonEngineCoreDNSKey(t, c) })
 	t.Run("a person registers through Rancher's registration page", func(t *testing.T) { e.testRancherPage(t, c) })
+	t.Run("the page's create between a run's read and its write", e.testRancherPageRace)
 }
 
 // testPythonEngineCoreDNSKey: coredns-custom key registration.override as

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/job"
+	"github.com/rancher/registration-engine/job/kube"
+	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/job/operator"
 )
 
@@ -167,4 +170,59 @@ func (e *clusterEnv) testRancherPage(t *testing.T, c harness.Cloud) {
 	t.Logf("proved: after: exit %d, the person's Secret untouched (resourceVersion %s, their code), error %q", after.Code, got.ResourceVersion, afterErr)
 	t.Logf("proved: status after: %s", afterStatus)
 	t.Logf("proved: hand-back: the Secret deleted, the next run registered (exit %d, outcome %v)", back.Code, summary(t, back.Stderr)["outcome"])
+}
+
+// racingSecrets is the engine's view of the Secrets with the page's create
+// landing right after the engine's first read found none.
+type racingSecrets struct {
+	kube.SecretsGetter
+	create func()
+	once   *sync.Once
+}
+
+func (r racingSecrets) Secrets(ns string) kube.SecretInterface {
+	return racingSecret{r.SecretsGetter.Secrets(ns), r}
+}
+
+type racingSecret struct {
+	kube.SecretInterface
+	r racingSecrets
+}
+
+func (s racingSecret) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error) {
+	got, err := s.SecretInterface.Get(ctx, name, opts)
+	if apierrors.IsNotFound(err) {
+		s.r.once.Do(s.r.create)
+	}
+	return got, err
+}
+
+// testRancherPageRace: during first contact (no Secret, no successful run
+// before) the page's create lands between the engine's read, which found
+// none, and its write. The write that creates does not force: the
+// person's Secret is a conflict, read again and refused, never overwritten.
+func (e *clusterEnv) testRancherPageRace(t *testing.T) {
+	ctx := harness.Context(t)
+	e.DeleteSecret(ctx, t)
+	t.Cleanup(func() { e.DeleteSecret(context.Background(), t) })
+	page := e.newRancherPage(ctx, t)
+	var mine *corev1.Secret
+	store := &operator.SecretStore{
+		Secrets: racingSecrets{SecretsGetter: kubetest.Typed(e.Admin), once: &sync.Once{}, create: func() { mine = page.createSecret(ctx, t) }},
+		Sleep:   func(context.Context, time.Duration) error { return nil },
+	}
+	_, err := store.Write(ctx, operator.Values{URL: "https://" + harness.UpdateServer, RegCode: harness.DirectRegCode, InstanceData: "<document>x</document>", CertPEM: []byte("pem")})
+	require.ErrorIs(t, err, operator.ErrSecretOtherWriter)
+	require.NotNil(t, mine, "the page's create ran between the read and the write")
+	got := e.Secret(ctx, t)
+	assert.Equal(t, mine.ResourceVersion, got.ResourceVersion, "the person's Secret is never written")
+	assert.Equal(t, personsCode, string(got.Data["regCode"]))
+	for _, m := range got.ManagedFields {
+		assert.NotEqual(t, "registration-engine", m.Manager)
+	}
+	if t.Failed() {
+		return
+	}
+	what, _, _ := strings.Cut(err.Error(), "; ")
+	t.Logf("proved: the page's create between the engine's read and its write: the creating apply (no force) conflicted, was read again and refused (%s); the person's Secret kept at resourceVersion %s", what, got.ResourceVersion)
 }

@@ -31,12 +31,13 @@ const PythonEngineManager = "python-requests"
 // RancherManager is the field manager the API server records for a Secret
 // a person wrote through Rancher's UI. Rancher's registration page
 // ("Register Rancher Prime", rancher/dashboard
-// pkg/rancher-prime/pages/registration.composable.ts) deletes
+// pkg/rancher-prime/pages/registration.composable.ts at 17ad8a6) deletes
 // scc-registration and creates its own through Steve (POST /v1/secrets/…),
-// and Steve makes the call with client-go's default User-Agent,
-// "rancher/<version> (…)", impersonating the person, with no fieldManager:
-// the API server records the User-Agent's product. docs/troubleshoot.md,
-// "Rancher's registration page", has the calls and their sources.
+// and Steve (rancher/steve pkg/client/factory.go at 7972270) makes the
+// call with client-go's default User-Agent, "rancher/<version> (…)",
+// impersonating the person, with no fieldManager: the API server records
+// the User-Agent's product. docs/troubleshoot.md, "A person registers
+// through Rancher's registration page", has the calls and their sources.
 const RancherManager = "rancher"
 
 // OtherWriter is a tool other than this engine that writes the
