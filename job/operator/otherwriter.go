@@ -189,7 +189,7 @@ func (w *OtherWriter) Verdict(ns, name string) string {
 func (w *OtherWriter) personVerdict(ns, name string) string {
 	return fmt.Sprintf("%s/%s was registered by a person through Rancher's registration page with their own code (%s), so the PAYG registration is not applied; "+
 		"the engine writes nothing, since two writers would overwrite each other and rancher/scc-operator registers afresh on every change of the code. "+
-		"Choose one writer: to keep that code, uninstall this engine (helm uninstall <this engine's release>); "+
+		"Choose one writer: to keep that code, uninstall this engine (on the Azure Marketplace, az k8s-extension delete …; with Helm, helm uninstall <this engine's release>); "+
 		"to hand registration back to the engine (Azure Marketplace PAYG), delete the Secret (kubectl -n %s delete secret %s; this deregisters the person's code), "+
 		"then run the engine (%s), and do not enter a code in Rancher's registration page again",
 		ns, name, w.Evidence, escape.Shell(ns), escape.Shell(name), RunNowCommand(ns, "", kube.CronJobName+"-manual"))
