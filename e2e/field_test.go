@@ -27,13 +27,16 @@ import (
 // TestSecretWriters: the engine meets a scc-registration someone else
 // wrote. Another tool's (Rancher's chart) stops the run with a verdict and
 // is never written; SUSE's Python engine's is taken over by server-side
-// apply without a conflict.
+// apply without a conflict; a person's, through Rancher's registration
+// page, is never written nor pre-empted.
 func TestSecretWriters(t *testing.T) {
 	e := setupCluster(t)
 	c := harness.StartCloud(t)
 	t.Run("Rancher's chart owns the Secret", func(t *testing.T) { e.testRancherChartSecret(t, c) })
 	t.Run("SUSE's Python engine wrote the Secret", func(t *testing.T) { e.testPythonEngineSecret(t, c) })
 	t.Run("SUSE's Python engine's coredns-custom key", func(t *testing.T) { e.testPythonEngineCoreDNSKey(t, c) })
+	t.Run("a person registers through Rancher's registration page", func(t *testing.T) { e.testRancherPage(t, c) })
+	t.Run("the page's create between a run's read and its write", e.testRancherPageRace)
 }
 
 // testPythonEngineCoreDNSKey: coredns-custom key registration.override as

@@ -341,11 +341,12 @@ func (o *operatorEnv) jobEvent(ctx context.Context, t *testing.T, name string) e
 	return ev
 }
 
-// forceDeleteSecret deletes scc-registration and waits until it is gone;
-// with no operator running to release it, it drops the operator's
-// finalizer first.
+// forceDeleteSecret forgets the last run (ForgetLastRun), deletes
+// scc-registration and waits until it is gone; with no operator running
+// to release it, it drops the operator's finalizer first.
 func (o *operatorEnv) forceDeleteSecret(ctx context.Context, t *testing.T) {
 	t.Helper()
+	o.ForgetLastRun(ctx, t)
 	secrets := o.Admin.CoreV1().Secrets(operator.Namespace)
 	err := secrets.Delete(ctx, operator.SecretName, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {

@@ -294,7 +294,7 @@ func (j *Job) runPhases(ctx context.Context, log *slog.Logger, last *kube.RunRec
 	// a black hole.
 	res.Address = server.Reached
 	ph.doneBefore("race-addresses", "find-update-server raced them", slog.String("address", addrString(server.Reached)), slog.String("racedIn", "find-update-server"))
-	w, err := runPhase(ctx, ph, "write-secret", func(ctx context.Context) (written, []any, error) { return j.write(ctx, log, server, ev) })
+	w, err := runPhase(ctx, ph, "write-secret", func(ctx context.Context) (written, []any, error) { return j.write(ctx, log, server, ev, last) })
 	res.Changed = w.changed
 	if err != nil {
 		return ph.failed(res), err
@@ -382,7 +382,11 @@ type written struct {
 
 // write is phase 6: the name mapped in the cluster and handed over, then
 // the Secret written.
-func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServer, ev *providers.Evidence) (written, []any, error) {
+//
+// last is the record of the run before: one that ended with the Secret in
+// place makes a Secret absent now someone's deletion, which this run does
+// not undo (operator.ErrSecretDeleted).
+func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServer, ev *providers.Evidence, last *kube.RunRecord) (written, []any, error) {
 	w := written{
 		reg: operator.Values{
 			// The name as it is, not absolute ("name."): the trailing dot
@@ -394,6 +398,7 @@ func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServ
 			RegCode:      j.RegCode.Reveal(),
 			InstanceData: ev.InstanceData,
 			CertPEM:      server.CertPEM,
+			Left:         secretLeft(last),
 		},
 		unproven: "no cluster (dry run or --output)",
 	}
@@ -426,6 +431,16 @@ func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServ
 	changed, err := j.Store.Write(ctx, w.reg)
 	w.changed = changed
 	return w, append(attrs, slog.Bool("changed", changed)), j.Operator.Explain(ctx, withRegCodeSources(err))
+}
+
+// secretLeft is when the run of record last ended with the Secret in place
+// (registered or unchanged), nil otherwise.
+func secretLeft(last *kube.RunRecord) *time.Time {
+	if last == nil || (last.Outcome != OutcomeRegistered && last.Outcome != OutcomeUnchanged) {
+		return nil
+	}
+	t := last.Time
+	return &t
 }
 
 // phases logs the design card's six phases, numbered in the order the run

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -87,6 +88,7 @@ func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runEr
 		if runErr != nil {
 			rec.Outcome, rec.Phase, rec.Permanent = OutcomeFailed, res.Failed, failure.IsPermanent(runErr)
 			rec.Error = escape.Record(runErr.Error(), j.Secrets.String, kube.MaxRunError)
+			rec.SecretDeleted = errors.Is(runErr, operator.ErrSecretDeleted)
 			*rec = plan.record(*rec)
 		}
 	}

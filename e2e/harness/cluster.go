@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -28,6 +30,7 @@ import (
 	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/sccoperator"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
+	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 )
 
@@ -201,11 +204,25 @@ func (e *Cluster) SecretVersion(ctx context.Context, t testing.TB) string {
 	return s.ResourceVersion
 }
 
-// DeleteSecret deletes the engine's Secret, if there is one.
+// DeleteSecret deletes the engine's Secret, if there is one, and forgets
+// the last run's record (ForgetLastRun): a case starts as a fresh install.
 func (e *Cluster) DeleteSecret(ctx context.Context, t testing.TB) {
 	t.Helper()
 	err := e.Admin.CoreV1().Secrets(operator.Namespace).Delete(ctx, operator.SecretName, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "delete secret: %v", err)
+	e.ForgetLastRun(ctx, t)
+}
+
+// ForgetLastRun removes the last run's record from the engine's Lease, if
+// there is one. A run after one that ended with the Secret in place takes
+// a Secret gone since for someone's deletion and does not recreate it
+// (operator.ErrSecretDeleted); a case that deletes the Secret to start
+// afresh forgets the record with it.
+func (e *Cluster) ForgetLastRun(ctx context.Context, t testing.TB) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, kube.AnnotationLastRun)
+	_, err := e.Admin.CoordinationV1().Leases(operator.Namespace).Patch(ctx, LeaseName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "forget the last run: %v", err)
 }
 
 // DeleteLease deletes the engine's Lease, if there is one.

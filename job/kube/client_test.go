@@ -186,7 +186,7 @@ current-context: x
 			}
 			assert.Equal(t, "application/apply-patch+yaml", f.apply.contentType)
 			assert.Equal(t, kube.FieldManager, f.apply.query.Get("fieldManager"))
-			assert.Equal(t, "true", f.apply.query.Get("force"))
+			assert.Equal(t, "false", f.apply.query.Get("force"), "creating, the apply does not force: a Secret created since the read is a conflict")
 			assert.NotContains(t, f.apply.body, "stringData")
 			assert.Contains(t, f.apply.body, "data")
 			assert.NotContains(t, f.apply.body["metadata"], "labels")

@@ -55,6 +55,10 @@ type RunRecord struct {
 	// Refresh: the failing streak is a registered cluster's scheduled
 	// refresh, whose attempts are spaced wider (job/backoff).
 	Refresh bool `json:"refresh,omitempty"`
+	// SecretDeleted: the run found the registration Secret the run before
+	// it left deleted since, and wrote nothing (operator.ErrSecretDeleted);
+	// status says so although no Secret is left to read.
+	SecretDeleted bool `json:"secretDeleted,omitempty"`
 }
 
 // Retrying says, for a person, what comes of a failed run that will be

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // The scc-operator contract: the one Secret rancher/scc-operator reads to
@@ -80,6 +81,11 @@ type Values struct {
 	InstanceData string
 	// CertPEM is the update server's validated certificate.
 	CertPEM []byte
+	// Left is when the engine's last run ended with the Secret in place
+	// (registered or unchanged); nil when it did not, or there is no
+	// record. A Secret absent now was deleted by someone since: Write does
+	// not recreate it in this run (ErrSecretDeleted). Not a data key.
+	Left *time.Time
 }
 
 // Data returns the Secret's data keys, exactly as written. It holds the

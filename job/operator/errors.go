@@ -41,6 +41,16 @@ var (
 	// engine writes nothing. Permanent: a person must choose one writer.
 	ErrSecretOtherWriter = errors.New("another tool writes the registration secret")
 
+	// ErrSecretDeleted means the Secret the engine's last successful run
+	// left in place is gone and nothing has replaced it yet: someone
+	// deleted it since. Rancher's registration page deletes it before it
+	// creates its own with the code a person typed, so recreating it in
+	// the same run would take the person's place (their create then fails
+	// with AlreadyExists). Not permanent: the run writes nothing and exits
+	// 1; the Job's retry, seconds later, writes it afresh if it is still
+	// absent (its record is of a failed run), or finds the person's.
+	ErrSecretDeleted = errors.New("the registration secret was deleted since the last run")
+
 	// ErrSecretChanged means the Secret changed between the read a
 	// recovery was decided on and its delete: nothing was deleted. Not
 	// permanent: the next run reads afresh.

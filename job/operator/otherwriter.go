@@ -28,6 +28,18 @@ const (
 // another tool's: the engine takes it over (server-side apply with Force).
 const PythonEngineManager = "python-requests"
 
+// RancherManager is the field manager the API server records for a Secret
+// a person wrote through Rancher's UI. Rancher's registration page
+// ("Register Rancher Prime", rancher/dashboard
+// pkg/rancher-prime/pages/registration.composable.ts at 17ad8a6) deletes
+// scc-registration and creates its own through Steve (POST /v1/secrets/…),
+// and Steve (rancher/steve pkg/client/factory.go at 7972270) makes the
+// call with client-go's default User-Agent, "rancher/<version> (…)",
+// impersonating the person, with no fieldManager: the API server records
+// the User-Agent's product. docs/troubleshoot.md, "A person registers
+// through Rancher's registration page", has the calls and their sources.
+const RancherManager = "rancher"
+
 // OtherWriter is a tool other than this engine that writes the
 // registration Secret.
 type OtherWriter struct {
@@ -39,6 +51,9 @@ type OtherWriter struct {
 	// Release and ReleaseNamespace are the Helm release, when Helm owns
 	// the Secret ("" when only its label says Helm).
 	Release, ReleaseNamespace string
+	// Person: a person registered with their own code through Rancher's
+	// registration page (RancherManager owns data keys).
+	Person bool
 }
 
 // FindOtherWriter reports a writer of s that the engine must not fight, or
@@ -49,6 +64,10 @@ type OtherWriter struct {
 //     the registration code into the Secret;
 //   - SUSE's Python engine (PythonEngineManager), whose Secret the engine
 //     takes over.
+//
+// A person who registered through Rancher's registration page
+// (RancherManager owns data keys) counts, as Person: the engine never
+// overwrites their code.
 //
 // Anything that installed or keeps writing the Secret's data does count:
 // Helm (Rancher's chart, annotations meta.helm.sh/release-name or the label
@@ -75,6 +94,13 @@ func FindOtherWriter(s *corev1.Secret) *OtherWriter {
 			continue
 		}
 		if keys := dataKeys(mf.FieldsV1.GetRawBytes()); len(keys) > 0 {
+			if mf.Manager == RancherManager {
+				return &OtherWriter{
+					Who:      "a person through Rancher's registration page",
+					Evidence: fmt.Sprintf("managedFields: %q (%s) owns data keys %s", mf.Manager, mf.Operation, strings.Join(keys, ", ")),
+					Person:   true,
+				}
+			}
 			return &OtherWriter{
 				Who:      fmt.Sprintf("field manager %q", mf.Manager),
 				Evidence: fmt.Sprintf("managedFields: %q (%s) owns data keys %s", mf.Manager, mf.Operation, strings.Join(keys, ", ")),
@@ -128,6 +154,9 @@ func dataKeys(raw []byte) []string {
 // label); anything else is named, quoted, and no command is built from it.
 // ns and name are the engine's settings, shell-quoted all the same.
 func (w *OtherWriter) Verdict(ns, name string) string {
+	if w.Person {
+		return w.personVerdict(ns, name)
+	}
 	head := fmt.Sprintf("%s/%s is written by %s (%s); two writers would overwrite each other, and rancher/scc-operator registers afresh on every change of the code or URL, so the engine writes nothing. Choose one writer: ",
 		ns, name, w.Who, w.Evidence)
 	del := fmt.Sprintf("kubectl -n %s delete secret %s", escape.Shell(ns), escape.Shell(name))
@@ -152,6 +181,18 @@ func (w *OtherWriter) Verdict(ns, name string) string {
 			"(remove the Secret from its sources), delete the Secret (%s), then run the engine",
 			w.Who, w.Who, ns, name, del)
 	}
+}
+
+// personVerdict is Verdict for a person's registration through Rancher's
+// registration page: what happened, before the first "; " (status's line),
+// then how to keep it or hand registration back to the engine.
+func (w *OtherWriter) personVerdict(ns, name string) string {
+	return fmt.Sprintf("%s/%s was registered by a person through Rancher's registration page with their own code (%s), so the PAYG registration is not applied; "+
+		"the engine writes nothing, since two writers would overwrite each other and rancher/scc-operator registers afresh on every change of the code. "+
+		"Choose one writer: to keep that code, uninstall this engine (on the Azure Marketplace, az k8s-extension delete …; with Helm, helm uninstall <this engine's release>); "+
+		"to hand registration back to the engine (Azure Marketplace PAYG), delete the Secret (kubectl -n %s delete secret %s; this deregisters the person's code), "+
+		"then run the engine (%s), and do not enter a code in Rancher's registration page again",
+		ns, name, w.Evidence, escape.Shell(ns), escape.Shell(name), RunNowCommand(ns, "", kube.CronJobName+"-manual"))
 }
 
 // helmRelease reports whether s is a name Helm takes for a release (Helm

@@ -92,6 +92,7 @@ func (s *SecretStore) Write(ctx context.Context, r Values) (changed bool, err er
 	log := logger(s.Log).With(slog.String("secret", ns+"/"+name))
 	need := kube.Access{Verbs: []string{"get", "create", "patch"}, Resource: "secrets/" + name, Namespace: ns}
 
+	deleted := false
 	err = kube.NewRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).Do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
 		cur, err := s.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -102,6 +103,10 @@ func (s *SecretStore) Write(ctx context.Context, r Values) (changed bool, err er
 		}
 		if cur != nil && cur.DeletionTimestamp != nil {
 			return failure.Permanent(fmt.Errorf("%w%s", ErrSecretTerminating, terminating(cur)))
+		}
+		if cur == nil && r.Left != nil {
+			deleted = true // not retried here: this run recreates nothing
+			return nil
 		}
 		if w := FindOtherWriter(cur); w != nil {
 			return failure.Permanent(fmt.Errorf("%w: %s", ErrSecretOtherWriter, w.Verdict(ns, name)))
@@ -134,7 +139,10 @@ func (s *SecretStore) Write(ctx context.Context, r Values) (changed bool, err er
 		if err != nil {
 			return failure.Permanent(err)
 		}
-		force := true
+		// Force only over a Secret just read: creating, a Secret someone
+		// else created since the read (Rancher's registration page, a
+		// person's code) is a conflict and a re-read, never overwritten.
+		force := cur != nil
 		if _, err := s.Secrets.Secrets(ns).Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: kube.FieldManager, Force: &force}); err != nil {
 			return kube.APIError(err, need)
 		}
@@ -142,6 +150,9 @@ func (s *SecretStore) Write(ctx context.Context, r Values) (changed bool, err er
 		log.Info("registration secret written", slog.Bool("created", cur == nil), slog.Any("changedKeys", diff), slog.Bool("regCodeKept", r.RegCode == ""))
 		return nil
 	})
+	if err == nil && deleted {
+		err = errDeleted(ns, name, *r.Left)
+	}
 	if err != nil {
 		return false, fmt.Errorf("operator: secret %s/%s: %w", ns, name, err)
 	}
@@ -221,6 +232,7 @@ func (s *SecretStore) Recreate(ctx context.Context, r Values, uid types.UID, res
 		}
 		res.Gone = time.Since(t)
 		logger(s.Log).Info("registration secret deleted; the operator let it go", slog.String("secret", ns+"/"+name), slog.Int64("goneMs", res.Gone.Milliseconds()))
+		r.Left = nil // this run deleted it: writing it afresh undoes no one's deletion
 	}
 	if _, err := s.Write(ctx, r); err != nil {
 		return res, err
@@ -294,9 +306,13 @@ func (s *SecretStore) Check(ctx context.Context, r Values) error {
 	}
 	ns, name := cmp.Or(s.Namespace, Namespace), cmp.Or(s.Name, SecretName)
 	need := kube.Access{Verbs: []string{"get"}, Resource: "secrets/" + name, Namespace: ns}
+	deleted := false
 	err := kube.NewRetrier(s.RetryMax, s.RetryBackoff, s.Sleep, s.Log).Do(ctx, "secret "+ns+"/"+name, func(ctx context.Context) error {
 		cur, err := s.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
+		case apierrors.IsNotFound(err) && r.Left != nil:
+			deleted = true
+			return nil
 		case apierrors.IsNotFound(err):
 			return errNoRegCode()
 		case err != nil:
@@ -308,10 +324,26 @@ func (s *SecretStore) Check(ctx context.Context, r Values) error {
 		}
 		return nil
 	})
+	if err == nil && deleted {
+		err = errDeleted(ns, name, *r.Left)
+	}
 	if err != nil {
 		return fmt.Errorf("operator: secret %s/%s: %w", ns, name, err)
 	}
 	return nil
+}
+
+// errDeleted is Check's and Write's error for a Secret deleted since the
+// run at left ended with it in place: what happened, before the first
+// "; " (status's line), then why nothing is written and what comes next.
+// Not permanent: the Job's retry, seconds later, writes the Secret afresh
+// if it is still absent, and finds a person's if Rancher's page created
+// one meanwhile.
+func errDeleted(ns, name string, left time.Time) error {
+	return fmt.Errorf("%w: %s/%s was deleted after the engine's last successful run (%s) and nothing has replaced it yet; "+
+		"this run does not recreate what someone just deleted: Rancher's registration page deletes it, then creates its own with the code a person typed, moments later. "+
+		"The next attempt (the Job's retry, the retry CronJob, or %s) writes it afresh if it is still absent, and leaves a person's Secret alone",
+		ErrSecretDeleted, ns, name, left.UTC().Format(time.RFC3339), RunNowCommand(ns, "", kube.CronJobName+"-manual"))
 }
 
 // errNoRegCode is Check's and Write's error for a run with no code

@@ -176,6 +176,12 @@ func (d decider) noSecret() Verdict {
 	if v, ok := d.waitingForCode(); ok {
 		return v
 	}
+	if run := r.Lease.LastRun; run != nil && run.SecretDeleted {
+		return notYet(fmt.Sprintf("%s/%s was deleted after the engine's last successful run, and the last run (%s, at %s) did not recreate it",
+			r.Namespace, r.Secret.Name, orNone(run.Job), stamp(run.Time)),
+			"if a person is registering through Rancher's registration page, their Secret appears in moments and the engine leaves it alone; "+
+				"otherwise the next attempt (the Job's retry, the retry CronJob) writes it afresh; to run it now: "+d.runNow())
+	}
 	if j := d.lastFinished(); j != nil {
 		if j.Outcome == JobFailed {
 			return d.failedRun(*j)
@@ -308,10 +314,17 @@ func (d decider) failedRunText(j Job) (what, next string) {
 	if run := d.r.Lease.LastRun; run != nil && run.Retrying() != "" && (run.Job == j.Name || run.Time.After(j.Created)) {
 		// The record says what comes next; its error is the run's own.
 		what = fmt.Sprintf("the last run, %s, failed at %s in phase %s: %s; %s", orNone(run.Job), stamp(run.Time), run.Phase, run.Error, run.Retrying())
-		return what, "nothing to do: the retry CronJob runs it; to retry now: " + d.runNow()
+		return what, "nothing to do: the retry CronJob runs it; " + rancherPrompt + "; to retry now: " + d.runNow()
 	}
 	return what + "; the failure is transient and the next scheduled run retries", "to retry now: " + d.runNow()
 }
+
+// rancherPrompt is what an administrator sees in Rancher (2.12 and later)
+// while the first registration is still being retried, and what to do
+// about it: Rancher's registration page would replace the PAYG
+// registration with a code typed by hand (docs/troubleshoot.md, "A person
+// registers through Rancher's registration page").
+const rancherPrompt = `meanwhile Rancher shows administrators the notification "Rancher Prime Registration" with "Register Now": do not enter a code there, the engine registers this PAYG cluster`
 
 // dnsBroken: the update server's name does not resolve in the cluster to
 // the address the engine chose: no entry, or one that points elsewhere than

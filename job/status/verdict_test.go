@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,17 @@ func TestDecide(t *testing.T) {
 			no := false
 			r.Operator.ProcessedCurrent, r.Operator.State = &no, operator.StatePending
 		}, wantState: StateNotYet, wantStart: "Not registered yet: rancher/scc-operator has not processed scc-registration's current values"},
+		"a person through Rancher's registration page": {change: func(r *Report) {
+			r.Operator.State, r.Operator.ProcessedCurrent = operator.StatePending, nil
+			r.Secret.OtherWriter = (&operator.OtherWriter{Who: "a person through Rancher's registration page", Person: true,
+				Evidence: `managedFields: "rancher" (Update) owns data keys regCode, registrationType`}).Verdict("cattle-scc-system", "scc-registration")
+		}, wantState: StateActionNeeded, wantStart: `Not registered: cattle-scc-system/scc-registration was registered by a person through Rancher's registration page with their own code (managedFields: "rancher" (Update) owns data keys regCode, registrationType), so the PAYG registration is not applied — the engine writes nothing`},
+		"the Secret deleted since the last successful run, by a Job the record names": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			r.Jobs.Items = []Job{{Name: "registration-engine-29400000", Outcome: JobFailed, ExitCode: code(1), Reason: "BackoffLimitExceeded"}}
+			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Minute), Job: "registration-engine-29400000", Outcome: "failed", ExitCode: 1, Phase: "write-secret",
+				Error: "…", SecretDeleted: true}
+		}, wantState: StateNotYet, wantStart: "Not registered yet: cattle-scc-system/scc-registration was deleted after the engine's last successful run, and the last run (registration-engine-29400000, at 2026-11-30T11:59:00Z) did not recreate it — if a person is registering through Rancher's registration page, their Secret appears in moments"},
 		"transient failure of the last run, no Secret": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-29400000", Outcome: JobFailed, ExitCode: code(1), Reason: "BackoffLimitExceeded"}}
@@ -87,7 +99,7 @@ func TestDecide(t *testing.T) {
 			since, next := now.Add(-time.Hour), now.Add(5*time.Minute)
 			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-10 * time.Minute), Job: "registration-engine-retry-29400000", Outcome: "failed", ExitCode: 1, Phase: "find-update-server",
 				Error: "no region server answered", ConsecutiveFailures: 5, FailingSince: &since, Cause: kube.CauseTransient, NextAttempt: &next}
-		}, wantState: StateNotYet, wantStart: "Not registered yet: the last run, registration-engine-retry-29400000, failed at 2026-11-30T11:50:00Z in phase find-update-server: no region server answered; retrying: attempt 6 is due by 2026-11-30 12:05 UTC (cause transient) — nothing to do: the retry CronJob runs it"},
+		}, wantState: StateNotYet, wantStart: "Not registered yet: the last run, registration-engine-retry-29400000, failed at 2026-11-30T11:50:00Z in phase find-update-server: no region server answered; retrying: attempt 6 is due by 2026-11-30 12:05 UTC (cause transient) — nothing to do: the retry CronJob runs it; meanwhile Rancher shows administrators the notification \"Rancher Prime Registration\" with \"Register Now\": do not enter a code there, the engine registers this PAYG cluster; to retry now: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine"},
 		"Azure still propagating the identity: waiting, and when it needs you": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-0a1b2c3d4e", Outcome: JobFailed, ExitCode: code(1), Created: now.Add(-20 * time.Minute)}}
@@ -250,4 +262,14 @@ func TestFailedRegistrationRemediesAreTheRuns(t *testing.T) {
 			assert.Contains(t, got.Next, remedy)
 		})
 	}
+}
+
+// TestRancherPromptInInstallDoc: docs/install.md, "What Rancher shows
+// meanwhile", quotes what status says of Rancher's notification while the
+// first contact is retried, word for word.
+func TestRancherPromptInInstallDoc(t *testing.T) {
+	b, err := os.ReadFile("../../docs/install.md")
+	require.NoError(t, err)
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	assert.Contains(t, doc, rancherPrompt, "docs/install.md does not quote status's words on Rancher's notification")
 }
