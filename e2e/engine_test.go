@@ -43,6 +43,8 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 		wantOutcome string
 		wantAddress string
 		wantInLog   []string
+		// env is added to the cloud's (the chart's own variables).
+		env []string
 		// proved, when set, is logged as the proved: line of a passing case.
 		proved string
 	}{
@@ -63,6 +65,15 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 		"IMDS restricted": {fault: "imds-restricted", wantCode: 2, wantOutcome: "failed",
 			wantInLog: []string{`"source":"dmi"`, "instance metadata unreachable from this pod", "AKS's IMDS restriction", "--set hostNetwork=true"},
 			proved:    "IMDS restricted (every connect to IMDS dropped, DMI says Azure): exit 2, permanent, the error names AKS's IMDS restriction and the chart value hostNetwork=true"},
+		// The same on a Marketplace install (the chart says so in
+		// RELEASE_MANAGER): Azure's command for the extension, never a
+		// helm upgrade Azure would revert, and the reimage step.
+		"IMDS restricted on a Marketplace install": {fault: "imds-restricted", wantCode: 2, wantOutcome: "failed",
+			env: []string{"RELEASE_MANAGER=azure-extension", "RELEASE_NAME=suse-registration"},
+			wantInLog: []string{"AKS's IMDS restriction",
+				"(az k8s-extension update --resource-group rg-fake --cluster-name aks-fake --cluster-type managedClusters --name suse-registration --configuration-settings hostNetwork=true --yes)",
+				"then az aks upgrade --node-image-only"},
+			proved: "IMDS restricted on a Marketplace install: the verdict gives az k8s-extension update … --configuration-settings hostNetwork=true --yes for the extension and the node-image reimage"},
 		// Off any cloud: every metadata endpoint a black hole, DMI a
 		// bare-metal server; detection gives up after its budget.
 		"off cloud": {fault: "off-cloud", wantCode: 2, wantOutcome: "failed",
@@ -86,8 +97,13 @@ func TestEngineAgainstFakeCloud(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c := harness.StartCloud(t, tc.fault)
-			res := harness.RunEngine(t, context.Background(), append(c.Env, "REGISTRATION_CODE=E2E-CODE"), "--dry-run")
+			res := harness.RunEngine(t, context.Background(), append(slices.Concat(c.Env, tc.env), "REGISTRATION_CODE=E2E-CODE"), "--dry-run")
 			require.Equal(t, tc.wantCode, res.Code, res.String())
+			for _, want := range tc.wantInLog {
+				if strings.Contains(want, "k8s-extension") {
+					assert.NotContains(t, res.Stderr, "helm upgrade", "no helm upgrade on a release Azure owns")
+				}
+			}
 			s := summary(t, res.Stderr)
 			assert.Equal(t, tc.wantOutcome, s["outcome"], res.String())
 			if tc.wantAddress != "" {
