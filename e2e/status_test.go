@@ -111,7 +111,7 @@ func TestStatus(t *testing.T) {
 		require.Equal(t, job.ExitOK, run.Code, run.String())
 		t.Cleanup(func() { e.DeleteLease(t) })
 		res := e.status(t, e.adminKubeconfig)
-		e.expect(t, res, job.ExitPermanent, `Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one \(last run at \S+\) — set it: the chart value registrationCode \(on the Azure Marketplace: az k8s-extension update … --configuration-protected-settings registrationCode=<code> --yes\), or kubectl -n cattle-scc-system create secret generic registration-code --from-literal=regCode=<code>, then run the engine: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
+		e.expect(t, res, job.ExitPermanent, `Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one \(last run at \S+\) — set it: on the Azure Marketplace, az k8s-extension update --resource-group \S+ --cluster-name \S+ --cluster-type managedClusters --name \S+ --configuration-protected-settings registrationCode=<code> --yes; with Helm, helm upgrade <release> <chart> -n cattle-scc-system --reset-then-reuse-values --set registrationCode=<code>; with kustomize, kubectl -n cattle-scc-system create secret generic registration-code --from-literal=regCode=<code>, then run the engine: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine registration-engine-manual-\d+$`)
 	})
 
 	t.Run("Secret without a code", func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/job/regionconfig"
+	"github.com/rancher/registration-engine/job/remedy"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
 )
@@ -490,7 +491,7 @@ func (j *Job) codeRemedy() string {
 	if j.CodeRemedy != "" {
 		return j.CodeRemedy
 	}
-	return regCodeRemedy(Remedies{Namespace: operator.Namespace})
+	return regCodeRemedy(remedy.Remedies{Namespace: operator.Namespace})
 }
 
 // regCodeRemedy is the command that sets the registration code: on the
@@ -499,30 +500,12 @@ func (j *Job) codeRemedy() string {
 // the extension re-runs the engine), with Helm the value, otherwise (and
 // on a release of unknown kind, beside those) the Secret
 // registration-code, then a run.
-func regCodeRemedy(r Remedies) string {
+func regCodeRemedy(r remedy.Remedies) string {
 	set := r.SetValues(true, "registrationCode=<code>")
 	if r.Manager != "" {
 		return set
 	}
 	return fmt.Sprintf("%s; with kustomize, kubectl -n %s create secret generic registration-code --from-literal=regCode=<code> and a run of the engine", set, cmp.Or(r.Namespace, operator.Namespace))
-}
-
-// parseExtensionID reads an AKS cluster extension's ARM ID:
-// /subscriptions/S/resourceGroups/RG/providers/Microsoft.ContainerService/managedClusters/C/providers/Microsoft.KubernetesConfiguration/extensions/E.
-// Names with characters a shell would read are not taken.
-func parseExtensionID(id string) (rg, cluster, ext string, ok bool) {
-	p := strings.Split(strings.Trim(id, "/"), "/")
-	if len(p) != 12 || !strings.EqualFold(p[0], "subscriptions") || !strings.EqualFold(p[2], "resourceGroups") ||
-		!strings.EqualFold(p[5], "Microsoft.ContainerService") || !strings.EqualFold(p[6], "managedClusters") ||
-		!strings.EqualFold(p[9], "Microsoft.KubernetesConfiguration") || !strings.EqualFold(p[10], "extensions") {
-		return "", "", "", false
-	}
-	for _, v := range []string{p[3], p[7], p[11]} {
-		if v == "" || strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" {
-			return "", "", "", false
-		}
-	}
-	return p[3], p[7], p[11], true
 }
 
 // withRegCodeSources adds to a missing-code error where the code must come

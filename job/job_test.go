@@ -27,6 +27,7 @@ import (
 	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/regionconfig"
+	"github.com/rancher/registration-engine/job/remedy"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
 )
@@ -254,11 +255,11 @@ func TestRunWithoutAReachedAddressWritesNothing(t *testing.T) {
 func TestRunWithoutACodeWaits(t *testing.T) {
 	const extID = "/subscriptions/0000/resourceGroups/rg-prod/providers/Microsoft.ContainerService/managedClusters/aks-1/providers/Microsoft.KubernetesConfiguration/extensions/suse-registration"
 	tests := map[string]string{
-		"on the Marketplace, the extension named": regCodeRemedy(Remedies{Manager: ReleaseByAzureExtension, Release: "suse-registration", Namespace: "cattle-scc-system", ExtensionID: extID}),
-		"on the Marketplace, no extension ID":     regCodeRemedy(Remedies{Manager: ReleaseByAzureExtension, Release: "suse-registration", Namespace: "cattle-scc-system"}),
-		"a Helm release":                          regCodeRemedy(Remedies{Manager: ReleaseByHelm, Release: "registration-engine", Namespace: "cattle-scc-system", ExtensionID: extID}),
-		"no release known (kustomize)":            regCodeRemedy(Remedies{Namespace: "cattle-scc-system"}),
-		"an extension ID a shell would read":      regCodeRemedy(Remedies{Manager: ReleaseByAzureExtension, Namespace: "cattle-scc-system", ExtensionID: "/subscriptions/0/resourceGroups/rg;id/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e"}),
+		"on the Marketplace, the extension named": regCodeRemedy(remedy.Remedies{Manager: remedy.AzureExtension, Release: "suse-registration", Namespace: "cattle-scc-system", ExtensionID: extID}),
+		"on the Marketplace, no extension ID":     regCodeRemedy(remedy.Remedies{Manager: remedy.AzureExtension, Release: "suse-registration", Namespace: "cattle-scc-system"}),
+		"a Helm release":                          regCodeRemedy(remedy.Remedies{Manager: remedy.Helm, Release: "registration-engine", Namespace: "cattle-scc-system", ExtensionID: extID}),
+		"no release known (kustomize)":            regCodeRemedy(remedy.Remedies{Namespace: "cattle-scc-system"}),
+		"an extension ID a shell would read":      regCodeRemedy(remedy.Remedies{Manager: remedy.AzureExtension, Namespace: "cattle-scc-system", ExtensionID: "/subscriptions/0/resourceGroups/rg;id/providers/Microsoft.ContainerService/managedClusters/c/providers/Microsoft.KubernetesConfiguration/extensions/e"}),
 	}
 	msgs := testkit.NewMessages(t)
 	for name, remedy := range tests {

@@ -16,6 +16,7 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/regionconfig"
+	"github.com/rancher/registration-engine/job/remedy"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
@@ -122,8 +123,8 @@ var settings = []setting{
 	{flag: "cronjob-name", envs: []string{"CRONJOB_NAME"}, def: kube.CronJobName, help: "name of the CronJob; its scheduled Jobs take the startup sleep", set: str(func(c *Config) *string { return &c.CronJobName })},
 	{flag: "release-manager", envs: []string{"RELEASE_MANAGER"}, help: "who owns the release, for the commands a remedy gives: azure-extension (the Marketplace bundle: az k8s-extension update) or helm (helm upgrade); unset: both", set: func(c *Config, v string) error {
 		c.ReleaseManager = strings.TrimSpace(v)
-		if !slices.Contains(releaseManagers, c.ReleaseManager) {
-			return fmt.Errorf("want %s or %s", ReleaseByAzureExtension, ReleaseByHelm)
+		if !slices.Contains(remedy.Managers, c.ReleaseManager) {
+			return fmt.Errorf("want %s or %s", remedy.AzureExtension, remedy.Helm)
 		}
 		return nil
 	}},

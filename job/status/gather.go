@@ -148,6 +148,16 @@ func (g *gatherer) cronJobAndJobs(ctx context.Context) (pods []corev1.Pod, podsR
 				if e.Name == "OPERATOR_RECOVERY" && e.ValueFrom == nil && strings.EqualFold(strings.TrimSpace(e.Value), "false") {
 					cj.OperatorRecovery = false
 				}
+				if e.ValueFrom == nil {
+					switch e.Name {
+					case "RELEASE_MANAGER":
+						cj.ReleaseManager = strings.TrimSpace(e.Value)
+					case "RELEASE_NAME":
+						cj.ReleaseName = strings.TrimSpace(e.Value)
+					case "EXTENSION_RESOURCE_ID":
+						cj.ExtensionID = strings.TrimSpace(e.Value)
+					}
+				}
 			}
 		}
 	}

@@ -79,6 +79,12 @@ type CronJob struct {
 	// OperatorRecovery is the CronJob's OPERATOR_RECOVERY (default true):
 	// whether its runs recover a Registration failed for a passing cause.
 	OperatorRecovery bool `json:"operatorRecovery"`
+	// ReleaseManager, ReleaseName and ExtensionID are the CronJob's
+	// RELEASE_MANAGER, RELEASE_NAME and EXTENSION_RESOURCE_ID: who owns the
+	// release, so that a remedy gives the customer's own command.
+	ReleaseManager string `json:"releaseManager,omitempty"`
+	ReleaseName    string `json:"releaseName,omitempty"`
+	ExtensionID    string `json:"extensionResourceId,omitempty"`
 }
 
 // Jobs are the engine's most recent Jobs, newest first.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	fix "github.com/rancher/registration-engine/job/remedy"
 )
 
 // ExpiryWarning is how long before the update server's certificate expires
@@ -227,7 +228,7 @@ func (d decider) waitingForCode() (Verdict, bool) {
 	case j != nil:
 		when = fmt.Sprintf(" (last run %s at %s)", j.Name, stampPtr(j.Finished))
 	}
-	next := fmt.Sprintf("set it: the chart value registrationCode (on the Azure Marketplace: az k8s-extension update … --configuration-protected-settings registrationCode=<code> --yes), or kubectl -n %s create secret generic registration-code --from-literal=regCode=<code>, then run the engine: %s", r.Namespace, d.runNow())
+	next := "set it: " + d.codeRemedy()
 	// Only the engine's own Event, from a pod of the Job: anyone who may
 	// create Events could otherwise put a command here for a person to paste.
 	if event && j.Event.FromJobPod {
@@ -241,6 +242,24 @@ func (d decider) waitingForCode() (Verdict, bool) {
 		}
 	}
 	return action("no registration code yet: the engine found none configured and none in "+r.Secret.Name+", and waits for one"+when, next), true
+}
+
+// codeRemedy is the command that sets the registration code on the
+// release the CronJob says it is (RELEASE_MANAGER, fix.Remedies): Azure's
+// protected setting on a Marketplace install, the chart value on a Helm
+// release; on a release of unknown kind every form, the Secret
+// registration-code and a run included.
+func (d decider) codeRemedy() string {
+	cj, ns := d.r.CronJob, d.r.Namespace
+	r := fix.Remedies{Manager: cj.ReleaseManager, Release: cj.ReleaseName, Namespace: ns, ExtensionID: cj.ExtensionID}
+	if !slices.Contains(fix.Managers, r.Manager) {
+		r.Manager = ""
+	}
+	set := r.SetValues(true, "registrationCode=<code>")
+	if r.Manager != "" {
+		return set
+	}
+	return fmt.Sprintf("%s; with kustomize, kubectl -n %s create secret generic registration-code --from-literal=regCode=<code>, then run the engine: %s", set, ns, d.runNow())
 }
 
 // runInProgress: the newest Job still runs.

