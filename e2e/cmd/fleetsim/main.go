@@ -680,7 +680,9 @@ func render(ctx context.Context, o Options, id string, set ...string) (Schedules
 		"--set", "global.azure.images.engine.registry=example.azurecr.io",
 		"--set", "global.azure.images.engine.image=registration-engine",
 		"--set", "global.azure.images.engine.tag=latest",
-		"--set", "global.azure.images.engine.digest=sha256:" + strings.Repeat("0", 64)}
+		"--set", "global.azure.images.engine.digest=sha256:" + strings.Repeat("0", 64),
+		// What manifests/marketplace/stage.sh fills in.
+		"--set", "marketplace.publisherId=publisher", "--set", "marketplace.offerId=offer"}
 	for _, s := range set {
 		args = append(args, "--set-string", s)
 	}
