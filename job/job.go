@@ -231,6 +231,13 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release kube.Release, last *kube.RunRecord, err error) {
 	if j.OnlyWhenDue {
 		due, why, err := j.due(ctx)
+		if errors.Is(err, errRecordUnread) {
+			// The record was not read: nothing is known of the runs, so
+			// nothing is recorded or planned; the next look reads again.
+			log.Warn("could not read the run record; nothing done, the next look reads it again", slog.String("error", err.Error()))
+			res.Outcome, res.Skipped = OutcomeUnread, err.Error()
+			return res, nil, nil, nil
+		}
 		if err != nil {
 			res.Failed = "retry-check"
 			return res, nil, nil, err

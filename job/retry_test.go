@@ -3,6 +3,7 @@ package job
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -10,8 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/kube"
@@ -30,8 +36,11 @@ type retryWorld struct {
 }
 
 func newRetryWorld(t *testing.T) *retryWorld {
-	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: operator.Namespace}})
-	w := &retryWorld{t: t, c: c, now: time.Date(2026, 12, 4, 14, 0, 0, 0, time.UTC)}
+	now := time.Date(2026, 12, 4, 14, 0, 0, 0, time.UTC)
+	// The Lease as the install's first run leaves it, created by the API
+	// server at that run.
+	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: operator.Namespace, CreationTimestamp: metav1.NewTime(now)}})
+	w := &retryWorld{t: t, c: c, now: now}
 	w.lease = &kube.Lease{Leases: kubetest.Typed(c), Namespace: operator.Namespace, Name: kube.LeaseName, Holder: "pod-1", Duration: time.Minute}
 	return w
 }
@@ -45,12 +54,40 @@ func (w *retryWorld) run(r *recorder, onlyWhenDue bool) (Result, *operatorFake, 
 	j.Operator, j.Events = op.step(), op
 	j.OnlyWhenDue = onlyWhenDue
 	j.Now = func() time.Time { return w.now }
+	w.lease.Clock = clocktesting.NewFakePassiveClock(w.now)
 	j.RandDuration = func(n time.Duration) time.Duration { return n - 1 } // the longest gap
 	res, err := j.Run(context.Background())
 	return res, op, err
 }
 
+// write sets the record on the Lease to raw, as anything holding the
+// engine's token (or update on the Lease) may.
+func (w *retryWorld) write(raw string) {
+	leases := w.c.CoordinationV1().Leases(operator.Namespace)
+	le, err := leases.Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
+	require.NoError(w.t, err)
+	if le.Annotations == nil {
+		le.Annotations = map[string]string{}
+	}
+	le.Annotations[kube.AnnotationLastRun] = raw
+	_, err = leases.Update(context.Background(), le, metav1.UpdateOptions{})
+	require.NoError(w.t, err)
+}
+
+// forge rewrites the record's failingSince to at, keeping the rest.
+func (w *retryWorld) forge(at time.Time) {
+	le, err := w.c.CoordinationV1().Leases(operator.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
+	require.NoError(w.t, err)
+	var rec map[string]any
+	require.NoError(w.t, json.Unmarshal([]byte(le.Annotations[kube.AnnotationLastRun]), &rec))
+	rec["failingSince"] = at.Format(time.RFC3339)
+	b, err := json.Marshal(rec)
+	require.NoError(w.t, err)
+	w.write(string(b))
+}
+
 func (w *retryWorld) record() kube.RunRecord {
+	w.lease.Clock = clocktesting.NewFakePassiveClock(w.now)
 	rec, ok, err := w.lease.LastRun(context.Background())
 	require.NoError(w.t, err)
 	require.True(w.t, ok)
@@ -173,6 +210,7 @@ func TestRefreshIsRetriedLessOften(t *testing.T) {
 	j.Lock, j.Runs, j.LastRun, j.JobName = w.lease, w.lease, w.lease, "registration-engine-29990000"
 	j.Operator, j.Events, j.Scheduled = op.step(), op, true
 	j.Now = func() time.Time { return w.now }
+	w.lease.Clock = clocktesting.NewFakePassiveClock(w.now)
 	j.RandDuration = func(n time.Duration) time.Duration { return n - 1 }
 	_, err = j.Run(context.Background())
 	assert.Equal(t, ExitTransient, ExitCode(err))
@@ -222,6 +260,108 @@ func TestRetryCronJobRunsOnlyWhenDue(t *testing.T) {
 			assert.Equal(t, OutcomeNotDue, res.Outcome)
 			assert.Equal(t, tc.reason, res.Skipped)
 			assert.Empty(t, r.calls)
+		})
+	}
+}
+
+// TestForgedFailingSinceStillReachesAVerdict: a failingSince a year ahead,
+// written before every look of the retry CronJob for three days, neither
+// keeps ARM's 403 of a role never assigned "waiting for Azure" nor stops
+// its attempts: the verdict is permanent an hour (PROPAGATION_WINDOW) after
+// the engine's first run, as unforged, after as many attempts, and nothing
+// runs after it.
+func TestForgedFailingSinceStillReachesAVerdict(t *testing.T) {
+	for _, forged := range []bool{false, true} {
+		w := newRetryWorld(t)
+		start := w.now
+		_, _, err := w.run(&recorder{failAt: "prove", failWith: settlingARM}, false) // the install's run
+		require.Error(t, err)
+		attempts := 1
+		var verdict time.Time
+		for look := 1; look <= 3*24*6; look++ {
+			if forged {
+				w.forge(start.Add(365 * 24 * time.Hour))
+			}
+			w.now = start.Add(time.Duration(look) * 10 * time.Minute)
+			r := &recorder{failAt: "prove", failWith: settlingARM}
+			_, _, err := w.run(r, true)
+			if len(r.calls) > 0 {
+				attempts++
+			}
+			if ExitCode(err) == ExitPermanent && verdict.IsZero() {
+				verdict = w.now
+				assert.ErrorContains(t, err, "more than PROPAGATION_WINDOW 1h0m0s: it needs a person")
+			}
+		}
+		assert.Equal(t, start.Add(time.Hour), verdict, "forged %v: permanent on time", forged)
+		assert.Equal(t, 7, attempts, "forged %v: the install's run and 6 retries, then nothing for three days", forged)
+		t.Logf("forged failingSince %v: %d attempts in 3 days, permanent at %s", forged, attempts, verdict.Sub(start))
+	}
+}
+
+// TestUnreadableRecordIsAFailureDueNow: a record that does not parse is no
+// "no run yet": the retry CronJob's next look runs an attempt, and the
+// first-contact window stays closed by the Lease's creation, which the
+// record cannot move.
+func TestUnreadableRecordIsAFailureDueNow(t *testing.T) {
+	w := newRetryWorld(t)
+	_, _, err := w.run(&recorder{changed: true}, false)
+	require.NoError(t, err)
+	w.now = w.now.Add(2 * time.Hour)
+	w.write("{not json")
+
+	down := errors.New("no region server answered")
+	r := &recorder{failAt: "find", failWith: down}
+	_, op, err := w.run(r, true)
+	assert.NotEmpty(t, r.calls, "due at the look: an attempt ran")
+	assert.Equal(t, ExitTransient, ExitCode(err))
+	rec := w.record()
+	assert.Empty(t, rec.Doubt, "the run wrote a true record")
+	assert.Equal(t, 2, rec.ConsecutiveFailures, "the unreadable record counts as a failure, and this run's")
+	assert.Equal(t, w.now, rec.FailingSince.UTC())
+	require.Len(t, op.events, 1)
+
+	// A settling failure over garbage two hours after the first run: the
+	// window (1 h from the Lease's creation) is closed.
+	w.now = w.now.Add(10 * time.Minute)
+	w.write("{not json")
+	_, _, err = w.run(&recorder{failAt: "prove", failWith: settlingARM}, false)
+	assert.Equal(t, ExitPermanent, ExitCode(err))
+	assert.ErrorContains(t, err, "since the engine's first run (its Lease's creation) at 2026-12-04 14:00 UTC")
+}
+
+// TestLookThatCannotReadRecordsNothing: a look of the retry CronJob whose
+// read of the Lease fails (the API server's 500, or a Role without get)
+// records nothing and plans nothing: no Event, no failing record, no run,
+// exit 0; the next look reads again.
+func TestLookThatCannotReadRecordsNothing(t *testing.T) {
+	tests := map[string]error{
+		"500":       apierrors.NewInternalError(errors.New("etcdserver: request timed out")),
+		"forbidden": apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, kube.LeaseName, errors.New("no get")),
+	}
+	for name, apiErr := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := newRetryWorld(t)
+			_, _, err := w.run(&recorder{changed: true}, false)
+			require.NoError(t, err)
+			before := w.record()
+			w.now = w.now.Add(10 * time.Minute)
+			w.c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, apiErr })
+			w.c.ClearActions()
+
+			r := &recorder{changed: true}
+			res, op, err := w.run(r, true)
+			require.NoError(t, err)
+			assert.Equal(t, ExitOK, ExitCode(err))
+			assert.Equal(t, OutcomeUnread, res.Outcome)
+			assert.Contains(t, res.Skipped, "could not read the run record")
+			assert.Empty(t, r.calls, "no attempt")
+			assert.Empty(t, op.events, "no Event")
+			assert.Equal(t, []string{"get"}, kubetest.Verbs(w.c, "leases"), "nothing written to the Lease")
+
+			w.c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) { return false, nil, nil })
+			w.c.ReactionChain = w.c.ReactionChain[2:]
+			assert.Equal(t, before, w.record(), "the record is as the last run left it")
 		})
 	}
 }
