@@ -60,6 +60,9 @@ type Config struct {
 	JobName         string
 	CronJobName     string
 	JobUID          string
+	// RetryCronJobName is the retry CronJob a run suspends and resumes
+	// (RETRY_CRONJOB_NAME); empty: none.
+	RetryCronJobName string
 
 	// InCluster is phase 6's in-cluster half: the CoreDNS mapping and the
 	// handover wait (IN_CLUSTER_DNS, CLUSTER_ADDRESS_RANGES, HANDOVER_*); its
@@ -172,6 +175,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("retryInterval", c.RetryInterval.String()),
 		slog.String("propagationWindow", c.FirstContact.String()),
 		slog.Bool("onlyWhenDue", c.OnlyWhenDue),
+		slog.String("retryCronJob", c.RetryCronJobName),
 		slog.Bool("dryRun", c.DryRun),
 		slog.String("output", c.Output),
 		slog.Bool("inClusterDns", c.InCluster.Map),

@@ -60,30 +60,73 @@ const OutcomeUnread = "unread"
 // errRecordUnread: the retry CronJob's look could not read the record.
 var errRecordUnread = errors.New("could not read the run record")
 
-// due reports whether the attempt the last run recorded is due now, and
-// why or why not, in words for the log. An error is the record's read.
-func (j *Job) due(ctx context.Context) (bool, string, error) {
+// due reports whether the attempt the last run recorded is due now, whether
+// one is scheduled (pending) and why or why not, in words for the log. An
+// error is the record's read.
+func (j *Job) due(ctx context.Context) (due, pending bool, why string, err error) {
 	if j.LastRun == nil {
-		return false, "", failure.Permanent(fmt.Errorf("ONLY_WHEN_DUE needs the engine's Lease to read the last run from: it only works in a cluster"))
+		return false, false, "", failure.Permanent(fmt.Errorf("ONLY_WHEN_DUE needs the engine's Lease to read the last run from: it only works in a cluster"))
 	}
 	rec, ok, err := j.LastRun.LastRun(ctx)
 	now := j.now()
 	switch {
 	case err != nil:
-		return false, "", fmt.Errorf("retry check: %w: %w", errRecordUnread, err)
+		return false, false, "", fmt.Errorf("retry check: %w: %w", errRecordUnread, err)
 	case !ok:
-		return false, "no run recorded yet: the release's own run and the schedule start the first", nil
+		return false, false, "no run recorded yet: the release's own run and the schedule start the first", nil
 	case !rec.Failing():
-		return false, fmt.Sprintf("the last run (%s) succeeded at %s: the schedule runs the next", rec.Outcome, utc(rec.Time)), nil
+		return false, false, fmt.Sprintf("the last run (%s) succeeded at %s: the schedule runs the next", rec.Outcome, utc(rec.Time)), nil
 	case rec.NextAttempt == nil:
-		return false, fmt.Sprintf("the last run failed at %s and another attempt cannot succeed (cause %s): it needs a person, and the schedule runs the next", utc(rec.Time), rec.Cause), nil
+		return false, false, fmt.Sprintf("the last run failed at %s and another attempt cannot succeed (cause %s): it needs a person, and the schedule runs the next", utc(rec.Time), rec.Cause), nil
 	case !backoff.Due(*rec.NextAttempt, now):
-		return false, fmt.Sprintf("attempt %d is due at %s", rec.ConsecutiveFailures+1, utc(*rec.NextAttempt)), nil
+		return false, true, fmt.Sprintf("attempt %d is due at %s", rec.ConsecutiveFailures+1, utc(*rec.NextAttempt)), nil
 	case rec.Doubt != "":
-		return true, fmt.Sprintf("the run record cannot be true: %s", rec.Doubt), nil
+		return true, true, fmt.Sprintf("the run record cannot be true: %s", rec.Doubt), nil
 	}
-	return true, fmt.Sprintf("attempt %d was due at %s (cause %s)", rec.ConsecutiveFailures+1, utc(*rec.NextAttempt), rec.Cause), nil
+	return true, true, fmt.Sprintf("attempt %d was due at %s (cause %s)", rec.ConsecutiveFailures+1, utc(*rec.NextAttempt), rec.Cause), nil
 }
+
+// switchRetries suspends the retry CronJob when no attempt is scheduled
+// and resumes it when one is, and says which it did: a registered cluster
+// (or one that failed for good, or has not run yet) then starts no retry
+// pod until a run fails and may succeed another time, which wakes the
+// retries within one interval. Every run that knows the record decides: a
+// run by its plan, a look that found nothing due by the record it read, so
+// that a CronJob left running (an install, a race of two runs) is put to
+// sleep by its next look. A skipped run and a look that could not read the
+// record know nothing of the runs and leave it. A failed switch is logged;
+// the scheduled runs still come (and the next run switches again).
+func (j *Job) switchRetries(ctx context.Context, log *slog.Logger, res Result, plan retryPlan) string {
+	if j.Retries == nil {
+		return ""
+	}
+	var suspend bool
+	switch res.Outcome {
+	case OutcomeSkipped, OutcomeUnread:
+		return ""
+	case OutcomeNotDue:
+		suspend = !res.pending
+	default:
+		suspend = plan.next.IsZero()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := j.Retries.SetSuspended(sctx, suspend); err != nil {
+		log.Warn("could not switch the retry CronJob; the scheduled runs still come", slog.Bool("suspend", suspend), slog.String("error", err.Error()))
+		return ""
+	}
+	if suspend {
+		return RetriesSuspended
+	}
+	return RetriesResumed
+}
+
+// What a run did to the retry CronJob (Result.RetryCronJob, the summary's
+// retryCronJob).
+const (
+	RetriesSuspended = "suspended"
+	RetriesResumed   = "resumed"
+)
 
 // settle decides a settling failure (failure.Settling): retried like a
 // transient one while the cluster is in its first contact, permanent after.

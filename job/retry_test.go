@@ -10,11 +10,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -33,13 +35,16 @@ type retryWorld struct {
 	c     *fake.Clientset
 	lease *kube.Lease
 	now   time.Time
+	// scheduled: the runs are the schedule's (Job.Scheduled).
+	scheduled bool
 }
 
 func newRetryWorld(t *testing.T) *retryWorld {
 	now := time.Date(2026, 12, 4, 14, 0, 0, 0, time.UTC)
 	// The Lease as the install's first run leaves it, created by the API
 	// server at that run.
-	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: operator.Namespace, CreationTimestamp: metav1.NewTime(now)}})
+	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: operator.Namespace, CreationTimestamp: metav1.NewTime(now)}},
+		&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: retryCronJob, Namespace: operator.Namespace}})
 	w := &retryWorld{t: t, c: c, now: now}
 	w.lease = &kube.Lease{Leases: kubetest.Typed(c), Namespace: operator.Namespace, Name: kube.LeaseName, Holder: "pod-1", Duration: time.Minute}
 	return w
@@ -52,7 +57,8 @@ func (w *retryWorld) run(r *recorder, onlyWhenDue bool) (Result, *operatorFake, 
 	j := newJob(r, &bytes.Buffer{})
 	j.Lock, j.Runs, j.LastRun, j.JobName = w.lease, w.lease, w.lease, "registration-engine-run-abc"
 	j.Operator, j.Events = op.step(), op
-	j.OnlyWhenDue = onlyWhenDue
+	j.OnlyWhenDue, j.Scheduled = onlyWhenDue, w.scheduled && !onlyWhenDue
+	j.Retries = &kube.RetryCronJob{CronJobs: kubetest.Typed(w.c), Namespace: operator.Namespace, Name: retryCronJob}
 	j.Now = func() time.Time { return w.now }
 	w.lease.Clock = clocktesting.NewFakePassiveClock(w.now)
 	j.RandDuration = func(n time.Duration) time.Duration { return n - 1 } // the longest gap
@@ -84,6 +90,16 @@ func (w *retryWorld) forge(at time.Time) {
 	b, err := json.Marshal(rec)
 	require.NoError(w.t, err)
 	w.write(string(b))
+}
+
+// retryCronJob is the chart's retry CronJob, which the runs switch.
+const retryCronJob = "registration-engine-retry"
+
+// suspended reports the retry CronJob's spec.suspend.
+func (w *retryWorld) suspended() bool {
+	cj, err := w.c.BatchV1().CronJobs(operator.Namespace).Get(context.Background(), retryCronJob, metav1.GetOptions{})
+	require.NoError(w.t, err)
+	return cj.Spec.Suspend != nil && *cj.Spec.Suspend
 }
 
 func (w *retryWorld) record() kube.RunRecord {
@@ -364,4 +380,62 @@ func TestLookThatCannotReadRecordsNothing(t *testing.T) {
 			assert.Equal(t, before, w.record(), "the record is as the last run left it")
 		})
 	}
+}
+
+// TestRetryCronJobSleepsWhileNothingIsScheduled: the retry CronJob runs only
+// while an attempt is scheduled. A run that registers suspends it; a run
+// that fails and may succeed another time resumes it, so that its next look
+// (within one interval) runs the attempt; a permanent failure suspends it
+// again; a look that finds an attempt pending keeps it running, one that
+// finds nothing scheduled (a CronJob an upgrade or a race left running)
+// puts it to sleep; a look that cannot read the record leaves it.
+func TestRetryCronJobSleepsWhileNothingIsScheduled(t *testing.T) {
+	w := newRetryWorld(t)
+	down := errors.New("no region server answered")
+	steps := []struct {
+		name        string
+		after       time.Duration
+		r           *recorder
+		look        bool
+		scheduled   bool
+		unreadable  bool
+		wantSwitch  string
+		wantSuspend bool
+	}{
+		{name: "the install's run registers", r: &recorder{changed: true}, wantSwitch: RetriesSuspended, wantSuspend: true},
+		{name: "a scheduled run fails transiently", after: 18 * time.Hour, r: &recorder{failAt: "find", failWith: down}, scheduled: true, wantSwitch: RetriesResumed},
+		{name: "a look finds the attempt pending", after: 10 * time.Minute, r: &recorder{}, look: true, wantSwitch: RetriesResumed},
+		{name: "a look that cannot read leaves it", after: 10 * time.Minute, r: &recorder{}, look: true, unreadable: true},
+		{name: "the attempt is due and registers", after: 50 * time.Minute, r: &recorder{changed: true}, look: true, wantSwitch: RetriesSuspended, wantSuspend: true},
+		{name: "a wrong plan fails for good", after: 18 * time.Hour, r: &recorder{failAt: "prove", failWith: failure.Permanent(errors.New("marketplace plan mismatch"))}, wantSwitch: RetriesSuspended, wantSuspend: true},
+	}
+	for _, s := range steps {
+		w.now = w.now.Add(s.after)
+		w.scheduled = s.scheduled
+		if s.unreadable {
+			w.c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+			})
+		}
+		res, _, _ := w.run(s.r, s.look)
+		if s.unreadable {
+			w.c.ReactionChain = w.c.ReactionChain[1:]
+		}
+		assert.Equal(t, s.wantSwitch, res.RetryCronJob, s.name)
+		if s.wantSwitch != "" || s.unreadable {
+			assert.Equal(t, s.wantSuspend, w.suspended(), s.name)
+		}
+	}
+
+	// A CronJob an upgrade left running on a registered cluster: its next
+	// look suspends it.
+	_, _, err := w.run(&recorder{changed: true}, false)
+	require.NoError(t, err)
+	_, err = w.c.BatchV1().CronJobs(operator.Namespace).Patch(context.Background(), retryCronJob, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	res, _, err := w.run(&recorder{}, true)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeNotDue, res.Outcome)
+	assert.Equal(t, RetriesSuspended, res.RetryCronJob)
+	assert.True(t, w.suspended())
 }
