@@ -161,7 +161,8 @@ const PhaseRunRecord = "run-record"
 // a failingSince after the record's time (or none) as the record's time,
 // and a nextAttempt more than the longest gap (backoff.DefaultMaxGap) after
 // the record's time as due now; each of these makes the next attempt due
-// now, i.e. at the retry CronJob's next look. Doubt says what was found.
+// now, i.e. at the retry CronJob's next look (none, for a failure recorded
+// as permanent: the schedule runs the next). Doubt says what was found.
 func ReadRunRecord(annotations map[string]string, now time.Time) (rec RunRecord, ok bool) {
 	rec, ok, err := ParseRunRecord(annotations)
 	switch {
@@ -225,7 +226,9 @@ func (r RunRecord) checked(now time.Time) RunRecord {
 	if r.Cause == "" {
 		r.Cause = CauseTransient
 	}
-	if r.Cause != CausePermanent {
+	if r.Cause == CausePermanent {
+		r.NextAttempt = nil // failed for good: the schedule runs the next
+	} else {
 		next := now
 		r.NextAttempt = &next
 	}

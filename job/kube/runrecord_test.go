@@ -178,6 +178,7 @@ func TestReadRunRecordDoesNotTrustTime(t *testing.T) {
 		wantSince   time.Time
 		wantFailing bool
 		wantDue     bool // the next attempt is due now
+		wantNoNext  bool // no attempt: failed for good
 		wantDoubt   string
 	}{
 		"a true failure, its attempt in 20 minutes": {
@@ -208,6 +209,12 @@ func TestReadRunRecordDoesNotTrustTime(t *testing.T) {
 			wantSince:   now.Add(-time.Hour),
 			wantFailing: true, wantDue: true,
 			wantDoubt: "nextAttempt 2026-12-04T20:00:00Z is more than the longest gap (6h0m0s) after it",
+		},
+		"a permanent failure whose nextAttempt is past the longest gap": {
+			raw:         failed(at(-time.Hour), 1, at(-time.Hour), "permanent", at(24*time.Hour)),
+			wantSince:   now.Add(-time.Hour),
+			wantFailing: true, wantNoNext: true,
+			wantDoubt: "nextAttempt 2026-12-05T14:00:00Z is more than the longest gap",
 		},
 		"a failure without failingSince": {
 			raw:         failed(at(-time.Hour), 1, "", "transient", at(time.Hour)),
@@ -245,6 +252,10 @@ func TestReadRunRecordDoesNotTrustTime(t *testing.T) {
 			assert.Equal(t, tc.wantSince, rec.FailingSince.UTC())
 			assert.False(t, rec.FailingSince.After(now.Add(kube.RecordSkew)), "a streak never begins after now")
 			assert.GreaterOrEqual(t, rec.ConsecutiveFailures, 1)
+			if tc.wantNoNext {
+				assert.Nil(t, rec.NextAttempt, "failed for good: nothing scheduled")
+				return
+			}
 			require.NotNil(t, rec.NextAttempt)
 			if tc.wantDue {
 				assert.Equal(t, now, rec.NextAttempt.UTC(), "due at the next look")
