@@ -199,6 +199,7 @@ const registeredFor = 3 * time.Minute
 // and runs the attempt; once they are back a retry registers and suspends
 // it again.
 func TestRetryCronJobSleepsWhileRegistered(t *testing.T) {
+	t.Parallel() // minutes of waiting on the retry CronJob's minute: beside the other planes' tests
 	helm := testkit.Helm(t)
 	p := controlplane.Start(t)
 	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
