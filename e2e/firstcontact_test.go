@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/fakecloud"
@@ -41,7 +42,7 @@ const firstContactHeal = 40 * time.Second
 //     is attached: the release's run fails, and once the fault is gone
 //     the retry CronJob's next look registers the cluster by itself;
 //   - a wrong Marketplace plan: the release's run fails at once (exit 2,
-//     one pod) and the retry CronJob's looks do nothing.
+//     one pod) and suspends the retry CronJob: no retry pod runs.
 //
 // Each case on a plane of its own, side by side.
 func TestChartInstallFirstContact(t *testing.T) {
@@ -104,15 +105,19 @@ func TestChartInstallFirstContact(t *testing.T) {
 			if tc.permanent {
 				assert.Len(t, pods, 1, "exit 2 fails the Job at once: no second pod")
 				assert.Equal(t, job.ExitPermanent, pods[0].Res.Code)
-				// The retry CronJob looks, finds nothing due, and writes nothing.
-				look := waitRetryRun(ctx, t, runs, func(pr harness.PodRun) bool { return true })
-				s := summary(t, look.Res.Stderr)
-				assert.Equal(t, job.OutcomeNotDue, s["outcome"])
-				assert.Contains(t, s["reason"], "another attempt cannot succeed (cause permanent)")
+				// Nothing to retry: the run suspended the retry CronJob,
+				// which starts no pod for more than one interval, and
+				// nothing is written.
+				assert.Equal(t, job.RetriesSuspended, summary(t, pods[0].Res.Stderr)["retryCronJob"])
+				assert.True(t, retrySuspended(ctx, t, e, harness.CronJobName+"-retry"))
+				before := len(retryPods(t, runs))
+				time.Sleep(70 * time.Second)
+				looks := len(retryPods(t, runs)) - before
+				assert.Zero(t, looks, "no retry pod while nothing is to be retried")
 				_, err := e.Admin.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 				assert.True(t, apierrors.IsNotFound(err), "nothing written: %v", err)
-				t.Logf("proved: helm install with %s: the release's run %s failed at once (1 pod, exit %d, Event %s) %s after the install started; the retry CronJob's look %s ran nothing (%q) and no Secret was written",
-					tc.fault, first, pods[0].Res.Code, tc.reason, failedAfter.Round(time.Second), look.Job, s["reason"])
+				t.Logf("proved: helm install with %s: the release's run %s failed at once (1 pod, exit %d, Event %s) %s after the install started and suspended the retry CronJob: %d retry pods in the 70 s after, and no Secret was written",
+					tc.fault, first, pods[0].Res.Code, tc.reason, failedAfter.Round(time.Second), looks)
 				return
 			}
 
@@ -180,4 +185,134 @@ func describeRuns(t *testing.T, runs *harness.PodRuns) string {
 		out = append(out, fmt.Sprintf("%s: exit %d, %v %v %v", pr.Job, pr.Res.Code, s["outcome"], s["failedPhase"], s["error"]))
 	}
 	return strings.Join(out, "; ")
+}
+
+// registeredFor is how long the test leaves a registered cluster alone:
+// three looks of a retry CronJob running every minute.
+const registeredFor = 3 * time.Minute
+
+// TestRetryCronJobSleepsWhileRegistered: helm install with
+// retry.intervalMinutes=1 on a healthy cloud. The release's run registers
+// and suspends the retry CronJob; for registeredFor no retry Job, and so no
+// pod, is created. Then the update servers fail and a run fails: it
+// resumes the retry CronJob, whose first look comes within one interval
+// and runs the attempt; once they are back a retry registers and suspends
+// it again.
+func TestRetryCronJobSleepsWhileRegistered(t *testing.T) {
+	t.Parallel() // minutes of waiting on the retry CronJob's minute: beside the other planes' tests
+	helm := testkit.Helm(t)
+	p := controlplane.Start(t)
+	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	defer cancel()
+	aksBeforeInstall(ctx, t, e)
+	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer})
+	require.NoError(t, err)
+	t.Cleanup(fc.Stop)
+	c := harness.Cloud{Dir: t.TempDir(), Env: fc.Environ()}
+	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
+	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
+	const ns, retry = operator.Namespace, harness.CronJobName + "-retry"
+
+	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", ns, "--wait", "--timeout", "60s",
+		"--set", "retry.intervalMinutes=1"}, marketplaceValues(chart, c.Vars(), chartRegCode)...)...)
+	first := runJobOf(t, releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", ns)))
+	done := controlplane.WaitJobFinished(ctx, t, e.Admin, ns, first)
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "the release's run registered")
+	pods := runs.ForJob(t, first)
+	require.Len(t, pods, 1)
+	s := summary(t, pods[0].Res.Stderr)
+	assert.Equal(t, job.OutcomeRegistered, s["outcome"])
+	assert.Equal(t, job.RetriesSuspended, s["retryCronJob"])
+	assert.True(t, retrySuspended(ctx, t, e, retry), "the release's run suspended the retry CronJob")
+	atInstall := len(retryPods(t, runs))
+
+	// Registered for a while: nothing of the retry CronJob runs.
+	since := time.Now()
+	time.Sleep(registeredFor)
+	jobs, err := e.Admin.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var retryJobs []string
+	for _, j := range jobs.Items {
+		if o := metav1.GetControllerOf(&j); o != nil && o.Kind == "CronJob" && o.Name == retry && j.CreationTimestamp.After(since) {
+			retryJobs = append(retryJobs, j.Name)
+		}
+	}
+	assert.Empty(t, retryJobs, "no retry Job while registered")
+	pausedPods := len(retryPods(t, runs)) - atInstall
+	assert.Zero(t, pausedPods, "no retry pod while registered")
+	assert.True(t, retrySuspended(ctx, t, e, retry))
+
+	// The update servers fail, and a run fails: it resumes the retries.
+	require.NoError(t, fc.SetFault("wrong-fingerprint"))
+	cj, err := e.Admin.BatchV1().CronJobs(ns).Get(ctx, harness.CronJobName, metav1.GetOptions{})
+	require.NoError(t, err)
+	spec := cj.Spec.JobTemplate.Spec.DeepCopy()
+	spec.BackoffLimit = ptr.To[int32](0) // one failed run, not the Job's own retries
+	const failing = "refresh-fails"
+	_, err = e.Admin.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: failing}, Spec: *spec}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { e.DeleteJob(t, ns, failing) })
+	controlplane.WaitJobFinished(ctx, t, e.Admin, ns, failing)
+	fpods := runs.ForJob(t, failing)
+	require.Len(t, fpods, 1)
+	fs := summary(t, fpods[0].Res.Stderr)
+	require.Equal(t, job.OutcomeFailed, fs["outcome"])
+	assert.Equal(t, job.RetriesResumed, fs["retryCronJob"])
+	failedAt := logTime(t, fs)
+	assert.False(t, retrySuspended(ctx, t, e, retry), "the failed run resumed the retry CronJob")
+
+	attempt := waitRetryRun(ctx, t, runs, func(pr harness.PodRun) bool {
+		return logLine(t, pr.Res.Stderr, "a retry is due") != nil
+	})
+	attemptAt := logTime(t, logLine(t, attempt.Res.Stderr, "a retry is due"))
+	woke := attemptAt.Sub(failedAt)
+	assert.LessOrEqual(t, woke, time.Minute+15*time.Second, "the first attempt within one interval (1 min) of the failure, and a pod's start")
+	assert.Equal(t, job.OutcomeFailed, summary(t, attempt.Res.Stderr)["outcome"], "the attempt ran, while the fault lasts")
+
+	// The update servers are back: a retry registers and puts the retry
+	// CronJob to sleep again.
+	require.NoError(t, fc.SetFault("heal"))
+	won := waitRetryRun(ctx, t, runs, func(pr harness.PodRun) bool {
+		o := summary(t, pr.Res.Stderr)["outcome"]
+		return o == job.OutcomeRegistered || o == job.OutcomeUnchanged // the Secret is the one the release's run wrote
+	})
+	assert.Equal(t, job.RetriesSuspended, summary(t, won.Res.Stderr)["retryCronJob"])
+	assert.True(t, retrySuspended(ctx, t, e, retry), "asleep again once registered")
+	t.Logf("proved: helm install with retry.intervalMinutes=1: the release's run %s registered and suspended %s (%d retry pods before that); registered for %s: %d retry Jobs, %d retry pods (at 1 minute, %d without the suspension); a failed run %s resumed it, and its first attempt (%s) began %s after the failure; once the update servers were back, %s registered and suspended it again",
+		first, retry, atInstall, registeredFor, len(retryJobs), pausedPods, int(registeredFor/time.Minute), failing, attempt.Job, woke.Round(100*time.Millisecond), won.Job)
+}
+
+// retrySuspended reads the retry CronJob's spec.suspend.
+func retrySuspended(ctx context.Context, t *testing.T, e *clusterEnv, name string) bool {
+	t.Helper()
+	var cj *batchv1.CronJob
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		cj, err = e.Admin.BatchV1().CronJobs(operator.Namespace).Get(ctx, name, metav1.GetOptions{})
+		return err == nil, nil
+	})
+	require.NoError(t, err)
+	return ptr.Deref(cj.Spec.Suspend, false)
+}
+
+// retryPods are the pods of the retry CronJob's Jobs that ran so far.
+func retryPods(t *testing.T, runs *harness.PodRuns) []harness.PodRun {
+	var out []harness.PodRun
+	for _, pr := range runs.All(t) {
+		if strings.HasPrefix(pr.Job, harness.CronJobName+"-retry-") {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// logTime is the time of an engine log line.
+func logTime(t *testing.T, line map[string]any) time.Time {
+	t.Helper()
+	require.NotNil(t, line)
+	s, _ := line["time"].(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	require.NoError(t, err, "log line time %q", s)
+	return at
 }

@@ -112,6 +112,9 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Log:       log,
 	}
 	j.Lock, j.Runs, j.LastRun, j.JobName = lease, lease, lease, cfg.JobName
+	if cfg.RetryCronJobName != "" {
+		j.Retries = &kube.RetryCronJob{CronJobs: clients.CronJobs, Namespace: cfg.SecretNamespace, Name: cfg.RetryCronJobName}
+	}
 	in := cfg.InCluster
 	in.OutsidePod, in.Port, in.Domains = cfg.Kubeconfig != "", cfg.SMT.HTTPSPort, cfg.SMT.Domains
 	j.InCluster = incluster.New(in, clients, log)

@@ -65,6 +65,9 @@ type Config struct {
 	// command (Remedies).
 	ReleaseManager string
 	ReleaseName    string
+	// RetryCronJobName is the retry CronJob a run suspends and resumes
+	// (RETRY_CRONJOB_NAME); empty: none.
+	RetryCronJobName string
 
 	// InCluster is phase 6's in-cluster half: the CoreDNS mapping and the
 	// handover wait (IN_CLUSTER_DNS, CLUSTER_ADDRESS_RANGES, HANDOVER_*); its
@@ -114,6 +117,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RetryInterval <= 0 {
 		problems = append(problems, errors.New("RETRY_INTERVAL must be positive: it is the retry CronJob's period"))
+	}
+	if c.FirstContact > MaxFirstContact {
+		problems = append(problems, fmt.Errorf("PROPAGATION_WINDOW %s is longer than its cap of %s (twelve times the 30 minutes Azure documents for a role assignment to take effect, and the schedule's shorter gap): set it to at most %s", formatDuration(c.FirstContact), formatDuration(MaxFirstContact), formatDuration(MaxFirstContact)))
 	}
 	if c.OnlyWhenDue && (c.DryRun || c.Output != "") {
 		problems = append(problems, errors.New("ONLY_WHEN_DUE reads the last run from the engine's Lease: it excludes --dry-run and --output"))
@@ -180,6 +186,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("retryInterval", c.RetryInterval.String()),
 		slog.String("propagationWindow", c.FirstContact.String()),
 		slog.Bool("onlyWhenDue", c.OnlyWhenDue),
+		slog.String("retryCronJob", c.RetryCronJobName),
 		slog.Bool("dryRun", c.DryRun),
 		slog.String("output", c.Output),
 		slog.Bool("inClusterDns", c.InCluster.Map),

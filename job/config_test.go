@@ -215,6 +215,33 @@ func TestLoadConfigRefusesASettleAsLongAsTheTimeout(t *testing.T) {
 	}
 }
 
+// TestLoadConfigCapsThePropagationWindow: a PROPAGATION_WINDOW past its cap
+// would keep a role that was never assigned reading as "waiting for Azure"
+// for as long as it says: refused at load, naming the cap.
+func TestLoadConfigCapsThePropagationWindow(t *testing.T) {
+	tests := map[string]struct {
+		window  string
+		wantErr string
+	}{
+		"ten years": {window: "87600h", wantErr: "PROPAGATION_WINDOW 87600h is longer than its cap of 6h (twelve times the 30 minutes Azure documents for a role assignment to take effect, and the schedule's shorter gap): set it to at most 6h"},
+		"the cap":   {window: "6h"},
+		"default":   {window: "1h"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, err := LoadConfig(nil, env(map[string]string{"PROPAGATION_WINDOW": tc.window}))
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tc.window, formatDuration(c.FirstContact))
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, ExitPermanent, ExitCode(err))
+			assert.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
 // The region servers' file, the retry bounds and the extension's ID are
 // checked at load, with everything else, so that a run with any of them
 // wrong stops before phase 1 instead of after IMDS, Entra and ARM.

@@ -64,6 +64,10 @@ type (
 	RunRecorder interface {
 		SaveRun(ctx context.Context, r kube.RunRecord) (kube.RunRecord, error)
 	}
+	// RetrySwitch suspends and resumes the retry CronJob.
+	RetrySwitch interface {
+		SetSuspended(ctx context.Context, suspend bool) error
+	}
 	// Locker keeps two runs apart. The release it returns also records
 	// the run's verdict, in the same write.
 	Locker interface {
@@ -134,6 +138,10 @@ type Job struct {
 	// only when LastRun says an attempt is due and otherwise exits at once.
 	OnlyWhenDue bool
 	LastRun     RunReader
+	// Retries, when set, is the retry CronJob, which each run suspends when
+	// no attempt is scheduled and resumes when one is (switchRetries); nil:
+	// none (kustomize's install, a dry run).
+	Retries RetrySwitch
 	// Now is the clock of the retry decisions; nil means time.Now.
 	Now func() time.Time
 
@@ -169,6 +177,13 @@ type Result struct {
 	Skipped string
 	// Operator is what the operator step found and did (job/operator).
 	Operator operator.Outcome
+	// RetryCronJob is what the run did to the retry CronJob: "suspended",
+	// "resumed", or "" (nothing: none configured, or the run knows nothing
+	// of the runs).
+	RetryCronJob string
+	// pending: a look (ONLY_WHEN_DUE) found an attempt scheduled, not yet
+	// due.
+	pending bool
 }
 
 // PhaseOperator is the failedPhase of a run whose write succeeded but whose
@@ -202,6 +217,7 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	}
 	j.recordEvent(ctx, log, res, err, plan)
 	j.recordRun(ctx, log, res, err, release, plan)
+	res.RetryCronJob = j.switchRetries(ctx, log, res, plan)
 	attrs := []any{
 		slog.String("outcome", outcome),
 		slog.Int64("durationMs", time.Since(start).Milliseconds()),
@@ -215,6 +231,9 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	}
 	attrs = append(attrs, res.Operator.Attrs()...)
 	attrs = append(attrs, plan.attrs()...)
+	if res.RetryCronJob != "" {
+		attrs = append(attrs, slog.String("retryCronJob", res.RetryCronJob))
+	}
 	if res.Skipped != "" {
 		attrs = append(attrs, slog.String("reason", res.Skipped))
 	}
@@ -232,14 +251,21 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 // run's record); last is the record the Lease held when it was taken.
 func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release kube.Release, last *kube.RunRecord, err error) {
 	if j.OnlyWhenDue {
-		due, why, err := j.due(ctx)
+		due, pending, why, err := j.due(ctx)
+		if errors.Is(err, errRecordUnread) {
+			// The record was not read: nothing is known of the runs, so
+			// nothing is recorded or planned; the next look reads again.
+			log.Warn("could not read the run record; nothing done, the next look reads it again", slog.String("error", err.Error()))
+			res.Outcome, res.Skipped = OutcomeUnread, err.Error()
+			return res, nil, nil, nil
+		}
 		if err != nil {
 			res.Failed = "retry-check"
 			return res, nil, nil, err
 		}
 		if !due {
 			log.Info("no retry due; nothing to do", slog.String("reason", why))
-			res.Outcome, res.Skipped = OutcomeNotDue, why
+			res.Outcome, res.Skipped, res.pending = OutcomeNotDue, why, pending
 			return res, nil, nil, nil
 		}
 		log.Info("a retry is due", slog.String("reason", why))

@@ -3,15 +3,23 @@ package job
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/job/kube"
@@ -27,11 +35,17 @@ type retryWorld struct {
 	c     *fake.Clientset
 	lease *kube.Lease
 	now   time.Time
+	// scheduled: the runs are the schedule's (Job.Scheduled).
+	scheduled bool
 }
 
 func newRetryWorld(t *testing.T) *retryWorld {
-	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: operator.Namespace}})
-	w := &retryWorld{t: t, c: c, now: time.Date(2026, 12, 4, 14, 0, 0, 0, time.UTC)}
+	now := time.Date(2026, 12, 4, 14, 0, 0, 0, time.UTC)
+	// The Lease as the install's first run leaves it, created by the API
+	// server at that run.
+	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: operator.Namespace, CreationTimestamp: metav1.NewTime(now)}},
+		&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: retryCronJob, Namespace: operator.Namespace}})
+	w := &retryWorld{t: t, c: c, now: now}
 	w.lease = &kube.Lease{Leases: kubetest.Typed(c), Namespace: operator.Namespace, Name: kube.LeaseName, Holder: "pod-1", Duration: time.Minute}
 	return w
 }
@@ -43,14 +57,53 @@ func (w *retryWorld) run(r *recorder, onlyWhenDue bool) (Result, *operatorFake, 
 	j := newJob(r, &bytes.Buffer{})
 	j.Lock, j.Runs, j.LastRun, j.JobName = w.lease, w.lease, w.lease, "registration-engine-run-abc"
 	j.Operator, j.Events = op.step(), op
-	j.OnlyWhenDue = onlyWhenDue
+	j.OnlyWhenDue, j.Scheduled = onlyWhenDue, w.scheduled && !onlyWhenDue
+	j.Retries = &kube.RetryCronJob{CronJobs: kubetest.Typed(w.c), Namespace: operator.Namespace, Name: retryCronJob}
 	j.Now = func() time.Time { return w.now }
+	w.lease.Clock = clocktesting.NewFakePassiveClock(w.now)
 	j.RandDuration = func(n time.Duration) time.Duration { return n - 1 } // the longest gap
 	res, err := j.Run(context.Background())
 	return res, op, err
 }
 
+// write sets the record on the Lease to raw, as anything holding the
+// engine's token (or update on the Lease) may.
+func (w *retryWorld) write(raw string) {
+	leases := w.c.CoordinationV1().Leases(operator.Namespace)
+	le, err := leases.Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
+	require.NoError(w.t, err)
+	if le.Annotations == nil {
+		le.Annotations = map[string]string{}
+	}
+	le.Annotations[kube.AnnotationLastRun] = raw
+	_, err = leases.Update(context.Background(), le, metav1.UpdateOptions{})
+	require.NoError(w.t, err)
+}
+
+// forge rewrites the record's failingSince to at, keeping the rest.
+func (w *retryWorld) forge(at time.Time) {
+	le, err := w.c.CoordinationV1().Leases(operator.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
+	require.NoError(w.t, err)
+	var rec map[string]any
+	require.NoError(w.t, json.Unmarshal([]byte(le.Annotations[kube.AnnotationLastRun]), &rec))
+	rec["failingSince"] = at.Format(time.RFC3339)
+	b, err := json.Marshal(rec)
+	require.NoError(w.t, err)
+	w.write(string(b))
+}
+
+// retryCronJob is the chart's retry CronJob, which the runs switch.
+const retryCronJob = "registration-engine-retry"
+
+// suspended reports the retry CronJob's spec.suspend.
+func (w *retryWorld) suspended() bool {
+	cj, err := w.c.BatchV1().CronJobs(operator.Namespace).Get(context.Background(), retryCronJob, metav1.GetOptions{})
+	require.NoError(w.t, err)
+	return cj.Spec.Suspend != nil && *cj.Spec.Suspend
+}
+
 func (w *retryWorld) record() kube.RunRecord {
+	w.lease.Clock = clocktesting.NewFakePassiveClock(w.now)
 	rec, ok, err := w.lease.LastRun(context.Background())
 	require.NoError(w.t, err)
 	require.True(w.t, ok)
@@ -173,6 +226,7 @@ func TestRefreshIsRetriedLessOften(t *testing.T) {
 	j.Lock, j.Runs, j.LastRun, j.JobName = w.lease, w.lease, w.lease, "registration-engine-29990000"
 	j.Operator, j.Events, j.Scheduled = op.step(), op, true
 	j.Now = func() time.Time { return w.now }
+	w.lease.Clock = clocktesting.NewFakePassiveClock(w.now)
 	j.RandDuration = func(n time.Duration) time.Duration { return n - 1 }
 	_, err = j.Run(context.Background())
 	assert.Equal(t, ExitTransient, ExitCode(err))
@@ -224,4 +278,164 @@ func TestRetryCronJobRunsOnlyWhenDue(t *testing.T) {
 			assert.Empty(t, r.calls)
 		})
 	}
+}
+
+// TestForgedFailingSinceStillReachesAVerdict: a failingSince a year ahead,
+// written before every look of the retry CronJob for three days, neither
+// keeps ARM's 403 of a role never assigned "waiting for Azure" nor stops
+// its attempts: the verdict is permanent an hour (PROPAGATION_WINDOW) after
+// the engine's first run, as unforged, after as many attempts, and nothing
+// runs after it.
+func TestForgedFailingSinceStillReachesAVerdict(t *testing.T) {
+	for _, forged := range []bool{false, true} {
+		w := newRetryWorld(t)
+		start := w.now
+		_, _, err := w.run(&recorder{failAt: "prove", failWith: settlingARM}, false) // the install's run
+		require.Error(t, err)
+		attempts := 1
+		var verdict time.Time
+		for look := 1; look <= 3*24*6; look++ {
+			if forged {
+				w.forge(start.Add(365 * 24 * time.Hour))
+			}
+			w.now = start.Add(time.Duration(look) * 10 * time.Minute)
+			r := &recorder{failAt: "prove", failWith: settlingARM}
+			_, _, err := w.run(r, true)
+			if len(r.calls) > 0 {
+				attempts++
+			}
+			if ExitCode(err) == ExitPermanent && verdict.IsZero() {
+				verdict = w.now
+				assert.ErrorContains(t, err, "more than PROPAGATION_WINDOW 1h0m0s: it needs a person")
+			}
+		}
+		assert.Equal(t, start.Add(time.Hour), verdict, "forged %v: permanent on time", forged)
+		assert.Equal(t, 7, attempts, "forged %v: the install's run and 6 retries, then nothing for three days", forged)
+		t.Logf("forged failingSince %v: %d attempts in 3 days, permanent at %s", forged, attempts, verdict.Sub(start))
+	}
+}
+
+// TestUnreadableRecordIsAFailureDueNow: a record that does not parse is no
+// "no run yet": the retry CronJob's next look runs an attempt, and the
+// first-contact window stays closed by the Lease's creation, which the
+// record cannot move.
+func TestUnreadableRecordIsAFailureDueNow(t *testing.T) {
+	w := newRetryWorld(t)
+	_, _, err := w.run(&recorder{changed: true}, false)
+	require.NoError(t, err)
+	w.now = w.now.Add(2 * time.Hour)
+	w.write("{not json")
+
+	down := errors.New("no region server answered")
+	r := &recorder{failAt: "find", failWith: down}
+	_, op, err := w.run(r, true)
+	assert.NotEmpty(t, r.calls, "due at the look: an attempt ran")
+	assert.Equal(t, ExitTransient, ExitCode(err))
+	rec := w.record()
+	assert.Empty(t, rec.Doubt, "the run wrote a true record")
+	assert.Equal(t, 2, rec.ConsecutiveFailures, "the unreadable record counts as a failure, and this run's")
+	assert.Equal(t, w.now, rec.FailingSince.UTC())
+	require.Len(t, op.events, 1)
+
+	// A settling failure over garbage two hours after the first run: the
+	// window (1 h from the Lease's creation) is closed.
+	w.now = w.now.Add(10 * time.Minute)
+	w.write("{not json")
+	_, _, err = w.run(&recorder{failAt: "prove", failWith: settlingARM}, false)
+	assert.Equal(t, ExitPermanent, ExitCode(err))
+	assert.ErrorContains(t, err, "since the engine's first run (its Lease's creation) at 2026-12-04 14:00 UTC")
+}
+
+// TestLookThatCannotReadRecordsNothing: a look of the retry CronJob whose
+// read of the Lease fails (the API server's 500, or a Role without get)
+// records nothing and plans nothing: no Event, no failing record, no run,
+// exit 0; the next look reads again.
+func TestLookThatCannotReadRecordsNothing(t *testing.T) {
+	tests := map[string]error{
+		"500":       apierrors.NewInternalError(errors.New("etcdserver: request timed out")),
+		"forbidden": apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, kube.LeaseName, errors.New("no get")),
+	}
+	for name, apiErr := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := newRetryWorld(t)
+			_, _, err := w.run(&recorder{changed: true}, false)
+			require.NoError(t, err)
+			before := w.record()
+			w.now = w.now.Add(10 * time.Minute)
+			w.c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, apiErr })
+			w.c.ClearActions()
+
+			r := &recorder{changed: true}
+			res, op, err := w.run(r, true)
+			require.NoError(t, err)
+			assert.Equal(t, ExitOK, ExitCode(err))
+			assert.Equal(t, OutcomeUnread, res.Outcome)
+			assert.Contains(t, res.Skipped, "could not read the run record")
+			assert.Empty(t, r.calls, "no attempt")
+			assert.Empty(t, op.events, "no Event")
+			assert.Equal(t, []string{"get"}, kubetest.Verbs(w.c, "leases"), "nothing written to the Lease")
+
+			w.c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) { return false, nil, nil })
+			w.c.ReactionChain = w.c.ReactionChain[2:]
+			assert.Equal(t, before, w.record(), "the record is as the last run left it")
+		})
+	}
+}
+
+// TestRetryCronJobSleepsWhileNothingIsScheduled: the retry CronJob runs only
+// while an attempt is scheduled. A run that registers suspends it; a run
+// that fails and may succeed another time resumes it, so that its next look
+// (within one interval) runs the attempt; a permanent failure suspends it
+// again; a look that finds an attempt pending keeps it running, one that
+// finds nothing scheduled (a CronJob an upgrade or a race left running)
+// puts it to sleep; a look that cannot read the record leaves it.
+func TestRetryCronJobSleepsWhileNothingIsScheduled(t *testing.T) {
+	w := newRetryWorld(t)
+	down := errors.New("no region server answered")
+	steps := []struct {
+		name        string
+		after       time.Duration
+		r           *recorder
+		look        bool
+		scheduled   bool
+		unreadable  bool
+		wantSwitch  string
+		wantSuspend bool
+	}{
+		{name: "the install's run registers", r: &recorder{changed: true}, wantSwitch: RetriesSuspended, wantSuspend: true},
+		{name: "a scheduled run fails transiently", after: 18 * time.Hour, r: &recorder{failAt: "find", failWith: down}, scheduled: true, wantSwitch: RetriesResumed},
+		{name: "a look finds the attempt pending", after: 10 * time.Minute, r: &recorder{}, look: true, wantSwitch: RetriesResumed},
+		{name: "a look that cannot read leaves it", after: 10 * time.Minute, r: &recorder{}, look: true, unreadable: true},
+		{name: "the attempt is due and registers", after: 50 * time.Minute, r: &recorder{changed: true}, look: true, wantSwitch: RetriesSuspended, wantSuspend: true},
+		{name: "a wrong plan fails for good", after: 18 * time.Hour, r: &recorder{failAt: "prove", failWith: failure.Permanent(errors.New("marketplace plan mismatch"))}, wantSwitch: RetriesSuspended, wantSuspend: true},
+	}
+	for _, s := range steps {
+		w.now = w.now.Add(s.after)
+		w.scheduled = s.scheduled
+		if s.unreadable {
+			w.c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+			})
+		}
+		res, _, _ := w.run(s.r, s.look)
+		if s.unreadable {
+			w.c.ReactionChain = w.c.ReactionChain[1:]
+		}
+		assert.Equal(t, s.wantSwitch, res.RetryCronJob, s.name)
+		if s.wantSwitch != "" || s.unreadable {
+			assert.Equal(t, s.wantSuspend, w.suspended(), s.name)
+		}
+	}
+
+	// A CronJob an upgrade left running on a registered cluster: its next
+	// look suspends it.
+	_, _, err := w.run(&recorder{changed: true}, false)
+	require.NoError(t, err)
+	_, err = w.c.BatchV1().CronJobs(operator.Namespace).Patch(context.Background(), retryCronJob, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	res, _, err := w.run(&recorder{}, true)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeNotDue, res.Outcome)
+	assert.Equal(t, RetriesSuspended, res.RetryCronJob)
+	assert.True(t, w.suspended())
 }

@@ -20,7 +20,7 @@ import (
 // recordEvent records the run's outcome on its Job. An Event that cannot
 // be created is a warning, never a failed run.
 func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, runErr error, plan retryPlan) {
-	if res.Outcome == OutcomeNotDue {
+	if res.Outcome == OutcomeNotDue || res.Outcome == OutcomeUnread {
 		return
 	}
 	if j.Events == nil {
@@ -80,7 +80,7 @@ func failedEvent(phase string, err error) kube.JobEvent {
 // failed run.
 func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runErr error, release kube.Release, plan retryPlan) {
 	var rec *kube.RunRecord
-	if j.Runs != nil && res.Outcome != OutcomeSkipped && res.Outcome != OutcomeNotDue {
+	if j.Runs != nil && res.Outcome != OutcomeSkipped && res.Outcome != OutcomeNotDue && res.Outcome != OutcomeUnread {
 		rec = &kube.RunRecord{
 			Time: j.now(), Job: j.JobName, Outcome: res.Outcome, ExitCode: ExitCode(runErr),
 			Server: res.Server, Operator: res.Operator.Report.State,

@@ -1488,7 +1488,7 @@ func TestChartLabels(t *testing.T) {
 				assert.NotEqual(t, "scc-registration", o.name, "%s: the engine writes scc-registration; a chart-managed one would never be adopted by rancher/scc-operator", k)
 			}
 			if name == "every object" {
-				assert.Len(t, objs, 36, "the objects the test means to cover (with the run at install, the retry CronJob, the cleanup hook and its own ServiceAccount, two Roles, two RoleBindings and policy copy, status's ServiceAccount, two Roles, two RoleBindings, its ClusterRole and two ClusterRoleBindings, and the proxy's CA certificate)")
+				assert.Len(t, objs, 38, "the objects the test means to cover (with the run at install, the retry CronJob and its Role and RoleBinding, the cleanup hook and its own ServiceAccount, two Roles, two RoleBindings and policy copy, status's ServiceAccount, two Roles, two RoleBindings, its ClusterRole and two ClusterRoleBindings, and the proxy's CA certificate)")
 			}
 			// The engine's pods carry them too, so that a pod's log or an
 			// Event on it leads back to the release.
@@ -1823,17 +1823,34 @@ func comparable(t *testing.T, dir string, set ...string) (chart, overlay map[str
 			delete(chart, k) // status's read-only access, for the command the NOTES print
 			continue
 		}
-		if k == "CronJob/cattle-scc-system/registration-engine-retry" {
-			delete(chart, k) // the retries of a failed run: the chart's (docs/install.md, "When a run fails")
+		if o.name == "registration-engine-retry" {
+			delete(chart, k) // the retries of a failed run and the engine's patch of their suspend: the chart's (docs/install.md, "When a run fails")
 			continue
 		}
 		if o.kind == "CronJob" {
+			dropEnv(t, o.obj, "RETRY_CRONJOB_NAME") // the retry CronJob the runs switch: the chart's
 			unstructured.RemoveNestedField(o.obj, "metadata", "annotations")
 			unstructured.RemoveNestedField(o.obj, "spec", "schedule")
 			unstructured.RemoveNestedField(overlay[k].obj, "spec", "schedule")
 		}
 	}
 	return chart, overlay
+}
+
+// dropEnv removes the variable name from the containers of a CronJob's pod
+// template.
+func dropEnv(t *testing.T, cronJob map[string]any, name string) {
+	t.Helper()
+	path := []string{"spec", "jobTemplate", "spec", "template", "spec", "containers"}
+	containers, ok, err := unstructured.NestedSlice(cronJob, path...)
+	require.NoError(t, err)
+	require.True(t, ok)
+	for _, c := range containers {
+		c := c.(map[string]any)
+		env, _ := c["env"].([]any)
+		c["env"] = slices.DeleteFunc(env, func(e any) bool { return e.(map[string]any)["name"] == name })
+	}
+	require.NoError(t, unstructured.SetNestedSlice(cronJob, containers, path...))
 }
 
 // differences lists, by object, what tells chart and overlay apart: an

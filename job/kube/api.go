@@ -80,6 +80,14 @@ type (
 	DeploymentsGetter interface {
 		Deployments(namespace string) DeploymentInterface
 	}
+	// CronJobInterface patches one namespace's CronJobs: only the chart's
+	// retry CronJob, by name, and only its spec.suspend (RetryCronJob).
+	CronJobInterface interface {
+		Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*batchv1.CronJob, error)
+	}
+	CronJobsGetter interface {
+		CronJobs(namespace string) CronJobInterface
+	}
 )
 
 // sccGroupVersion is rancher/scc-operator's API group, read as raw JSON.
@@ -172,6 +180,11 @@ func (a *api) Events(ns string) EventInterface {
 // the proxy settings it runs with (get by name; the Role names it).
 func (a *api) Deployments(ns string) DeploymentInterface {
 	return resource[*appsv1.Deployment]{a.apps, ns, "deployments", func() *appsv1.Deployment { return &appsv1.Deployment{} }}
+}
+
+// CronJobs patches CronJobs of ns: only the retry CronJob's suspend.
+func (a *api) CronJobs(ns string) CronJobInterface {
+	return resource[*batchv1.CronJob]{a.batch, ns, "cronjobs", func() *batchv1.CronJob { return &batchv1.CronJob{} }}
 }
 
 func (a *api) Leases(ns string) LeaseInterface {

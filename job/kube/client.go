@@ -160,6 +160,8 @@ type Clients struct {
 	// Deployments reads rancher/scc-operator's Deployment (its proxy
 	// settings).
 	Deployments DeploymentsGetter
+	// CronJobs suspends and resumes the retry CronJob (RetryCronJob).
+	CronJobs CronJobsGetter
 }
 
 // NewClients builds the clients on one shared HTTP client, so they share
@@ -169,7 +171,7 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Secrets: a, ConfigMaps: a, Leases: a, Events: a, EndpointSlices: a, Registrations: registrations{a.scc}, Deployments: a}, nil
+	return &Clients{Secrets: a, ConfigMaps: a, Leases: a, Events: a, EndpointSlices: a, Registrations: registrations{a.scc}, Deployments: a, CronJobs: a}, nil
 }
 
 // NoProxy is a proxy function that never uses a proxy, for peers inside the

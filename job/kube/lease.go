@@ -91,9 +91,11 @@ type Release func(ctx context.Context, rec *RunRecord) (RunRecord, error)
 
 // Acquire takes the Lease, or returns a *LeaseHeldError (errors.Is
 // ErrLeaseHeld) when another run holds it and it has not expired; release
-// gives it up. last is the record of the run before (nil when there is
-// none), read with the Lease: a run judges its failure by it (is the
-// cluster still in its first contact, since when has it been failing).
+// gives it up. last is the record of the run before, read with the Lease
+// and checked (ReadRunRecord), with the Lease's creation time; nil when this
+// run created the Lease, zero but for that time when the Lease holds no
+// record. A run judges its failure by it (is the cluster still in its first
+// contact, since when has it been failing).
 //
 // An absent Lease is created by server-side apply (the Role limits leases by
 // resourceNames, which a POST can never satisfy), without Force and under a
@@ -143,9 +145,17 @@ func (l *Lease) Acquire(ctx context.Context) (release Release, last *RunRecord, 
 	case err != nil:
 		return nil, nil, wrap(APIError(err, need))
 	default:
-		if rec, ok, _ := ParseRunRecord(cur.Annotations); ok {
-			last = &rec
+		// The Lease exists: a run was here before. Its record (checked:
+		// ReadRunRecord) and the Lease's creation time, which no writer of
+		// the Lease can move, judge this run's failure.
+		last = &RunRecord{}
+		if rec, ok := ReadRunRecord(cur.Annotations, now); ok {
+			*last = rec
 		}
+		if last.Doubt != "" {
+			logger(l.Log).Warn("the run record on the lease cannot be true", slog.String("lease", ns+"/"+l.Name), slog.String("doubt", last.Doubt))
+		}
+		last.LeaseCreated = cur.CreationTimestamp.Time
 		holder, until := holderOf(cur)
 		sameJob := l.JobUID != "" && cur.Annotations[AnnotationLeaseJobUID] == l.JobUID
 		if holder != "" && holder != l.Holder && now.Before(until) && !sameJob {

@@ -4,7 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rancher/registration-engine/job/backoff"
 )
 
 // AnnotationLastRun on the engine's Lease holds the RunRecord of the last
@@ -59,6 +66,16 @@ type RunRecord struct {
 	// it left deleted since, and wrote nothing (operator.ErrSecretDeleted);
 	// status says so although no Secret is left to read.
 	SecretDeleted bool `json:"secretDeleted,omitempty"`
+
+	// LeaseCreated is when the API server created the engine's Lease (its
+	// metadata.creationTimestamp): the engine's first run. The API server
+	// sets it and nothing that may write the Lease can move it, so the
+	// first-contact window is counted from it. Read with the record, never
+	// stored in it; zero when unknown.
+	LeaseCreated time.Time `json:"-"`
+	// Doubt says what in the stored record could not be true, as
+	// ReadRunRecord found it ("" when nothing); never stored.
+	Doubt string `json:"-"`
 }
 
 // Retrying says, for a person, what comes of a failed run that will be
@@ -133,15 +150,124 @@ func ParseRunRecord(annotations map[string]string) (rec RunRecord, ok bool, err 
 	return rec, true, nil
 }
 
-// LastRun reads the record of the last run from the Lease; ok is false when
-// there is none (or it does not parse: the next record starts afresh). The
-// retry CronJob's runs read it to decide whether an attempt is due.
-func (l *Lease) LastRun(ctx context.Context) (rec RunRecord, ok bool, err error) {
-	raw, ok, err := l.Annotation(ctx, AnnotationLastRun)
-	if err != nil || !ok {
-		return rec, false, err
+// PhaseRunRecord is the phase a record that does not parse is counted
+// failed in (ReadRunRecord).
+const PhaseRunRecord = "run-record"
+
+// ReadRunRecord reads the record from a Lease's annotations as a run may act
+// on it at now: ok is false only when there is none. The engine writes the
+// record, but so may anything that holds its ServiceAccount's token, and a
+// record that lies about time must neither keep a failing cluster from its
+// verdict nor silence its retries. So a record that does not parse, or
+// whose outcome the engine never writes, counts as a failure that began now
+// and is due now; of a failed run's record, a time after now (beyond
+// RecordSkew) counts as now,
+// a failingSince after the record's time (or none) as the record's time,
+// and a nextAttempt more than the longest gap (backoff.DefaultMaxGap) after
+// the record's time as due now; each of these makes the next attempt due
+// now, i.e. at the retry CronJob's next look (none, for a failure recorded
+// as permanent: the schedule runs the next). Doubt says what was found.
+func ReadRunRecord(annotations map[string]string, now time.Time) (rec RunRecord, ok bool) {
+	rec, ok, err := ParseRunRecord(annotations)
+	switch {
+	case err != nil:
+		return unreadable(now, fmt.Sprintf("the record does not parse (%v)", err)), true
+	case ok && !recordedOutcomes[rec.Outcome]:
+		return unreadable(now, fmt.Sprintf("the record's outcome %q is none the engine writes", rec.Outcome)), true
+	case ok:
+		return rec.checked(now), true
 	}
-	rec, ok, _ = ParseRunRecord(map[string]string{AnnotationLastRun: raw})
+	return rec, false
+}
+
+// RecordSkew is how far ahead of the reader's clock a record's time may be
+// and still be believed: the run that wrote it ran on another node, whose
+// clock may be ahead (within LeaseMargin, as the Lease's expiry assumes).
+const RecordSkew = LeaseMargin
+
+// recordedOutcomes are the outcomes a run records (job's OutcomeRegistered,
+// OutcomeUnchanged, OutcomeFailed and OutcomeWaitingForCode).
+var recordedOutcomes = map[string]bool{"registered": true, "unchanged": true, "failed": true, OutcomeWaitingForCode: true}
+
+// unreadable is what a record that cannot be read counts as: a failure that
+// began at now and is due now.
+func unreadable(now time.Time, why string) RunRecord {
+	t, since, next := now, now, now
+	return RunRecord{
+		Time: t, Outcome: "failed", Phase: PhaseRunRecord, Error: why,
+		ConsecutiveFailures: 1, FailingSince: &since, Cause: CauseTransient, NextAttempt: &next,
+		Doubt: why + ": counted as a failure that began at " + now.UTC().Format(time.RFC3339) + ", due now",
+	}
+}
+
+// checked is r with the times of a failed run's record that cannot be true
+// replaced (ReadRunRecord), and Doubt saying which.
+func (r RunRecord) checked(now time.Time) RunRecord {
+	if !r.Failing() {
+		return r
+	}
+	var doubts []string
+	t := r.Time
+	if t.IsZero() || t.After(now.Add(RecordSkew)) {
+		doubts = append(doubts, fmt.Sprintf("its time %s is after now", stamp(r.Time)))
+		t = now
+	}
+	r.Time = t
+	if r.FailingSince == nil || r.FailingSince.After(t) {
+		doubts = append(doubts, fmt.Sprintf("failingSince %s is not before its time", stampPtr(r.FailingSince)))
+		since := t
+		r.FailingSince = &since
+	}
+	if r.NextAttempt != nil && r.NextAttempt.After(t.Add(backoff.DefaultMaxGap)) {
+		doubts = append(doubts, fmt.Sprintf("nextAttempt %s is more than the longest gap (%s) after it", stampPtr(r.NextAttempt), backoff.DefaultMaxGap))
+	}
+	if len(doubts) == 0 {
+		return r
+	}
+	if r.ConsecutiveFailures < 1 {
+		r.ConsecutiveFailures = 1
+	}
+	if r.Cause == "" {
+		r.Cause = CauseTransient
+	}
+	if r.Cause == CausePermanent {
+		r.NextAttempt = nil // failed for good: the schedule runs the next
+	} else {
+		next := now
+		r.NextAttempt = &next
+	}
+	r.Doubt = strings.Join(doubts, "; ") + fmt.Sprintf(": counted as a failure since %s, due now", stamp(*r.FailingSince))
+	return r
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func stampPtr(t *time.Time) string {
+	if t == nil {
+		return "(none)"
+	}
+	return stamp(*t)
+}
+
+// LastRun reads the record of the last run from the Lease as ReadRunRecord
+// checks it at the Lease's clock, with the Lease's creation time; ok is
+// false when there is none. The retry CronJob's runs read it to decide
+// whether an attempt is due; an error is the API server's (the record was
+// not read).
+func (l *Lease) LastRun(ctx context.Context) (rec RunRecord, ok bool, err error) {
+	ns := l.Namespace
+	cur, err := l.Leases.Leases(ns).Get(ctx, l.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, fmt.Errorf("kube: lease %s/%s: run record: %w", ns, l.Name, APIError(err, Access{Verbs: []string{"get"}, Resource: "leases/" + l.Name, Namespace: ns}))
+	}
+	rec, ok = ReadRunRecord(cur.Annotations, l.now())
+	if rec.Doubt != "" {
+		logger(l.Log).Warn("the run record on the lease cannot be true", slog.String("lease", l.Ref()), slog.String("doubt", rec.Doubt))
+	}
+	rec.LeaseCreated = cur.CreationTimestamp.Time
 	return rec, ok, nil
 }
 
@@ -161,10 +287,11 @@ func (l *Lease) SaveRun(ctx context.Context, cur RunRecord) (RunRecord, error) {
 }
 
 // nextRunRecord is the record of a run that ended as cur, following the one
-// in annotations, and its annotation's value. A record there that does not
-// parse is replaced: the counts start again.
+// in annotations, and its annotation's value. The record there is read as
+// ReadRunRecord checks it at cur's time: one that does not parse or lies
+// about time carries over as a failure that began at most at cur's time.
 func nextRunRecord(annotations map[string]string, cur RunRecord) (RunRecord, string, error) {
-	prev, _, _ := ParseRunRecord(annotations)
+	prev, _ := ReadRunRecord(annotations, cur.Time)
 	next := prev.Next(cur)
 	b, err := json.Marshal(next)
 	if err != nil {

@@ -3,6 +3,8 @@ package kube_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -128,11 +130,14 @@ func TestReleaseRecordsTheRun(t *testing.T) {
 func TestAcquireHandsOverTheLastRecord(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: operator.Namespace}})
+	created := t0.Add(-time.Hour)
+	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: operator.Namespace, CreationTimestamp: metav1.NewTime(created)}})
 	l := newLease(c, "pod-1", t0)
 	_, last, err := l.Acquire(ctx)
 	require.NoError(t, err)
-	assert.Nil(t, last, "no run recorded yet")
+	require.NotNil(t, last, "the Lease exists: its creation time comes with it")
+	assert.Empty(t, last.Outcome, "no run recorded yet")
+	assert.Equal(t, created, last.LeaseCreated.UTC(), "the API server's stamp, which no writer of the Lease can move")
 	_, ok, err := l.LastRun(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok)
@@ -152,4 +157,124 @@ func TestAcquireHandsOverTheLastRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, *last, rec)
+}
+
+// TestReadRunRecordDoesNotTrustTime: anything that may write the Lease may
+// write the record; a record that does not parse or lies about time counts
+// as a failure, since its time (or now), due now: never as "no run".
+func TestReadRunRecordDoesNotTrustTime(t *testing.T) {
+	now := time.Date(2026, 12, 4, 14, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+	// failed is a failed run's record as stored; since "" leaves
+	// failingSince out.
+	failed := func(time string, failures int, since, cause, next string) string {
+		if since != "" {
+			since = `,"failingSince":"` + since + `"`
+		}
+		return fmt.Sprintf(`{"time":%q,"outcome":"failed","consecutiveFailures":%d%s,"cause":%q,"nextAttempt":%q}`, time, failures, since, cause, next)
+	}
+	tests := map[string]struct {
+		raw         string
+		wantSince   time.Time
+		wantFailing bool
+		wantDue     bool // the next attempt is due now
+		wantNoNext  bool // no attempt: failed for good
+		wantDoubt   string
+	}{
+		"a true failure, its attempt in 20 minutes": {
+			raw:         failed(at(-time.Hour), 3, at(-2*time.Hour), "transient", at(20*time.Minute)),
+			wantSince:   now.Add(-2 * time.Hour),
+			wantFailing: true,
+		},
+		"a time a minute ahead: another node's clock": {
+			raw:         failed(at(time.Minute), 1, at(time.Minute), "transient", at(time.Minute)),
+			wantSince:   now.Add(time.Minute),
+			wantFailing: true,
+		},
+		"a true success": {raw: `{"time":"` + at(-time.Hour) + `","outcome":"registered","consecutiveFailures":0}`},
+		"failingSince a year ahead": {
+			raw:         failed(at(-time.Hour), 3, at(365*24*time.Hour), "settling", at(-time.Hour)),
+			wantSince:   now.Add(-time.Hour),
+			wantFailing: true, wantDue: true,
+			wantDoubt: "failingSince 2027-12-04T14:00:00Z is not before its time: counted as a failure since 2026-12-04T13:00:00Z, due now",
+		},
+		"the record's time ahead too": {
+			raw:         failed(at(48*time.Hour), 1, at(48*time.Hour), "transient", at(49*time.Hour)),
+			wantSince:   now,
+			wantFailing: true, wantDue: true,
+			wantDoubt: "its time 2026-12-06T14:00:00Z is after now",
+		},
+		"nextAttempt past the longest gap": {
+			raw:         failed(at(-time.Hour), 1, at(-time.Hour), "transient", at(6*time.Hour)),
+			wantSince:   now.Add(-time.Hour),
+			wantFailing: true, wantDue: true,
+			wantDoubt: "nextAttempt 2026-12-04T20:00:00Z is more than the longest gap (6h0m0s) after it",
+		},
+		"a permanent failure whose nextAttempt is past the longest gap": {
+			raw:         failed(at(-time.Hour), 1, at(-time.Hour), "permanent", at(24*time.Hour)),
+			wantSince:   now.Add(-time.Hour),
+			wantFailing: true, wantNoNext: true,
+			wantDoubt: "nextAttempt 2026-12-05T14:00:00Z is more than the longest gap",
+		},
+		"a failure without failingSince": {
+			raw:         failed(at(-time.Hour), 1, "", "transient", at(time.Hour)),
+			wantSince:   now.Add(-time.Hour),
+			wantFailing: true, wantDue: true,
+			wantDoubt: "failingSince (none) is not before its time",
+		},
+		"garbage": {
+			raw:         `{not json`,
+			wantSince:   now,
+			wantFailing: true, wantDue: true,
+			wantDoubt: "the record does not parse",
+		},
+		"an outcome the engine never writes": {
+			raw:         `{"time":"` + at(-time.Hour) + `","outcome":"fine"}`,
+			wantSince:   now,
+			wantFailing: true, wantDue: true,
+			wantDoubt: `the record's outcome "fine" is none the engine writes`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			rec, ok := kube.ReadRunRecord(map[string]string{kube.AnnotationLastRun: tc.raw}, now)
+			require.True(t, ok, "a record is there: never read as no run")
+			assert.Equal(t, tc.wantFailing, rec.Failing())
+			if tc.wantDoubt == "" {
+				assert.Empty(t, rec.Doubt)
+			} else {
+				assert.Contains(t, rec.Doubt, tc.wantDoubt)
+			}
+			if !tc.wantFailing {
+				return
+			}
+			require.NotNil(t, rec.FailingSince)
+			assert.Equal(t, tc.wantSince, rec.FailingSince.UTC())
+			assert.False(t, rec.FailingSince.After(now.Add(kube.RecordSkew)), "a streak never begins after now")
+			assert.GreaterOrEqual(t, rec.ConsecutiveFailures, 1)
+			if tc.wantNoNext {
+				assert.Nil(t, rec.NextAttempt, "failed for good: nothing scheduled")
+				return
+			}
+			require.NotNil(t, rec.NextAttempt)
+			if tc.wantDue {
+				assert.Equal(t, now, rec.NextAttempt.UTC(), "due at the next look")
+			}
+		})
+	}
+	_, ok := kube.ReadRunRecord(nil, now)
+	assert.False(t, ok, "no record: no run yet")
+}
+
+// TestLastRunReadErrorIsNotARecord: when the API server fails the read,
+// LastRun says so (an error), never "no run" or a record.
+func TestLastRunReadErrorIsNotARecord(t *testing.T) {
+	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: operator.Namespace}})
+	c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+	})
+	_, ok, err := newLease(c, "pod-1", time.Now()).LastRun(context.Background())
+	require.Error(t, err)
+	assert.True(t, apierrors.IsInternalError(err))
+	assert.False(t, ok)
 }

@@ -267,8 +267,8 @@ func (g *gatherer) lease(ctx context.Context, pods []corev1.Pod, podsRead bool) 
 	} else if ok {
 		l.Recovery = &rec
 	}
-	if run, ok, err := kube.ParseRunRecord(le.Annotations); err == nil && ok {
-		l.LastRun = &run
+	if run, ok := kube.ReadRunRecord(le.Annotations, g.now); ok {
+		l.LastRun, l.LastRunDoubt = &run, run.Doubt
 	}
 	until := leaseUntil(le)
 	if !until.IsZero() {

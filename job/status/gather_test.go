@@ -570,3 +570,33 @@ func TestGatherRecoveryRecord(t *testing.T) {
 	assert.Nil(t, r.Lease.Recovery)
 	assert.NotEmpty(t, r.Lease.RecoveryError)
 }
+
+// TestStatusDoesNotReadAForgedStreakAsRegistered: a week of failures whose
+// record says failingSince is a year ahead, or a record that does not
+// parse, is never plain "Registered": status names what cannot be true.
+func TestStatusDoesNotReadAForgedStreakAsRegistered(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		record    string
+		wantDoubt string
+	}{
+		"failingSince a year ahead": {
+			record:    `{"time":"2026-11-30T11:50:00Z","outcome":"failed","exitCode":3,"phase":"prove","consecutiveFailures":1000,"failingSince":"2027-11-30T00:00:00Z","cause":"settling","nextAttempt":"2026-11-30T12:00:00Z"}`,
+			wantDoubt: "failingSince 2027-11-30T00:00:00Z is not before its time",
+		},
+		"garbage": {record: `{not json`, wantDoubt: "the record does not parse"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := registered(now)
+			src := &source{lease: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{kube.AnnotationLastRun: tc.record}}}}
+			g := Gather(context.Background(), src, Options{Exits: testExits, Now: now})
+			require.NotNil(t, g.Lease.LastRun, "a record is there")
+			assert.True(t, g.Lease.LastRun.Failing())
+			r.Lease = g.Lease
+			v := Decide(r, now, testExits)
+			assert.Equal(t, StateActionNeeded, v.State)
+			assert.Contains(t, v.Line, "Registered, action needed: the engine's run record on the Lease registration-engine cannot be true: "+tc.wantDoubt)
+		})
+	}
+}

@@ -167,6 +167,10 @@ type Lease struct {
 	// annotation kube.AnnotationLastRun), which outlives the run's Event;
 	// nil when there is none.
 	LastRun *kube.RunRecord `json:"lastRun,omitempty"`
+	// LastRunDoubt says what in the stored record cannot be true (it does
+	// not parse, or lies about time: kube.ReadRunRecord); LastRun is then
+	// what the engine counts it as.
+	LastRunDoubt string `json:"lastRunDoubt,omitempty"`
 }
 
 // Secret is the operator's Secret, as far as it may be shown: never the

@@ -149,6 +149,10 @@ func (d decider) registeredButAction() (Verdict, bool) {
 		what, next := d.failedRunText(*j)
 		return registeredAction(what, next), true
 	}
+	if doubt := r.Lease.LastRunDoubt; doubt != "" {
+		return registeredAction(fmt.Sprintf("the engine's run record on the Lease %s cannot be true: %s", r.Lease.Name, doubt),
+			fmt.Sprintf("the engine only writes true ones: find what else updates leases/%s in %s (the engine's ServiceAccount token, or a Role that grants update on leases), then run the engine: %s", r.Lease.Name, r.Namespace, d.runNow())), true
+	}
 	if run := r.Lease.LastRun; run != nil && run.ConsecutiveFailures > 0 && run.FailingSince != nil && d.now.Sub(*run.FailingSince) >= FailingWarning {
 		return registeredAction(fmt.Sprintf("the engine's runs have failed for %s (%d in a row since %s; the last, %s, in phase %s: %s)",
 			days(d.now.Sub(*run.FailingSince)), run.ConsecutiveFailures, stamp(*run.FailingSince), stamp(run.Time), run.Phase, run.Error),

@@ -26,6 +26,7 @@ var _ interface {
 	kube.LeasesGetter
 	kube.EventsGetter
 	kube.EndpointSlicesGetter
+	kube.CronJobsGetter
 } = API{}
 
 // Typed serves the engine's API interfaces from cs: in tests, client-go's
@@ -38,6 +39,9 @@ func (a API) Secrets(ns string) kube.SecretInterface { return a.cs.CoreV1().Secr
 
 // ConfigMaps serves kube.ConfigMapsGetter.
 func (a API) ConfigMaps(ns string) kube.ConfigMapInterface { return a.cs.CoreV1().ConfigMaps(ns) }
+
+// CronJobs serves kube.CronJobsGetter.
+func (a API) CronJobs(ns string) kube.CronJobInterface { return a.cs.BatchV1().CronJobs(ns) }
 
 // Leases serves kube.LeasesGetter.
 func (a API) Leases(ns string) kube.LeaseInterface { return a.cs.CoordinationV1().Leases(ns) }

@@ -197,6 +197,12 @@ spec:
               fieldPath: metadata.labels['batch.kubernetes.io/controller-uid']
         - name: CRONJOB_NAME
           value: {{ $name }}
+        {{- if eq (toString .Values.retry.enabled) "true" }}
+        # Each run suspends the retry CronJob when no attempt is scheduled
+        # and resumes it when one is (retry-cronjob.yaml).
+        - name: RETRY_CRONJOB_NAME
+          value: {{ $name }}-retry
+        {{- end }}
         # The Role is limited to exactly these names.
         - name: REGISTRATION_SECRET_NAME
           value: scc-registration
