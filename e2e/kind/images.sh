@@ -15,12 +15,13 @@
 #   local/azwi-webhook:v<version>
 #                            Azure Workload Identity's webhook, as
 #                            e2e/scripts/azwi-webhook.sh built it, on
-#                            local/static
+#                            local/static; one per version of
+#                            AZWI_VERSIONS (lib.sh)
 #   local/kind-node:v<k8s>   a kind node assembled by hand (see node_image)
 #
 # Run e2e/kind/host.sh start first (it sets up Docker), bins.sh (the
 # programs), e2e/scripts/scc-operator.sh $SCC_OPERATOR_COMMIT and
-# e2e/scripts/azwi-webhook.sh. Idempotent: the base and node images are rebuilt only when the
+# e2e/scripts/azwi-webhook.sh (each of AZWI_VERSIONS). Idempotent: the base and node images are rebuilt only when the
 # versions, programs or this script recorded in their stamps change; the
 # engine images go through Docker's build cache every time.
 set -euo pipefail
@@ -155,7 +156,6 @@ engine_images() {
 # image runs it). Each is rebuilt only when its binary, the base or this
 # recipe changes.
 OPERATOR_BIN=$SCC_OPERATOR_DIR/$SCC_OPERATOR_COMMIT/operator
-WEBHOOK_BIN=$AZWI_DIR/manager
 # static_image_stamp BIN: the stamp of an image of BIN.
 static_image_stamp() {
   local h=missing
@@ -179,7 +179,13 @@ static_image() {
   log "built $image from $bin"
 }
 operator_image() { static_image operator "$OPERATOR_BIN" /usr/bin/scc-operator "$OPERATOR_IMAGE" "e2e/scripts/scc-operator.sh $SCC_OPERATOR_COMMIT"; }
-webhook_image() { static_image webhook "$WEBHOOK_BIN" /manager "$WEBHOOK_IMAGE" e2e/scripts/azwi-webhook.sh; }
+# webhook_images: one image per webhook release, stamped webhook-v<version>-image.
+webhook_images() {
+  local v
+  for v in $AZWI_VERSIONS; do
+    static_image "webhook-v$v" "$(azwi_dir "$v")/manager" /manager "$(azwi_image "$v")" "AZWI_VERSION=$v e2e/scripts/azwi-webhook.sh"
+  done
+}
 
 # ------------------------------------------------------------- node image
 # What kind build node-image would produce, assembled without a pull:
@@ -341,7 +347,10 @@ stamps() {
   printf 'base-images\t%s\t%s\n' "$(base_images_stamp)" "$DEBIAN_IMAGE $STATIC_IMAGE"
   printf 'go-image\t%s\t%s\n' "$(go_image_stamp)" "$GO_IMAGE"
   printf 'operator-image\t%s\t%s\n' "$(static_image_stamp "$OPERATOR_BIN")" "$OPERATOR_IMAGE"
-  printf 'webhook-image\t%s\t%s\n' "$(static_image_stamp "$WEBHOOK_BIN")" "$WEBHOOK_IMAGE"
+  local v
+  for v in $AZWI_VERSIONS; do
+    printf 'webhook-v%s-image\t%s\t%s\n' "$v" "$(static_image_stamp "$(azwi_dir "$v")/manager")" "$(azwi_image "$v")"
+  done
   printf 'node-image\t%s\t%s\n' "$(node_image_stamp)" "$NODE_IMAGE"
 }
 # plan: whether each image is current or would be built, without building
@@ -360,9 +369,9 @@ for step in "${@:-all}"; do
     base) base_images ;;
     engine) base_images; go_image; engine_images ;;
     operator) base_images; operator_image ;;
-    webhook) base_images; webhook_image ;;
+    webhook) base_images; webhook_images ;;
     node) base_images; node_image ;;
-    all) base_images; go_image; node_image; operator_image; webhook_image; engine_images ;;
+    all) base_images; go_image; node_image; operator_image; webhook_images; engine_images ;;
     plan) plan; exit 0 ;;
     stamps) stamps; exit 0 ;;
     *) die "unknown step $step (base, engine, operator, webhook, node, plan, stamps, all)" ;;

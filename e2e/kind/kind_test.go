@@ -67,11 +67,15 @@ const (
 // settings are the harness's choices; make e2e-kind sets them.
 type settings struct {
 	nodeImage, image, fakecloudImage string
-	operatorImage, webhookImage      string
-	kubectl                          string
-	clusterName                      string
-	artifacts                        string
-	keep                             bool
+	operatorImage                    string
+	// webhookImages are Azure Workload Identity's webhook at each release
+	// the workload-identity case proves, the first installed, each next one
+	// swapped in (e2e/kind/lib.sh's AZWI_VERSIONS).
+	webhookImages []string
+	kubectl       string
+	clusterName   string
+	artifacts     string
+	keep          bool
 }
 
 func env(key, def string) string {
@@ -90,7 +94,7 @@ func load(t *testing.T) settings {
 		image:          env("E2E_IMAGE", "registration-engine:latest"),
 		fakecloudImage: env("E2E_FAKECLOUD_IMAGE", "registration-engine-fakecloud:latest"),
 		operatorImage:  env("E2E_OPERATOR_IMAGE", "local/scc-operator:"+sccoperator.CommitRMT[:7]),
-		webhookImage:   env("E2E_WEBHOOK_IMAGE", "local/azwi-webhook:v1.6.0"),
+		webhookImages:  strings.Fields(env("E2E_WEBHOOK_IMAGES", "local/azwi-webhook:v1.5.1 local/azwi-webhook:v1.6.0")),
 		kubectl:        filepath.Join(os.Getenv("K8S_TESTBIN"), "kubectl"),
 		clusterName:    env("E2E_CLUSTER_NAME", "registration-engine-e2e"),
 		artifacts:      env("E2E_ARTIFACTS", filepath.Join(repo, "_out", "kind-e2e")),
@@ -98,7 +102,8 @@ func load(t *testing.T) settings {
 	}
 	require.NotEmpty(t, os.Getenv("K8S_TESTBIN"), "K8S_TESTBIN must name the directory of kubectl (make e2e-kind sets it)")
 	require.FileExists(t, s.kubectl)
-	for _, img := range []string{s.nodeImage, s.image, s.fakecloudImage, s.operatorImage, s.webhookImage} {
+	require.NotEmpty(t, s.webhookImages, "E2E_WEBHOOK_IMAGES names no webhook image")
+	for _, img := range append([]string{s.nodeImage, s.image, s.fakecloudImage, s.operatorImage}, s.webhookImages...) {
 		out, err := exec.Command("docker", "image", "inspect", "-f", "{{.Id}}", img).CombinedOutput()
 		require.NoError(t, err, "image %s is missing (make e2e-kind builds it): %s", img, out)
 	}
@@ -686,7 +691,8 @@ func createCluster(t *testing.T, s settings) *kindCluster {
 	start = time.Now()
 	nodes, err := c.provider.ListInternalNodes(s.clusterName)
 	require.NoError(t, err)
-	for _, img := range []string{s.image, s.fakecloudImage, s.operatorImage, s.webhookImage} {
+	loaded := append([]string{s.image, s.fakecloudImage, s.operatorImage}, s.webhookImages...)
+	for _, img := range loaded {
 		for _, n := range nodes {
 			save := exec.Command("docker", "save", img)
 			out, err := save.StdoutPipe()
@@ -700,7 +706,7 @@ func createCluster(t *testing.T, s settings) *kindCluster {
 			require.NoError(t, loadErr, "load %s into %s", img, n.String())
 		}
 	}
-	t.Logf("loaded %s, %s, %s and %s in %.1fs", s.image, s.fakecloudImage, s.operatorImage, s.webhookImage, time.Since(start).Seconds())
+	t.Logf("loaded %s in %.1fs", strings.Join(loaded, ", "), time.Since(start).Seconds())
 	return c
 }
 

@@ -34,11 +34,18 @@ FAKECLOUD_IMAGE=${FAKECLOUD_IMAGE:-registration-engine-fakecloud:latest}
 SCC_OPERATOR_COMMIT=${SCC_OPERATOR_COMMIT:-dad26bb7a9102580bc74747e4159e83f528a25b8}
 SCC_OPERATOR_DIR=${SCC_OPERATOR_DIR:-$CACHE_DIR/scc-operator}
 OPERATOR_IMAGE=${OPERATOR_IMAGE:-local/scc-operator:${SCC_OPERATOR_COMMIT:0:7}}
-# Azure Workload Identity's mutating webhook at the release AKS's add-on
-# line runs, from the cache of e2e/scripts/azwi-webhook.sh.
-AZWI_VERSION=${AZWI_VERSION:-1.6.0}
-AZWI_DIR=${AZWI_DIR:-$CACHE_DIR/azwi-webhook/v$AZWI_VERSION}
-WEBHOOK_IMAGE=${WEBHOOK_IMAGE:-local/azwi-webhook:v$AZWI_VERSION}
+# Azure Workload Identity's mutating webhook at the releases customers run,
+# each from the cache of e2e/scripts/azwi-webhook.sh: 1.5.1, what AKS's
+# add-on ships (its projected token under /var/run/secrets/azure/tokens/),
+# and 1.6.0, the newest on the Go module proxy (under
+# /var/run/secrets/azure/wi/token/). The kind tier's workload-identity case
+# installs the first and then swaps the webhook's image to each next one.
+AZWI_VERSIONS=${AZWI_VERSIONS:-1.5.1 1.6.0}
+# azwi_dir VERSION: where e2e/scripts/azwi-webhook.sh builds VERSION.
+azwi_dir() { echo "$CACHE_DIR/azwi-webhook/v$1"; }
+# azwi_image VERSION: the image e2e/kind/images.sh packs VERSION into.
+azwi_image() { echo "local/azwi-webhook:v$1"; }
+WEBHOOK_IMAGES=$(for v in $AZWI_VERSIONS; do azwi_image "$v"; done | paste -sd' ')
 
 # The daemon host.sh starts listens on its own socket under the cache, so it
 # never collides with a Docker the machine already runs; when that socket is

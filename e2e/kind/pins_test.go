@@ -145,6 +145,7 @@ esac
 			"PROMETHEUS_OFFERED=2.42.0+ds-5+deb12u1 2.42.0+ds-5+b6", "PROMETHEUS_DEB=",
 			"K8S_VERSION=1.37.2", "K8S_LTS_VERSION=1.34.4", "HELM_VERSION=3.22.0", "COREDNS_VERSION=1.14.6",
 			"ETCD_VERSION=3.6.5", "CRICTL_VERSION=1.37.0", "PROMETHEUS_VERSION=2.42.0",
+			"AZWI_VERSIONS=", // empty: lib.sh's own list, which the check must cover whole
 			"STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2",
 			"CYCLONEDX_GOMOD=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0")
 		cmd.Env = append(cmd.Env, env...)
@@ -171,6 +172,8 @@ esac
 			"ok    K8S_VERSION=1.37.2", "ok    HELM_VERSION=3.22.0", "ok    CoreDNS=1.14.6",
 			"ok    go.mod", "ok    PROMETHEUS_VERSION=2.42.0", "2.42.0+ds-5+deb12u1",
 			"ok    DEBIAN_SUITE=bookworm", "pins: every pin obtainable",
+			// every webhook release the kind tier builds, not one
+			"ok    AZWI_VERSION=1.5.1", "ok    AZWI_VERSION=1.6.0",
 		} {
 			assert.Contains(t, out, want)
 		}
@@ -203,6 +206,18 @@ esac
 		} {
 			assert.Contains(t, out, want)
 		}
+	})
+
+	t.Run("one webhook release of two dropped", func(t *testing.T) {
+		proxy.mu.Lock()
+		proxy.gone["github.com/Azure/azure-workload-identity@v1.5.1"] = true
+		proxy.mu.Unlock()
+		defer func() { proxy.mu.Lock(); proxy.gone = map[string]bool{}; proxy.mu.Unlock() }()
+		out, err := run(t)
+		require.Error(t, err, out)
+		assert.Equal(t, []string{"AZWI_VERSION=1.5.1"}, failing(out), out)
+		assert.Contains(t, out, "ok    AZWI_VERSION=1.6.0")
+		assert.Contains(t, out, "fix: set AZWI_VERSIONS in e2e/kind/lib.sh to a version the proxy has")
 	})
 
 	t.Run("a revision of the same upstream replaces the dropped one", func(t *testing.T) {

@@ -3,7 +3,8 @@
 # tests.
 #
 #   e2e/kind/run.sh          host.sh start, bins.sh, scc-operator.sh,
-#                            azwi-webhook.sh, images.sh, then
+#                            azwi-webhook.sh (per AZWI_VERSIONS),
+#                            images.sh, then
 #                            go test -tags e2e ./e2e/kind; stops the Docker
 #                            daemon it started on the way out
 #   e2e/kind/run.sh build    only what the tests need (the same steps up to
@@ -56,8 +57,10 @@ lap "Docker"
 lap "programs (bins.sh)"
 CACHE_DIR=$CACHE_DIR SCC_OPERATOR_DIR=$SCC_OPERATOR_DIR "$REPO/e2e/scripts/scc-operator.sh" "$SCC_OPERATOR_COMMIT" >&2
 lap "rancher/scc-operator (scc-operator.sh)"
-CACHE_DIR=$CACHE_DIR AZWI_VERSION=$AZWI_VERSION AZWI_DIR=$AZWI_DIR "$REPO/e2e/scripts/azwi-webhook.sh" >/dev/null
-lap "Azure Workload Identity webhook (azwi-webhook.sh)"
+for v in $AZWI_VERSIONS; do
+  CACHE_DIR=$CACHE_DIR AZWI_VERSION=$v AZWI_DIR=$(azwi_dir "$v") "$REPO/e2e/scripts/azwi-webhook.sh" >/dev/null
+done
+lap "Azure Workload Identity webhooks $AZWI_VERSIONS (azwi-webhook.sh)"
 "$here/images.sh"
 lap "images (images.sh)"
 if [[ -n $build ]]; then
@@ -65,7 +68,7 @@ if [[ -n $build ]]; then
   exit 0
 fi
 
-export K8S_TESTBIN KIND_NODE_IMAGE=$NODE_IMAGE E2E_IMAGE=$IMAGE E2E_FAKECLOUD_IMAGE=$FAKECLOUD_IMAGE E2E_OPERATOR_IMAGE=$OPERATOR_IMAGE E2E_WEBHOOK_IMAGE=$WEBHOOK_IMAGE E2E_CLUSTER_NAME=$cluster
+export K8S_TESTBIN KIND_NODE_IMAGE=$NODE_IMAGE E2E_IMAGE=$IMAGE E2E_FAKECLOUD_IMAGE=$FAKECLOUD_IMAGE E2E_OPERATOR_IMAGE=$OPERATOR_IMAGE E2E_WEBHOOK_IMAGES=$WEBHOOK_IMAGES E2E_CLUSTER_NAME=$cluster
 cd "$REPO"
 rc=0
 # shellcheck disable=SC2086

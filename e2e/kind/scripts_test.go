@@ -107,7 +107,7 @@ func TestBuildScriptsDecideFreshnessFromAnEmptyCache(t *testing.T) {
 		return got
 	}
 	wantBins := map[string]string{"testbin": "stale", "k8s-node": "stale", "crictl": "stale", "coredns": "stale", "pause": "stale"}
-	wantImages := map[string]string{"base-images": "stale", "go-image": "stale", "operator-image": "stale", "webhook-image": "stale", "node-image": "stale"}
+	wantImages := map[string]string{"base-images": "stale", "go-image": "stale", "operator-image": "stale", "webhook-v1.5.1-image": "stale", "webhook-v1.6.0-image": "stale", "node-image": "stale"}
 	assert.Equal(t, wantBins, plan("bins.sh"))
 	assert.Equal(t, wantImages, plan("images.sh"))
 
@@ -144,8 +144,8 @@ func TestBuildScriptsDecideFreshnessFromAnEmptyCache(t *testing.T) {
 		require.Len(t, f, 3, "images.sh stamps printed %q", l)
 		require.NoError(t, os.WriteFile(filepath.Join(stamps, f[0]), []byte(f[1]+"\n"), 0o644))
 	}
-	assert.Equal(t, "current base-images\ncurrent go-image\ncurrent operator-image\ncurrent webhook-image\ncurrent node-image\n", run("plan"))
+	assert.Equal(t, "current base-images\ncurrent go-image\ncurrent operator-image\ncurrent webhook-v1.5.1-image\ncurrent webhook-v1.6.0-image\ncurrent node-image\n", run("plan"))
 	require.NoError(t, os.WriteFile(filepath.Join(bindir, "kubelet"), []byte("#!/bin/sh\nexit 1\n"), 0o755))
-	assert.Equal(t, "current base-images\ncurrent go-image\ncurrent operator-image\ncurrent webhook-image\nstale node-image\n", run("plan"),
+	assert.Equal(t, "current base-images\ncurrent go-image\ncurrent operator-image\ncurrent webhook-v1.5.1-image\ncurrent webhook-v1.6.0-image\nstale node-image\n", run("plan"),
 		"the node image's stamp follows the programs it packs")
 }

@@ -34,9 +34,6 @@ const (
 	webhookDeployment = "azure-wi-webhook-controller-manager"
 	webhookSecret     = "azure-wi-webhook-server-cert"
 	webhookConfig     = "azure-wi-webhook-mutating-webhook-configuration"
-	// webhookTokenFile is where the webhook mounts the projected token
-	// (its VolumeMountPath and TokenFilePath).
-	webhookTokenFile = "/var/run/secrets/azure/wi/token/azure-identity-token"
 	// wiRegCode is the registration code of the workload-identity install,
 	// so its announce proves which install registered.
 	wiRegCode = "WI-REGISTRATION-CODE"
@@ -44,6 +41,25 @@ const (
 	// environment names as its activeDirectoryEndpoint.
 	fakeEntra = "https://" + fakecloudHost + ":8443/"
 )
+
+// webhookTokenFiles is where each release of the webhook mounts the
+// projected token, the AZURE_FEDERATED_TOKEN_FILE it injects: AKS's add-on
+// ships v1.5.1 builds (pkg/webhook/consts.go at v1.5.1, commit 30e0f1b7:
+// TokenFileMountPath + TokenFilePathName), v1.6.0 moved it (at v1.6.0,
+// commit 04d01a2f: VolumeMountPath + TokenFilePath). The engine reads only
+// the variable; the case asserts the path to show which release injected.
+var webhookTokenFiles = map[string]string{
+	"v1.5.1": "/var/run/secrets/azure/tokens/azure-identity-token",
+	"v1.6.0": "/var/run/secrets/azure/wi/token/azure-identity-token",
+}
+
+// webhookTokenFile is the token path of webhook release version.
+func webhookTokenFile(t *testing.T, version string) string {
+	t.Helper()
+	f, ok := webhookTokenFiles[version]
+	require.True(t, ok, "no token path known for Azure Workload Identity webhook %s: add it to webhookTokenFiles from pkg/webhook/consts.go at that tag", version)
+	return f
+}
 
 // testWorkloadIdentity: the chart installed with
 // azure.credentialMode=workload-identity, as a customer chooses it, and the
@@ -63,7 +79,12 @@ const (
 //     cluster's own issuer and keys) refuses with AADSTS70021, and the
 //     verdict names the subject the credential must carry;
 //   - the right credential: the run exchanges the projected token at Entra
-//     and registers; then with hostNetwork: true, which registers too.
+//     and registers;
+//   - each next release of the webhook (v1.5.1, as AKS ships it, first;
+//     then v1.6.0, which mounts the token elsewhere), swapped into the same
+//     Deployment: its dry runs again, and a new registration code whose run
+//     exchanges the token at the path this release injected and registers;
+//   - then with hostNetwork: true, which registers too.
 func (c *kindCluster) testWorkloadIdentity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*jobBound+5*time.Minute)
 	defer cancel()
@@ -101,8 +122,9 @@ func (c *kindCluster) testWorkloadIdentity(t *testing.T) {
 		noWebhook.Name, cond.Reason, term.ExitCode, verdictOf(noWebhookVerdict))
 
 	// 2. The webhook, as its release installs it.
-	version := c.installWebhook(t, ctx)
-	c.webhookBehaviour(t, ctx, version)
+	version := c.installWebhook(t, ctx, c.s.webhookImages[0])
+	tokenFile := webhookTokenFile(t, version)
+	c.webhookBehaviour(t, ctx, version, tokenFile)
 
 	// 3. Entra holds a federated identity credential for another
 	// namespace's ServiceAccount; the issuer and its keys are the
@@ -122,7 +144,7 @@ func (c *kindCluster) testWorkloadIdentity(t *testing.T) {
 	term = terminated(refusedPod, engineName)
 	require.NotNil(t, term)
 	assert.Equal(t, int32(engine.ExitTransient), term.ExitCode, "settling within the first contact: retried, not failed for good")
-	assert.Equal(t, webhookTokenFile, envValue(refusedPod.Spec.Containers[0], "AZURE_FEDERATED_TOKEN_FILE"), "the webhook injected the token")
+	assert.Equal(t, tokenFile, envValue(refusedPod.Spec.Containers[0], "AZURE_FEDERATED_TOKEN_FILE"), "the webhook injected the token")
 	lines := strings.Split(strings.TrimSpace(c.logs(t, ctx, refusedPod.Name)), "\n")
 	var last map[string]any
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last), "the pod's last log line")
@@ -140,10 +162,67 @@ func (c *kindCluster) testWorkloadIdentity(t *testing.T) {
 	c.setFederation(t, ctx, fakecloud.Federation{Issuer: issuer, Subject: subject, Keys: jwks})
 	start := time.Now()
 	job := c.runJob(t, ctx, "wi-registers", nil)
-	cond = controlplane.FinishedCondition(job)
-	require.Equal(t, batchv1.JobComplete, cond.Type, "the workload-identity run did not complete: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, job.Name), "\n"))
-	took := time.Since(start)
-	pods = c.jobPods(t, ctx, job.Name)
+	c.provedRegistered(t, ctx, wiRun{version: version, tokenFile: tokenFile, job: job, took: time.Since(start), regCode: wiRegCode, issuer: issuer, subject: subject})
+
+	// 4b. Each next release of the webhook, swapped into the same
+	// Deployment (the manifest is the same at both tags but for the image).
+	// A new registration code makes the upgrade's run write the Secret
+	// anew, so the operator registers again: a registration through this
+	// release's token, not a run that finds everything unchanged.
+	chart := filepath.Join("..", "..", "manifests", "chart", "registration-engine")
+	lastRun := noWebhook.Name
+	for _, image := range c.s.webhookImages[1:] {
+		before := tokenFile
+		version = c.swapWebhook(t, ctx, image)
+		tokenFile = webhookTokenFile(t, version)
+		c.webhookBehaviour(t, ctx, version, tokenFile)
+		code := wiRegCode + "-" + strings.ReplaceAll(strings.TrimPrefix(version, "v"), ".", "-")
+		start = time.Now()
+		c.helm(t, ctx, "upgrade", "registration-engine", chart, "--reuse-values", "--set", "registrationCode="+code)
+		run := c.nextReleaseRun(t, ctx, lastRun)
+		c.provedRegistered(t, ctx, wiRun{version: version, tokenFile: tokenFile, job: run, took: time.Since(start), regCode: code, issuer: issuer, subject: subject})
+		lastRun = run.Name
+		t.Logf("the webhook's image swapped to %s: AZURE_FEDERATED_TOKEN_FILE went from %s to %s, and the engine followed it", version, before, tokenFile)
+	}
+
+	// 5. hostNetwork: true (AKS's IMDS restriction) with workload
+	// identity: the webhook injects into a pod on the node's network too.
+	c.helm(t, ctx, "upgrade", "registration-engine", chart, "--reuse-values", "--set", "hostNetwork=true")
+	run := c.nextReleaseRun(t, ctx, lastRun)
+	cond = controlplane.FinishedCondition(run)
+	require.Equal(t, batchv1.JobComplete, cond.Type, "workload identity on the node's network: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, run.Name), "\n"))
+	pods = c.jobPods(t, ctx, run.Name)
+	require.NotEmpty(t, pods)
+	assert.True(t, pods[0].Spec.HostNetwork)
+	assert.Equal(t, tokenFile, envValue(pods[0].Spec.Containers[0], "AZURE_FEDERATED_TOKEN_FILE"))
+	sum := c.summary(t, ctx, run.Name)
+	assert.Contains(t, []any{"registered", "unchanged"}, sum["outcome"], "the run's summary: %v", sum)
+	assert.Equal(t, "active", sum["operator"], "the run's summary: %v", sum)
+	t.Logf("proved: helm upgrade --set hostNetwork=true with workload identity: webhook %s injected the token (%s) into run %s on the node's network, which exchanged it and completed: outcome %v, operator %v",
+		version, tokenFile, run.Name, sum["outcome"], sum["operator"])
+}
+
+// wiRun is one workload-identity run that must register: the webhook
+// release that injected its token and the token path that release uses,
+// the Job, how long it took, the code it registers and the federated
+// identity credential Entra checks it against.
+type wiRun struct {
+	version, tokenFile string
+	job                *batchv1.Job
+	took               time.Duration
+	regCode            string
+	issuer, subject    string
+}
+
+// provedRegistered requires that r's Job completed with what the webhook
+// injected (the chart sets none of it), exchanged the token at Entra and
+// registered r's code, and logs the proof.
+func (c *kindCluster) provedRegistered(t *testing.T, ctx context.Context, r wiRun) {
+	t.Helper()
+	azCfg := fakecloud.DefaultAzureConfig()
+	cond := controlplane.FinishedCondition(r.job)
+	require.Equal(t, batchv1.JobComplete, cond.Type, "the workload-identity run with webhook %s did not complete: %s\n%s", r.version, cond.Message, strings.Join(c.jobLog(t, ctx, r.job.Name), "\n"))
+	pods := c.jobPods(t, ctx, r.job.Name)
 	require.Len(t, pods, 1)
 	ctr := pods[0].Spec.Containers[0]
 	injected := map[string]string{}
@@ -152,48 +231,36 @@ func (c *kindCluster) testWorkloadIdentity(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{
 		"AZURE_CLIENT_ID": azCfg.ClientID, "AZURE_TENANT_ID": azCfg.TenantID,
-		"AZURE_FEDERATED_TOKEN_FILE": webhookTokenFile, "AZURE_AUTHORITY_HOST": fakeEntra,
-	}, injected, "what the webhook injected (the chart sets none of them)")
+		"AZURE_FEDERATED_TOKEN_FILE": r.tokenFile, "AZURE_AUTHORITY_HOST": fakeEntra,
+	}, injected, "what webhook %s injected (the chart sets none of them)", r.version)
+	mounted := false
+	for _, m := range ctr.VolumeMounts {
+		mounted = mounted || webhookVolume(m.Name) && strings.HasPrefix(r.tokenFile, m.MountPath+"/")
+	}
+	assert.True(t, mounted, "webhook %s mounts its token volume above %s: %+v", r.version, r.tokenFile, ctr.VolumeMounts)
 	vol := projectedToken(pods[0])
-	require.NotNil(t, vol, "the webhook's projected token volume")
-	sum := c.summary(t, ctx, job.Name)
+	require.NotNil(t, vol, "webhook %s's projected token volume", r.version)
+	sum := c.summary(t, ctx, r.job.Name)
 	assert.Equal(t, "registered", sum["outcome"], "the run's summary: %v", sum)
 	assert.Equal(t, "active", sum["operator"], "the run's summary: %v", sum)
-	token := c.jobLogLine(t, ctx, job.Name, "azure token acquired")
+	token := c.jobLogLine(t, ctx, r.job.Name, "azure token acquired")
 	require.NotNil(t, token, "the run logged its credential")
 	assert.Equal(t, "workload-identity", token["credentialMode"])
-	announce := c.announce(t, ctx, wiRegCode)
+	announce := c.announce(t, ctx, r.regCode)
 	assert.Equal(t, 201, announce.Status)
-	t.Logf("proved: helm install of the chart with azure.credentialMode=workload-identity → Azure Workload Identity webhook %s injected AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE=%s and AZURE_AUTHORITY_HOST=%s and the projected token (audience %s, %d s) → Job %s exchanged it at Entra (issuer %s, subject %s checked against the cluster's JWKS; credentialMode %v) → registered in %.0fs: summary outcome %v, operator %v, Registration %v, the update server announced code %s",
-		version, webhookTokenFile, fakeEntra, vol.Audience, *vol.ExpirationSeconds, job.Name, issuer, subject, token["credentialMode"], took.Seconds(), sum["outcome"], sum["operator"], sum["registration"], announce.RegCode)
-
-	// 5. hostNetwork: true (AKS's IMDS restriction) with workload
-	// identity: the webhook injects into a pod on the node's network too.
-	chart := filepath.Join("..", "..", "manifests", "chart", "registration-engine")
-	c.helm(t, ctx, "upgrade", "registration-engine", chart, "--reuse-values", "--set", "hostNetwork=true")
-	run := c.nextReleaseRun(t, ctx, noWebhook.Name)
-	cond = controlplane.FinishedCondition(run)
-	require.Equal(t, batchv1.JobComplete, cond.Type, "workload identity on the node's network: %s\n%s", cond.Message, strings.Join(c.jobLog(t, ctx, run.Name), "\n"))
-	pods = c.jobPods(t, ctx, run.Name)
-	require.NotEmpty(t, pods)
-	assert.True(t, pods[0].Spec.HostNetwork)
-	assert.Equal(t, webhookTokenFile, envValue(pods[0].Spec.Containers[0], "AZURE_FEDERATED_TOKEN_FILE"))
-	sum = c.summary(t, ctx, run.Name)
-	assert.Contains(t, []any{"registered", "unchanged"}, sum["outcome"], "the run's summary: %v", sum)
-	assert.Equal(t, "active", sum["operator"], "the run's summary: %v", sum)
-	t.Logf("proved: helm upgrade --set hostNetwork=true with workload identity: the webhook injected the token into run %s on the node's network, which exchanged it and completed: outcome %v, operator %v",
-		run.Name, sum["outcome"], sum["operator"])
+	t.Logf("proved: WI %s injected → exchanged → registered: helm chart with azure.credentialMode=workload-identity → Azure Workload Identity webhook %s injected AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE=%s and AZURE_AUTHORITY_HOST=%s and the projected token (audience %s, %d s) → Job %s exchanged it at Entra (issuer %s, subject %s checked against the cluster's JWKS; credentialMode %v) → registered in %.0fs: summary outcome %v, operator %v, Registration %v, the update server announced code %s",
+		r.version, r.version, r.tokenFile, fakeEntra, vol.Audience, *vol.ExpirationSeconds, r.job.Name, r.issuer, r.subject, token["credentialMode"], r.took.Seconds(), sum["outcome"], sum["operator"], sum["registration"], announce.RegCode)
 }
 
-// installWebhook applies testdata/azwi-webhook.yaml, waits until the
-// webhook's rotator has made its certificate, the pod serves and the API
-// server calls it, and returns the version the webhook reports.
-func (c *kindCluster) installWebhook(t *testing.T, ctx context.Context) string {
+// installWebhook applies testdata/azwi-webhook.yaml with image, waits
+// until the webhook's rotator has made its certificate, the pod serves and
+// the API server calls it, and returns the version the webhook reports.
+func (c *kindCluster) installWebhook(t *testing.T, ctx context.Context, image string) string {
 	t.Helper()
 	start := time.Now()
 	b, err := os.ReadFile(filepath.Join("testdata", "azwi-webhook.yaml"))
 	require.NoError(t, err)
-	manifest := strings.NewReplacer("image: IMAGE", "image: "+c.s.webhookImage, "AZURE_TENANT_ID: TENANT", "AZURE_TENANT_ID: "+fakecloud.DefaultAzureConfig().TenantID).Replace(string(b))
+	manifest := strings.NewReplacer("image: IMAGE", "image: "+image, "AZURE_TENANT_ID: TENANT", "AZURE_TENANT_ID: "+fakecloud.DefaultAzureConfig().TenantID).Replace(string(b))
 	c.kubectl(t, ctx, []byte(manifest), "apply", "-f", "-")
 
 	// The rotator writes the Secret; the kubelet would hand the pod the
@@ -219,12 +286,48 @@ func (c *kindCluster) installWebhook(t *testing.T, ctx context.Context) string {
 	mwc, err := c.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, webhookConfig, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotEmpty(t, mwc.Webhooks[0].ClientConfig.CABundle, "the rotator injected its CA into %s", webhookConfig)
+	version := c.webhookVersion(t, ctx, image)
+	t.Logf("Azure Workload Identity webhook %s ready in %.1fs (its rotator made the certificate and %s's caBundle)", version, time.Since(start).Seconds(), webhookConfig)
+	return version
+}
 
-	// The webhook's own log names its version (its user agent).
+// swapWebhook sets the webhook Deployment's image to image (what an
+// upgrade of AKS's add-on does; the manifest is otherwise the same), waits
+// until its one pod runs that image and is ready and the old pod is gone,
+// so the API server can call only the new release, and returns the version
+// the new pod reports. The rotator's certificate and caBundle stay.
+func (c *kindCluster) swapWebhook(t *testing.T, ctx context.Context, image string) string {
+	t.Helper()
+	start := time.Now()
+	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"manager","image":"` + image + `"}]}}}}`)
+	_, err := c.cs.AppsV1().Deployments(webhookNamespace).Patch(ctx, webhookDeployment, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err, "set the webhook's image to %s", image)
+	var pods []corev1.Pod
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := c.cs.CoreV1().Pods(webhookNamespace).List(ctx, metav1.ListOptions{LabelSelector: "azure-workload-identity.io/system=true"})
+		if err != nil {
+			return false, nil
+		}
+		pods = list.Items
+		return len(pods) == 1 && pods[0].DeletionTimestamp == nil && pods[0].Spec.Containers[0].Image == image && podReady(pods[0]), nil
+	})
+	require.NoError(t, err, "the webhook's pods did not become one ready pod of %s: %v", image, podNames(pods))
+	version := c.webhookVersion(t, ctx, image)
+	t.Logf("Azure Workload Identity webhook swapped to %s (%s) in %.1fs", version, image, time.Since(start).Seconds())
+	return version
+}
+
+// webhookVersion is the version the webhook's pod of image logs (its user
+// agent: "setting up manager", at v1.5.1 and v1.6.0 alike).
+func (c *kindCluster) webhookVersion(t *testing.T, ctx context.Context, image string) string {
+	t.Helper()
 	pods, err := c.cs.CoreV1().Pods(webhookNamespace).List(ctx, metav1.ListOptions{LabelSelector: "azure-workload-identity.io/system=true"})
 	require.NoError(t, err)
-	require.NotEmpty(t, pods.Items)
-	logs, err := c.cs.CoreV1().Pods(webhookNamespace).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	i := slices.IndexFunc(pods.Items, func(p corev1.Pod) bool {
+		return p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == image
+	})
+	require.GreaterOrEqual(t, i, 0, "no webhook pod of %s: %v", image, podNames(pods.Items))
+	logs, err := c.cs.CoreV1().Pods(webhookNamespace).GetLogs(pods.Items[i].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 	require.NoError(t, err)
 	version := ""
 	for _, line := range strings.Split(string(logs), "\n") {
@@ -238,8 +341,18 @@ func (c *kindCluster) installWebhook(t *testing.T, ctx context.Context) string {
 		}
 	}
 	require.NotEmpty(t, version, "the webhook logged no user agent:\n%s", logs)
-	t.Logf("Azure Workload Identity webhook %s ready in %.1fs (its rotator made the certificate and %s's caBundle)", version, time.Since(start).Seconds(), webhookConfig)
+	require.True(t, strings.HasSuffix(image, ":"+version), "image %s runs webhook %s", image, version)
 	return version
+}
+
+// podReady reports whether pod's Ready condition is true.
+func podReady(pod corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // touchPods annotates the pods matching selector, which makes the kubelet
@@ -263,7 +376,7 @@ func (c *kindCluster) touchPods(ctx context.Context, ns, selector string) bool {
 // the webhook does beyond the run's own pod: its token expiration default
 // and annotation, init containers, skip-containers, a variable already
 // set, and the proxy sidecar refused on the node's network.
-func (c *kindCluster) webhookBehaviour(t *testing.T, ctx context.Context, version string) {
+func (c *kindCluster) webhookBehaviour(t *testing.T, ctx context.Context, version, tokenFile string) {
 	t.Helper()
 	dryRun := func(mutate func(*corev1.Pod)) (*corev1.Pod, error) {
 		ctr := func(name string) corev1.Container {
@@ -302,13 +415,13 @@ func (c *kindCluster) webhookBehaviour(t *testing.T, ctx context.Context, versio
 	require.NotNil(t, vol, "the webhook adds the projected token volume")
 	assert.Equal(t, fakecloud.TokenExchangeAudience, vol.Audience)
 	assert.EqualValues(t, 3600, *vol.ExpirationSeconds, "its default token lifetime")
-	assert.Equal(t, webhookTokenFile, envValue(byName["init"], "AZURE_FEDERATED_TOKEN_FILE"), "init containers get the token too")
+	assert.Equal(t, tokenFile, envValue(byName["init"], "AZURE_FEDERATED_TOKEN_FILE"), "init containers get the token too, at webhook %s's path", version)
 	assert.Equal(t, fakeEntra, envValue(byName["main"], "AZURE_AUTHORITY_HOST"), "the authority host of the webhook's cloud environment")
 	assert.Equal(t, "https://preset.example/", envValue(byName["preset"], "AZURE_AUTHORITY_HOST"), "a variable the pod sets wins: the webhook adds only those absent")
-	assert.Equal(t, webhookTokenFile, envValue(byName["preset"], "AZURE_FEDERATED_TOKEN_FILE"))
+	assert.Equal(t, tokenFile, envValue(byName["preset"], "AZURE_FEDERATED_TOKEN_FILE"))
 	assert.Empty(t, byName["skipped"].Env, "skip-containers: no variables")
 	for _, m := range byName["skipped"].VolumeMounts {
-		assert.NotContains(t, m.Name, "azure-workload-identity-reserved-", "skip-containers: no token (the API server's own kube-api-access stays)")
+		assert.False(t, webhookVolume(m.Name), "skip-containers: no token (the API server's own kube-api-access stays): %s", m.Name)
 	}
 
 	longer, err := dryRun(func(p *corev1.Pod) {
@@ -323,8 +436,8 @@ func (c *kindCluster) webhookBehaviour(t *testing.T, ctx context.Context, versio
 	})
 	require.Error(t, sidecarErr, "the proxy sidecar on the node's network is refused")
 	assert.Contains(t, sidecarErr.Error(), "hostNetwork is set to true, cannot inject proxy sidecar")
-	t.Logf("proved: Azure Workload Identity webhook %s (server-side dry runs of pods of ServiceAccount %s): token audience %s, %d s by default and %d s with azure.workload.identity/service-account-token-expiration; init containers injected too; skip-containers left alone; AZURE_AUTHORITY_HOST %s from its cloud environment, but a value the pod sets wins; inject-proxy-sidecar with hostNetwork refused: %q",
-		version, engineName, vol.Audience, *vol.ExpirationSeconds, *projectedToken(*longer).ExpirationSeconds, fakeEntra, sidecarErr.Error())
+	t.Logf("proved: Azure Workload Identity webhook %s (server-side dry runs of pods of ServiceAccount %s): AZURE_FEDERATED_TOKEN_FILE %s; token audience %s, %d s by default and %d s with azure.workload.identity/service-account-token-expiration; init containers injected too; skip-containers left alone; AZURE_AUTHORITY_HOST %s from its cloud environment, but a value the pod sets wins; inject-proxy-sidecar with hostNetwork refused: %q",
+		version, engineName, tokenFile, vol.Audience, *vol.ExpirationSeconds, *projectedToken(*longer).ExpirationSeconds, fakeEntra, sidecarErr.Error())
 }
 
 // serviceAccountIssuer is the cluster's service-account token issuer from
@@ -413,11 +526,19 @@ func envValue(c corev1.Container, name string) string {
 	return ""
 }
 
+// webhookVolume reports whether a volume of this name is the webhook's
+// projected token: azure-identity-token (v1.5.1's TokenFilePathName) or
+// azure-workload-identity-reserved-<hash of the pod> (v1.6.0's
+// ProjectedVolumeNamePrefix).
+func webhookVolume(name string) bool {
+	return name == "azure-identity-token" || strings.HasPrefix(name, "azure-workload-identity-reserved-")
+}
+
 // projectedToken is the webhook's projected service-account token source
-// in pod (its volume azure-workload-identity-reserved-…), or nil.
+// in pod (its volume, see webhookVolume), or nil.
 func projectedToken(pod corev1.Pod) *corev1.ServiceAccountTokenProjection {
 	for _, v := range pod.Spec.Volumes {
-		if v.Projected == nil || !strings.HasPrefix(v.Name, "azure-workload-identity-reserved-") {
+		if v.Projected == nil || !webhookVolume(v.Name) {
 			continue
 		}
 		for _, s := range v.Projected.Sources {

@@ -17,8 +17,8 @@
 #                            exit 1 when a pin is no longer obtainable
 #
 # The pins are read where they are written (the Makefile passes its own in
-# the environment; lib.sh, promtool-bin.sh, azwi-webhook.sh and
-# scc-operator.sh are read here), so that this check cannot drift from them.
+# the environment; lib.sh, promtool-bin.sh and scc-operator.sh are read
+# here), so that this check cannot drift from them.
 # Go modules are asked for with an empty module cache of their own: `go list
 # -m` then fetches each version's .info and .mod from the proxy (bytes, not
 # the source), so a module the proxy no longer serves fails even where the
@@ -43,7 +43,8 @@ K8S_LTS_VERSION=${K8S_LTS_VERSION:-$(sed -n 's/^K8S_LTS_VERSION *?= *//p' "$root
 HELM_VERSION=${HELM_VERSION:-$(default_of "$here/helm-bin.sh" HELM_VERSION)}
 STATICCHECK=${STATICCHECK:-$(sed -n 's/^STATICCHECK *:= *//p' "$root/Makefile")}
 CYCLONEDX_GOMOD=${CYCLONEDX_GOMOD:-$(sed -n 's/^CYCLONEDX_GOMOD *:= *//p' "$root/Makefile")}
-AZWI_VERSIONS=${AZWI_VERSIONS:-$(default_of "$here/azwi-webhook.sh" AZWI_VERSION)}
+# AZWI_VERSIONS: every webhook release the kind tier builds, from lib.sh
+# (sourced above), so each is checked, not only azwi-webhook.sh's default.
 PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(default_of "$here/promtool-bin.sh" PROMETHEUS_VERSION)}
 testbin_etcd=$(default_of "$here/k8s-testbin.sh" ETCD_VERSION)
 
@@ -59,7 +60,7 @@ module "ETCD_VERSION=$ETCD_VERSION" go.etcd.io/etcd/server/v3 "v$ETCD_VERSION" "
 module "HELM_VERSION=$HELM_VERSION" helm.sh/helm/v3 "v$HELM_VERSION" "HELM_VERSION in the Makefile and e2e/scripts/helm-bin.sh"
 module "CRICTL_VERSION=$CRICTL_VERSION" sigs.k8s.io/cri-tools "v$CRICTL_VERSION" "CRICTL_VERSION in e2e/kind/lib.sh"
 for v in $AZWI_VERSIONS; do
-  module "AZWI_VERSION=$v" github.com/Azure/azure-workload-identity "v$v" "AZWI_VERSION in e2e/scripts/azwi-webhook.sh"
+  module "AZWI_VERSION=$v" github.com/Azure/azure-workload-identity "v$v" "AZWI_VERSIONS in e2e/kind/lib.sh"
 done
 module "STATICCHECK=${STATICCHECK##*@}" "${STATICCHECK%%/cmd/*}" "${STATICCHECK##*@}" "STATICCHECK in the Makefile"
 module "CYCLONEDX_GOMOD=${CYCLONEDX_GOMOD##*@}" "${CYCLONEDX_GOMOD%%/cmd/*}" "${CYCLONEDX_GOMOD##*@}" "CYCLONEDX_GOMOD in the Makefile"
