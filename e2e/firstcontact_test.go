@@ -215,7 +215,7 @@ func TestRetryCronJobSleepsWhileRegistered(t *testing.T) {
 	const ns, retry = operator.Namespace, harness.CronJobName + "-retry"
 
 	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", ns, "--wait", "--timeout", "60s",
-		"--set", "retry.intervalMinutes=1"}, marketplaceValues(chart, c.Vars(), chartRegCode)...)...)
+		"--set", "retry.intervalMinutes=1"}, marketplaceValues(t, chart, c.Vars(), chartRegCode)...)...)
 	first := runJobOf(t, releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", ns)))
 	done := controlplane.WaitJobFinished(ctx, t, e.Admin, ns, first)
 	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "the release's run registered")

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -124,8 +126,12 @@ func (e *clusterEnv) testRancherPage(t *testing.T, c harness.Cloud) {
 	require.Equal(t, job.OutcomeRegistered, summary(t, before.Stderr)["outcome"])
 	t.Logf("proved: before: the engine's run registered (exit %d, outcome %v)", before.Code, summary(t, before.Stderr)["outcome"])
 
+	// The run that lands in the page's gap is one on a timer: the
+	// CronJob's, named as the CronJob controller names its Jobs (a Job a
+	// person starts writes at once, below).
 	page.deleteSecret(ctx, t)
-	between := e.RunAs(ctx, t, c, e.Token(t), "run-between-page")
+	scheduled := fmt.Sprintf("%s-%d", kube.CronJobName, time.Now().Unix()/60)
+	between := e.RunAs(ctx, t, c, e.Token(t), "run-between-page", "JOB_NAME="+scheduled, "STARTUP_SLEEP_MAX=0")
 	assert.Equal(t, job.ExitTransient, between.Code, between.String())
 	s := summary(t, between.Stderr)
 	assert.Equal(t, "write-secret", s["failedPhase"])
@@ -161,10 +167,19 @@ func (e *clusterEnv) testRancherPage(t *testing.T, c harness.Cloud) {
 	back := e.RunAs(ctx, t, c, e.Token(t), "run-hand-back")
 	require.Equal(t, job.ExitOK, back.Code, back.String())
 	harness.AssertRegistration(t, e.Secret(ctx, t), harness.DirectRegCode)
+
+	// What the remedies tell a person to re-register (delete the Secret,
+	// start a Job): a Job a person started writes at once, although the
+	// run before it registered.
+	require.NoError(t, e.Admin.CoreV1().Secrets(operator.Namespace).Delete(ctx, operator.SecretName, metav1.DeleteOptions{}))
+	manual := e.RunAs(ctx, t, c, e.Token(t), "run-manual", "JOB_NAME="+kube.CronJobName+"-manual-"+strconv.FormatInt(time.Now().Unix(), 10))
+	require.Equal(t, job.ExitOK, manual.Code, manual.String())
+	harness.AssertRegistration(t, e.Secret(ctx, t), harness.DirectRegCode)
 	if t.Failed() {
 		return
 	}
-	t.Logf("proved: between the page's delete and its create: exit %d, nothing written, error %q", between.Code, betweenErr)
+	t.Logf("proved: between the page's delete and its create: the scheduled run %s: exit %d, nothing written, error %q", scheduled, between.Code, betweenErr)
+	t.Logf("proved: a Job a person started after deleting the Secret (as the remedies say) wrote it at once (exit %d, outcome %v)", manual.Code, summary(t, manual.Stderr)["outcome"])
 	t.Logf("proved: status between: %s", betweenStatus)
 	t.Logf("proved: the page's create then succeeded, field manager %q (%s), keys regCode and registrationType, type %s, no labels", mine.ManagedFields[0].Manager, mine.ManagedFields[0].Operation, mine.Type)
 	t.Logf("proved: after: exit %d, the person's Secret untouched (resourceVersion %s, their code), error %q", after.Code, got.ResourceVersion, afterErr)

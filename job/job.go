@@ -425,7 +425,7 @@ func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServ
 			RegCode:      j.RegCode.Reveal(),
 			InstanceData: ev.InstanceData,
 			CertPEM:      server.CertPEM,
-			Left:         secretLeft(last),
+			Left:         j.secretLeft(last),
 		},
 		unproven: "no cluster (dry run or --output)",
 	}
@@ -462,7 +462,16 @@ func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServ
 
 // secretLeft is when the run of record last ended with the Secret in place
 // (registered or unchanged), nil otherwise.
-func secretLeft(last *kube.RunRecord) *time.Time {
+//
+// Only a run on a timer holds back (the schedule's, or a look of the retry
+// CronJob): one of them may land between the delete and the create of
+// Rancher's registration page. A Job a person started (after deleting the
+// Secret, as the remedies and docs/install.md say) or the run of an install
+// or upgrade is someone asking for the write now, and writes.
+func (j *Job) secretLeft(last *kube.RunRecord) *time.Time {
+	if !j.Scheduled && !j.OnlyWhenDue {
+		return nil
+	}
 	if last == nil || (last.Outcome != OutcomeRegistered && last.Outcome != OutcomeUnchanged) {
 		return nil
 	}
