@@ -42,6 +42,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		case "cleanup":
 			return job.RunCleanup(ctx, args[1:], getenv, stderr)
 		case "status":
+			if f, ok := stdin.(*os.File); ok {
+				stdout = job.AfterAttach(stdout, f, getenv)
+			}
 			return job.RunStatus(ctx, args[1:], getenv, stdout, stderr)
 		}
 		// A word that is no flag is a command, never the engine's run: a
