@@ -71,7 +71,9 @@ func TestStatusWaitsForKubectlAttach(t *testing.T) {
 		}{
 			"a pod without -i (/dev/null)": {devnull, inPod},
 			"a workstation":                {r, func(string) string { return "" }},
-			"a pod with a kubeconfig":      {r, func(k string) string { return map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBECONFIG": "/k"}[k] }},
+			"a pod with a kubeconfig": {r, func(k string) string {
+				return map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBECONFIG": "/k"}[k]
+			}},
 		} {
 			var out bytes.Buffer
 			start := time.Now()
