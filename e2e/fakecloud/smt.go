@@ -8,6 +8,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -333,6 +334,18 @@ func (u *UpdateServer) Requests(path string) int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.counter[path]
+}
+
+// Paths are the paths the server has received requests for, sorted.
+func (u *UpdateServer) Paths() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	paths := make([]string, 0, len(u.counter))
+	for p := range u.counter {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	return paths
 }
 
 // ServeHTTP implements the three routes and the SCC API.
