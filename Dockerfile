@@ -1,4 +1,6 @@
-# syntax=docker/dockerfile:1
+# No "# syntax=" line: it would make BuildKit pull its Dockerfile frontend
+# by a tag that moves (docker/dockerfile:1), an input of the release that no
+# pin covers; nothing here needs more than the builder's own frontend.
 # The base images are build arguments so the same file builds on a normal
 # workstation from public images (the defaults) and offline from images built
 # locally (see docs/install.md, "The image"). The defaults are tags, which

@@ -193,6 +193,14 @@ for arch in $archs; do
   # timestamp, so that two builds of one commit give the same SBOM. The
   # release's properties say where the binary comes from.
   "$cdx" bin -json -std -noserial -notimestamp -version "v$version" -output "$work/sbom.json" "$bin"
+  # The tools that made the release's files, so that "two builds agree"
+  # can be checked for the same tools: Go (the binary), helm (the chart
+  # package), cyclonedx-gomod (this SBOM).
+  props+=(
+    "registration-engine:release:go" "$(go env GOVERSION)"
+    "registration-engine:release:helm" "$("$helm" version --short 2>/dev/null || echo unknown)"
+    "registration-engine:release:cyclonedx-gomod" "$("$cdx" version 2>/dev/null | awk '$1 == "Version:" {print $2}')"
+  )
   go run ./hack/sbomprops "${props[@]}" < "$work/sbom.json" > "$bin.cdx.json"
   echo "release: binary $(basename "$bin") ($(sha256sum < "$bin" | cut -c1-12)…, ${props[1]}) and its SBOM $(basename "$bin").cdx.json"
 done

@@ -163,6 +163,11 @@ func TestReleaseBuild(t *testing.T) {
 	}
 	assert.Equal(t, "built on the release machine with RELEASE_IMAGE=0: no image was built", props["registration-engine:release:binary"],
 		"the SBOM says its binary is no image's")
+	// The tools that made the release, recorded: two builds agree only
+	// for the same tools.
+	assert.Regexp(t, `^go1\.`, props["registration-engine:release:go"], "the Go that built the binary")
+	assert.Regexp(t, `^v3\.`, props["registration-engine:release:helm"], "the helm that packed the chart")
+	assert.Regexp(t, `^v\d+\.`, props["registration-engine:release:cyclonedx-gomod"], "the cyclonedx-gomod that wrote the SBOM")
 
 	// The bundle: stamped manifest, the chart with its certificates.
 	bundle := untar(t, filepath.Join(out, "registration-engine-marketplace-"+version+".tar.gz"))
@@ -223,6 +228,11 @@ func TestReleaseBasesPinned(t *testing.T) {
 		return m[1]
 	}
 	buildImage, baseImage := arg("BUILD_IMAGE"), arg("BASE_IMAGE")
+	// The frontend is an input too: a "# syntax=" directive makes BuildKit
+	// pull it, so it is either absent (the builder's own) or pinned.
+	for _, m := range regexp.MustCompile(`(?mi)^#\s*syntax\s*=\s*(\S+)`).FindAllStringSubmatch(string(dockerfile), -1) {
+		assert.Regexp(t, `@sha256:[0-9a-f]{64}$`, m[1], "the Dockerfile's frontend (# syntax=) is pulled by a tag that moves: pin it by digest or drop it")
+	}
 	pinnedBases := map[string]string{
 		"BUILD_IMAGE":      pin("golang:1.26", "0a"),
 		"BASE_IMAGE":       pin("gcr.io/distroless/static-debian13:nonroot", "1b"),
