@@ -31,14 +31,14 @@ LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|Test
 # test lands in `make test`; name it here when it takes more than a minute
 # on a warm two-core machine (`make test`'s budget is 6 minutes warm).
 # docs/development.md, "Tests", says which command proves what.
-LONG_TESTS    ?= ^(TestOperatorRecovery)$$
+LONG_TESTS    ?= ^(TestOperatorRecovery|TestRetryCronJobSleepsWhileRegistered)$$
 # make test runs E2E_MAIN_PKGS in two go test processes side by side, each
 # with its own control plane: E2E_SPLIT_TESTS in one, the rest in the
 # other. Most of an end-to-end test's time is spent waiting on timers (the
 # operator's, the Job controller's back-off, CoreDNS's reload), so two
 # cores carry both: the package takes about 150 s instead of 205-256 s (see
 # docs/development.md, "Tests"). A new test lands in the second process.
-E2E_SPLIT_TESTS ?= ^(TestOperator|TestOperatorBehindAProxy|TestChartInstall|TestChartInstallFirstContact|TestStatus)$$
+E2E_SPLIT_TESTS ?= ^(TestOperator|TestOperatorBehindAProxy|TestChartInstallFirstContact)$$
 # The test tiers, by package path. UNIT_PKGS: the product's packages (no
 # built binary, no control plane). HARNESS_PKGS: the end-to-end helpers whose
 # own tests need neither (e2e/kind's suite is behind the build tag e2e, so
