@@ -97,7 +97,9 @@ func (m *azureExtensionManager) az(cmdline string) (string, error) {
 	for _, w := range words[3:] {
 		if strings.HasPrefix(w, "--") {
 			last = w
-			flags[last] = flags[last] // present, maybe without a value
+			if _, seen := flags[last]; !seen {
+				flags[last] = nil // present, maybe without a value (--yes)
+			}
 			continue
 		}
 		if last == "" {

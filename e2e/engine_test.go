@@ -300,7 +300,7 @@ func TestDONOTMODIFYIsPermanent(t *testing.T) {
 	s := summary(t, res.Stderr)
 	assert.Equal(t, "load-config", s["failedPhase"])
 	for _, name := range []string{"AZURE_CLIENT_ID", "EXTENSION_RESOURCE_ID", "MARKETPLACE_PLAN_ID"} {
-		assert.Contains(t, s["error"], name+`="DONOTMODIFY": Azure did not fill it in`, res.String())
+		assert.Contains(t, s["error"], name+`="DONOTMODIFY": not filled in by Azure`, res.String())
 	}
 	assert.NotContains(t, res.Stderr, "registration-engine starting", "nothing runs on a placeholder")
 	assert.Empty(t, res.Stdout)

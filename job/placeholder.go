@@ -15,7 +15,7 @@ const Placeholder = "DONOTMODIFY"
 
 // ErrNotFilledIn marks a setting that holds Placeholder (permanent, like
 // every configuration problem).
-var ErrNotFilledIn = errors.New("Azure did not fill it in")
+var ErrNotFilledIn = errors.New("not filled in by Azure")
 
 // isPlaceholder reports whether v is the Marketplace placeholder.
 func isPlaceholder(v string) bool { return strings.TrimSpace(v) == Placeholder }
