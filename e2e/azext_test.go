@@ -26,6 +26,7 @@ import (
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/providers/azure"
 )
 
 // azureExtensionManager is a model of what Azure does with a Marketplace
@@ -364,19 +365,15 @@ func shellWords(s string) ([]string, error) {
 func TestAzureExtensionPaths(t *testing.T) {
 	helm := testkit.Helm(t)
 	t.Parallel()
-	p := controlplane.Start(t)
-	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	aksBeforeInstall(ctx, t, e)
+	p, e, ctx := aksPlane(t, 5*time.Minute)
 	c := harness.StartCloud(t)
 	vars := c.Vars()
-	id := strings.Split(strings.Trim(vars["EXTENSION_RESOURCE_ID"], "/"), "/")
-	require.Len(t, id, 12, "the fake cloud's extension ID")
-	sub, rg, cluster, extName := id[1], id[3], id[7], id[11]
+	id, err := azure.ParseExtensionID(vars["EXTENSION_RESOURCE_ID"])
+	require.NoError(t, err, "the fake cloud's extension ID")
+	sub, rg, cluster, extName := id.SubscriptionID, id.ResourceGroup, id.ClusterName, id.Name
 	chart, namespace, version := stageBundle(t, vars["MARKETPLACE_PUBLISHER_ID"], vars["MARKETPLACE_OFFER_ID"])
 	require.Equal(t, operator.Namespace, namespace, "the extension type's namespace is rancher/scc-operator's")
-	azure := &azureExtensionManager{t: t, plane: p, helm: helm, chart: chart, namespace: namespace, version: version, subscription: sub,
+	model := &azureExtensionManager{t: t, plane: p, helm: helm, chart: chart, namespace: namespace, version: version, subscription: sub,
 		identityClientID: fakecloud.DefaultAzureConfig().ManagedIdentityClientID, customMeter: true, extensions: map[string]*azureExtension{}}
 	placeholders := map[string]string{
 		"<group>": rg, "<cluster>": cluster, "<extension name>": extName, "<extension>": extName,
@@ -392,7 +389,7 @@ func TestAzureExtensionPaths(t *testing.T) {
 	// Install: the docs' az k8s-extension create, as written.
 	create := fill(t, docCommands(t, "install.md", "az k8s-extension create")[0], placeholders)
 	start := time.Now()
-	_, err := azure.az(create)
+	_, err = model.az(create)
 	require.NoError(t, err, create)
 	first := runJobOf(t, release())
 	pr := e.completedRun(ctx, t, runs, first)
@@ -415,12 +412,12 @@ func TestAzureExtensionPaths(t *testing.T) {
 	}
 	require.NotEmpty(t, codeCmd, "docs/install.md gives the command that sets the code")
 	require.NotEmpty(t, hostNetCmd, "docs/install.md gives the command that sets hostNetwork")
-	_, err = azure.az(strings.Replace(fill(t, codeCmd, placeholders), " --yes", "", 1))
+	_, err = model.az(strings.Replace(fill(t, codeCmd, placeholders), " --yes", "", 1))
 	require.ErrorIs(t, err, errNeedsYes, "the model asks for confirmation as az does")
 	const newCode = "E2E-AZURE-CLI-CODE-2"
 	placeholders["<code>"] = newCode
 	start = time.Now()
-	_, err = azure.az(fill(t, codeCmd, placeholders))
+	_, err = model.az(fill(t, codeCmd, placeholders))
 	require.NoError(t, err)
 	second := runJobOf(t, release())
 	require.NotEqual(t, first, second, "a new code, a new run")
@@ -432,7 +429,7 @@ func TestAzureExtensionPaths(t *testing.T) {
 
 	// hostNetwork on, the docs' way: applied, the code kept (Azure keeps
 	// protected settings an update does not name).
-	_, err = azure.az(fill(t, hostNetCmd, placeholders))
+	_, err = model.az(fill(t, hostNetCmd, placeholders))
 	require.NoError(t, err)
 	cj, err := e.Admin.BatchV1().CronJobs(namespace).Get(ctx, harness.CronJobName, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -448,7 +445,7 @@ func TestAzureExtensionPaths(t *testing.T) {
 	// changes, so no run starts.
 	pin := fill(t, docCommands(t, "upgrade.md", "az k8s-extension update")[0], placeholders)
 	before := runJobOfOrEmpty(release())
-	_, err = azure.az(pin)
+	_, err = model.az(pin)
 	require.NoError(t, err, pin)
 	assert.Equal(t, before, runJobOfOrEmpty(release()), "a pin to the installed version starts no run")
 	t.Logf("proved: %s (docs/upgrade.md) pinned the extension to version %s and started no run", pin, version)
@@ -458,7 +455,7 @@ func TestAzureExtensionPaths(t *testing.T) {
 	secret := e.Secret(ctx, t)
 	del := fill(t, docCommands(t, "uninstall.md", "az k8s-extension delete")[0], placeholders)
 	start = time.Now()
-	_, err = azure.az(del)
+	_, err = model.az(del)
 	require.NoError(t, err, del)
 	took := time.Since(start)
 	_, err = e.Admin.CoordinationV1().Leases(namespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
@@ -532,11 +529,7 @@ func portalSettings(t *testing.T, sub, rg string, vars, params map[string]string
 func TestParentChartPassesGlobalAzure(t *testing.T) {
 	helm := testkit.Helm(t)
 	t.Parallel()
-	p := controlplane.Start(t)
-	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	aksBeforeInstall(ctx, t, e)
+	p, e, ctx := aksPlane(t, 4*time.Minute)
 	c := harness.StartCloud(t)
 	vars := c.Vars()
 	engine, _, _ := stageBundle(t, vars["MARKETPLACE_PUBLISHER_ID"], vars["MARKETPLACE_OFFER_ID"])
@@ -580,4 +573,17 @@ func TestParentChartPassesGlobalAzure(t *testing.T) {
 	harness.AssertRegistration(t, e.Secret(ctx, t), chartRegCode)
 	t.Logf("proved: installed as a subchart of a deployer chart that receives global.azure.{enabled,identity.clientId,extension.resourceId,marketplace.planId} and global.azure.images at its top level (SUSE's rancher-cloud), the release's run %s registered %s %s after helm install",
 		first, operator.SecretName, time.Since(start).Round(time.Millisecond))
+}
+
+// aksPlane starts a control plane of its own with what an AKS cluster has
+// before the Marketplace installs (aksBeforeInstall), and a context that
+// ends after within or with the test.
+func aksPlane(t *testing.T, within time.Duration) (*controlplane.Plane, *clusterEnv, context.Context) {
+	t.Helper()
+	p := controlplane.Start(t)
+	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	t.Cleanup(cancel)
+	aksBeforeInstall(ctx, t, e)
+	return p, e, ctx
 }

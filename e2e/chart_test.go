@@ -33,6 +33,7 @@ import (
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/providers/azure"
 )
 
 // chartRegCode is the registration code the chart test installs as the
@@ -336,12 +337,12 @@ func assertNoProxyPasswordInPods(ctx context.Context, t *testing.T, e *clusterEn
 // the fake cloud's extension and plan, the code.
 func marketplaceValues(t *testing.T, chart string, cloudEnv map[string]string, regCode string) []string {
 	t.Helper()
-	id := strings.Split(strings.Trim(cloudEnv["EXTENSION_RESOURCE_ID"], "/"), "/")
-	require.Len(t, id, 12, "the fake cloud's extension ID")
-	settings := portalSettings(t, id[1], id[3], map[string]string{
+	id, err := azure.ParseExtensionID(cloudEnv["EXTENSION_RESOURCE_ID"])
+	require.NoError(t, err, "the fake cloud's extension ID")
+	settings := portalSettings(t, id.SubscriptionID, id.ResourceGroup, map[string]string{
 		"plan-name": cloudEnv["MARKETPLACE_PLAN_ID"], "plan-publisher": cloudEnv["MARKETPLACE_PUBLISHER_ID"], "plan-offerID": cloudEnv["MARKETPLACE_OFFER_ID"],
 	}, map[string]string{
-		"clusterResourceName": id[7], "extensionResourceName": id[11], "registrationCode": regCode,
+		"clusterResourceName": id.ClusterName, "extensionResourceName": id.Name, "registrationCode": regCode,
 		"credentialMode": "managed-identity", "workloadIdentityClientId": "", "workloadIdentityTenantId": "",
 	})
 	args := []string{
