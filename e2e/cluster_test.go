@@ -30,6 +30,7 @@ import (
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/retry"
 )
 
 // clusterEnv is the harness's cluster, with TestCluster's cases as its
@@ -239,10 +240,10 @@ func (e *clusterEnv) testFirstInstallWithoutCode(t *testing.T, c harness.Cloud) 
 
 	le, err := e.Admin.CoordinationV1().Leases(operator.Namespace).Get(ctx, kube.LeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, ok, err := kube.ParseRunRecord(le.Annotations)
+	rec, ok, err := retry.Parse(le.Annotations[kube.AnnotationLastRun])
 	require.NoError(t, err)
 	require.True(t, ok, "the run is recorded on the Lease")
-	assert.Equal(t, kube.OutcomeWaitingForCode, rec.Outcome)
+	assert.Equal(t, retry.OutcomeWaitingForCode, rec.Outcome)
 	assert.Zero(t, rec.ConsecutiveFailures, "waiting is no failure")
 
 	evs, err := e.Admin.EventsV1().Events(operator.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=" + jobName})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/retry"
 )
 
 // firstContactHeal is how long each case's fault lasts after helm install
@@ -110,13 +112,16 @@ func TestChartInstallFirstContact(t *testing.T) {
 				// nothing is written.
 				assert.Equal(t, job.RetriesSuspended, summary(t, pods[0].Res.Stderr)["retryCronJob"])
 				assert.True(t, retrySuspended(ctx, t, e, harness.CronJobName+"-retry"))
-				before := len(retryPods(t, runs))
+				// A look the CronJob started before the run suspended it
+				// (it is created unsuspended) may still run: only Jobs
+				// created after the suspension count.
+				since := time.Now()
 				time.Sleep(70 * time.Second)
-				looks := len(retryPods(t, runs)) - before
-				assert.Zero(t, looks, "no retry pod while nothing is to be retried")
+				looks := len(retryJobsSince(ctx, t, e, since))
+				assert.Zero(t, looks, "no retry Job while nothing is to be retried")
 				_, err := e.Admin.CoreV1().Secrets(operator.Namespace).Get(ctx, operator.SecretName, metav1.GetOptions{})
 				assert.True(t, apierrors.IsNotFound(err), "nothing written: %v", err)
-				t.Logf("proved: helm install with %s: the release's run %s failed at once (1 pod, exit %d, Event %s) %s after the install started and suspended the retry CronJob: %d retry pods in the 70 s after, and no Secret was written",
+				t.Logf("proved: helm install with %s: the release's run %s failed at once (1 pod, exit %d, Event %s) %s after the install started and suspended the retry CronJob: %d retry Jobs in the 70 s after, and no Secret was written",
 					tc.fault, first, pods[0].Res.Code, tc.reason, failedAfter.Round(time.Second), looks)
 				return
 			}
@@ -133,7 +138,7 @@ func TestChartInstallFirstContact(t *testing.T) {
 			harness.AssertRegistration(t, e.Secret(ctx, t), chartRegCode)
 			le, err := e.Admin.CoordinationV1().Leases(operator.Namespace).Get(ctx, kube.LeaseName, metav1.GetOptions{})
 			require.NoError(t, err)
-			rec, ok, err := kube.ParseRunRecord(le.Annotations)
+			rec, ok, err := retry.Parse(le.Annotations[kube.AnnotationLastRun])
 			require.NoError(t, err)
 			require.True(t, ok)
 			assert.Equal(t, job.OutcomeRegistered, rec.Outcome)
@@ -227,19 +232,19 @@ func TestRetryCronJobSleepsWhileRegistered(t *testing.T) {
 	assert.True(t, retrySuspended(ctx, t, e, retry), "the release's run suspended the retry CronJob")
 	atInstall := len(retryPods(t, runs))
 
-	// Registered for a while: nothing of the retry CronJob runs.
+	// Registered for a while: nothing of the retry CronJob runs. (A look
+	// the CronJob started before the release's run suspended it may still
+	// run: only what was created after the suspension counts.)
 	since := time.Now()
 	time.Sleep(registeredFor)
-	jobs, err := e.Admin.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	var retryJobs []string
-	for _, j := range jobs.Items {
-		if o := metav1.GetControllerOf(&j); o != nil && o.Kind == "CronJob" && o.Name == retry && j.CreationTimestamp.After(since) {
-			retryJobs = append(retryJobs, j.Name)
+	retryJobs := retryJobsSince(ctx, t, e, since)
+	assert.Empty(t, retryJobs, "no retry Job while registered")
+	pausedPods := 0
+	for _, pr := range retryPods(t, runs) {
+		if slices.Contains(retryJobs, pr.Job) {
+			pausedPods++
 		}
 	}
-	assert.Empty(t, retryJobs, "no retry Job while registered")
-	pausedPods := len(retryPods(t, runs)) - atInstall
 	assert.Zero(t, pausedPods, "no retry pod while registered")
 	assert.True(t, retrySuspended(ctx, t, e, retry))
 
@@ -294,6 +299,21 @@ func retrySuspended(ctx context.Context, t *testing.T, e *clusterEnv, name strin
 	})
 	require.NoError(t, err)
 	return ptr.Deref(cj.Spec.Suspend, false)
+}
+
+// retryJobsSince are the names of the retry CronJob's Jobs created after
+// since (by the API server's clock, on this machine).
+func retryJobsSince(ctx context.Context, t *testing.T, e *clusterEnv, since time.Time) []string {
+	t.Helper()
+	jobs, err := e.Admin.BatchV1().Jobs(operator.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var out []string
+	for _, j := range jobs.Items {
+		if o := metav1.GetControllerOf(&j); o != nil && o.Kind == "CronJob" && o.Name == harness.CronJobName+"-retry" && j.CreationTimestamp.After(since) {
+			out = append(out, j.Name)
+		}
+	}
+	return out
 }
 
 // retryPods are the pods of the retry CronJob's Jobs that ran so far.

@@ -14,11 +14,11 @@ import (
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/proxyconnect"
-	"github.com/rancher/registration-engine/job/backoff"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/redact"
+	"github.com/rancher/registration-engine/job/retry"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
 )
@@ -57,7 +57,7 @@ func New(cfg *Config, log *slog.Logger, secrets *redact.Registry, stdout io.Writ
 		Deadline:     cfg.RunDeadline,
 		SleepMax:     cfg.StartupSleepMax,
 		Scheduled:    ScheduledRun(cfg.JobName, cfg.CronJobName, time.Now()),
-		Retry:        backoff.Policy{Tick: cfg.RetryInterval},
+		Retry:        retry.Policy{Tick: cfg.RetryInterval},
 		FirstContact: cfg.FirstContact,
 		OnlyWhenDue:  cfg.OnlyWhenDue,
 	}

@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"github.com/rancher/registration-engine/job/retry"
 	"log/slog"
 	"os"
 	"time"
@@ -118,8 +119,8 @@ func (c *Config) Validate() error {
 	if c.RetryInterval <= 0 {
 		problems = append(problems, errors.New("RETRY_INTERVAL must be positive: it is the retry CronJob's period"))
 	}
-	if c.FirstContact > MaxFirstContact {
-		problems = append(problems, fmt.Errorf("PROPAGATION_WINDOW %s is longer than its cap of %s (twelve times the 30 minutes Azure documents for a role assignment to take effect, and the schedule's shorter gap): set it to at most %s", formatDuration(c.FirstContact), formatDuration(MaxFirstContact), formatDuration(MaxFirstContact)))
+	if c.FirstContact > retry.MaxFirstContact {
+		problems = append(problems, fmt.Errorf("PROPAGATION_WINDOW %s is longer than its cap of %s (twelve times the 30 minutes Azure documents for a role assignment to take effect, and the schedule's shorter gap): set it to at most %s", formatDuration(c.FirstContact), formatDuration(retry.MaxFirstContact), formatDuration(retry.MaxFirstContact)))
 	}
 	if c.OnlyWhenDue && (c.DryRun || c.Output != "") {
 		problems = append(problems, errors.New("ONLY_WHEN_DUE reads the last run from the engine's Lease: it excludes --dry-run and --output"))

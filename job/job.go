@@ -14,13 +14,13 @@ import (
 
 	"github.com/rancher/registration-engine/internal/failure"
 	"github.com/rancher/registration-engine/internal/pause"
-	"github.com/rancher/registration-engine/job/backoff"
 	"github.com/rancher/registration-engine/job/incluster"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/redact"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/remedy"
+	"github.com/rancher/registration-engine/job/retry"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
 )
@@ -62,7 +62,7 @@ type (
 	// RunRecorder keeps the verdict of a run that ended without holding
 	// the Lease where it outlives Events (the engine's Lease).
 	RunRecorder interface {
-		SaveRun(ctx context.Context, r kube.RunRecord) (kube.RunRecord, error)
+		SaveRun(ctx context.Context, follow kube.Follow) error
 	}
 	// RetrySwitch suspends and resumes the retry CronJob.
 	RetrySwitch interface {
@@ -71,7 +71,7 @@ type (
 	// Locker keeps two runs apart. The release it returns also records
 	// the run's verdict, in the same write.
 	Locker interface {
-		Acquire(ctx context.Context) (release kube.Release, last *kube.RunRecord, err error)
+		Acquire(ctx context.Context) (release kube.Release, last *kube.Stored, err error)
 	}
 )
 
@@ -128,11 +128,11 @@ type Job struct {
 	Scheduled bool
 	// Retry is when a failed run's next attempt comes (job/backoff); its
 	// Tick is the retry CronJob's period (RETRY_INTERVAL).
-	Retry backoff.Policy
+	Retry retry.Policy
 	// FirstContact is how long after a never-registered cluster's first
 	// failure a settling failure (Azure propagating an identity or role)
 	// is retried before it is permanent (PROPAGATION_WINDOW; 0 means
-	// DefaultFirstContact).
+	// retry.DefaultFirstContact).
 	FirstContact time.Duration
 	// OnlyWhenDue: a run of the retry CronJob (ONLY_WHEN_DUE), which runs
 	// only when LastRun says an attempt is due and otherwise exits at once.
@@ -162,7 +162,7 @@ const (
 	// update server), changed nothing and exits 0: a cluster installed
 	// before its code is known is not a failing Job every run. Its Event
 	// (kube.ReasonCodeMissing) and status say how to set the code.
-	OutcomeWaitingForCode = kube.OutcomeWaitingForCode
+	OutcomeWaitingForCode = retry.OutcomeWaitingForCode
 )
 
 // Result is what a run did, for the summary line and for tests.
@@ -208,11 +208,11 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 	res.Outcome = outcome
 	// What comes next, then the Event and the record with the release:
 	// the summary stays the run's last log line.
-	var plan retryPlan
+	var plan retry.Plan
 	if j.Lock != nil && outcome == OutcomeFailed {
 		plan = j.plan(err, last)
-		if n := plan.note(); n != "" {
-			log.Warn("the run will be tried again", append([]any{slog.String("next", n)}, plan.attrs()...)...)
+		if n := plan.Note(); n != "" {
+			log.Warn("the run will be tried again", append([]any{slog.String("next", n)}, plan.Attrs()...)...)
 		}
 	}
 	j.recordEvent(ctx, log, res, err, plan)
@@ -230,7 +230,7 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 		attrs = append(attrs, slog.String("address", res.Address.String()))
 	}
 	attrs = append(attrs, res.Operator.Attrs()...)
-	attrs = append(attrs, plan.attrs()...)
+	attrs = append(attrs, plan.Attrs()...)
 	if res.RetryCronJob != "" {
 		attrs = append(attrs, slog.String("retryCronJob", res.RetryCronJob))
 	}
@@ -249,7 +249,7 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 // run is the retry CronJob's check, the startup sleep, the Lease and the
 // six phases. The Lease, when taken, is the caller's to release (with the
 // run's record); last is the record the Lease held when it was taken.
-func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release kube.Release, last *kube.RunRecord, err error) {
+func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release kube.Release, last *retry.Record, err error) {
 	if j.OnlyWhenDue {
 		due, pending, why, err := j.due(ctx)
 		if errors.Is(err, errRecordUnread) {
@@ -278,7 +278,9 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release ku
 	defer cancel()
 
 	if j.Lock != nil {
-		release, last, err = j.Lock.Acquire(ctx)
+		var stored *kube.Stored
+		release, stored, err = j.Lock.Acquire(ctx)
+		last = j.lastRecord(log, stored)
 		if errors.Is(err, kube.ErrLeaseHeld) {
 			log.Info("another run holds the lease; skipping this run", slog.String("reason", err.Error()))
 			res.Outcome, res.Skipped = OutcomeSkipped, err.Error()
@@ -294,7 +296,7 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release ku
 }
 
 // runPhases runs the design card's six phases and the operator step.
-func (j *Job) runPhases(ctx context.Context, log *slog.Logger, last *kube.RunRecord) (res Result, err error) {
+func (j *Job) runPhases(ctx context.Context, log *slog.Logger, last *retry.Record) (res Result, err error) {
 	// The design card's six phases, each handing its value on to the next.
 	ph := &phases{log: log, secrets: j.Secrets}
 	det, err := runPhase(ctx, ph, "detect", j.detect)
@@ -413,7 +415,7 @@ type written struct {
 // last is the record of the run before: one that ended with the Secret in
 // place makes a Secret absent now someone's deletion, which this run does
 // not undo (operator.ErrSecretDeleted).
-func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServer, ev *providers.Evidence, last *kube.RunRecord) (written, []any, error) {
+func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServer, ev *providers.Evidence, last *retry.Record) (written, []any, error) {
 	w := written{
 		reg: operator.Values{
 			// The name as it is, not absolute ("name."): the trailing dot
@@ -468,7 +470,7 @@ func (j *Job) write(ctx context.Context, log *slog.Logger, server smt.UpdateServ
 // Rancher's registration page. A Job a person started (after deleting the
 // Secret, as the remedies and docs/install.md say) or the run of an install
 // or upgrade is someone asking for the write now, and writes.
-func (j *Job) secretLeft(last *kube.RunRecord) *time.Time {
+func (j *Job) secretLeft(last *retry.Record) *time.Time {
 	if !j.Scheduled && !j.OnlyWhenDue {
 		return nil
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/remedy"
+	"github.com/rancher/registration-engine/job/retry"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
 )
@@ -43,7 +44,7 @@ type recorder struct {
 	written  []operator.Values
 	released bool
 	// recorded are the run records the release wrote.
-	recorded []kube.RunRecord
+	recorded []retry.Record
 	leaseErr error
 	changed  bool
 	// handedOver records what the handover wait was asked to check.
@@ -59,7 +60,7 @@ type recorder struct {
 	doc        string
 	docSecrets []string
 	// last is the record the Lease holds when a run takes it (nil: none).
-	last *kube.RunRecord
+	last *kube.Stored
 }
 
 func (r *recorder) step(ctx context.Context, name string) error {
@@ -128,31 +129,38 @@ func (r *recorder) Write(ctx context.Context, reg operator.Values) (bool, error)
 	return r.changed, nil
 }
 
-func (r *recorder) Acquire(ctx context.Context) (kube.Release, *kube.RunRecord, error) {
+func (r *recorder) Acquire(ctx context.Context) (kube.Release, *kube.Stored, error) {
 	if err := r.step(ctx, "lease"); err != nil {
 		return nil, nil, err
 	}
 	if r.leaseErr != nil {
 		return nil, nil, r.leaseErr
 	}
-	return func(ctx context.Context, rec *kube.RunRecord) (kube.RunRecord, error) {
+	return func(ctx context.Context, follow kube.Follow) error {
 		if ctx.Err() != nil {
-			return kube.RunRecord{}, ctx.Err() // a release must get a live context of its own
+			return ctx.Err() // a release must get a live context of its own
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.released = true
-		if rec != nil {
-			r.recorded = append(r.recorded, *rec)
-			return *rec, nil
+		if follow != nil {
+			v, err := follow("")
+			if err != nil {
+				return err
+			}
+			rec, _, err := retry.Parse(v)
+			if err != nil {
+				return err
+			}
+			r.recorded = append(r.recorded, rec)
 		}
-		return kube.RunRecord{}, nil
+		return nil
 	}, r.last, nil
 }
 
 // SaveRun makes the recorder a RunRecorder: a run records through the
 // release, as it holds the Lease, so this is never called.
-func (r *recorder) SaveRun(context.Context, kube.RunRecord) (kube.RunRecord, error) {
+func (r *recorder) SaveRun(context.Context, kube.Follow) error {
 	panic("a run that holds the Lease records with its release")
 }
 
@@ -646,10 +654,10 @@ func TestRunRedactsTheOperatorsMessage(t *testing.T) {
 func TestRunRecordsItsVerdictOnTheLease(t *testing.T) {
 	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: operator.Namespace}})
 	lease := &kube.Lease{Leases: kubetest.Typed(c), Namespace: operator.Namespace, Name: kube.LeaseName, Holder: "pod-1", Duration: time.Minute}
-	read := func() kube.RunRecord {
+	read := func() retry.Record {
 		le, err := c.CoordinationV1().Leases(operator.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
 		require.NoError(t, err)
-		rec, ok, err := kube.ParseRunRecord(le.Annotations)
+		rec, ok, err := retry.Parse(le.Annotations[kube.AnnotationLastRun])
 		require.NoError(t, err)
 		require.True(t, ok, "a record on the Lease")
 		return rec

@@ -25,6 +25,7 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/retry"
 )
 
 // retryWorld is one cluster's Lease on a fake API server and a clock the
@@ -102,10 +103,12 @@ func (w *retryWorld) suspended() bool {
 	return cj.Spec.Suspend != nil && *cj.Spec.Suspend
 }
 
-func (w *retryWorld) record() kube.RunRecord {
+func (w *retryWorld) record() retry.Record {
 	w.lease.Clock = clocktesting.NewFakePassiveClock(w.now)
-	rec, ok, err := w.lease.LastRun(context.Background())
+	stored, ok, err := w.lease.LastRun(context.Background())
 	require.NoError(w.t, err)
+	require.True(w.t, ok)
+	rec, ok := retry.Read(stored.Record, w.now)
 	require.True(w.t, ok)
 	return rec
 }
@@ -125,7 +128,7 @@ func TestFirstContactWaitsForAzure(t *testing.T) {
 	assert.Equal(t, ExitTransient, ExitCode(err), "not a verdict yet")
 	assert.Equal(t, OutcomeFailed, res.Outcome)
 	rec := w.record()
-	assert.Equal(t, kube.CauseSettling, rec.Cause)
+	assert.Equal(t, retry.CauseSettling, rec.Cause)
 	assert.Equal(t, 1, rec.ConsecutiveFailures)
 	require.NotNil(t, rec.NextAttempt)
 	assert.Equal(t, w.now, *rec.NextAttempt, "the first retry is due at the retry CronJob's next look")
@@ -148,7 +151,7 @@ func TestFirstContactWaitsForAzure(t *testing.T) {
 	assert.Equal(t, ExitPermanent, ExitCode(err))
 	assert.ErrorContains(t, err, "403 AuthorizationFailed (Azure has had 1h0m0s since the first failure at 2026-12-04 14:00 UTC to propagate it, more than PROPAGATION_WINDOW 1h0m0s: it needs a person)")
 	rec = w.record()
-	assert.Equal(t, kube.CausePermanent, rec.Cause)
+	assert.Equal(t, retry.CausePermanent, rec.Cause)
 	assert.Nil(t, rec.NextAttempt, "a permanent failure schedules no retry")
 	assert.Equal(t, kube.ReasonFailed, op.events[0].Reason)
 }

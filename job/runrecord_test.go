@@ -17,6 +17,7 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/kube/kubetest"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/retry"
 )
 
 // TestRunRecordEscapesForeignText: the run record's error quotes a peer,
@@ -27,14 +28,14 @@ import (
 func TestRunRecordEscapesForeignText(t *testing.T) {
 	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName, Namespace: operator.Namespace}})
 	lease := &kube.Lease{Leases: kubetest.Typed(c), Namespace: operator.Namespace, Name: kube.LeaseName, Holder: "pod-1", Duration: time.Minute}
-	j := newJob(&recorder{failAt: "find", failWith: errors.New("region server said \x1b[1A\x1b[2K\rRegistered\x1b]52;c;Y3VybA==\a \u009b2J \u202etxt.exe REGCODE-SECRET " + strings.Repeat("x", 2*kube.MaxRunError))}, &bytes.Buffer{})
+	j := newJob(&recorder{failAt: "find", failWith: errors.New("region server said \x1b[1A\x1b[2K\rRegistered\x1b]52;c;Y3VybA==\a \u009b2J \u202etxt.exe REGCODE-SECRET " + strings.Repeat("x", 2*retry.MaxError))}, &bytes.Buffer{})
 	j.Lock, j.Runs, j.JobName = lease, lease, "registration-engine-29000000"
 	_, _ = j.Run(context.Background())
 
 	le, err := c.CoordinationV1().Leases(operator.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	raw := le.Annotations[kube.AnnotationLastRun]
-	rec, ok, err := kube.ParseRunRecord(le.Annotations)
+	rec, ok, err := retry.Parse(le.Annotations[kube.AnnotationLastRun])
 	require.NoError(t, err)
 	require.True(t, ok)
 	for _, s := range []string{raw, rec.Error} {
@@ -44,6 +45,6 @@ func TestRunRecordEscapesForeignText(t *testing.T) {
 	}
 	assert.Contains(t, rec.Error, `region server said \x1b[1A\x1b[2K\rRegistered\x1b]52;c;Y3VybA==\a \u009b2J \u202etxt.exe REDACTED`, "escaped, after the redaction")
 	assert.NotContains(t, rec.Error, "REGCODE-SECRET")
-	assert.LessOrEqual(t, len(rec.Error), kube.MaxRunError)
+	assert.LessOrEqual(t, len(rec.Error), retry.MaxError)
 	assert.True(t, strings.HasSuffix(rec.Error, "..."), "a cut says so")
 }

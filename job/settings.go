@@ -10,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rancher/registration-engine/job/backoff"
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/incluster/handover"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 	"github.com/rancher/registration-engine/job/regionconfig"
 	"github.com/rancher/registration-engine/job/remedy"
+	"github.com/rancher/registration-engine/job/retry"
 	"github.com/rancher/registration-engine/job/smt"
 	"github.com/rancher/registration-engine/providers"
 	"github.com/rancher/registration-engine/providers/azure"
@@ -145,8 +145,8 @@ var settings = []setting{
 	{group: "The run"},
 	{flag: "run-deadline", envs: []string{"RUN_DEADLINE"}, def: formatDuration(DefaultRunDeadline), help: "time a run may take after the startup sleep", set: duration(func(c *Config) *time.Duration { return &c.RunDeadline })},
 	{flag: "startup-sleep-max", envs: []string{"STARTUP_SLEEP_MAX"}, def: formatDuration(DefaultStartupSleepMax), help: "upper bound of the random sleep before a scheduled run (0 disables)", set: duration(func(c *Config) *time.Duration { return &c.StartupSleepMax })},
-	{flag: "retry-interval", envs: []string{"RETRY_INTERVAL"}, def: formatDuration(backoff.DefaultTick), help: "how often the retry CronJob looks for a due attempt (its schedule's period); a failed run's next attempt is due after max(0, failing time/4 − this), capped at 6h, so a cluster is registered within max(this, a quarter of the outage) after it ends", set: duration(func(c *Config) *time.Duration { return &c.RetryInterval })},
-	{flag: "propagation-window", envs: []string{"PROPAGATION_WINDOW"}, def: formatDuration(DefaultFirstContact), help: "until the cluster's first success, and for this long after the engine's first run (its Lease's creation), at most 6h, Azure refusing the identity (ARM 401/403, Entra refusing the federated token, IMDS identity not found) is retried as Azure propagating it; after that it is permanent", set: duration(func(c *Config) *time.Duration { return &c.FirstContact })},
+	{flag: "retry-interval", envs: []string{"RETRY_INTERVAL"}, def: formatDuration(retry.DefaultTick), help: "how often the retry CronJob looks for a due attempt (its schedule's period); a failed run's next attempt is due after max(0, failing time/4 − this), capped at 6h, so a cluster is registered within max(this, a quarter of the outage) after it ends", set: duration(func(c *Config) *time.Duration { return &c.RetryInterval })},
+	{flag: "propagation-window", envs: []string{"PROPAGATION_WINDOW"}, def: formatDuration(retry.DefaultFirstContact), help: "until the cluster's first success, and for this long after the engine's first run (its Lease's creation), at most 6h, Azure refusing the identity (ARM 401/403, Entra refusing the federated token, IMDS identity not found) is retried as Azure propagating it; after that it is permanent", set: duration(func(c *Config) *time.Duration { return &c.FirstContact })},
 	{flag: "only-when-due", envs: []string{"ONLY_WHEN_DUE"}, def: "false", boolean: true, help: "the retry CronJob's runs: read the last run's record on the Lease and run only when its next attempt is due, else exit 0 at once", set: boolean(func(c *Config) *bool { return &c.OnlyWhenDue })},
 	{flag: "dry-run", envs: []string{"DRY_RUN"}, boolean: true, def: "false", help: "run every phase, print the Secret (secrets redacted), write nothing", set: boolean(func(c *Config) *bool { return &c.DryRun })},
 	{flag: "output", envs: []string{"OUTPUT_FILE"}, help: "write the Secret manifest to this file (mode 0600) instead of the cluster", set: str(func(c *Config) *string { return &c.Output })},

@@ -11,6 +11,7 @@ import (
 	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/retry"
 )
 
 // The run's traces, where they outlive its log: one Event on its Job
@@ -19,7 +20,7 @@ import (
 
 // recordEvent records the run's outcome on its Job. An Event that cannot
 // be created is a warning, never a failed run.
-func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, runErr error, plan retryPlan) {
+func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, runErr error, plan retry.Plan) {
 	if res.Outcome == OutcomeNotDue || res.Outcome == OutcomeUnread {
 		return
 	}
@@ -38,11 +39,11 @@ func (j *Job) recordEvent(ctx context.Context, log *slog.Logger, res Result, run
 		e.Note = fmt.Sprintf("no registration code yet, nothing written (update server https://%s reachable at %s): set it: %s", res.Server, addrString(res.Address), j.codeRemedy())
 	case hasOperatorEvent(res):
 		e, _ = res.Operator.Event()
-	case runErr != nil && plan.cause == kube.CauseSettling:
-		e = kube.JobEvent{Reason: kube.ReasonWaiting, Action: "Register", Note: fmt.Sprintf("%s: phase %s failed (exit code %d): %v", plan.note(), res.Failed, ExitCode(runErr), runErr)}
+	case runErr != nil && plan.Cause == retry.CauseSettling:
+		e = kube.JobEvent{Reason: kube.ReasonWaiting, Action: "Register", Note: fmt.Sprintf("%s: phase %s failed (exit code %d): %v", plan.Note(), res.Failed, ExitCode(runErr), runErr)}
 	case runErr != nil:
 		e = failedEvent(res.Failed, runErr)
-		if n := plan.note(); n != "" {
+		if n := plan.Note(); n != "" {
 			e.Note = n + ": " + e.Note
 		}
 		e.Server, e.Address = res.Server, addrString(res.Address)
@@ -78,34 +79,40 @@ func failedEvent(phase string, err error) kube.JobEvent {
 // write for both), else through Runs; a skipped run did nothing and
 // records nothing. A record or release that fails is a warning, never a
 // failed run.
-func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runErr error, release kube.Release, plan retryPlan) {
-	var rec *kube.RunRecord
+func (j *Job) recordRun(ctx context.Context, log *slog.Logger, res Result, runErr error, release kube.Release, plan retry.Plan) {
+	var rec *retry.Record
 	if j.Runs != nil && res.Outcome != OutcomeSkipped && res.Outcome != OutcomeNotDue && res.Outcome != OutcomeUnread {
-		rec = &kube.RunRecord{
+		rec = &retry.Record{
 			Time: j.now(), Job: j.JobName, Outcome: res.Outcome, ExitCode: ExitCode(runErr),
 			Server: res.Server, Operator: res.Operator.Report.State,
 		}
 		if runErr != nil {
 			rec.Outcome, rec.Phase, rec.Permanent = OutcomeFailed, res.Failed, failure.IsPermanent(runErr)
-			rec.Error = escape.Record(runErr.Error(), j.Secrets.String, kube.MaxRunError)
+			rec.Error = escape.Record(runErr.Error(), j.Secrets.String, retry.MaxError)
 			rec.SecretDeleted = errors.Is(runErr, operator.ErrSecretDeleted)
-			*rec = plan.record(*rec)
+			*rec = plan.Apply(*rec)
 		}
 	}
 	// The run's context may be cancelled already: a context of its own, so
 	// that the next run need not wait for the Lease to expire.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	var saved kube.RunRecord
-	var err error
+	var saved retry.Record
+	var follow kube.Follow
+	if rec != nil {
+		follow = func(prev string) (v string, err error) {
+			saved, v, err = retry.Follow(prev, *rec)
+			return v, err
+		}
+	}
 	switch {
 	case release != nil:
-		if saved, err = release(rctx, rec); err != nil {
+		if err := release(rctx, follow); err != nil {
 			log.Warn("could not release the lease (the next run waits for it to expire) or record the run's verdict on it", slog.String("error", err.Error()))
 			return
 		}
 	case rec != nil:
-		if saved, err = j.Runs.SaveRun(rctx, *rec); err != nil {
+		if err := j.Runs.SaveRun(rctx, follow); err != nil {
 			log.Warn("could not record the run's verdict on the engine's Lease", slog.String("error", err.Error()))
 			return
 		}

@@ -82,20 +82,19 @@ type Lease struct {
 	Log             *slog.Logger
 }
 
-// Release gives up the Lease Acquire took and, in the same write, records
-// rec, the run's verdict (as SaveRun does: the counts of the record there
-// carried over), unless rec is nil. Call it when the run ends, failed or
-// not, even with a cancelled context: it uses a context of its own bounded
-// by ReleaseTimeout. It returns the record written.
-type Release func(ctx context.Context, rec *RunRecord) (RunRecord, error)
+// Release gives up the Lease Acquire took and, in the same write, stores
+// the run's record that follow computes from the one there (as SaveRun
+// does), unless follow is nil. Call it when the run ends, failed or not,
+// even with a cancelled context: it uses a context of its own bounded by
+// ReleaseTimeout.
+type Release func(ctx context.Context, follow Follow) error
 
 // Acquire takes the Lease, or returns a *LeaseHeldError (errors.Is
 // ErrLeaseHeld) when another run holds it and it has not expired; release
-// gives it up. last is the record of the run before, read with the Lease
-// and checked (ReadRunRecord), with the Lease's creation time; nil when this
-// run created the Lease, zero but for that time when the Lease holds no
-// record. A run judges its failure by it (is the cluster still in its first
-// contact, since when has it been failing).
+// gives it up. last is what the Lease held of the runs before, read with
+// it (nil when this run created the Lease): a run judges its failure by it
+// (is the cluster still in its first contact, since when has it been
+// failing).
 //
 // An absent Lease is created by server-side apply (the Role limits leases by
 // resourceNames, which a POST can never satisfy), without Force and under a
@@ -103,7 +102,7 @@ type Release func(ctx context.Context, rec *RunRecord) (RunRecord, error)
 // instead of both winning. An existing Lease is taken over by an Update
 // carrying the resourceVersion just read, so of two runs taking over an
 // expired Lease only one succeeds; the other gets ErrLeaseHeld.
-func (l *Lease) Acquire(ctx context.Context) (release Release, last *RunRecord, err error) {
+func (l *Lease) Acquire(ctx context.Context) (release Release, last *Stored, err error) {
 	ns := l.Namespace
 	if ns == "" || l.Name == "" || l.Holder == "" || l.Duration <= 0 {
 		return nil, nil, failure.Permanent(fmt.Errorf("kube: lease: namespace, name, holder and a positive duration are required (namespace %q, name %q, holder %q, duration %s)", ns, l.Name, l.Holder, l.Duration))
@@ -145,17 +144,10 @@ func (l *Lease) Acquire(ctx context.Context) (release Release, last *RunRecord, 
 	case err != nil:
 		return nil, nil, wrap(APIError(err, need))
 	default:
-		// The Lease exists: a run was here before. Its record (checked:
-		// ReadRunRecord) and the Lease's creation time, which no writer of
-		// the Lease can move, judge this run's failure.
-		last = &RunRecord{}
-		if rec, ok := ReadRunRecord(cur.Annotations, now); ok {
-			*last = rec
-		}
-		if last.Doubt != "" {
-			logger(l.Log).Warn("the run record on the lease cannot be true", slog.String("lease", ns+"/"+l.Name), slog.String("doubt", last.Doubt))
-		}
-		last.LeaseCreated = cur.CreationTimestamp.Time
+		// The Lease exists: a run was here before. Its record and the
+		// Lease's creation time, which no writer of the Lease can move,
+		// judge this run's failure.
+		last = &Stored{Record: cur.Annotations[AnnotationLastRun], Created: cur.CreationTimestamp.Time}
 		holder, until := holderOf(cur)
 		sameJob := l.JobUID != "" && cur.Annotations[AnnotationLeaseJobUID] == l.JobUID
 		if holder != "" && holder != l.Holder && now.Before(until) && !sameJob {
@@ -200,28 +192,26 @@ func (l *Lease) Acquire(ctx context.Context) (release Release, last *RunRecord, 
 		}
 	}
 	logger(l.Log).Debug("lease acquired", slog.String("lease", ns+"/"+l.Name), slog.String("holder", l.Holder))
-	return func(ctx context.Context, rec *RunRecord) (RunRecord, error) { return l.release(ctx, ns, rec) }, last, nil
+	return func(ctx context.Context, follow Follow) error { return l.release(ctx, ns, follow) }, last, nil
 }
 
-// release clears holderIdentity if we still hold the Lease and, with rec,
-// writes the run record: one read and one write for both (modify). It
+// release clears holderIdentity if we still hold the Lease and, with
+// follow, stores the run's record: one read and one write for both (modify). It
 // leaves the holder of a Lease another run has taken over alone (the
 // record is still written: the run did what it records), and a Lease that
 // is gone when there is nothing to record.
-func (l *Lease) release(ctx context.Context, ns string, rec *RunRecord) (RunRecord, error) {
+func (l *Lease) release(ctx context.Context, ns string, follow Follow) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
-	var saved RunRecord
 	err := l.modify(ctx, ns, func(next *coordinationv1.Lease) (bool, error) {
 		changed := false
 		if holder, _ := holderOf(next); holder == l.Holder {
 			next.Spec.HolderIdentity = nil
 			changed = true
 		}
-		if rec != nil {
-			var v string
-			var err error
-			if saved, v, err = nextRunRecord(next.Annotations, *rec); err != nil {
+		if follow != nil {
+			v, err := follow(next.Annotations[AnnotationLastRun])
+			if err != nil {
 				return false, err
 			}
 			setAnnotation(next, AnnotationLastRun, &v)
@@ -229,14 +219,14 @@ func (l *Lease) release(ctx context.Context, ns string, rec *RunRecord) (RunReco
 		}
 		return changed, nil
 	})
-	if apierrors.IsNotFound(err) && rec == nil {
-		return saved, nil
+	if apierrors.IsNotFound(err) && follow == nil {
+		return nil
 	}
 	if err != nil {
-		return saved, fmt.Errorf("kube: lease %s/%s: release: %w", ns, l.Name, err)
+		return fmt.Errorf("kube: lease %s/%s: release: %w", ns, l.Name, err)
 	}
-	logger(l.Log).Debug("lease released", slog.String("lease", ns+"/"+l.Name), slog.Bool("recorded", rec != nil))
-	return saved, nil
+	logger(l.Log).Debug("lease released", slog.String("lease", ns+"/"+l.Name), slog.Bool("recorded", follow != nil))
+	return nil
 }
 
 // modify is the Lease's read-modify-write: it reads the Lease, lets change

@@ -271,7 +271,7 @@ func TestLeaseRelease(t *testing.T) {
 				cancel()
 			}
 
-			_, err = release(ctx, nil)
+			err = release(ctx, nil)
 			require.NoError(t, err)
 
 			got := getLease(t, c)
@@ -296,7 +296,7 @@ func TestLeaseReleaseRetriesConflict(t *testing.T) {
 		return handled, nil, err
 	})
 
-	_, err = release(context.Background(), nil)
+	err = release(context.Background(), nil)
 	require.NoError(t, err)
 
 	assert.Empty(t, holderIdentity(getLease(t, c)))
@@ -339,6 +339,6 @@ func TestLeaseRecordsTheJob(t *testing.T) {
 	release, _, err := retry.Acquire(ctx)
 	require.NoError(t, err, "the same Job's retry pod is not skipped by its dead predecessor")
 	assert.Equal(t, "job-1-bbbbb", holderIdentity(getLease(t, c)))
-	_, err = release(ctx, nil)
+	err = release(ctx, nil)
 	require.NoError(t, err)
 }

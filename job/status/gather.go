@@ -24,6 +24,7 @@ import (
 	"github.com/rancher/registration-engine/job/incluster/coredns"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/retry"
 	"github.com/rancher/registration-engine/providers"
 )
 
@@ -267,7 +268,7 @@ func (g *gatherer) lease(ctx context.Context, pods []corev1.Pod, podsRead bool) 
 	} else if ok {
 		l.Recovery = &rec
 	}
-	if run, ok := kube.ReadRunRecord(le.Annotations, g.now); ok {
+	if run, ok := retry.Read(le.Annotations[kube.AnnotationLastRun], g.now); ok {
 		l.LastRun, l.LastRunDoubt = &run, run.Doubt
 	}
 	until := leaseUntil(le)

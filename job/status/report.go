@@ -3,8 +3,8 @@ package status
 import (
 	"time"
 
-	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/retry"
 	"github.com/rancher/registration-engine/providers"
 )
 
@@ -166,9 +166,9 @@ type Lease struct {
 	// LastRun is the engine's record of its last run (the Lease's
 	// annotation kube.AnnotationLastRun), which outlives the run's Event;
 	// nil when there is none.
-	LastRun *kube.RunRecord `json:"lastRun,omitempty"`
+	LastRun *retry.Record `json:"lastRun,omitempty"`
 	// LastRunDoubt says what in the stored record cannot be true (it does
-	// not parse, or lies about time: kube.ReadRunRecord); LastRun is then
+	// not parse, or lies about time: retry.Read); LastRun is then
 	// what the engine counts it as.
 	LastRunDoubt string `json:"lastRunDoubt,omitempty"`
 }

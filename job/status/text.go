@@ -10,6 +10,7 @@ import (
 	"github.com/rancher/registration-engine/job/escape"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/retry"
 )
 
 // WriteJSON writes the report as one JSON document, every string in it
@@ -161,7 +162,7 @@ func (l Lease) recoveryText(ns string) []string {
 
 // lastRunText is the Last run paragraph, from the record the Lease keeps;
 // none before the first run.
-func lastRunText(run *kube.RunRecord) []string {
+func lastRunText(run *retry.Record) []string {
 	if run == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
 	fix "github.com/rancher/registration-engine/job/remedy"
+	"github.com/rancher/registration-engine/job/retry"
 )
 
 // ExpiryWarning is how long before the update server's certificate expires
@@ -220,14 +221,14 @@ func (d decider) waitingForCode() (Verdict, bool) {
 	j := d.lastFinished()
 	event := j != nil && j.Event != nil && j.Event.Reason == kube.ReasonCodeMissing
 	run := r.Lease.LastRun
-	if !event && (run == nil || run.Outcome != kube.OutcomeWaitingForCode || (j != nil && j.Outcome == JobFailed)) {
+	if !event && (run == nil || run.Outcome != retry.OutcomeWaitingForCode || (j != nil && j.Outcome == JobFailed)) {
 		return Verdict{}, false
 	}
 	when := ""
 	switch {
-	case run != nil && run.Outcome == kube.OutcomeWaitingForCode && run.Job != "":
+	case run != nil && run.Outcome == retry.OutcomeWaitingForCode && run.Job != "":
 		when = fmt.Sprintf(" (last run %s at %s)", run.Job, stamp(run.Time))
-	case run != nil && run.Outcome == kube.OutcomeWaitingForCode:
+	case run != nil && run.Outcome == retry.OutcomeWaitingForCode:
 		when = fmt.Sprintf(" (last run at %s)", stamp(run.Time))
 	case j != nil:
 		when = fmt.Sprintf(" (last run %s at %s)", j.Name, stampPtr(j.Finished))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/retry"
 )
 
 // registered is the report of a healthy cluster; each case changes one
@@ -43,11 +44,11 @@ func TestDecide(t *testing.T) {
 			wantStart: "Registered: active, update server smt-azure.susecloud.net (10.0.0.4)"},
 		"runs failing for a day: still registered (one bad day pages nobody)": {change: func(r *Report) {
 			since := now.Add(-24 * time.Hour)
-			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Hour), Outcome: "failed", ExitCode: 1, Phase: "find-update-server", Error: "no region server answered", ConsecutiveFailures: 2, FailingSince: &since}
+			r.Lease.LastRun = &retry.Record{Time: now.Add(-time.Hour), Outcome: "failed", ExitCode: 1, Phase: "find-update-server", Error: "no region server answered", ConsecutiveFailures: 2, FailingSince: &since}
 		}, wantState: StateRegistered, wantStart: "Registered: "},
 		"runs failing for three days, their Events long gone: action needed, from the Lease's record": {change: func(r *Report) {
 			since := now.Add(-3*24*time.Hour - time.Hour)
-			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-2 * time.Hour), Outcome: "failed", ExitCode: 1, Phase: "find-update-server", Error: "no region server answered", ConsecutiveFailures: 5, FailingSince: &since}
+			r.Lease.LastRun = &retry.Record{Time: now.Add(-2 * time.Hour), Outcome: "failed", ExitCode: 1, Phase: "find-update-server", Error: "no region server answered", ConsecutiveFailures: 5, FailingSince: &since}
 		}, wantState: StateActionNeeded, wantStart: `Registered, action needed: the engine's runs have failed for 3 days (5 in a row since 2026-11-27T11:00:00Z; the last, 2026-11-30T10:00:00Z, in phase find-update-server: no region server answered)`},
 		"certificate expires in 6 days": {change: func(r *Report) { r.Secret.Certificate.NotAfter = now.Add(6*24*time.Hour + time.Hour) },
 			wantState: StateActionNeeded, wantStart: "Registered, action needed: the update server's certificate expires in 6 days"},
@@ -86,7 +87,7 @@ func TestDecide(t *testing.T) {
 		"the Secret deleted since the last successful run, by a Job the record names": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-29400000", Outcome: JobFailed, ExitCode: code(1), Reason: "BackoffLimitExceeded"}}
-			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Minute), Job: "registration-engine-29400000", Outcome: "failed", ExitCode: 1, Phase: "write-secret",
+			r.Lease.LastRun = &retry.Record{Time: now.Add(-time.Minute), Job: "registration-engine-29400000", Outcome: "failed", ExitCode: 1, Phase: "write-secret",
 				Error: "…", SecretDeleted: true}
 		}, wantState: StateNotYet, wantStart: "Not registered yet: cattle-scc-system/scc-registration was deleted after the engine's last successful run, and the last run (registration-engine-29400000, at 2026-11-30T11:59:00Z) did not recreate it — if a person is registering through Rancher's registration page, their Secret appears in moments"},
 		"transient failure of the last run, no Secret": {change: func(r *Report) {
@@ -97,20 +98,20 @@ func TestDecide(t *testing.T) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-0a1b2c3d4e", Outcome: JobFailed, ExitCode: code(1), Reason: "BackoffLimitExceeded", Created: now.Add(-time.Hour)}}
 			since, next := now.Add(-time.Hour), now.Add(5*time.Minute)
-			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-10 * time.Minute), Job: "registration-engine-retry-29400000", Outcome: "failed", ExitCode: 1, Phase: "find-update-server",
-				Error: "no region server answered", ConsecutiveFailures: 5, FailingSince: &since, Cause: kube.CauseTransient, NextAttempt: &next}
+			r.Lease.LastRun = &retry.Record{Time: now.Add(-10 * time.Minute), Job: "registration-engine-retry-29400000", Outcome: "failed", ExitCode: 1, Phase: "find-update-server",
+				Error: "no region server answered", ConsecutiveFailures: 5, FailingSince: &since, Cause: retry.CauseTransient, NextAttempt: &next}
 		}, wantState: StateNotYet, wantStart: "Not registered yet: the last run, registration-engine-retry-29400000, failed at 2026-11-30T11:50:00Z in phase find-update-server: no region server answered; retrying: attempt 6 is due by 2026-11-30 12:05 UTC (cause transient) — nothing to do: the retry CronJob runs it; meanwhile Rancher shows administrators the notification \"Rancher Prime Registration\" with \"Register Now\": do not enter a code there, the engine registers this PAYG cluster; to retry now: kubectl -n cattle-scc-system create job --from=cronjob/registration-engine"},
 		"Azure still propagating the identity: waiting, and when it needs you": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-0a1b2c3d4e", Outcome: JobFailed, ExitCode: code(1), Created: now.Add(-20 * time.Minute)}}
 			since, next, by := now.Add(-20*time.Minute), now.Add(10*time.Minute), now.Add(40*time.Minute)
-			r.Lease.LastRun = &kube.RunRecord{Time: now, Job: "registration-engine-run-0a1b2c3d4e", Outcome: "failed", ExitCode: 1, Phase: "prove",
-				Error: "azure arm: 403 AuthorizationFailed", ConsecutiveFailures: 3, FailingSince: &since, Cause: kube.CauseSettling, NextAttempt: &next, SettlesBy: &by}
+			r.Lease.LastRun = &retry.Record{Time: now, Job: "registration-engine-run-0a1b2c3d4e", Outcome: "failed", ExitCode: 1, Phase: "prove",
+				Error: "azure arm: 403 AuthorizationFailed", ConsecutiveFailures: 3, FailingSince: &since, Cause: retry.CauseSettling, NextAttempt: &next, SettlesBy: &by}
 		}, wantState: StateNotYet, wantStart: "Not registered yet: the last run, registration-engine-run-0a1b2c3d4e, failed at 2026-11-30T12:00:00Z in phase prove: azure arm: 403 AuthorizationFailed; waiting for Azure to propagate the identity or its role assignment: attempt 4 is due by 2026-11-30 12:10 UTC; it needs a person if it still fails after 2026-11-30 12:40 UTC"},
 		"no registration code yet, from the Lease's record": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0)}}
-			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: kube.OutcomeWaitingForCode}
+			r.Lease.LastRun = &retry.Record{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: retry.OutcomeWaitingForCode}
 		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: on the Azure Marketplace, az k8s-extension update --resource-group <group>"},
 		"no registration code yet, the Event naming the extension": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
@@ -130,13 +131,13 @@ func TestDecide(t *testing.T) {
 			r.CronJob.ReleaseManager, r.CronJob.ReleaseName = "azure-extension", "suse"
 			r.CronJob.ExtensionID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks/providers/Microsoft.KubernetesConfiguration/extensions/suse"
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0)}}
-			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: kube.OutcomeWaitingForCode}
+			r.Lease.LastRun = &retry.Record{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: retry.OutcomeWaitingForCode}
 		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: az k8s-extension update --resource-group rg --cluster-name aks --cluster-type managedClusters --name suse --configuration-protected-settings registrationCode=<code> --yes"},
 		"no registration code yet, on a Helm release": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.CronJob.ReleaseManager, r.CronJob.ReleaseName = "helm", "registration-engine"
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0)}}
-			r.Lease.LastRun = &kube.RunRecord{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: kube.OutcomeWaitingForCode}
+			r.Lease.LastRun = &retry.Record{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: retry.OutcomeWaitingForCode}
 		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: helm upgrade registration-engine <chart> -n cattle-scc-system --reset-then-reuse-values --set registrationCode=<code>"},
 		"no registration code yet, a forged Event's command not repeated": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}

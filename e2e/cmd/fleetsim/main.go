@@ -18,7 +18,7 @@
 // With -outage it also plays the after fleet through a regional outage of
 // that length from 10:00 UTC on the second day (issue 42, "no stampede
 // after a regional outage"): every run fails during it; a failed run's
-// next attempt is backoff.Policy{}.Next from the first failure of the
+// next attempt is retry.Policy{}.Next from the first failure of the
 // cluster's streak, run by the cluster's retry CronJob (its schedule
 // rendered by helm too) at its first look at or after that time; every
 // attempt after the outage succeeds. It reports the busiest minute after
@@ -50,9 +50,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rancher/registration-engine/job"
-	"github.com/rancher/registration-engine/job/backoff"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
+	"github.com/rancher/registration-engine/job/retry"
 )
 
 func main() {
@@ -231,7 +231,7 @@ func outageSection(f Figures) string {
 
 The after fleet through a %s outage of SUSE's servers from %s on day 2: every run of every cluster fails during
 it, scheduled runs and retries alike. Every cluster is registered (the fleet is in its steady state), so a failed
-scheduled run is a refresh: it records on its Lease its next attempt, backoff.Policy{}.Next (job/backoff) from the
+scheduled run is a refresh: it records on its Lease its next attempt, retry.Policy{}.Next (job/retry) from the
 first failure of the cluster's streak, at least an hour on (less the retry interval), jittered by the simulation's seeded random source; the
 cluster's retry CronJob (helm's render for it too, e.g. %q) runs it at its first look at or after
 that time; the engine's own rule (job.ScheduledRun) %s.
@@ -462,12 +462,12 @@ type Recovery struct {
 }
 
 func recoveryBound(failing time.Duration) time.Duration {
-	return backoff.Policy{}.Bound(failing, true)
+	return retry.Policy{}.Bound(failing, true)
 }
 
 // playOutage plays each cluster's scheduled runs (runs, sorted) through an
 // outage of length d from OutageStart: every attempt in it fails, and the
-// failed run records on the Lease its next attempt, backoff.Policy{}.Next
+// failed run records on the Lease its next attempt, retry.Policy{}.Next
 // from the streak's first failure with the rng's jitter, which the
 // cluster's retry CronJob (retries) runs at its first look at or after
 // that time and after the failed run. Every attempt after the outage
@@ -499,7 +499,7 @@ func playOutage(runs [][]time.Time, retries []retryLooks, from, end time.Time, d
 				}
 				var err error
 				var slept bool
-				if next, slept, err = retries[i].attempt(backoff.Policy{}.Next(since, t, true, rnd), t, rng); err != nil {
+				if next, slept, err = retries[i].attempt(retry.Policy{}.Next(since, t, true, rnd), t, rng); err != nil {
 					return g, err
 				}
 				if slept {
@@ -717,8 +717,8 @@ func render(ctx context.Context, o Options, id string, set ...string) (Schedules
 const offsetAnnotation = "registration-engine.cattle.io/schedule-offset"
 
 // retryIntervalMinutes is the chart's retry.intervalMinutes default, the
-// Tick of backoff.Policy{}.
-const retryIntervalMinutes = int(backoff.DefaultTick / time.Minute)
+// Tick of retry.Policy{}.
+const retryIntervalMinutes = int(retry.DefaultTick / time.Minute)
 
 var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 

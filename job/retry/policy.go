@@ -31,7 +31,7 @@
 // The gap is jittered downwards, uniformly in [gap/2, gap], so that the
 // clusters a regional outage stopped together do not come back together
 // when it ends; downwards, so that the bound above still holds.
-package backoff
+package retry
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package backoff_test
+package retry_test
 
 import (
 	"cmp"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/rancher/registration-engine/job/backoff"
+	"github.com/rancher/registration-engine/job/retry"
 )
 
 // attempts plays one cluster through an outage of length d that began
@@ -16,9 +16,9 @@ import (
 // d succeeds. The retry CronJob looks every tick from an offset; an
 // attempt runs at the first look at or after its due time. It returns the
 // attempts made and when the cluster was registered.
-func attempts(p backoff.Policy, d, offset time.Duration, refresh bool, rng *rand.Rand) (n int, registered time.Duration) {
+func attempts(p retry.Policy, d, offset time.Duration, refresh bool, rng *rand.Rand) (n int, registered time.Duration) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	tick := cmp.Or(p.Tick, backoff.DefaultTick)
+	tick := cmp.Or(p.Tick, retry.DefaultTick)
 	at := time.Duration(0)
 	for {
 		n++
@@ -39,12 +39,12 @@ func attempts(p backoff.Policy, d, offset time.Duration, refresh bool, rng *rand
 // outage/4) after the cause clears, whatever the jitter and the CronJob's
 // minute, and the attempts of a long outage thin out.
 func TestRegisteredWithinAQuarterOfTheOutage(t *testing.T) {
-	p := backoff.Policy{}
+	p := retry.Policy{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, d := range []time.Duration{time.Minute, 3 * time.Minute, 30 * time.Minute, time.Hour, 4 * time.Hour, 12 * time.Hour, 24 * time.Hour, 72 * time.Hour} {
-		bound := max(backoff.DefaultTick, d/4)
-		if d/4 > backoff.DefaultMaxGap {
-			bound = backoff.DefaultMaxGap + backoff.DefaultTick
+		bound := max(retry.DefaultTick, d/4)
+		if d/4 > retry.DefaultMaxGap {
+			bound = retry.DefaultMaxGap + retry.DefaultTick
 		}
 		worst := time.Duration(0)
 		for i := range 200 {
@@ -57,7 +57,7 @@ func TestRegisteredWithinAQuarterOfTheOutage(t *testing.T) {
 }
 
 func TestAttemptsThinOutAsTheOutageLasts(t *testing.T) {
-	p := backoff.Policy{}
+	p := retry.Policy{}
 	rng := rand.New(rand.NewPCG(3, 4))
 	// Attempts of a cluster during an outage that never ends, by hour.
 	count := func(from, to time.Duration) float64 {
@@ -81,10 +81,10 @@ func TestAttemptsThinOutAsTheOutageLasts(t *testing.T) {
 // A registered cluster's refresh waits at least RefreshGap, and is still
 // refreshed within max(RefreshGap, outage/4) after the cause clears.
 func TestRefreshOfARegisteredCluster(t *testing.T) {
-	p := backoff.Policy{}
+	p := retry.Policy{}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, d := range []time.Duration{time.Minute, 30 * time.Minute, 2 * time.Hour, 8 * time.Hour} {
-		bound := max(backoff.DefaultRefreshGap, d/4)
+		bound := max(retry.DefaultRefreshGap, d/4)
 		worst, most := time.Duration(0), 0
 		for i := range 200 {
 			n, reg := attempts(p, d, time.Duration(i%10)*time.Minute, true, rng)
@@ -100,7 +100,7 @@ func TestRefreshOfARegisteredCluster(t *testing.T) {
 
 func TestNext(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	p := backoff.Policy{}
+	p := retry.Policy{}
 	tests := map[string]struct {
 		elapsed time.Duration
 		rnd     func(time.Duration) time.Duration
@@ -123,13 +123,13 @@ func TestNext(t *testing.T) {
 			assert.InDelta(t, tc.want, got, float64(time.Nanosecond))
 		})
 	}
-	assert.Equal(t, 2*time.Minute, backoff.Policy{Tick: time.Minute}.Gap(12*time.Minute, false), "scaled settings scale the rule")
+	assert.Equal(t, 2*time.Minute, retry.Policy{Tick: time.Minute}.Gap(12*time.Minute, false), "scaled settings scale the rule")
 }
 
 func TestDue(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	assert.True(t, backoff.Due(now, now))
-	assert.True(t, backoff.Due(now.Add(-time.Second), now))
-	assert.False(t, backoff.Due(now.Add(time.Second), now))
-	assert.False(t, backoff.Due(time.Time{}, now), "nothing scheduled is never due")
+	assert.True(t, retry.Due(now, now))
+	assert.True(t, retry.Due(now.Add(-time.Second), now))
+	assert.False(t, retry.Due(now.Add(time.Second), now))
+	assert.False(t, retry.Due(time.Time{}, now), "nothing scheduled is never due")
 }
