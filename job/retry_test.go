@@ -442,3 +442,10 @@ func TestRetryCronJobSleepsWhileNothingIsScheduled(t *testing.T) {
 	assert.Equal(t, RetriesSuspended, res.RetryCronJob)
 	assert.True(t, w.suspended())
 }
+
+// TestRecordSkewIsTheLeaseMargin: a record's time is believed as far ahead
+// of the reader's clock as the Lease's expiry allows for another node's
+// clock; job/retry states its own figure, which must stay the Lease's.
+func TestRecordSkewIsTheLeaseMargin(t *testing.T) {
+	assert.Equal(t, kube.LeaseMargin, retry.RecordSkew)
+}
