@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -193,8 +194,17 @@ func describeRuns(t *testing.T, runs *harness.PodRuns) string {
 }
 
 // registeredFor is how long the test leaves a registered cluster alone:
-// three looks of a retry CronJob running every minute.
-const registeredFor = 3 * time.Minute
+// three looks of a retry CronJob running every minute, or
+// E2E_REGISTERED_FOR (a Go duration, e.g. 30m, for a longer watch by hand).
+func registeredFor(t *testing.T) time.Duration {
+	v := os.Getenv("E2E_REGISTERED_FOR")
+	if v == "" {
+		return 3 * time.Minute
+	}
+	d, err := time.ParseDuration(v)
+	require.NoError(t, err, "E2E_REGISTERED_FOR")
+	return d
+}
 
 // TestRetryCronJobSleepsWhileRegistered: helm install with
 // retry.intervalMinutes=1 on a healthy cloud. The release's run registers
@@ -208,7 +218,8 @@ func TestRetryCronJobSleepsWhileRegistered(t *testing.T) {
 	helm := testkit.Helm(t)
 	p := controlplane.Start(t)
 	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	registeredFor := registeredFor(t)
+	ctx, cancel := context.WithTimeout(context.Background(), registeredFor+6*time.Minute)
 	defer cancel()
 	aksBeforeInstall(ctx, t, e)
 	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer})
