@@ -211,7 +211,11 @@ func (m *azureExtensionManager) values(ext *azureExtension) []string {
 	for _, s := range set {
 		args = append(args, "--set-string", s)
 	}
-	return args
+	// Not Azure's: the fake cloud's update servers listen on loopback,
+	// which the CoreDNS admission policy admits only for a test install.
+	// Without it the engine's CoreDNS edit is refused once the API server
+	// has loaded the policy, which may or may not be before the first run.
+	return append(args, "--set", "inClusterDNSTestLoopback=true")
 }
 
 func (m *azureExtensionManager) helmRun(args ...string) (string, error) {
@@ -469,6 +473,33 @@ func TestAzureExtensionPaths(t *testing.T) {
 	assert.Equal(t, secret.ResourceVersion, e.Secret(ctx, t).ResourceVersion, "the operator's Secret stays")
 	t.Logf("proved: %s (docs/uninstall.md) removed the extension in %s: the cleanup hook removed the engine's CoreDNS entry and Lease, no CronJob left, %s kept",
 		del, took.Round(time.Millisecond), operator.SecretName)
+
+	// An install without a code, on a cluster that never registered: the
+	// release's notes give the command that sets it, which runs as printed.
+	require.NoError(t, e.Admin.CoreV1().Secrets(namespace).Delete(ctx, operator.SecretName, metav1.DeleteOptions{}))
+	noCode := strings.Replace(create, " --configuration-protected-settings registrationCode="+chartRegCode, "", 1)
+	require.NotEqual(t, create, noCode, "the docs' create sets the code as a protected setting")
+	notes, err := model.az(noCode)
+	require.NoError(t, err, noCode)
+	waiting := e.completedRun(ctx, t, runs, runJobOf(t, release()))
+	assert.Equal(t, job.OutcomeWaitingForCode, summary(t, waiting.Res.Stderr)["outcome"], waiting.Res.String())
+	var notesCmd string
+	for _, line := range strings.Split(notes, "\n") {
+		if _, cmd, ok := strings.Cut(line, "Azure Marketplace: "); ok {
+			notesCmd = cmd
+		}
+	}
+	require.NotEmpty(t, notesCmd, "the notes of an install without a code say how to set it on Azure:\n%s", notes)
+	const notesCode = "E2E-AZURE-NOTES-CODE-3"
+	placeholders["<code>"] = notesCode
+	start = time.Now()
+	_, err = model.az(fill(t, notesCmd, placeholders))
+	require.NoError(t, err, notesCmd)
+	pr = e.completedRun(ctx, t, runs, runJobOf(t, release()))
+	assert.Equal(t, job.OutcomeRegistered, summary(t, pr.Res.Stderr)["outcome"], pr.Res.String())
+	harness.AssertRegistration(t, e.Secret(ctx, t), notesCode)
+	t.Logf("proved: an install without a code (%s) ran %s (waiting for a code); the release's notes' command, run as printed (%s), started run %s, which registered the code %s after the command",
+		noCode, waiting.Job, notesCmd, pr.Job, time.Since(start).Round(time.Millisecond))
 }
 
 // portalSettings are the configurationSettings and
