@@ -101,14 +101,15 @@ func cyclonedxBin(t *testing.T) string {
 func TestReleaseBuild(t *testing.T) {
 	helm, cdx := helmBin(t), cyclonedxBin(t)
 	version := releaseVersion(t)
-	certs := regionServerCertsDir(t)
+	certs := regionServerCerts(t)
 	build := func(out string, bundle bool) string {
 		t.Helper()
 		cmd := exec.Command(filepath.Join("..", "hack", "release.sh"), "build", out)
 		cmd.Env = append(os.Environ(), "HELM="+helm, "CYCLONEDX_GOMOD="+cdx, "RELEASE_ARCHS=amd64", "RELEASE_IMAGE=0")
 		if bundle {
 			cmd.Env = append(cmd.Env, "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine",
-				"ENGINE_DIGEST=sha256:"+strings.Repeat("ab", 32), "REGION_SERVER_CERTS="+certs, "OFFER_PUBLISHER_ID=suse", "OFFER_ID=sles-15-sp7")
+				"ENGINE_DIGEST=sha256:"+strings.Repeat("ab", 32), "REGION_SERVER_CERTS="+certs.Dir, "REGION_SERVER_FINGERPRINTS="+certs.List,
+				"OFFER_PUBLISHER_ID=suse", "OFFER_ID=sles-15-sp7")
 		}
 		log, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", log)
