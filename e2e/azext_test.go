@@ -236,22 +236,20 @@ func cmpOr(a, b string) string {
 // registration.
 func stageBundle(t *testing.T, publisher, offer string) (chart, namespace, version string) {
 	t.Helper()
-	certs := t.TempDir()
 	values, err := os.ReadFile(filepath.Join("..", "manifests", "marketplace", "values.yaml"))
 	require.NoError(t, err)
 	var v struct {
 		RegionServers []string `json:"regionServers"`
 	}
 	require.NoError(t, yaml.Unmarshal(values, &v))
-	for _, s := range v.RegionServers {
-		// stage.sh checks that each is a PEM certificate; the fake cloud
-		// gives the pods its own (kubeletRedirects).
-		require.NoError(t, os.WriteFile(filepath.Join(certs, s+".pem"), []byte("-----BEGIN CERTIFICATE-----\nMA==\n-----END CERTIFICATE-----\n"), 0o644))
-	}
+	// stage.sh checks each against its fingerprint in the list; the fake
+	// cloud gives the pods its own (kubeletRedirects).
+	certs := testkit.NewRegionServerCerts(t, v.RegionServers...)
 	out := t.TempDir()
 	cmd := exec.Command(filepath.Join("..", "manifests", "marketplace", "stage.sh"), out)
 	cmd.Env = append(os.Environ(), "REGISTRY_SERVER=marketplace.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine",
-		"ENGINE_DIGEST=sha256:"+strings.Repeat("0", 64), "OFFER_PUBLISHER_ID="+publisher, "OFFER_ID="+offer, "REGION_SERVER_CERTS="+certs)
+		"ENGINE_DIGEST=sha256:"+strings.Repeat("0", 64), "OFFER_PUBLISHER_ID="+publisher, "OFFER_ID="+offer,
+		"REGION_SERVER_CERTS="+certs.Dir, "REGION_SERVER_FINGERPRINTS="+certs.List)
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
 	manifest, err := os.ReadFile(filepath.Join(out, "manifest.yaml"))

@@ -27,7 +27,10 @@
 # BASE_IMAGE_<arch> (the bases, each name@sha256:<digest>; RELEASE_UNPINNED=1
 # accepts tags, for a build that is not published), MAKE (make); for the
 # bundle REGISTRY_SERVER, ENGINE_IMAGE, ENGINE_DIGEST, OFFER_PUBLISHER_ID, OFFER_ID and REGION_SERVER_CERTS
-# (see manifests/marketplace/stage.sh). VERSION in the environment replaces
+# (see manifests/marketplace/stage.sh): when this build makes the image,
+# ENGINE_DIGEST must be the registry's digest of its amd64 image, as docker
+# recorded it when make image-push pushed it. DOCKER (docker) is the docker
+# client. VERSION in the environment replaces
 # the file's (a test stamps a version of its own). Needs docker for the
 # image; the SBOM's release properties are written by hack/sbomprops.
 set -euo pipefail
@@ -68,6 +71,7 @@ helm=${HELM:-helm}
 cdx=${CYCLONEDX_GOMOD:-cyclonedx-gomod}
 archs=${RELEASE_ARCHS:-amd64 arm64}
 image=${RELEASE_IMAGE:-1}
+docker=${DOCKER:-docker}
 
 # The bases, when this build makes the image: the binary is the image's, so
 # BUILD_IMAGE's toolchain compiled it and BASE_IMAGE (BASE_IMAGE_<arch> for
@@ -105,6 +109,13 @@ if [[ $image != 0 ]]; then
   fi
 fi
 
+# The bundle's image is linux/amd64; its digest is compared with the amd64
+# image this build makes (below), so one must be made.
+if [[ -n ${ENGINE_DIGEST:-} && $image != 0 && " $archs " != *" amd64 "* ]]; then
+  echo "release: ENGINE_DIGEST names the bundle's linux/amd64 image, but RELEASE_ARCHS=\"$archs\" builds none: add amd64" >&2
+  exit 2
+fi
+
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 # The build time is the commit's, so that two builds of one commit agree:
 # the image's label, and every archive's file times.
@@ -116,7 +127,7 @@ out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 container=
 cleanup() {
-  [[ -z $container ]] || docker rm -f "$container" >/dev/null 2>&1 || true
+  [[ -z $container ]] || "$docker" rm -f "$container" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -156,11 +167,46 @@ if [[ $image != 0 ]]; then
     BUILD_IMAGE="$build_image" BASE_IMAGE="$base_image" "${base_args[@]}"
   for arch in $archs; do
     tag="$repo:$version-$arch"
-    echo "release: image $tag $(docker image inspect -f '{{.Os}}/{{.Architecture}}' "$tag")"
-    docker image inspect -f '{{range $k, $v := .Config.Labels}}  {{$k}}={{$v}}{{println}}{{end}}' "$tag"
+    echo "release: image $tag $("$docker" image inspect -f '{{.Os}}/{{.Architecture}}' "$tag")"
+    "$docker" image inspect -f '{{range $k, $v := .Config.Labels}}  {{$k}}={{$v}}{{println}}{{end}}' "$tag"
   done
 else
   echo "release: image skipped (RELEASE_IMAGE=0): the binaries are built here, not taken from an image"
+fi
+
+# The bundle pins the engine by ENGINE_DIGEST, a digest only the registry
+# gives (make image-push). It must be that of the amd64 image this build
+# made (the Marketplace takes linux/amd64 only): another digest ships an
+# image this release did not build, whose binary, SBOM and bases are not the
+# ones released beside it. docker records the registry's digest among the
+# image's RepoDigests when it pushes it; a build that made a new image (no
+# build cache) has none until it is pushed.
+if [[ -n ${ENGINE_DIGEST:-} && $image != 0 ]]; then
+  tag="$repo:$version-amd64"
+  # The image's ID, then the registry digests it was pushed (or pulled) as.
+  mapfile -t inspected < <("$docker" image inspect -f '{{.Id}}{{println}}{{range .RepoDigests}}{{println .}}{{end}}' "$tag")
+  ((${#inspected[@]})) || { echo "release: docker image inspect $tag said nothing" >&2; exit 1; }
+  id=${inspected[0]} pushed= repo_digests=()
+  for d in "${inspected[@]:1}"; do
+    [[ -n $d ]] || continue
+    repo_digests+=("$d")
+    [[ ${d##*@} == "$ENGINE_DIGEST" ]] && pushed=$d
+  done
+  if [[ -z $pushed ]]; then
+    {
+      if ((${#repo_digests[@]} == 0)); then
+        echo "release: ENGINE_DIGEST=$ENGINE_DIGEST is not the digest of the image this build made, $tag (image ID $id): that image has no registry digest (it was not pushed, or this build made a new one)"
+      else
+        echo "release: ENGINE_DIGEST=$ENGINE_DIGEST is not the digest of the image this build made, $tag (image ID $id), which was pushed as:"
+        printf '  %s\n' "${repo_digests[@]}"
+      fi
+      echo "  push this build's images (make image-push IMAGE=$repo:$version) and run again with ENGINE_DIGEST set to the digest it printed for $tag (docker image inspect -f '{{join .RepoDigests \" \"}}' $tag lists it)"
+    } >&2
+    exit 2
+  fi
+  echo "release: ENGINE_DIGEST=$ENGINE_DIGEST is the digest of $tag ($pushed)"
+elif [[ -n ${ENGINE_DIGEST:-} ]]; then
+  echo "release: ENGINE_DIGEST=$ENGINE_DIGEST not compared with an image: RELEASE_IMAGE=0 built none"
 fi
 
 # The binaries and their SBOMs. With the image, the binary is the one the
@@ -171,9 +217,9 @@ for arch in $archs; do
   bin="$out/registration-engine-$version-linux-$arch"
   if [[ $image != 0 ]]; then
     tag="$repo:$version-$arch"
-    container=$(docker create --platform "linux/$arch" "$tag")
-    docker cp "$container:/registration-engine" "$bin"
-    docker rm "$container" >/dev/null
+    container=$("$docker" create --platform "linux/$arch" "$tag")
+    "$docker" cp "$container:/registration-engine" "$bin"
+    "$docker" rm "$container" >/dev/null
     container=
     props=(
       "registration-engine:release:binary" "copied from the image $tag (/registration-engine)"

@@ -94,3 +94,56 @@ func TestTroubleshootStatusCommandReadsTheImage(t *testing.T) {
 	assert.Equal(t, c.Image, pod.Spec.Containers[0].Image)
 	assert.Equal(t, []string{"status"}, pod.Spec.Containers[0].Args)
 }
+
+// docs/releasing.md says each check of a release, with the words the
+// scripts refuse with (the tests of the scripts hold what they print) and
+// the fix, so that a publisher reading a refusal finds it there.
+func TestReleasingDocSaysEachCheck(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		return string(b)
+	}
+	doc, release, stage := read(filepath.Join("..", "docs", "releasing.md")), read(filepath.Join("..", "hack", "release.sh")), read(filepath.Join("marketplace", "stage.sh"))
+	tests := map[string]struct {
+		script   string
+		inDoc    string // the refusal as the doc quotes it
+		inScript string // the same words in the script
+		fixInDoc []string
+	}{
+		"VERSION":   {release, "`release: VERSION <v> is not #.#.#`", `"release: VERSION $version is not #.#.#`, nil},
+		"CHANGELOG": {release, "`release: CHANGELOG.md has no section for <v>`", `"release: CHANGELOG.md has no section for $version`, nil},
+		"bases pinned": {release, "`release: the image's bases are not pinned by digest:`", `"release: the image's bases are not pinned by digest:"`,
+			[]string{"`<name>@sha256:<digest>`", "`RELEASE_UNPINNED=1`"}},
+		"the engine's digest": {release, "`release: ENGINE_DIGEST=<digest> is not the digest of the image this build made, <image> (image ID <id>), which was\n  pushed as:`",
+			`"release: ENGINE_DIGEST=$ENGINE_DIGEST is not the digest of the image this build made, $tag (image ID $id), which was pushed as:"`,
+			[]string{"`make image-push IMAGE=<registry>/rancher/registration-engine:<version>`", "docker image inspect -f '{{join .RepoDigests \" \"}}'"}},
+		"the engine's digest, never pushed": {release, "that image has no registry digest (it was not pushed, or this build made a new one)`",
+			"that image has no registry digest (it was not pushed, or this build made a new one)\"", nil},
+		"the engine's digest, no amd64": {release, "`release: ENGINE_DIGEST names the bundle's linux/amd64 image, but RELEASE_ARCHS=\"…\" builds none: add amd64`",
+			`"release: ENGINE_DIGEST names the bundle's linux/amd64 image, but RELEASE_ARCHS=\"$archs\" builds none: add amd64"`, nil},
+		"the engine's digest, not compared": {release, "`release: ENGINE_DIGEST=sha256:… not compared with an image: RELEASE_IMAGE=0 built none`",
+			`"release: ENGINE_DIGEST=$ENGINE_DIGEST not compared with an image: RELEASE_IMAGE=0 built none"`, nil},
+		"a certificate per region server": {stage, "`stage: refusing the bundle: no certificate <server>.pem for region server(s)`",
+			`"no certificate <server>.pem for region server(s) ${missing[*]}`, []string{"`REGION_SERVER_CERTS`"}},
+		"a certificate not listed": {stage, "`stage: refusing the bundle: <file> holds a certificate whose SHA-256 fingerprint <fingerprint> is not listed for\n  <file> in <list>`",
+			`"$file holds a certificate whose SHA-256 fingerprint $fp is not listed for $file in $list_name$other"`,
+			[]string{"```sh\n" + fingerprintCommand + "\n```", "`manifests/marketplace/region-server-fingerprints.txt`", "`rpm -K`"}},
+		"a listed certificate missing": {stage, "`stage: refusing the bundle: <file> is missing: <list> lists it, …`",
+			`"$file is missing: $list_name lists it, SHA-256 fingerprint $fp`, nil},
+		"a malformed line": {stage, "`stage: refusing the bundle: <list>:<line> is not \"<fingerprint: 64 lower-case hex digits>  <file>.pem  <where it\n  comes from>\"`",
+			`"$list_name:$n is not \"<fingerprint: 64 lower-case hex digits>  <file>.pem  <where it comes from>\": $line"`, nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Contains(t, tc.script, tc.inScript, "the script no longer says this: change docs/releasing.md and this test with it")
+			assert.Contains(t, doc, tc.inDoc, "docs/releasing.md does not quote the refusal")
+			for _, f := range tc.fixInDoc {
+				assert.Contains(t, doc, f, "docs/releasing.md does not give the fix")
+			}
+		})
+	}
+	// The list the doc names is the one stage.sh reads.
+	assert.Contains(t, stage, `list=${REGION_SERVER_FINGERPRINTS:-$here/region-server-fingerprints.txt}`)
+	assert.FileExists(t, filepath.Join("marketplace", "region-server-fingerprints.txt"))
+}

@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/rancher/registration-engine/internal/testkit"
 )
 
 // bundleManifest is the CNAB manifest.yaml container-package-app reads;
@@ -327,10 +330,11 @@ func TestMarketplaceStagedBundle(t *testing.T) {
 	out := t.TempDir()
 	digest := "sha256:" + strings.Repeat("cd", 32)
 	cmd := exec.Command("marketplace/stage.sh", out)
-	cmd.Env = append(os.Environ(), "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine", "ENGINE_DIGEST="+digest,
-		"REGION_SERVER_CERTS="+regionServerCertsDir(t), "OFFER_PUBLISHER_ID=suse", "OFFER_ID=sles-15-sp7")
+	certs := regionServerCerts(t)
+	cmd.Env = stageEnv(certs.Dir, certs.List) // ENGINE_DIGEST=digest
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
+	assert.Contains(t, string(b), fmt.Sprintf("stage: %d region server certificate(s) match their fingerprints in %s\n", len(bundleRegionServers(t)), certs.List))
 	for _, server := range bundleRegionServers(t) {
 		assert.FileExists(t, filepath.Join(out, "registration-engine", "certs", server+".pem"), "the bundle's chart carries every region server's certificate")
 	}
@@ -480,17 +484,24 @@ func bundleRegionServers(t *testing.T) []string {
 	return servers
 }
 
-// regionServerCertsDir is a directory as regionServiceCertsAzure installs
-// it: <server>.pem for each of the bundle's region servers (stand-ins; the
-// staging checks names and PEM form, not whose key they hold).
-func regionServerCertsDir(t *testing.T) string {
+// regionServerCerts is a directory as regionServiceCertsAzure installs it,
+// <server>.pem for each of the bundle's region servers (certificates made
+// for the test), and the fingerprint list naming them.
+func regionServerCerts(t *testing.T) testkit.RegionServerCerts {
 	t.Helper()
-	dir := t.TempDir()
-	pem := "-----BEGIN CERTIFICATE-----\nMIIBstand-in\n-----END CERTIFICATE-----\n"
-	for _, s := range bundleRegionServers(t) {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, s+".pem"), []byte(pem), 0o644))
+	return testkit.NewRegionServerCerts(t, bundleRegionServers(t)...)
+}
+
+// stageEnv is the environment stage.sh is run with: a publisher's
+// settings, the certificates of certs and the list given (none: the
+// repository's).
+func stageEnv(certs, list string) []string {
+	env := append(os.Environ(), "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine",
+		"ENGINE_DIGEST=sha256:"+strings.Repeat("cd", 32), "REGION_SERVER_CERTS="+certs, "OFFER_PUBLISHER_ID=suse", "OFFER_ID=sles-15-sp7")
+	if list != "" {
+		env = append(env, "REGION_SERVER_FINGERPRINTS="+list)
 	}
-	return dir
+	return env
 }
 
 // A bundle staged without the region servers' certificates would skip every
@@ -499,15 +510,15 @@ func regionServerCertsDir(t *testing.T) string {
 // behind for cpa to package.
 func TestMarketplaceStageRefusesMissingCertificates(t *testing.T) {
 	servers := bundleRegionServers(t)
-	partial := regionServerCertsDir(t)
-	require.NoError(t, os.Remove(filepath.Join(partial, servers[1]+".pem")))
-	notPEM := regionServerCertsDir(t)
-	require.NoError(t, os.WriteFile(filepath.Join(notPEM, servers[0]+".pem"), []byte("not a certificate\n"), 0o644))
+	partial := regionServerCerts(t)
+	require.NoError(t, os.Remove(filepath.Join(partial.Dir, servers[1]+".pem")))
+	notPEM := regionServerCerts(t)
+	require.NoError(t, os.WriteFile(filepath.Join(notPEM.Dir, servers[0]+".pem"), []byte("not a certificate\n"), 0o644))
 	tests := map[string]struct {
-		certs   string
+		certs   testkit.RegionServerCerts
 		missing []string
 	}{
-		"none (the repository ships none)": {certs: "", missing: servers},
+		"none (the repository ships none)": {missing: servers},
 		"one missing":                      {certs: partial, missing: servers[1:2]},
 		"one that is no PEM certificate":   {certs: notPEM, missing: servers[:1]},
 	}
@@ -515,8 +526,7 @@ func TestMarketplaceStageRefusesMissingCertificates(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			out := t.TempDir()
 			cmd := exec.Command("marketplace/stage.sh", out)
-			cmd.Env = append(os.Environ(), "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine",
-				"ENGINE_DIGEST=sha256:"+strings.Repeat("cd", 32), "REGION_SERVER_CERTS="+tc.certs, "OFFER_PUBLISHER_ID=suse", "OFFER_ID=sles-15-sp7")
+			cmd.Env = stageEnv(tc.certs.Dir, tc.certs.List)
 			b, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit, "%s", b)
@@ -526,3 +536,115 @@ func TestMarketplaceStageRefusesMissingCertificates(t *testing.T) {
 		})
 	}
 }
+
+// The region servers' certificates are the engine's only trust in them: a
+// bundle carries exactly those the fingerprint list names, each under the
+// file name it is listed for (the engine pins server <entry> to
+// <entry>.pem). stage.sh refuses any other, naming the file, its
+// fingerprint and how to list a new one, and a listed one that is missing;
+// the refused bundle leaves no chart behind.
+func TestMarketplaceStageChecksFingerprints(t *testing.T) {
+	servers := bundleRegionServers(t)
+	first, second := servers[0]+".pem", servers[1]+".pem"
+	tests := map[string]struct {
+		// change makes the certificates or the list differ, and returns
+		// the fingerprint of the certificate it made, if it made one.
+		change func(t *testing.T, c testkit.RegionServerCerts) (newFP string)
+		// repositorys: stage against the repository's list.
+		repositorys bool
+		// want are lines of the refusal, with FP(name) replaced by name's
+		// fingerprint as the test computed it.
+		want []string
+	}{
+		"a certificate the list does not name": {
+			change: func(t *testing.T, c testkit.RegionServerCerts) string {
+				other, fp := testkit.SelfSignedCert(t, servers[0])
+				require.NoError(t, os.WriteFile(filepath.Join(c.Dir, first), other, 0o644))
+				return fp
+			},
+			want: []string{"stage: refusing the bundle: " + first + " holds a certificate whose SHA-256 fingerprint FP(new) is not listed for " + first + " in LIST\n",
+				"stage: refusing the bundle: " + first + " does not hold the certificate LIST lists for it, SHA-256 fingerprint FP(" + first + ") (generated by the test for " + servers[0] + ")\n"},
+		},
+		"an extra certificate": {
+			change: func(t *testing.T, c testkit.RegionServerCerts) string {
+				extra, fp := testkit.SelfSignedCert(t, "192.0.2.1")
+				require.NoError(t, os.WriteFile(filepath.Join(c.Dir, "192.0.2.1.pem"), extra, 0o644))
+				return fp
+			},
+			want: []string{"stage: refusing the bundle: 192.0.2.1.pem holds a certificate whose SHA-256 fingerprint FP(new) is not listed for 192.0.2.1.pem in LIST\n"},
+		},
+		"two servers' certificates swapped": {
+			change: func(t *testing.T, c testkit.RegionServerCerts) string {
+				a, err := os.ReadFile(filepath.Join(c.Dir, first))
+				require.NoError(t, err)
+				b, err := os.ReadFile(filepath.Join(c.Dir, second))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(c.Dir, first), b, 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(c.Dir, second), a, 0o644))
+				return ""
+			},
+			want: []string{"stage: refusing the bundle: " + first + " holds a certificate whose SHA-256 fingerprint FP(" + second + ") is not listed for " + first + " in LIST (it lists it for " + second + ")\n",
+				"stage: refusing the bundle: " + second + " holds a certificate whose SHA-256 fingerprint FP(" + first + ") is not listed for " + second + " in LIST (it lists it for " + first + ")\n"},
+		},
+		"a listed certificate missing": {
+			change: func(t *testing.T, c testkit.RegionServerCerts) string {
+				_, fp := testkit.SelfSignedCert(t, "192.0.2.1")
+				f, err := os.OpenFile(c.List, os.O_APPEND|os.O_WRONLY, 0)
+				require.NoError(t, err)
+				_, err = fmt.Fprintf(f, "%s  192.0.2.1.pem  regionServiceCertsAzure-9.9\n", fp)
+				require.NoError(t, err)
+				require.NoError(t, f.Close())
+				return fp
+			},
+			want: []string{"stage: refusing the bundle: 192.0.2.1.pem is missing: LIST lists it, SHA-256 fingerprint FP(new) (regionServiceCertsAzure-9.9)\n"},
+		},
+		"a malformed line in the list": {
+			change: func(t *testing.T, c testkit.RegionServerCerts) string {
+				require.NoError(t, os.WriteFile(c.List, []byte("# comment\n\nAB:CD  "+first+"  from somewhere\n"), 0o644))
+				return ""
+			},
+			want: []string{"stage: refusing the bundle: LIST:3 is not \"<fingerprint: 64 lower-case hex digits>  <file>.pem  <where it comes from>\": AB:CD  " + first + "  from somewhere\n"},
+		},
+		"the repository's list, which names none of the test's": {
+			repositorys: true,
+			want:        []string{"stage: refusing the bundle: " + first + " holds a certificate whose SHA-256 fingerprint FP(" + first + ") is not listed for " + first + " in manifests/marketplace/region-server-fingerprints.txt\n"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := regionServerCerts(t)
+			newFP := ""
+			if tc.change != nil {
+				newFP = tc.change(t, c)
+			}
+			list := c.List
+			if tc.repositorys {
+				list = ""
+			}
+			out := t.TempDir()
+			cmd := exec.Command("marketplace/stage.sh", out)
+			cmd.Env = stageEnv(c.Dir, list)
+			b, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "staged: %s", b)
+			assert.Equal(t, 2, exit.ExitCode())
+			for _, w := range tc.want {
+				w = strings.ReplaceAll(w, "LIST", c.List)
+				w = strings.ReplaceAll(w, "FP(new)", newFP)
+				for file, fp := range c.Fingerprints {
+					w = strings.ReplaceAll(w, "FP("+file+")", fp)
+				}
+				assert.Contains(t, string(b), w)
+			}
+			// The fix: the command that prints a fingerprint, and the list
+			// to put it in.
+			assert.Contains(t, string(b), "print its fingerprint with: "+fingerprintCommand+"; then add the line \"<fingerprint>  <file>  <where it comes from>\" to ")
+			assert.NoDirExists(t, filepath.Join(out, "registration-engine"), "no chart left for cpa to package")
+			t.Logf("proved: stage.sh refuses %s:\n%s", name, b)
+		})
+	}
+}
+
+// fingerprintCommand prints a certificate's fingerprint in the form the
+// list holds; docs/releasing.md and stage.sh's refusal name it.
+const fingerprintCommand = "openssl x509 -in <file> -outform DER | sha256sum"

@@ -5,7 +5,9 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,14 +103,15 @@ func cyclonedxBin(t *testing.T) string {
 func TestReleaseBuild(t *testing.T) {
 	helm, cdx := helmBin(t), cyclonedxBin(t)
 	version := releaseVersion(t)
-	certs := regionServerCertsDir(t)
+	certs := regionServerCerts(t)
 	build := func(out string, bundle bool) string {
 		t.Helper()
 		cmd := exec.Command(filepath.Join("..", "hack", "release.sh"), "build", out)
 		cmd.Env = append(os.Environ(), "HELM="+helm, "CYCLONEDX_GOMOD="+cdx, "RELEASE_ARCHS=amd64", "RELEASE_IMAGE=0")
 		if bundle {
 			cmd.Env = append(cmd.Env, "REGISTRY_SERVER=suse.azurecr.io", "ENGINE_IMAGE=rancher/registration-engine",
-				"ENGINE_DIGEST=sha256:"+strings.Repeat("ab", 32), "REGION_SERVER_CERTS="+certs, "OFFER_PUBLISHER_ID=suse", "OFFER_ID=sles-15-sp7")
+				"ENGINE_DIGEST=sha256:"+strings.Repeat("ab", 32), "REGION_SERVER_CERTS="+certs.Dir, "REGION_SERVER_FINGERPRINTS="+certs.List,
+				"OFFER_PUBLISHER_ID=suse", "OFFER_ID=sles-15-sp7")
 		}
 		log, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", log)
@@ -187,6 +190,8 @@ func TestReleaseBuild(t *testing.T) {
 		assert.Contains(t, string(sums), "  "+f+"\n")
 	}
 	assert.Contains(t, log, "release: image skipped (RELEASE_IMAGE=0): the binaries are built here, not taken from an image")
+	assert.Contains(t, log, "release: ENGINE_DIGEST=sha256:"+strings.Repeat("ab", 32)+" not compared with an image: RELEASE_IMAGE=0 built none\n",
+		"a bundle whose digest no image was compared with says so")
 
 	// Reproducible: a second build of the same commit elsewhere writes the
 	// same bytes, archives included (helm package's and tar's file times
@@ -215,7 +220,6 @@ func TestReleaseBuild(t *testing.T) {
 // each architecture's base. MAKE is a stand-in that records its arguments
 // and fails, so no docker is needed.
 func TestReleaseBasesPinned(t *testing.T) {
-	helm, cdx := helmBin(t), cyclonedxBin(t)
 	version := releaseVersion(t)
 	pin := func(name, hex string) string { return name + "@sha256:" + strings.Repeat(hex, 32) }
 	// The defaults, which the release reads from the Dockerfile as make
@@ -279,32 +283,15 @@ func TestReleaseBasesPinned(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			stub := filepath.Join(dir, "make")
-			require.NoError(t, os.WriteFile(stub, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$0.args\"\nexit 3\n"), 0o755))
-			cmd := exec.Command(filepath.Join("..", "hack", "release.sh"), "build", filepath.Join(dir, "out"))
-			for _, kv := range os.Environ() {
-				k, _, _ := strings.Cut(kv, "=")
-				if k == "BUILD_IMAGE" || strings.HasPrefix(k, "BASE_IMAGE") || k == "RELEASE_UNPINNED" || strings.HasPrefix(k, "MAKE") {
-					continue
-				}
-				cmd.Env = append(cmd.Env, kv)
-			}
-			cmd.Env = append(cmd.Env, "HELM="+helm, "CYCLONEDX_GOMOD="+cdx, "RELEASE_ARCHS=amd64 arm64", "RELEASE_IMAGE=1", "MAKE="+stub)
-			for k, v := range tc.env {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			require.ErrorAs(t, err, &exit, "%s", out)
-			assert.Equal(t, tc.wantRC, exit.ExitCode(), "%s", out)
+			r := runReleaseStubbed(t, 3, "", tc.env)
+			assert.Equal(t, tc.wantRC, r.rc, "%s", r.out)
 			for _, w := range tc.wantOut {
-				assert.Contains(t, string(out), w)
+				assert.Contains(t, r.out, w)
 			}
 			for _, w := range tc.notWantOut {
-				assert.NotContains(t, string(out), w)
+				assert.NotContains(t, r.out, w)
 			}
-			args, err := os.ReadFile(stub + ".args")
+			args, err := os.ReadFile(r.makeStub + ".args")
 			if tc.wantMake == nil {
 				assert.ErrorIs(t, err, os.ErrNotExist, "make image must not run")
 				return
@@ -313,6 +300,128 @@ func TestReleaseBasesPinned(t *testing.T) {
 			for _, w := range tc.wantMake {
 				assert.Contains(t, strings.Split(string(args), "\n"), w, "make image's arguments")
 			}
+		})
+	}
+}
+
+// stubbedRelease is what a run of hack/release.sh with stubs did.
+type stubbedRelease struct {
+	out      string // its output, standard error included
+	rc       int    // its exit code
+	makeStub string // the make stub; makeStub+".args" holds its arguments, one a line, when it ran
+	docker   string // what the docker stub was asked, one call a line
+}
+
+// runReleaseStubbed runs hack/release.sh build with RELEASE_IMAGE=1 for
+// amd64 and arm64 (env adds to or replaces those settings; the caller's
+// bases, RELEASE_UNPINNED and MAKE are dropped), with two stand-ins that
+// need no docker: MAKE, which records its arguments and exits makeRC, and
+// DOCKER, which answers docker image inspect for a linux/amd64 image whose
+// registry digests (RepoDigests) are repoDigests, one a line, and fails
+// with exit code 4 on anything else (docker create: where the release
+// would copy the engine out of the image).
+func runReleaseStubbed(t *testing.T, makeRC int, repoDigests string, env map[string]string) stubbedRelease {
+	t.Helper()
+	helm, cdx := helmBin(t), cyclonedxBin(t)
+	dir := t.TempDir()
+	makeStub, docker := filepath.Join(dir, "make"), filepath.Join(dir, "docker")
+	require.NoError(t, os.WriteFile(makeStub, fmt.Appendf(nil, "#!/bin/sh\nprintf '%%s\\n' \"$@\" > \"$0.args\"\nexit %d\n", makeRC), 0o755))
+	require.NoError(t, os.WriteFile(docker+".digests", []byte(repoDigests), 0o644))
+	require.NoError(t, os.WriteFile(docker, []byte(`#!/bin/sh
+echo "$*" >> "$0.calls"
+[ "$1 $2" = "image inspect" ] || exit 4
+case "$4" in
+*RepoDigests*) echo sha256:`+strings.Repeat("9e", 32)+`; cat "$0.digests" ;;
+*.Os*) echo linux/amd64 ;;
+esac
+`), 0o755))
+	cmd := exec.Command(filepath.Join("..", "hack", "release.sh"), "build", filepath.Join(dir, "out"))
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "BUILD_IMAGE" || strings.HasPrefix(k, "BASE_IMAGE") || k == "RELEASE_UNPINNED" || strings.HasPrefix(k, "MAKE") || k == "ENGINE_DIGEST" || k == "PATH" {
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	// The stand-in is docker on PATH too: no docker the test did not write
+	// is ever run.
+	cmd.Env = append(cmd.Env, "HELM="+helm, "CYCLONEDX_GOMOD="+cdx, "RELEASE_ARCHS=amd64 arm64", "RELEASE_IMAGE=1", "MAKE="+makeStub, "DOCKER="+docker,
+		"PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s", out)
+	calls, err := os.ReadFile(docker + ".calls")
+	if !errors.Is(err, os.ErrNotExist) {
+		require.NoError(t, err)
+	}
+	return stubbedRelease{out: string(out), rc: exit.ExitCode(), makeStub: makeStub, docker: string(calls)}
+}
+
+// The bundle pins the engine by ENGINE_DIGEST, which a publisher copies
+// from make image-push's output: a digest from another build, another
+// version or a typo would ship an image this release did not build. When
+// it builds the image, hack/release.sh compares ENGINE_DIGEST with the
+// registry digests docker recorded for the amd64 image just built, and
+// refuses a mismatch, naming both and the fix, before it copies anything
+// out of the image. The digest source is a docker stand-in: no registry or
+// docker daemon is needed, and none is reached.
+func TestReleaseEngineDigestIsTheBuiltImages(t *testing.T) {
+	version := releaseVersion(t)
+	tag := "registry.example/rancher/registration-engine:" + version + "-amd64"
+	pushed, other := "sha256:"+strings.Repeat("ab", 32), "sha256:"+strings.Repeat("cd", 32)
+	tests := map[string]struct {
+		repoDigests string
+		env         map[string]string
+		wantRC      int
+		wantOut     []string
+		notWantOut  []string
+	}{
+		"the digest it was pushed as": {
+			repoDigests: "registry.example/rancher/registration-engine@" + pushed + "\n",
+			wantRC:      4, // past the check, at docker create
+			wantOut:     []string{"release: ENGINE_DIGEST=" + pushed + " is the digest of " + tag + " (registry.example/rancher/registration-engine@" + pushed + ")\n"},
+		},
+		"another image's digest": {
+			repoDigests: "registry.example/rancher/registration-engine@" + other + "\n",
+			wantRC:      2,
+			wantOut: []string{"release: ENGINE_DIGEST=" + pushed + " is not the digest of the image this build made, " + tag + " (image ID sha256:" + strings.Repeat("9e", 32) + "), which was pushed as:\n" +
+				"  registry.example/rancher/registration-engine@" + other + "\n" +
+				"  push this build's images (make image-push IMAGE=registry.example/rancher/registration-engine:" + version + ") and run again with ENGINE_DIGEST set to the digest it printed for " + tag},
+		},
+		"an image never pushed": {
+			wantRC:  2,
+			wantOut: []string{"release: ENGINE_DIGEST=" + pushed + " is not the digest of the image this build made, " + tag + " (image ID sha256:" + strings.Repeat("9e", 32) + "): that image has no registry digest (it was not pushed, or this build made a new one)\n"},
+		},
+		"no amd64 image built": {
+			repoDigests: "registry.example/rancher/registration-engine@" + pushed + "\n",
+			env:         map[string]string{"RELEASE_ARCHS": "arm64"},
+			wantRC:      2,
+			wantOut:     []string{"release: ENGINE_DIGEST names the bundle's linux/amd64 image, but RELEASE_ARCHS=\"arm64\" builds none: add amd64\n"},
+			notWantOut:  []string{"release: chart"}, // refused before anything is built
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			env := map[string]string{"IMAGE_REPO": "registry.example/rancher/registration-engine", "ENGINE_DIGEST": pushed,
+				"BUILD_IMAGE": "golang:1.26@sha256:" + strings.Repeat("0a", 32), "BASE_IMAGE": "gcr.io/distroless/static-debian13:nonroot@sha256:" + strings.Repeat("1b", 32)}
+			maps.Copy(env, tc.env)
+			r := runReleaseStubbed(t, 0, tc.repoDigests, env)
+			assert.Equal(t, tc.wantRC, r.rc, "%s", r.out)
+			for _, w := range tc.wantOut {
+				assert.Contains(t, r.out, w)
+			}
+			for _, w := range tc.notWantOut {
+				assert.NotContains(t, r.out, w)
+			}
+			if tc.wantRC == 2 {
+				assert.NotContains(t, r.docker, "create", "nothing is copied out of an image the bundle would not name")
+			} else {
+				assert.Contains(t, r.docker, "create --platform linux/amd64 "+tag, "the release goes on to the binaries")
+			}
+			t.Logf("proved: hack/release.sh with ENGINE_DIGEST and %s exits %d:\n%s", name, r.rc, r.out)
 		})
 	}
 }

@@ -1,7 +1,8 @@
 // Package testkit holds the helpers the tests of several packages share:
 // golden files (of whole error messages too), the engine's JSON log lines,
 // files written as the kubelet swaps a volume, a sleep recorder, a port for
-// a DNS server, and the tools a test execs (helm, kubectl) with an
+// a DNS server, self-signed region server certificates with their fingerprint
+// list, and the tools a test execs (helm, kubectl) with an
 // environment of their own. Only tests import it; TestProductNeverImportsIt
 // holds the binary to that.
 package testkit
