@@ -126,7 +126,7 @@ type Job struct {
 	// Scheduled is true (a run the CronJob started on its schedule).
 	SleepMax  time.Duration
 	Scheduled bool
-	// Retry is when a failed run's next attempt comes (job/backoff); its
+	// Retry is when a failed run's next attempt comes (job/retry); its
 	// Tick is the retry CronJob's period (RETRY_INTERVAL).
 	Retry retry.Policy
 	// FirstContact is how long after a never-registered cluster's first
