@@ -3,10 +3,12 @@ package backoff_test
 import (
 	"cmp"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/job/backoff"
 )
@@ -211,4 +213,23 @@ func TestDue(t *testing.T) {
 	assert.True(t, backoff.Due(now.Add(-time.Second), now))
 	assert.False(t, backoff.Due(now.Add(time.Second), now))
 	assert.False(t, backoff.Due(time.Time{}, now), "nothing scheduled is never due")
+}
+
+// docs/install.md says the rule for a registered cluster's refresh with
+// the defaults' numbers.
+func TestInstallDocSaysTheRefreshRule(t *testing.T) {
+	b, err := os.ReadFile("../../docs/install.md")
+	require.NoError(t, err)
+	doc := string(b)
+	p := backoff.Policy{}
+	assert.Equal(t, time.Hour, backoff.DefaultRefreshGap)
+	assert.Equal(t, 2, backoff.DefaultRefreshFactor)
+	assert.Equal(t, 12*time.Hour+10*time.Minute, p.Bound(72*time.Hour, true))
+	for _, words := range []string{
+		"its next attempt is due after twice the\ntime it has been failing (at least an hour), less the interval, at most 12 hours",
+		"| registered, and its scheduled refresh failed | max(1 h, twice the outage), at most 12 h 10 min;",
+		"then one every 6 to 12 hours |",
+	} {
+		assert.Contains(t, doc, words)
+	}
 }
