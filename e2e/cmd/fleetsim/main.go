@@ -142,7 +142,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&o.Chart, "chart", "manifests/chart/registration-engine", "the chart")
 	fs.IntVar(&o.Clusters, "clusters", 1000, "clusters in the fleet")
 	fs.IntVar(&o.Days, "days", 6, "days simulated")
-	fs.Uint64Var(&o.Seed, "seed", 1, "random seed of the IDs, and of the first draw of the sleeps, the Python fleet's start times, the retries' jitter and the install times")
+	fs.Uint64Var(&o.Seed, "seed", 1, "random seed of the IDs, the startup sleeps and the Python fleet's start times; draw k of an outage (its sleeps, the retries' jitter and the install times) uses seed+k")
 	fs.Var((*outagesFlag)(&o.Outages), "outage", "also simulate regional outages this long (e.g. 2h,12h), each from 10:00 UTC on day 2: every run fails during it")
 	fs.IntVar(&o.Draws, "draws", 1, "draws of each outage (seeds -seed, -seed+1, …)")
 	fs.Float64Var(&o.InstallsPerHour, "installs-per-hour", DefaultInstallsPerHour, "clusters installed in each hour of an outage")

@@ -130,6 +130,8 @@ func playOutage(fleet []member, from, end time.Time, d time.Duration, rng *rand.
 			if !c.installed.IsZero() && t.Before(c.installed) {
 				continue // not installed yet
 			}
+			// As the engine's scheduled run asks, with its record's
+			// refresh (set while a refresh streak fails) and nextAttempt.
 			if scheduled && backoff.Defers(refresh && !since.IsZero(), due, t) {
 				g.Deferred++
 				continue
