@@ -291,8 +291,25 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release ku
 			return res, nil, nil, withCause(ctx, fmt.Errorf("lease: %w", err))
 		}
 	}
+	if j.defers(last) {
+		// A registered cluster's refresh is failing and its next attempt
+		// is pending: this scheduled run is a look that found nothing due
+		// (retry.Defers). It releases the Lease and records nothing.
+		why := fmt.Sprintf("the refresh has failed since %s and attempt %d is due at %s: the retry CronJob runs it, so this scheduled run defers to it",
+			utc(*last.FailingSince), last.ConsecutiveFailures+1, utc(*last.NextAttempt))
+		log.Info("no attempt due; nothing to do", slog.String("reason", why))
+		res.Outcome, res.Skipped, res.pending = OutcomeNotDue, why, true
+		return res, release, last, nil
+	}
 	res, err = j.runPhases(ctx, log, last)
 	return res, release, last, err
+}
+
+// defers reports whether this run is a scheduled one that defers to the
+// pending attempt of a registered cluster's failing refresh (retry.Defers).
+func (j *Job) defers(last *retry.Record) bool {
+	return j.Scheduled && last != nil && last.Failing() && last.NextAttempt != nil && last.FailingSince != nil &&
+		retry.Defers(last.Refresh, *last.NextAttempt, j.now())
 }
 
 // runPhases runs the design card's six phases and the operator step.

@@ -248,6 +248,46 @@ func TestRefreshIsRetriedLessOften(t *testing.T) {
 	assert.Equal(t, 2, rec.ConsecutiveFailures)
 }
 
+// TestScheduledRunDefersToAPendingRefresh: a registered cluster's refresh
+// is failing and its next attempt is pending; the schedule's next run
+// comes before it. That run sends nothing, records nothing, leaves the
+// retry CronJob awake and the Lease free (retry.Defers): the fleet's
+// scheduled runs do not add to its attempts through an outage. Once the
+// attempt is due, a scheduled run runs as before.
+func TestScheduledRunDefersToAPendingRefresh(t *testing.T) {
+	w := newRetryWorld(t)
+	_, _, err := w.run(&recorder{changed: true}, false)
+	require.NoError(t, err)
+	w.now = w.now.Add(18 * time.Hour)
+	w.scheduled = true
+	_, _, err = w.run(&recorder{failAt: "find", failWith: errors.New("no region server answered")}, false)
+	require.Error(t, err)
+	failed := w.record()
+	require.True(t, failed.Refresh)
+	require.NotNil(t, failed.NextAttempt)
+	require.False(t, w.suspended(), "the failed refresh woke the retries")
+
+	w.now = failed.NextAttempt.Add(-time.Minute)
+	r := &recorder{}
+	res, _, err := w.run(r, false)
+	require.NoError(t, err, "a deferring run exits 0")
+	assert.Equal(t, OutcomeNotDue, res.Outcome)
+	assert.Contains(t, res.Skipped, "defers to it")
+	assert.Empty(t, r.calls, "no phase ran: no request to Azure or SUSE")
+	assert.Equal(t, failed, w.record(), "the record is left as it was")
+	assert.False(t, w.suspended(), "the retries stay awake for the pending attempt")
+	le, err := w.c.CoordinationV1().Leases(operator.Namespace).Get(context.Background(), kube.LeaseName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, le.Spec.HolderIdentity, "the Lease is given back")
+
+	w.now = failed.NextAttempt.Add(time.Minute)
+	r = &recorder{changed: true}
+	res, _, err = w.run(r, false)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeRegistered, res.Outcome, "once the attempt is due, the scheduled run runs")
+	assert.True(t, w.suspended())
+}
+
 // TestRetryCronJobRunsOnlyWhenDue: every other state of the record is
 // left to the schedule, with the reason in the log.
 func TestRetryCronJobRunsOnlyWhenDue(t *testing.T) {

@@ -86,6 +86,6 @@ go build -o "$out/spawn" ./e2e/cmd/benchrun/spawn
 # schedule (benchrun rewrote the file; this adds its section).
 if [[ -n "${HELM_BIN:-}" && -x "${HELM_BIN}" ]]; then
   echo "== bench: fleet load (e2e/cmd/fleetsim, 1000 clusters)"
-  go run ./e2e/cmd/fleetsim -helm "$HELM_BIN" -clusters 1000 -days 6 -seed 1 -outage 2h -update docs/BENCHMARKS.md
+  go run ./e2e/cmd/fleetsim -helm "$HELM_BIN" -clusters 1000 -days 6 -seed 1 -outage 2h,12h -draws 10 -update docs/BENCHMARKS.md
 fi
 echo "== bench: done in $(( $(date +%s) - started )) s; see docs/BENCHMARKS.md"

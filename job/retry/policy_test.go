@@ -3,10 +3,12 @@ package retry_test
 import (
 	"cmp"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/rancher/registration-engine/job/retry"
 )
@@ -78,13 +80,22 @@ func TestAttemptsThinOutAsTheOutageLasts(t *testing.T) {
 	t.Logf("attempts of a cluster through an outage: first hour %.1f, fifth hour %.1f, first day %.1f", first, fifth, day)
 }
 
+// refreshBound is the promise for a registered cluster's refresh after a
+// streak of d: within max(RefreshGap, d×RefreshFactor) after the cause
+// clears, at most RefreshMaxGap + Tick.
+func refreshBound(d time.Duration) time.Duration {
+	return min(max(retry.DefaultRefreshGap, d*retry.DefaultRefreshFactor), retry.DefaultRefreshMaxGap+retry.DefaultTick)
+}
+
 // A registered cluster's refresh waits at least RefreshGap, and is still
-// refreshed within max(RefreshGap, outage/4) after the cause clears.
+// refreshed within max(RefreshGap, outage×RefreshFactor) after the cause
+// clears, at most RefreshMaxGap + Tick, whatever the jitter and the
+// CronJob's minute.
 func TestRefreshOfARegisteredCluster(t *testing.T) {
 	p := retry.Policy{}
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, d := range []time.Duration{time.Minute, 30 * time.Minute, 2 * time.Hour, 8 * time.Hour} {
-		bound := max(retry.DefaultRefreshGap, d/4)
+	for _, d := range []time.Duration{time.Minute, 30 * time.Minute, 2 * time.Hour, 8 * time.Hour, 12 * time.Hour, 72 * time.Hour} {
+		bound := refreshBound(d)
 		worst, most := time.Duration(0), 0
 		for i := range 200 {
 			n, reg := attempts(p, d, time.Duration(i%10)*time.Minute, true, rng)
@@ -93,9 +104,74 @@ func TestRefreshOfARegisteredCluster(t *testing.T) {
 		assert.LessOrEqual(t, worst, bound, "outage %s", d)
 		assert.Equal(t, bound, p.Bound(d, true), "Bound says the same")
 		if d <= 2*time.Hour {
-			assert.LessOrEqual(t, most, 5, "outage %s: at most one attempt every half hour or so", d)
+			assert.LessOrEqual(t, most, 5, "outage %s: about one attempt an hour, the one that succeeds included", d)
 		}
 	}
+}
+
+// A refresh backs off far harder than a first contact: after its first
+// hours, a registered cluster tries about as often as its scheduled runs
+// come (two or three a day), where a cluster not yet registered tries
+// twice as often (job/retry's package doc; the fleet's figures are fleetsim's).
+func TestARefreshBacksOffHarder(t *testing.T) {
+	p := retry.Policy{}
+	rng := rand.New(rand.NewPCG(7, 8))
+	// Attempts of a cluster through an outage that never ends, in [from, to).
+	count := func(refresh bool, from, to time.Duration) float64 {
+		total := 0
+		for i := range 200 {
+			off := time.Duration(i%10) * time.Minute
+			a, _ := attempts(p, to, off, refresh, rng)
+			b, _ := attempts(p, from, off, refresh, rng)
+			total += a - b
+		}
+		return float64(total) / 200
+	}
+	firstHours := count(true, 0, 6*time.Hour)
+	laterDays := count(true, 24*time.Hour, 72*time.Hour) / 2
+	firstContact := count(false, 24*time.Hour, 72*time.Hour) / 2
+	t.Logf("attempts of a registered cluster's refresh through an outage: %.1f in its first 6 hours, %.1f a day after the first day (a cluster not yet registered: %.1f a day)", firstHours, laterDays, firstContact)
+	assert.InDelta(t, 4, firstHours, 0.5, "the first 6 hours: the failing scheduled run and about 3 more")
+	assert.InDelta(t, 2.7, laterDays, 0.3, "after the first day: one every 6 to 12 hours")
+	assert.Greater(t, firstContact, 1.5*laterDays, "a first contact keeps trying harder")
+}
+
+// A scheduled run defers to the attempt a registered cluster's refresh has
+// pending, and only then.
+func TestDefers(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		refresh bool
+		next    time.Time
+		want    bool
+	}{
+		"a refresh, its attempt due later: a look":            {refresh: true, next: now.Add(time.Minute), want: true},
+		"a refresh, its attempt due now: the run attempts":    {refresh: true, next: now},
+		"a refresh, its attempt overdue: the run attempts":    {refresh: true, next: now.Add(-time.Hour)},
+		"nothing pending: the run attempts":                   {refresh: true},
+		"a first contact, its attempt due later: it attempts": {next: now.Add(time.Hour)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, retry.Defers(tc.refresh, tc.next, now))
+		})
+	}
+}
+
+// No attempt the rule plans is further after its failure than LongestGap,
+// which a reader of a recorded next attempt may believe.
+func TestLongestGap(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	p := retry.Policy{}
+	for _, refresh := range []bool{false, true} {
+		longest := time.Duration(0)
+		for e := time.Duration(0); e <= 7*24*time.Hour; e += 7 * time.Minute {
+			longest = max(longest, p.Next(t0, t0.Add(e), refresh, nil).Sub(t0.Add(e)))
+		}
+		assert.Equal(t, p.LongestGap(refresh), longest, "refresh %v", refresh)
+	}
+	assert.Equal(t, retry.DefaultMaxGap, p.LongestGap(false))
+	assert.Equal(t, retry.DefaultRefreshMaxGap, p.LongestGap(true))
 }
 
 func TestNext(t *testing.T) {
@@ -103,6 +179,7 @@ func TestNext(t *testing.T) {
 	p := retry.Policy{}
 	tests := map[string]struct {
 		elapsed time.Duration
+		refresh bool
 		rnd     func(time.Duration) time.Duration
 		want    time.Duration
 	}{
@@ -111,6 +188,10 @@ func TestNext(t *testing.T) {
 		"4 hours in, no jitter: 50 minutes":          {elapsed: 4 * time.Hour, want: 50 * time.Minute},
 		"4 hours in, the most jitter: 25 minutes":    {elapsed: 4 * time.Hour, rnd: func(time.Duration) time.Duration { return 0 }, want: 25 * time.Minute},
 		"3 days in: capped at 6 hours":               {elapsed: 72 * time.Hour, want: 6 * time.Hour},
+		"a refresh's first failure: 50 minutes":      {elapsed: 0, refresh: true, want: 50 * time.Minute},
+		"a refresh 2 hours in: 3 h 50 min":           {elapsed: 2 * time.Hour, refresh: true, want: 3*time.Hour + 50*time.Minute},
+		"a refresh 2 hours in, the most jitter":      {elapsed: 2 * time.Hour, refresh: true, rnd: func(time.Duration) time.Duration { return 0 }, want: time.Hour + 55*time.Minute},
+		"a refresh 8 hours in: capped at 12 hours":   {elapsed: 8 * time.Hour, refresh: true, want: 12 * time.Hour},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -119,7 +200,7 @@ func TestNext(t *testing.T) {
 				rnd = func(n time.Duration) time.Duration { return n - 1 }
 			}
 			failed := t0.Add(tc.elapsed)
-			got := p.Next(t0, failed, false, rnd).Sub(failed)
+			got := p.Next(t0, failed, tc.refresh, rnd).Sub(failed)
 			assert.InDelta(t, tc.want, got, float64(time.Nanosecond))
 		})
 	}
@@ -132,4 +213,23 @@ func TestDue(t *testing.T) {
 	assert.True(t, retry.Due(now.Add(-time.Second), now))
 	assert.False(t, retry.Due(now.Add(time.Second), now))
 	assert.False(t, retry.Due(time.Time{}, now), "nothing scheduled is never due")
+}
+
+// docs/install.md says the rule for a registered cluster's refresh with
+// the defaults' numbers.
+func TestInstallDocSaysTheRefreshRule(t *testing.T) {
+	b, err := os.ReadFile("../../docs/install.md")
+	require.NoError(t, err)
+	doc := string(b)
+	p := retry.Policy{}
+	assert.Equal(t, time.Hour, retry.DefaultRefreshGap)
+	assert.Equal(t, 2, retry.DefaultRefreshFactor)
+	assert.Equal(t, 12*time.Hour+10*time.Minute, p.Bound(72*time.Hour, true))
+	for _, words := range []string{
+		"its next attempt is due after twice the\ntime it has been failing (at least an hour), less the interval, at most 12 hours",
+		"| registered, and its scheduled refresh failed | max(1 h, twice the outage), at most 12 h 10 min;",
+		"then one every 6 to 12 hours |",
+	} {
+		assert.Contains(t, doc, words)
+	}
 }

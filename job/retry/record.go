@@ -170,7 +170,7 @@ const PhaseRecord = "run-record"
 // and is due now; of a failed run's record, a time after now (beyond
 // RecordSkew) counts as now,
 // a failingSince after the record's time (or none) as the record's time,
-// and a nextAttempt more than the longest gap (DefaultMaxGap) after
+// and a nextAttempt more than the longest gap (Policy.LongestGap) after
 // the record's time as due now; each of these makes the next attempt due
 // now, i.e. at the retry CronJob's next look (none, for a failure recorded
 // as permanent: the schedule runs the next). Doubt says what was found.
@@ -226,8 +226,8 @@ func (r Record) checked(now time.Time) Record {
 		since := t
 		r.FailingSince = &since
 	}
-	if r.NextAttempt != nil && r.NextAttempt.After(t.Add(DefaultMaxGap)) {
-		doubts = append(doubts, fmt.Sprintf("nextAttempt %s is more than the longest gap (%s) after it", stampPtr(r.NextAttempt), DefaultMaxGap))
+	if longest := (Policy{}).LongestGap(r.Refresh); r.NextAttempt != nil && r.NextAttempt.After(t.Add(longest)) {
+		doubts = append(doubts, fmt.Sprintf("nextAttempt %s is more than the longest gap (%s) after it", stampPtr(r.NextAttempt), longest))
 	}
 	if len(doubts) == 0 {
 		return r

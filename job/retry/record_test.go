@@ -104,6 +104,17 @@ func TestReadDoesNotTrustTime(t *testing.T) {
 			wantFailing: true, wantDue: true,
 			wantDoubt: "nextAttempt 2026-12-04T20:00:00Z is more than the longest gap (6h0m0s) after it",
 		},
+		"a refresh's nextAttempt 10 h ahead: the refresh's longest gap is longer": {
+			raw:         `{"time":"` + at(-time.Hour) + `","outcome":"failed","consecutiveFailures":3,"failingSince":"` + at(-5*time.Hour) + `","cause":"transient","refresh":true,"nextAttempt":"` + at(9*time.Hour) + `"}`,
+			wantSince:   now.Add(-5 * time.Hour),
+			wantFailing: true,
+		},
+		"a refresh's nextAttempt past its longest gap": {
+			raw:         `{"time":"` + at(-time.Hour) + `","outcome":"failed","consecutiveFailures":3,"failingSince":"` + at(-5*time.Hour) + `","cause":"transient","refresh":true,"nextAttempt":"` + at(12*time.Hour) + `"}`,
+			wantSince:   now.Add(-5 * time.Hour),
+			wantFailing: true, wantDue: true,
+			wantDoubt: "is more than the longest gap (12h0m0s) after it",
+		},
 		"a permanent failure whose nextAttempt is past the longest gap": {
 			raw:         failed(at(-time.Hour), 1, at(-time.Hour), "permanent", at(24*time.Hour)),
 			wantSince:   now.Add(-time.Hour),

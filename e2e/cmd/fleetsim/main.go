@@ -16,18 +16,28 @@
 //	        ± 1 h between runs (seed 000)
 //
 // With -outage it also plays the after fleet through a regional outage of
-// that length from 10:00 UTC on the second day (issue 42, "no stampede
-// after a regional outage"): every run fails during it; a failed run's
-// next attempt is retry.Policy{}.Next from the first failure of the
-// cluster's streak, run by the cluster's retry CronJob (its schedule
-// rendered by helm too) at its first look at or after that time; every
-// attempt after the outage succeeds. It reports the busiest minute after
+// each length given, from 10:00 UTC on the second day (issue 42, "no
+// stampede after a regional outage"; issue 53, "a fleet that backs off as
+// a fleet"): every run fails during it. Two populations meet it:
+//
+//   - the fleet's clusters, registered before it: a failed scheduled run
+//     is a refresh, whose next attempt is retry.Policy{}.Next from the
+//     first failure of the cluster's streak, run by the cluster's retry
+//     CronJob (its schedule rendered by helm too) at its first look at or
+//     after that time; a scheduled run while that attempt is pending, not
+//     yet due, defers to it (retry.Defers), as the engine's does;
+//   - clusters installed during it (-installs-per-hour, at uniformly drawn
+//     times, each with its own rendered schedules): the release's own run
+//     at install fails, and their retries are a first contact's.
+//
+// Every attempt after the outage succeeds. For each outage and each of
+// -draws draws of the startup sleeps, the jitter and the install times
+// (seeds -seed, -seed+1, …) it reports the busiest minute in the hour after
 // the outage against the busiest minute without one, the fleet's attempts
 // by hour of the outage, and how long after it each cluster is registered
-// against job/backoff's bound for a registered cluster's refresh,
-// max(1 h, its failing time/4).
+// against job/retry's bound for it (Policy.Bound).
 //
-//	go run ./e2e/cmd/fleetsim -helm $(HELM_BIN) -clusters 1000 -outage 2h
+//	go run ./e2e/cmd/fleetsim -helm $(HELM_BIN) -clusters 1000 -outage 2h,12h -draws 10
 package main
 
 import (
@@ -36,7 +46,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -68,13 +77,20 @@ type Options struct {
 	Clusters    int
 	Days        int
 	Seed        uint64
-	// Outage, when set, is a regional outage from OutageStart on the
-	// second day: every run of the after fleet fails during it.
-	Outage time.Duration
+	// Outages, when set, are regional outages from OutageStart on the
+	// second day, each played on its own: every run fails during it.
+	Outages []time.Duration
+	// Draws is how many draws of the startup sleeps, the jitter and the
+	// install times each outage is played with (seeds Seed, Seed+1, …).
+	Draws int
+	// InstallsPerHour is how many clusters are installed in each hour of
+	// an outage.
+	InstallsPerHour float64
 }
 
 // Figures are the peak runs per hour of each fleet, over the days after
-// the first (every fleet is in its steady state by then).
+// the first (every fleet is in its steady state by then), and the after
+// fleet through each outage.
 type Figures struct {
 	Clusters                    int
 	Seed                        uint64
@@ -84,11 +100,39 @@ type Figures struct {
 	RenderTook                  time.Duration
 	ExampleBefore, ExampleAfter string
 	ExampleRetry                string
-	// Outage is the after fleet through Options.Outage; zero without.
-	// Draws are the same fleet through it again with other draws of the
-	// startup sleeps and the jitter (seeds Seed+1, …), Outage first.
-	Outage OutageFigures
+	// Outages are the after fleet through each of Options.Outages, in
+	// their order; SimulateTook how long all their draws took.
+	Outages      []Outage
+	SimulateTook time.Duration
+}
+
+// Outage is one outage's draws.
+type Outage struct {
+	Outage time.Duration
 	Draws  []OutageFigures
+}
+
+// outagesFlag is -outage: durations separated by commas.
+type outagesFlag []time.Duration
+
+func (f *outagesFlag) String() string {
+	var s []string
+	for _, d := range *f {
+		s = append(s, shortDuration(d))
+	}
+	return strings.Join(s, ",")
+}
+
+func (f *outagesFlag) Set(v string) error {
+	*f = nil
+	for _, p := range strings.Split(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(p))
+		if err != nil {
+			return err
+		}
+		*f = append(*f, d)
+	}
+	return nil
 }
 
 func run(args []string, out io.Writer) error {
@@ -98,8 +142,10 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&o.Chart, "chart", "manifests/chart/registration-engine", "the chart")
 	fs.IntVar(&o.Clusters, "clusters", 1000, "clusters in the fleet")
 	fs.IntVar(&o.Days, "days", 6, "days simulated")
-	fs.Uint64Var(&o.Seed, "seed", 1, "random seed of the sleeps, the Python fleet's start times and the retries' jitter")
-	fs.DurationVar(&o.Outage, "outage", 0, "also simulate a regional outage this long from 10:00 UTC on day 2: every run fails during it")
+	fs.Uint64Var(&o.Seed, "seed", 1, "random seed of the IDs, the startup sleeps and the Python fleet's start times; draw k of an outage (its sleeps, the retries' jitter and the install times) uses seed+k")
+	fs.Var((*outagesFlag)(&o.Outages), "outage", "also simulate regional outages this long (e.g. 2h,12h), each from 10:00 UTC on day 2: every run fails during it")
+	fs.IntVar(&o.Draws, "draws", 1, "draws of each outage (seeds -seed, -seed+1, …)")
+	fs.Float64Var(&o.InstallsPerHour, "installs-per-hour", DefaultInstallsPerHour, "clusters installed in each hour of an outage")
 	update := fs.String("update", "", "also write the figures into this file's fleet section (docs/BENCHMARKS.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -117,17 +163,32 @@ func run(args []string, out io.Writer) error {
 		f.Clusters, f.DistinctSchedules, f.RenderTook.Round(time.Second), f.ExampleBefore, f.ExampleAfter)
 	fmt.Fprintf(out, "peak runs in one hour: before %d (%.1fx the Python engine), after %d (%.1fx), Python engine %d (mean %.1f/h)\n",
 		f.Before, float64(f.Before)/float64(f.Python), f.After, float64(f.After)/float64(f.Python), f.Python, f.MeanPython)
-	if g := f.Outage; g.Outage > 0 {
-		fmt.Fprintf(out, "outage %s from %s (retry schedule e.g. %q): %d clusters failed, attempts each during it mean %.1f max %d; fleet attempts by hour of the outage %v\n",
-			g.Outage, g.Start.Format("Mon 15:04 MST"), f.ExampleRetry, g.Failing, g.AttemptsMean, g.AttemptsMax, g.PerHour)
-		fmt.Fprintf(out, "peak attempts in one minute: normal %d, the outage's last hour %d, first hour after recovery %d (%.1fx normal); every cluster registered %s after recovery; worst against max(1h, failing/4): %s after, failing %s, bound %s; %d over their bound\n",
-			g.NormalPeakPerMinute, g.LastHourPeakPerMinute, g.RecoveryPeakPerMinute, g.Ratio(), g.AllRegistered, g.Worst.Took, g.Worst.Failing.Round(time.Second), g.Worst.Bound.Round(time.Second), g.Late)
-		lo, hi, over, late, slowest := drawsSummary(f)
-		fmt.Fprintf(out, "over %d draws of the sleeps and the jitter: ratio %.1fx to %.1fx, %d above 3x; every cluster registered within %s; %d over their bound\n",
-			len(f.Draws), lo, hi, over, slowest, late)
+	for _, oc := range f.Outages {
+		for _, g := range oc.Draws {
+			fmt.Fprintf(out, "outage %s, seed %d: busiest minute normal %d, after recovery %d (%.2fx); attempts by hour: registered %v, installed during %v; deferred scheduled runs %d\n",
+				shortDuration(g.Outage), g.Seed, g.NormalPeakPerMinute, g.RecoveryPeakPerMinute, g.Ratio(), g.Registered.PerHour, g.Installed.PerHour, g.Deferred)
+			for _, p := range []struct {
+				name string
+				p    Population
+			}{{"registered", g.Registered}, {"installed during", g.Installed}} {
+				fmt.Fprintf(out, "  %s: %d failed, attempts each mean %.1f max %d; all registered %s after; nearest its bound: %s after, failing %s, bound %s; %d over their bound\n",
+					p.name, p.p.Failed, p.p.AttemptsMean, p.p.AttemptsMax, p.p.AllRegistered, p.p.Worst.Took, p.p.Worst.Failing.Round(time.Second), p.p.Worst.Bound.Round(time.Second), p.p.Late)
+			}
+		}
+		s := oc.summary()
+		fmt.Fprintf(out, "outage %s over %d draws: ratio min %.2fx median %.2fx max %.2fx, %d draws above 3x; registered %d/%d within their bound, installed during %d/%d\n",
+			shortDuration(oc.Outage), len(oc.Draws), s.lo, s.median, s.hi, s.over, s.regWithin, s.regFailed, s.instWithin, s.instFailed)
+	}
+	if len(f.Outages) > 0 {
+		fmt.Fprintf(out, "outages simulated in %s\n", f.SimulateTook.Round(time.Millisecond))
 	}
 	return nil
 }
+
+// DefaultInstallsPerHour is -installs-per-hour's default: 5 an hour, 120
+// a day, a fleet of 1000 growing by 12 % a day; far more than any real
+// day, so that the first contacts weigh on the figures.
+const DefaultInstallsPerHour = 5
 
 // Markers of the section fleetsim owns in docs/BENCHMARKS.md, which
 // e2e/cmd/benchrun writes as a whole before (make bench runs fleetsim
@@ -168,7 +229,7 @@ go run ./e2e/cmd/fleetsim -helm "$HELM_BIN" -clusters %d -days %d -seed %d%s -up
 `, sectionStart, f.Clusters, o.Days, f.DistinctSchedules, f.RenderTook.Round(time.Second),
 		f.ExampleBefore, f.Before, float64(f.Before)/float64(f.Python), float64(f.Before)/f.MeanPython,
 		f.ExampleAfter, f.After, float64(f.After)/float64(f.Python), float64(f.After)/f.MeanPython,
-		f.Python, f.MeanPython, float64(f.Python)/f.MeanPython, o.Clusters, o.Days, o.Seed, outageFlag(o), outageSection(f), sectionEnd)
+		f.Python, f.MeanPython, float64(f.Python)/f.MeanPython, o.Clusters, o.Days, o.Seed, outageFlags(o), outageSection(o, f), sectionEnd)
 	if i := strings.Index(doc, sectionStart); i >= 0 {
 		j := strings.Index(doc, sectionEnd)
 		if j < i {
@@ -183,11 +244,16 @@ go run ./e2e/cmd/fleetsim -helm "$HELM_BIN" -clusters %d -days %d -seed %d%s -up
 	return os.WriteFile(path, []byte(doc), 0o644)
 }
 
-func outageFlag(o Options) string {
-	if o.Outage == 0 {
+// outageFlags are the command's flags of the outage, for the doc.
+func outageFlags(o Options) string {
+	if len(o.Outages) == 0 {
 		return ""
 	}
-	return " -outage " + shortDuration(o.Outage)
+	s := " -outage " + (*outagesFlag)(&o.Outages).String() + fmt.Sprintf(" -draws %d", o.Draws)
+	if o.InstallsPerHour != DefaultInstallsPerHour {
+		s += fmt.Sprintf(" -installs-per-hour %g", o.InstallsPerHour)
+	}
+	return s
 }
 
 // shortDuration is d as a flag takes it, without zero units: 2h, 1h30m.
@@ -202,83 +268,8 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
-// outageSection is the fleet section's part on the outage, empty without
-// one.
-func outageSection(f Figures) string {
-	g := f.Outage
-	if g.Outage == 0 {
-		return ""
-	}
-	hours, counts := "| hour of the outage |", "| the fleet's attempts |"
-	for i, n := range g.PerHour {
-		hours += fmt.Sprintf(" %d |", i+1)
-		counts += fmt.Sprintf(" %d |", n)
-	}
-	trend := "fall"
-	if g.PerHour[len(g.PerHour)-1] > g.PerHour[0] {
-		trend = "rise"
-	}
-	retrySleep := "gives its Jobs no startup sleep"
-	if g.RetriesSlept > 0 {
-		retrySleep = fmt.Sprintf("gives %d of its Jobs a startup sleep", g.RetriesSlept)
-	}
-	than := "no busier than"
-	if g.RecoveryPeakPerMinute > g.LastHourPeakPerMinute {
-		than = "busier than"
-	}
-	return fmt.Sprintf(`
-### After a regional outage
-
-The after fleet through a %s outage of SUSE's servers from %s on day 2: every run of every cluster fails during
-it, scheduled runs and retries alike. Every cluster is registered (the fleet is in its steady state), so a failed
-scheduled run is a refresh: it records on its Lease its next attempt, retry.Policy{}.Next (job/retry) from the
-first failure of the cluster's streak, at least an hour on (less the retry interval), jittered by the simulation's seeded random source; the
-cluster's retry CronJob (helm's render for it too, e.g. %q) runs it at its first look at or after
-that time; the engine's own rule (job.ScheduledRun) %s.
-Every attempt after the outage succeeds and ends the streak.
-
-| figure | value | goal |
-|---|---|---|
-| busiest minute without an outage (run starts, the days after the first) | %d | |
-| busiest minute in the first hour after the outage (attempts: scheduled runs and retries) | %d | |
-| ratio | %.1f× | at most 3× |
-| busiest minute in the outage's last hour | %d | |
-| clusters that failed during the outage | %d of %d | |
-| attempts per failing cluster during the outage | mean %.1f, most %d | |
-| every cluster registered | %s after the outage | |
-| the cluster nearest its bound | refreshed %s after the outage, failing for %s (bound %s); %d clusters over their bound | within max(1 h, its failing time/4) (a registered cluster's refresh; a cluster not yet registered: max(10 min, its failing time/4), job/backoff's tests) |
-
-%s
-|%s
-%s
-
-The fleet's attempts per hour %s through this outage. The scheduled runs bring the clusters in one by one (a twelfth
-of the fleet an hour); a registered cluster whose refresh fails tries again between half an hour and an hour later,
-then at a quarter of its failing time, so each adds about one attempt an hour. The busiest minute after the outage is
-%s the outage's last hour.
-%s`, shortDuration(g.Outage), g.Start.Format("15:04 MST"), f.ExampleRetry, retrySleep,
-		g.NormalPeakPerMinute, g.RecoveryPeakPerMinute, g.Ratio(), g.LastHourPeakPerMinute,
-		g.Failing, f.Clusters, g.AttemptsMean, g.AttemptsMax, g.AllRegistered,
-		g.Worst.Took, g.Worst.Failing.Round(time.Second), g.Worst.Bound.Round(time.Second), g.Late,
-		hours, strings.Repeat("---|", len(g.PerHour)+1), counts, trend, than, drawsParagraph(f))
-}
-
-// drawsParagraph gives the outage's ratio and recovery over the other
-// draws, when there are.
-func drawsParagraph(f Figures) string {
-	if len(f.Draws) < 2 {
-		return ""
-	}
-	lo, hi, over, late, slowest := drawsSummary(f)
-	return fmt.Sprintf(`
-The ratio of one draw is noisy: the same %d schedules through the same outage with %d draws of the startup sleeps and
-the jitter (seeds %d to %d) give %.1f× to %.1f×, %d of them above 3×; every cluster was registered within %s after the
-outage in each, %d clusters over their bound in all.
-`, f.Clusters, len(f.Draws), f.Seed, f.Seed+uint64(len(f.Draws))-1, lo, hi, over, slowest, late)
-}
-
 // Simulate renders every cluster's schedules with helm and counts the
-// fleets' runs.
+// fleets' runs, then plays each outage Draws times.
 func Simulate(ctx context.Context, o Options) (Figures, error) {
 	if o.Helm == "" {
 		return Figures{}, errors.New("no helm: pass -helm or set HELM_BIN (make helm)")
@@ -286,7 +277,7 @@ func Simulate(ctx context.Context, o Options) (Figures, error) {
 	if o.Clusters < 1 {
 		return Figures{}, fmt.Errorf("-clusters %d: at least 1", o.Clusters)
 	}
-	if err := checkOutage(o); err != nil {
+	if err := checkOutages(o); err != nil {
 		return Figures{}, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))
@@ -295,8 +286,16 @@ func Simulate(ctx context.Context, o Options) (Figures, error) {
 	if err != nil {
 		return Figures{}, err
 	}
-	schedules := make([]Schedules, o.Clusters)
+	// The fleet, then the clusters installed during the longest outage,
+	// whose IDs come from a source of their own: the fleet's figures do
+	// not change with how many are installed.
+	schedules := make([]Schedules, o.Clusters+maxInstalls(o))
+	ids := rand.New(rand.NewPCG(o.Seed, o.Seed^0x1257a11))
 	for i := range schedules {
+		rng := rng
+		if i >= o.Clusters {
+			rng = ids
+		}
 		id := fmt.Sprintf("/subscriptions/%08x-%04x-4000-8000-%012x/resourceGroups/rg-%d/providers/Microsoft.ContainerService/managedClusters/aks-%d/providers/Microsoft.KubernetesConfiguration/extensions/rancher",
 			rng.Uint32(), rng.Uint32()&0xffff, rng.Uint64()&0xffffffffffff, i, i)
 		if schedules[i], err = render(ctx, o, id); err != nil {
@@ -304,40 +303,55 @@ func Simulate(ctx context.Context, o Options) (Figures, error) {
 		}
 	}
 	took := time.Since(start)
-	f, err := simulate(o, before.Main, schedules, rng)
-	if err != nil {
-		return f, err
-	}
+	f, err := simulate(o, before.Main, schedules[:o.Clusters], schedules[o.Clusters:], rng)
 	f.RenderTook = took
-	if o.Outage > 0 {
-		f.Draws = []OutageFigures{f.Outage}
-		for k := uint64(1); k < outageDraws; k++ {
-			g, err := simulate(o, before.Main, schedules, rand.New(rand.NewPCG(o.Seed+k, (o.Seed+k)^0x5eed)))
-			if err != nil {
-				return f, err
-			}
-			f.Draws = append(f.Draws, g.Outage)
-		}
-	}
 	return f, err
 }
 
-// outageDraws is how many draws of the sleeps and the jitter the outage
-// figures are also given over (the ratio of one draw is noisy).
-const outageDraws = 10
-
-// drawsSummary is the ratio and the recovery over Draws.
-func drawsSummary(f Figures) (lo, hi float64, over, late int, slowest time.Duration) {
-	lo = math.Inf(1)
-	for _, g := range f.Draws {
-		lo, hi = min(lo, g.Ratio()), max(hi, g.Ratio())
-		if g.Ratio() > 3 {
-			over++
-		}
-		late += g.Late
-		slowest = max(slowest, g.AllRegistered)
+// maxInstalls is how many clusters are installed during the longest of
+// the outages.
+func maxInstalls(o Options) int {
+	n := 0
+	for _, d := range o.Outages {
+		n = max(n, installs(o, d))
 	}
-	return lo, hi, over, late, slowest
+	return n
+}
+
+// installs is how many clusters are installed during an outage of d.
+func installs(o Options, d time.Duration) int {
+	return int(o.InstallsPerHour*d.Hours() + 0.5)
+}
+
+// summary is an outage's figures over its draws.
+type summary struct {
+	lo, median, hi                               float64
+	over                                         int
+	regFailed, regWithin, instFailed, instWithin int
+	slowestReg, slowestInst                      time.Duration
+}
+
+func (oc Outage) summary() summary {
+	var s summary
+	var ratios []float64
+	for _, g := range oc.Draws {
+		ratios = append(ratios, g.Ratio())
+		if g.Ratio() > 3 {
+			s.over++
+		}
+		s.regFailed += g.Registered.Failed
+		s.regWithin += g.Registered.Failed - g.Registered.Late
+		s.instFailed += g.Installed.Failed
+		s.instWithin += g.Installed.Failed - g.Installed.Late
+		s.slowestReg = max(s.slowestReg, g.Registered.AllRegistered)
+		s.slowestInst = max(s.slowestInst, g.Installed.AllRegistered)
+	}
+	slices.Sort(ratios)
+	if n := len(ratios); n > 0 {
+		s.lo, s.hi = ratios[0], ratios[n-1]
+		s.median = (ratios[(n-1)/2] + ratios[n/2]) / 2
+	}
+	return s
 }
 
 // The simulated days, and the outage's start: 10:00 UTC on the second day,
@@ -347,24 +361,38 @@ var (
 	OutageStart = epoch.Add(34 * time.Hour)
 )
 
-func checkOutage(o Options) error {
-	if o.Outage < 0 {
-		return fmt.Errorf("-outage %s: negative", o.Outage)
+func checkOutages(o Options) error {
+	for _, d := range o.Outages {
+		if d <= 0 {
+			return fmt.Errorf("-outage %s: not positive", d)
+		}
+		// The outage, then the hour after it, within the simulated days.
+		if need := OutageStart.Add(d + time.Hour); need.After(epoch.Add(time.Duration(o.Days) * 24 * time.Hour)) {
+			return fmt.Errorf("-outage %s from %s: needs -days %d or more", d, OutageStart.Format(time.RFC3339), int(need.Sub(epoch).Hours()/24)+1)
+		}
 	}
-	// The outage, then the hour after it, within the simulated days.
-	if need := OutageStart.Add(o.Outage + time.Hour); o.Outage > 0 && need.After(epoch.Add(time.Duration(o.Days)*24*time.Hour)) {
-		return fmt.Errorf("-outage %s from %s: needs -days %d or more", o.Outage, OutageStart.Format(time.RFC3339), int(need.Sub(epoch).Hours()/24)+1)
+	if len(o.Outages) > 0 && o.Draws < 1 {
+		return fmt.Errorf("-draws %d: at least 1", o.Draws)
+	}
+	if o.InstallsPerHour < 0 {
+		return fmt.Errorf("-installs-per-hour %g: negative", o.InstallsPerHour)
 	}
 	return nil
 }
 
 // simulate counts the runs of the fleets whose schedules are before (every
-// cluster the same) and schedules (the chart's, per cluster), and plays
-// the after fleet through o.Outage.
-func simulate(o Options, before string, schedules []Schedules, rng *rand.Rand) (Figures, error) {
+// cluster the same) and schedules (the chart's, per cluster), drawing the
+// startup sleeps and the Python fleet's start times from rng, and plays
+// the after fleet through each of o.Outages, o.Draws times (seeds o.Seed,
+// o.Seed+1, …), with the clusters whose schedules are installed installed
+// during it.
+func simulate(o Options, before string, schedules, installed []Schedules, rng *rand.Rand) (Figures, error) {
 	f := Figures{Clusters: len(schedules), ExampleBefore: before, Seed: o.Seed}
-	if err := checkOutage(o); err != nil {
+	if err := checkOutages(o); err != nil {
 		return f, err
+	}
+	if n := maxInstalls(o); len(installed) < n {
+		return f, fmt.Errorf("%d clusters to install, %d schedules", n, len(installed))
 	}
 	seen := map[string]bool{}
 	for _, s := range schedules {
@@ -374,26 +402,24 @@ func simulate(o Options, before string, schedules []Schedules, rng *rand.Rand) (
 	if len(schedules) > 0 {
 		f.ExampleAfter, f.ExampleRetry = schedules[0].Main, schedules[0].Retry
 	}
-
 	end := epoch.Add(time.Duration(o.Days) * 24 * time.Hour)
+	from := epoch.Add(24 * time.Hour)
 	var beforeRuns, afterRuns, pythonRuns []time.Time
-	perCluster := make([][]time.Time, len(schedules))
-	for i := range schedules {
+	for _, s := range schedules {
 		b, err := cronRuns(before, epoch, end, rng)
 		if err != nil {
 			return f, err
 		}
-		a, err := cronRuns(schedules[i].Main, epoch, end, rng)
+		a, err := cronRuns(s.Main, epoch, end, rng)
 		if err != nil {
 			return f, err
 		}
-		beforeRuns, afterRuns, perCluster[i] = append(beforeRuns, b...), append(afterRuns, a...), a
+		beforeRuns, afterRuns = append(beforeRuns, b...), append(afterRuns, a...)
 		// The Python engine: installed at any time, then 18 h ± 1 h.
 		for t := epoch.Add(-time.Duration(rng.Int64N(int64(18 * time.Hour)))); t.Before(end); t = t.Add(18*time.Hour + time.Duration(rng.Int64N(int64(2*time.Hour))) - time.Hour) {
 			pythonRuns = append(pythonRuns, t)
 		}
 	}
-	from := epoch.Add(24 * time.Hour)
 	f.Before, f.After, f.Python = peakPerHour(beforeRuns, from, end), peakPerHour(afterRuns, from, end), peakPerHour(pythonRuns, from, end)
 	n := 0
 	for _, t := range pythonRuns {
@@ -402,139 +428,159 @@ func simulate(o Options, before string, schedules []Schedules, rng *rand.Rand) (
 		}
 	}
 	f.MeanPython = float64(n) / end.Sub(from).Hours()
-	if o.Outage > 0 {
-		retries := make([]retryLooks, len(schedules))
-		for i, s := range schedules {
-			var err error
-			if retries[i].cronSpec, err = parseCron(s.Retry); err != nil {
+	if len(o.Outages) == 0 {
+		return f, nil
+	}
+	started := time.Now()
+	for i, d := range o.Outages {
+		f.Outages = append(f.Outages, Outage{Outage: d})
+		for k := range o.Draws {
+			seed := o.Seed + uint64(k)
+			g, err := playDraw(o, d, schedules, installed[:installs(o, d)], from, end, rand.New(rand.NewPCG(seed, seed^0x5eed)))
+			if err != nil {
 				return f, err
 			}
-			retries[i].cronJobEnv = s.RetryCronJobEnv
-		}
-		var err error
-		if f.Outage, err = playOutage(perCluster, retries, from, end, o.Outage, rng); err != nil {
-			return f, err
+			g.Seed = seed
+			f.Outages[i].Draws = append(f.Outages[i].Draws, g)
 		}
 	}
+	f.SimulateTook = time.Since(started)
 	return f, nil
 }
 
-// OutageFigures are the after fleet's attempts (scheduled runs and
-// retries) through a regional outage.
-type OutageFigures struct {
-	Outage time.Duration
-	Start  time.Time
-	// NormalPeakPerMinute is the most runs that start in one minute
-	// without an outage, over the days after the first;
-	// RecoveryPeakPerMinute the most attempts in one minute in the hour
-	// after the outage, LastHourPeakPerMinute in the outage's last hour
-	// (what the retries already were before it ended).
-	NormalPeakPerMinute, RecoveryPeakPerMinute, LastHourPeakPerMinute int
-	// PerHour are the fleet's attempts in each hour of the outage (the
-	// last may be part of an hour).
-	PerHour []int
-	// Failing is how many clusters failed; AttemptsMean and AttemptsMax
-	// their attempts during the outage.
-	Failing      int
-	AttemptsMean float64
-	AttemptsMax  int
-	// AllRegistered is when the last failing cluster was registered,
-	// after the outage; Worst the cluster registered nearest its bound
-	// (or furthest over it), Late how many were later than theirs.
-	AllRegistered time.Duration
-	Worst         Recovery
-	Late          int
-	// RetriesSlept counts the retries the engine took a startup sleep in.
-	RetriesSlept int
-}
-
-// Ratio is the peak minute after the outage over the normal peak minute.
-func (g OutageFigures) Ratio() float64 {
-	return float64(g.RecoveryPeakPerMinute) / float64(max(1, g.NormalPeakPerMinute))
-}
-
-// Recovery is how long a cluster failed (from its first failure to the
-// end of the outage), how long after the outage it was registered, and
-// its bound: job/backoff's promise for a registered cluster's refresh,
-// max(RefreshGap, failing/4) (MaxGap + Tick once failing/4 passes MaxGap).
-type Recovery struct {
-	Failing, Took, Bound time.Duration
-}
-
-func recoveryBound(failing time.Duration) time.Duration {
-	return retry.Policy{}.Bound(failing, true)
-}
-
-// playOutage plays each cluster's scheduled runs (runs, sorted) through an
-// outage of length d from OutageStart: every attempt in it fails, and the
-// failed run records on the Lease its next attempt, retry.Policy{}.Next
-// from the streak's first failure with the rng's jitter, which the
-// cluster's retry CronJob (retries) runs at its first look at or after
-// that time and after the failed run. Every attempt after the outage
-// succeeds and ends the streak.
-func playOutage(runs [][]time.Time, retries []retryLooks, from, end time.Time, d time.Duration, rng *rand.Rand) (OutageFigures, error) {
-	start, stop := OutageStart, OutageStart.Add(d)
-	g := OutageFigures{Outage: d, Start: start, PerHour: make([]int, (d+time.Hour-1)/time.Hour)}
-	rnd := func(n time.Duration) time.Duration { return time.Duration(rng.Int64N(int64(n))) }
-	var normal, attempts []time.Time
-	total := 0
-	for i, cluster := range runs {
-		normal = append(normal, cluster...)
-		var since, next, registered time.Time
-		during := 0
-		for j := 0; j < len(cluster) || !next.IsZero(); {
-			var t time.Time
-			if !next.IsZero() && (j == len(cluster) || !cluster[j].Before(next)) {
-				t, next = next, time.Time{}
-			} else {
-				t, j = cluster[j], j+1
-			}
-			attempts = append(attempts, t)
-			if !t.Before(start) && t.Before(stop) {
-				// Failed: the Lease records the next attempt.
-				during++
-				g.PerHour[t.Sub(start)/time.Hour]++
-				if since.IsZero() {
-					since = t
-				}
-				var err error
-				var slept bool
-				if next, slept, err = retries[i].attempt(retry.Policy{}.Next(since, t, true, rnd), t, rng); err != nil {
-					return g, err
-				}
-				if slept {
-					g.RetriesSlept++
-				}
-				continue
-			}
-			if !since.IsZero() && registered.IsZero() {
-				registered = t
-			}
-			next = time.Time{}
+// playDraw plays one draw of an outage of d: the fleet's scheduled runs
+// with their startup sleeps drawn from rng, the clusters installed during
+// it at install times drawn from rng, and the jitter of every retry.
+func playDraw(o Options, d time.Duration, schedules, installed []Schedules, from, end time.Time, rng *rand.Rand) (OutageFigures, error) {
+	fleet := make([]member, 0, len(schedules)+len(installed))
+	at := installTimes(len(installed), OutageStart, d, rng)
+	for i, s := range append(slices.Clone(schedules), installed...) {
+		runs, err := cronRuns(s.Main, epoch, end, rng)
+		if err != nil {
+			return OutageFigures{}, err
 		}
-		if since.IsZero() {
-			continue
+		m := member{runs: runs}
+		if m.retry.cronSpec, err = parseCron(s.Retry); err != nil {
+			return OutageFigures{}, err
 		}
-		g.Failing++
-		total += during
-		g.AttemptsMax = max(g.AttemptsMax, during)
-		r := Recovery{Failing: stop.Sub(since), Took: registered.Sub(stop)}
-		r.Bound = recoveryBound(r.Failing)
-		g.AllRegistered = max(g.AllRegistered, r.Took)
-		if r.Took > r.Bound {
-			g.Late++
+		m.retry.cronJobEnv = s.RetryCronJobEnv
+		if i >= len(schedules) {
+			m.installed = at[i-len(schedules)]
 		}
-		if g.Worst.Bound == 0 || float64(r.Took)/float64(r.Bound) > float64(g.Worst.Took)/float64(g.Worst.Bound) {
-			g.Worst = r
+		fleet = append(fleet, m)
+	}
+	return playOutage(fleet, from, end, d, rng)
+}
+
+// outageSection is the fleet section's part on the outages, empty
+// without one.
+func outageSection(o Options, f Figures) string {
+	if len(f.Outages) == 0 {
+		return ""
+	}
+	var names []string
+	for _, oc := range f.Outages {
+		names = append(names, shortDuration(oc.Outage))
+	}
+	draws := len(f.Outages[0].Draws)
+	var b strings.Builder
+	fmt.Fprintf(&b, `
+### After a regional outage
+
+The after fleet through outages of %s of SUSE's servers from %s on day 2, each played with %d draws of the startup
+sleeps, the retries' jitter and the install times (seeds %d to %d; all draws took %s). Every run fails during the
+outage, scheduled runs and retries alike; every attempt after it succeeds. Each failed run records on its Lease its
+next attempt, retry.Policy{}.Next (job/retry, whose package doc states the rule) from the first failure of the
+cluster's streak, jittered by the simulation's seeded random source, and the cluster's retry CronJob (helm's render
+for it too, e.g. %q) runs it at its first look at or after that time. Two populations meet the outage:
+
+- **registered**: the fleet's %d clusters, registered before it. A failed scheduled run is a refresh, and a
+  scheduled run while its next attempt is pending, not yet due, defers to it (retry.Defers) and sends nothing.
+  Bound: refreshed within job/retry's bound for a refresh, Policy.Bound(failing time, true).
+- **installed during**: %g clusters installed in each hour of the outage at uniformly drawn times (each with its own
+  rendered schedules; far more than a real fleet gains in a day, so that they weigh on the figures). The release's
+  own run at install fails; then they retry as a first contact, which job/retry leaves as it was. Bound:
+  registered within Policy.Bound(failing time, false), i.e. max(10 min, failing time/4).
+
+The busiest minute is counted in attempts (scheduled runs that send a request, and retries) in the first hour after
+the outage, against the busiest minute of run starts without an outage (the days after the first); goal at most 3× in
+every draw. A cluster's failing time runs from its first failure to the end of the outage.
+
+| outage | busiest minute after recovery vs normal, min / median / max over draws | draws above 3× | registered: failed, within their bound (all draws) | installed during: within their bound | the latest after recovery: registered / installed during |
+|---|---|---|---|---|---|
+`, strings.Join(names, " and "), OutageStart.Format("15:04 MST"), draws, f.Seed, f.Seed+uint64(draws)-1, f.SimulateTook.Round(time.Millisecond),
+		f.ExampleRetry, f.Clusters, o.InstallsPerHour)
+	for _, oc := range f.Outages {
+		s := oc.summary()
+		fmt.Fprintf(&b, "| %s | %.2f× / %.2f× / %.2f× | %d | %d of %d | %d of %d | %s / %s |\n",
+			shortDuration(oc.Outage), s.lo, s.median, s.hi, s.over, s.regWithin, s.regFailed, s.instWithin, s.instFailed, s.slowestReg, s.slowestInst)
+	}
+	for _, oc := range f.Outages {
+		reg, inst, lo, hi := oc.perHour()
+		fmt.Fprintf(&b, "\nThe fleet's attempts in each hour of the %s outage (medians over the draws, and the range of the sum):\n\n", shortDuration(oc.Outage))
+		row := func(name string, cell func(h int) string) {
+			b.WriteString("| " + name + " |")
+			for h := range reg {
+				b.WriteString(" " + cell(h) + " |")
+			}
+			b.WriteString("\n")
+		}
+		row("hour of the outage", func(h int) string { return strconv.Itoa(h + 1) })
+		b.WriteString("|---|" + strings.Repeat("---|", len(reg)) + "\n")
+		row("registered", func(h int) string { return strconv.Itoa(reg[h]) })
+		row("installed during", func(h int) string { return strconv.Itoa(inst[h]) })
+		row("the fleet, min–max", func(h int) string { return fmt.Sprintf("%d–%d", lo[h], hi[h]) })
+		b.WriteString("\n" + oc.trend() + "\n")
+		fmt.Fprintf(&b, "\nEach draw of the %s outage:\n\n", shortDuration(oc.Outage))
+		b.WriteString("| seed | busiest minute: normal, after recovery | ratio | the fleet's attempts in each hour of the outage (registered + installed during) | registered within their bound | installed during within their bound |\n|---|---|---|---|---|---|\n")
+		for _, g := range oc.Draws {
+			var series []string
+			for h, n := range g.Registered.PerHour {
+				series = append(series, fmt.Sprintf("%d+%d", n, g.Installed.PerHour[h]))
+			}
+			fmt.Fprintf(&b, "| %d | %d, %d | %.2f× | %s | %d of %d | %d of %d |\n", g.Seed, g.NormalPeakPerMinute, g.RecoveryPeakPerMinute, g.Ratio(),
+				strings.Join(series, ", "), g.Registered.Failed-g.Registered.Late, g.Registered.Failed, g.Installed.Failed-g.Installed.Late, g.Installed.Failed)
 		}
 	}
-	if g.Failing > 0 {
-		g.AttemptsMean = float64(total) / float64(g.Failing)
+	return b.String()
+}
+
+// perHour are an outage's attempts per hour over its draws: the medians
+// of each population's, and the least and most of their sum.
+func (oc Outage) perHour() (reg, inst, lo, hi []int) {
+	median := func(v []int) int {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		return v[len(v)/2]
 	}
-	g.NormalPeakPerMinute = peakPer(normal, from, end, time.Minute)
-	g.RecoveryPeakPerMinute = peakPer(attempts, stop, stop.Add(time.Hour), time.Minute)
-	g.LastHourPeakPerMinute = peakPer(attempts, stop.Add(-min(d, time.Hour)), stop, time.Minute)
-	return g, nil
+	for h := range oc.Draws[0].Registered.PerHour {
+		var r, i, sum []int
+		for _, g := range oc.Draws {
+			r, i = append(r, g.Registered.PerHour[h]), append(i, g.Installed.PerHour[h])
+			sum = append(sum, g.Registered.PerHour[h]+g.Installed.PerHour[h])
+		}
+		reg, inst = append(reg, median(r)), append(inst, median(i))
+		lo, hi = append(lo, slices.Min(sum)), append(hi, slices.Max(sum))
+	}
+	return reg, inst, lo, hi
+}
+
+// trend says, of the registered fleet's attempts per hour (the medians
+// over the draws), in which hour they peak and where they end.
+func (oc Outage) trend() string {
+	reg, _, _, _ := oc.perHour()
+	peak := 0
+	for h, n := range reg {
+		if n > reg[peak] {
+			peak = h
+		}
+	}
+	last := len(reg) - 1
+	if peak == last {
+		return fmt.Sprintf("The registered clusters' attempts per hour rise through the whole %s outage, to %d in its last hour.", shortDuration(oc.Outage), reg[last])
+	}
+	return fmt.Sprintf("The registered clusters' attempts per hour peak in hour %d (%d), while their scheduled runs still meet the outage for the first time, then fall: at most %d an hour after it, %d in the last hour.",
+		peak+1, reg[peak], slices.Max(reg[peak+1:]), reg[last])
 }
 
 // retryLooks is a cluster's retry CronJob: its looks, and the
