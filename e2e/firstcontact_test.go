@@ -68,11 +68,7 @@ func TestChartInstallFirstContact(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			p := controlplane.Start(t)
-			e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			aksBeforeInstall(ctx, t, e)
+			p, e, ctx := aksPlane(t, 5*time.Minute)
 			fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer, Faults: []string{tc.fault}})
 			require.NoError(t, err)
 			t.Cleanup(fc.Stop)
@@ -216,12 +212,8 @@ func registeredFor(t *testing.T) time.Duration {
 func TestRetryCronJobSleepsWhileRegistered(t *testing.T) {
 	t.Parallel() // minutes of waiting on the retry CronJob's minute: beside the other planes' tests
 	helm := testkit.Helm(t)
-	p := controlplane.Start(t)
-	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
 	registeredFor := registeredFor(t)
-	ctx, cancel := context.WithTimeout(context.Background(), registeredFor+6*time.Minute)
-	defer cancel()
-	aksBeforeInstall(ctx, t, e)
+	p, e, ctx := aksPlane(t, registeredFor+6*time.Minute)
 	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer})
 	require.NoError(t, err)
 	t.Cleanup(fc.Stop)

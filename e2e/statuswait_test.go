@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/rancher/registration-engine/e2e/controlplane"
 	"github.com/rancher/registration-engine/e2e/harness"
 	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
@@ -29,11 +28,7 @@ import (
 func TestStatusWaitAfterInstall(t *testing.T) {
 	helm := testkit.Helm(t)
 	t.Parallel() // a plane of its own
-	p := controlplane.Start(t)
-	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	aksBeforeInstall(ctx, t, e)
+	p, e, ctx := aksPlane(t, 4*time.Minute)
 	c := harness.StartCloud(t)
 	status := func(ctx context.Context, args ...string) harness.Result {
 		args = append([]string{"status",
