@@ -19,7 +19,7 @@ const (
 	auditPodCreate     = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a2","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/pods","verb":"create","user":{"username":"system:serviceaccount:kube-system:job-controller"},"userAgent":"kube-controller-manager/v1.37.2","objectRef":{"resource":"pods","namespace":"ns","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"2026-12-07T15:00:00.200000Z","stageTimestamp":"2026-12-07T15:00:00.210000Z"}`
 	auditWatchStarted  = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"w1","stage":"ResponseStarted","requestURI":"/api/v1/namespaces/ns/pods?watch=true","verb":"watch","user":{"username":"admin"},"userAgent":"controlplane-kubelet","objectRef":{"resource":"pods","namespace":"ns","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-12-07T15:00:00.000000Z","stageTimestamp":"2026-12-07T15:00:00.001000Z"}`
 	auditWatchComplete = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"w1","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/pods?watch=true","verb":"watch","user":{"username":"admin"},"userAgent":"controlplane-kubelet","objectRef":{"resource":"pods","namespace":"ns","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-12-07T15:00:00.000000Z","stageTimestamp":"2026-12-07T15:05:00.000000Z"}`
-	auditEvent_        = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"e1","stage":"ResponseComplete","requestURI":"/apis/events.k8s.io/v1/namespaces/ns/events","verb":"create","user":{"username":"system:serviceaccount:kube-system:cronjob-controller"},"objectRef":{"resource":"events","namespace":"ns","name":"r.187f","apiGroup":"events.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"2026-12-07T15:00:00.150000Z","stageTimestamp":"2026-12-07T15:00:00.160000Z"}`
+	auditEventCreate   = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"e1","stage":"ResponseComplete","requestURI":"/apis/events.k8s.io/v1/namespaces/ns/events","verb":"create","user":{"username":"system:serviceaccount:kube-system:cronjob-controller"},"objectRef":{"resource":"events","namespace":"ns","name":"r.187f","apiGroup":"events.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"2026-12-07T15:00:00.150000Z","stageTimestamp":"2026-12-07T15:00:00.160000Z"}`
 	auditHealthz       = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"h1","stage":"ResponseComplete","requestURI":"/readyz","verb":"get","user":{"username":"admin"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-12-07T14:59:59.000000Z","stageTimestamp":"2026-12-07T14:59:59.001000Z"}`
 )
 
@@ -34,7 +34,7 @@ func TestReadAudit(t *testing.T) {
 		wantErr bool
 	}{
 		"one record a request, in the order received; a watch logged at two stages is one": {
-			lines: []string{auditWatchStarted, auditCreate, auditPodCreate, auditEvent_, auditWatchComplete, auditHealthz},
+			lines: []string{auditWatchStarted, auditCreate, auditPodCreate, auditEventCreate, auditWatchComplete, auditHealthz},
 			want: []string{
 				"14:59:59.000 admin get /readyz → 200",
 				"15:00:00.000 admin watch ns/pods → 200",
