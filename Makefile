@@ -31,7 +31,7 @@ LTS_TESTS     ?= ^(TestCluster|TestOperator|TestEngineRBAC|TestChartInstall|Test
 # test lands in `make test`; name it here when it takes more than a minute
 # on a warm two-core machine (`make test`'s budget is 6 minutes warm).
 # docs/development.md, "Tests", says which command proves what.
-LONG_TESTS    ?= ^(TestOperatorRecovery|TestRetryCronJobSleepsWhileRegistered)$$
+LONG_TESTS    ?= ^(TestOperatorRecovery|TestRetryCronJobSleepsWhileRegistered|TestDailyCostOfARegisteredCluster)$$
 # make test runs E2E_MAIN_PKGS in two go test processes side by side, each
 # with its own control plane: E2E_SPLIT_TESTS in one, the rest in the
 # other. Most of an end-to-end test's time is spent waiting on timers (the

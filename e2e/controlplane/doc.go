@@ -11,7 +11,10 @@
 // fail the Job.
 //
 // A RequestLog in front of a plane's API server counts a program's
-// requests by verb and resource (benchrun's Kubernetes figures).
+// requests by verb and resource (benchrun's Kubernetes figures). A plane
+// started WithAuditLog has the API server itself log every request, by
+// anyone (the controllers, the Kubelet, a program), which ReadAudit reads:
+// what a workload costs the API server in all.
 //
 // A test binary normally shares one plane (Shared, stopped by Main from
 // TestMain): a cold start costs a few seconds, each test then uses its own

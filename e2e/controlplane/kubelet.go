@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -59,11 +60,19 @@ type Kubelet struct {
 	factory informers.SharedInformerFactory
 }
 
+// KubeletUserAgent is the user agent of every request the Kubelet makes. It
+// acts as the admin, as the test does; an audit log (WithAuditLog) tells
+// the Kubelet's requests, which stand in for a node's, from the test's by
+// it.
+const KubeletUserAgent = "controlplane-kubelet"
+
 // Start begins watching; it returns at once. Stop ends it.
 func (k *Kubelet) Start(ctx context.Context) {
 	ctx, k.cancel = context.WithCancel(ctx)
 	k.seen = map[types.UID]bool{}
-	cs, err := kubernetes.NewForConfig(k.Plane.Admin)
+	cfg := rest.CopyConfig(k.Plane.Admin)
+	cfg.UserAgent = KubeletUserAgent
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		k.fail(fmt.Errorf("kubelet: client: %w", err))
 		return

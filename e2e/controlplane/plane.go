@@ -75,6 +75,9 @@ type Plane struct {
 	// Version is the Kubernetes version the API server reports (its
 	// /version gitVersion), for the tests' "proved:" context.
 	Version string
+	// AuditLog is the API server's audit log (audit.log in Dir) when the
+	// plane was started WithAuditLog, else empty. Audit reads it.
+	AuditLog string
 
 	comps    []*Process // start order: etcd, kube-apiserver, kube-controller-manager
 	spawn    *spawner
@@ -86,20 +89,25 @@ type Plane struct {
 // free loopback ports and returns when all three are healthy. ctx bounds the
 // start-up only; the processes run until Stop. On error nothing is left
 // running and the error carries the tail of the failing component's log
-// (ErrExited, ErrNotReady, ErrBinaryMissing).
-func New(ctx context.Context, binDir string) (*Plane, error) {
-	return newPlane(ctx, binDir, readyTimeout)
+// (ErrExited, ErrNotReady, ErrBinaryMissing). opts turn on what a plane
+// does not do by default (WithAuditLog).
+func New(ctx context.Context, binDir string, opts ...Option) (*Plane, error) {
+	return newPlane(ctx, binDir, readyTimeout, opts...)
 }
 
 // newPlane is New with the bound of each health wait.
-func newPlane(ctx context.Context, binDir string, ready time.Duration) (*Plane, error) {
+func newPlane(ctx context.Context, binDir string, ready time.Duration, opts ...Option) (*Plane, error) {
 	if err := checkBinaries(binDir); err != nil {
 		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
 	start := time.Now()
 	var errs []error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
-		p, err := start1(ctx, binDir, ready)
+		p, err := start1(ctx, binDir, ready, o)
 		if err == nil {
 			p.StartupTime = time.Since(start)
 			if p.Version, err = serverVersion(p.Admin); err != nil {
@@ -132,7 +140,7 @@ func checkBinaries(dir string) error {
 	return nil
 }
 
-func start1(ctx context.Context, binDir string, ready time.Duration) (_ *Plane, err error) {
+func start1(ctx context.Context, binDir string, ready time.Duration, o options) (_ *Plane, err error) {
 	dir, err := os.MkdirTemp("", "controlplane-")
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
@@ -181,20 +189,29 @@ func start1(ctx context.Context, binDir string, ready time.Duration) (_ *Plane, 
 	); err != nil {
 		return nil, err
 	}
-	if err := p.run(binDir, "kube-apiserver",
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+apiPort,
-		"--cert-dir="+filepath.Join(dir, "apiserver"),
-		"--tls-cert-file="+pk.serverCert, "--tls-private-key-file="+pk.serverKey, "--client-ca-file="+pk.caCert,
+	apiArgs := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + apiPort,
+		"--cert-dir=" + filepath.Join(dir, "apiserver"),
+		"--tls-cert-file=" + pk.serverCert, "--tls-private-key-file=" + pk.serverKey, "--client-ca-file=" + pk.caCert,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+pk.saPub, "--service-account-signing-key-file="+pk.saKey,
+		"--service-account-key-file=" + pk.saPub, "--service-account-signing-key-file=" + pk.saKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=Node,RBAC",
 		// The loopback advertise address cannot be an Endpoints IP; without
 		// this the API server logs a failed reconcile every 10 s.
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
-	); err != nil {
+	}
+	if o.audit {
+		p.AuditLog = filepath.Join(dir, "audit.log")
+		more, err := auditArgs(dir, p.AuditLog)
+		if err != nil {
+			return nil, err
+		}
+		apiArgs = append(apiArgs, more...)
+	}
+	if err := p.run(binDir, "kube-apiserver", apiArgs...); err != nil {
 		return nil, err
 	}
 	apiClient, err := httpClient(pk.caCert, pk.adminCert, pk.adminKey)

@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,4 +26,24 @@ func TestPlaneServes(t *testing.T) {
 	assert.Equal(t, v.ClientVersion.GitVersion, v.ServerVersion.GitVersion)
 	assert.Equal(t, "127.0.0.1", p.Host)
 	assert.NotEmpty(t, p.Port)
+}
+
+// TestPlaneAuditLog: a plane started WithAuditLog records each request
+// with who made it, what it asked of which object, and the answer; one
+// started without has no log (the option costs nothing unasked).
+func TestPlaneAuditLog(t *testing.T) {
+	p := controlplane.Start(t, controlplane.WithAuditLog())
+	require.NotEmpty(t, p.AuditLog)
+	p.Kubectl(t, "create", "configmap", "audited", "--namespace=default", "--from-literal=k=v")
+	p.Kubectl(t, "get", "configmap", "audited", "--namespace=default")
+	recs, err := p.Audit()
+	require.NoError(t, err)
+	var seen []string
+	for _, r := range recs {
+		if r.Resource == "configmaps" && r.Name == "audited" {
+			seen = append(seen, fmt.Sprintf("%s %s %s/%s %d", r.User, r.Verb, r.Namespace, r.Name, r.Code))
+		}
+	}
+	assert.Equal(t, []string{"admin create default/audited 201", "admin get default/audited 200"}, seen)
+	assert.Empty(t, controlplane.Shared(t).AuditLog, "the shared plane keeps no audit log")
 }

@@ -50,14 +50,15 @@ func Binaries(t testing.TB) string {
 	return ""
 }
 
-// Start starts a plane for this test alone and stops it when the test ends.
-// Prefer Shared: every plane costs a few seconds and about 400 MB.
-func Start(t testing.TB) *Plane {
+// Start starts a plane for this test alone, with opts (WithAuditLog), and
+// stops it when the test ends. Prefer Shared: every plane costs a few
+// seconds and about 400 MB.
+func Start(t testing.TB, opts ...Option) *Plane {
 	t.Helper()
 	dir := Binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), startBudget)
 	defer cancel()
-	p, err := New(ctx, dir)
+	p, err := New(ctx, dir, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
