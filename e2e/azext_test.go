@@ -607,9 +607,9 @@ func TestParentChartPassesGlobalAzure(t *testing.T) {
 // aksPlane starts a control plane of its own with what an AKS cluster has
 // before the Marketplace installs (aksBeforeInstall), and a context that
 // ends after within or with the test.
-func aksPlane(t *testing.T, within time.Duration) (*controlplane.Plane, *clusterEnv, context.Context) {
+func aksPlane(t *testing.T, within time.Duration, opts ...controlplane.Option) (*controlplane.Plane, *clusterEnv, context.Context) {
 	t.Helper()
-	p := controlplane.Start(t)
+	p := controlplane.Start(t, opts...)
 	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	t.Cleanup(cancel)

@@ -20,9 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/rancher/registration-engine/e2e/controlplane"
-	"github.com/rancher/registration-engine/e2e/fakecloud"
 	"github.com/rancher/registration-engine/e2e/harness"
-	"github.com/rancher/registration-engine/internal/testkit"
 	"github.com/rancher/registration-engine/job"
 	"github.com/rancher/registration-engine/job/kube"
 	"github.com/rancher/registration-engine/job/operator"
@@ -91,25 +89,9 @@ const envUpdateBenchmarks = "E2E_UPDATE_BENCHMARKS"
 // E2E_UPDATE_BENCHMARKS=1 it writes them into docs/BENCHMARKS.md.
 func TestDailyCostOfARegisteredCluster(t *testing.T) {
 	t.Parallel() // minutes of waiting on the CronJob controller's minute: beside the other planes' tests
-	helm := testkit.Helm(t)
-	p := controlplane.Start(t, controlplane.WithAuditLog())
-	e := &clusterEnv{&harness.Cluster{Plane: p, Admin: p.AdminClient(t), Settle: harness.ProcessSettle}}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	aksBeforeInstall(ctx, t, e)
-	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer})
-	require.NoError(t, err)
-	t.Cleanup(fc.Stop)
-	c := harness.Cloud{Dir: t.TempDir(), Env: fc.Environ()}
-	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
-	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
+	p, e, ctx := aksPlane(t, 20*time.Minute, controlplane.WithAuditLog())
+	_, runs, _ := installRegistered(ctx, t, p, e, "startupSleepMax=2s")
 	const ns, main, retryName = operator.Namespace, harness.CronJobName, harness.CronJobName + "-retry"
-
-	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", ns, "--wait", "--timeout", "60s",
-		"--set", "retry.intervalMinutes=1", "--set", "startupSleepMax=2s"}, marketplaceValues(t, chart, c.Vars(), chartRegCode)...)...)
-	first := runJobOf(t, releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", ns)))
-	done := controlplane.WaitJobFinished(ctx, t, e.Admin, ns, first)
-	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "the release's run registered")
 	require.True(t, retrySuspended(ctx, t, e, retryName), "the release's run suspended the retry CronJob")
 
 	// (b) Registered: the retry CronJob suspended for costSuspendedFor.

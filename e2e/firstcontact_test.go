@@ -211,22 +211,10 @@ func registeredFor(t *testing.T) time.Duration {
 // it again.
 func TestRetryCronJobSleepsWhileRegistered(t *testing.T) {
 	t.Parallel() // minutes of waiting on the retry CronJob's minute: beside the other planes' tests
-	helm := testkit.Helm(t)
 	registeredFor := registeredFor(t)
 	p, e, ctx := aksPlane(t, registeredFor+6*time.Minute)
-	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer})
-	require.NoError(t, err)
-	t.Cleanup(fc.Stop)
-	c := harness.Cloud{Dir: t.TempDir(), Env: fc.Environ()}
-	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
-	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
+	fc, runs, first := installRegistered(ctx, t, p, e)
 	const ns, retry = operator.Namespace, harness.CronJobName + "-retry"
-
-	runHelm(t, p, helm, append([]string{"install", "registration-engine", chart, "--namespace", ns, "--wait", "--timeout", "60s",
-		"--set", "retry.intervalMinutes=1"}, marketplaceValues(t, chart, c.Vars(), chartRegCode)...)...)
-	first := runJobOf(t, releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", ns)))
-	done := controlplane.WaitJobFinished(ctx, t, e.Admin, ns, first)
-	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "the release's run registered")
 	pods := runs.ForJob(t, first)
 	require.Len(t, pods, 1)
 	s := summary(t, pods[0].Res.Stderr)
@@ -289,6 +277,31 @@ func TestRetryCronJobSleepsWhileRegistered(t *testing.T) {
 	assert.True(t, retrySuspended(ctx, t, e, retry), "asleep again once registered")
 	t.Logf("proved: helm install with retry.intervalMinutes=1: the release's run %s registered and suspended %s (%d retry pods before that); registered for %s: %d retry Jobs, %d retry pods (at 1 minute, %d without the suspension); a failed run %s resumed it, and its first attempt (%s) began %s after the failure; once the update servers were back, %s registered and suspended it again",
 		first, retry, atInstall, registeredFor, len(retryJobs), pausedPods, int(registeredFor/time.Minute), failing, attempt.Job, woke.Round(100*time.Millisecond), won.Job)
+}
+
+// installRegistered installs the chart on e, an AKS-shaped plane, the way
+// the Marketplace does, against a healthy fake cloud, with the retry
+// CronJob looking every minute (and set, more values), and waits for the
+// release's run to register. It returns the cloud, the pods run so far
+// and the release's run Job.
+func installRegistered(ctx context.Context, t *testing.T, p *controlplane.Plane, e *clusterEnv, set ...string) (*fakecloud.Cloud, *harness.PodRuns, string) {
+	t.Helper()
+	helm := testkit.Helm(t)
+	fc, err := fakecloud.Start(fakecloud.Options{Dir: t.TempDir(), UpdateServerName: harness.UpdateServer})
+	require.NoError(t, err)
+	t.Cleanup(fc.Stop)
+	c := harness.Cloud{Dir: t.TempDir(), Env: fc.Environ()}
+	runs := e.StartKubelet(ctx, t, operator.Namespace, c)
+	chart := filepath.Join("..", "manifests", "chart", "registration-engine")
+	args := []string{"install", "registration-engine", chart, "--namespace", operator.Namespace, "--wait", "--timeout", "60s", "--set", "retry.intervalMinutes=1"}
+	for _, kv := range set {
+		args = append(args, "--set", kv)
+	}
+	runHelm(t, p, helm, append(args, marketplaceValues(t, chart, c.Vars(), chartRegCode)...)...)
+	first := runJobOf(t, releaseObjects(t, runHelm(t, p, helm, "get", "manifest", "registration-engine", "--namespace", operator.Namespace)))
+	done := controlplane.WaitJobFinished(ctx, t, e.Admin, operator.Namespace, first)
+	require.Equal(t, batchv1.JobComplete, controlplane.FinishedCondition(done).Type, "the release's run registered")
+	return fc, runs, first
 }
 
 // retrySuspended reads the retry CronJob's spec.suspend.
