@@ -141,9 +141,18 @@ func TestChartInstallFirstContact(t *testing.T) {
 			assert.Equal(t, job.OutcomeRegistered, rec.Outcome)
 			assert.Nil(t, rec.NextAttempt)
 			failed, notDue := countRuns(t, runs)
-			assert.LessOrEqual(t, registered, time.Minute+20*time.Second, "registered within the retry interval (1 min) and a run after the fault cleared")
-			t.Logf("proved: helm install with %s for the first %s (fault %s): the release's run %s failed (%d pods, exit %d, Event %s); nobody acted; %d attempts failed in all, %d looks of the retry CronJob found nothing due, and its Job %s registered %s after the fault cleared (%s after the install)",
-				name, firstContactHeal, tc.fault, first, len(pods), pods[0].Res.Code, tc.reason, failed, notDue, won.Job, registered.Round(time.Second), time.Since(start).Round(time.Second))
+			// The promise is the attempt's start: within the retry
+			// interval (1 min) of the cause clearing, and a pod's start.
+			// The run itself then takes what a run takes (the handover
+			// waits for CoreDNS's reload and its settling, 20 s or more
+			// on a loaded machine), which is not the retry rule's.
+			due := logLine(t, won.Res.Stderr, "a retry is due")
+			require.NotNil(t, due, "a look of the retry CronJob runs the attempt: %s", won.Res)
+			began := logTime(t, due).Sub(healed)
+			assert.LessOrEqual(t, began, time.Minute+15*time.Second, "the winning attempt began within the retry interval (1 min) of the fault clearing, and a pod's start")
+			assert.LessOrEqual(t, registered, 3*time.Minute, "registered within the retry interval and a run")
+			t.Logf("proved: helm install with %s for the first %s (fault %s): the release's run %s failed (%d pods, exit %d, Event %s); nobody acted; %d attempts failed in all, %d looks of the retry CronJob found nothing due, and its Job %s began %s and registered %s after the fault cleared (%s after the install)",
+				name, firstContactHeal, tc.fault, first, len(pods), pods[0].Res.Code, tc.reason, failed, notDue, won.Job, began.Round(time.Second), registered.Round(time.Second), time.Since(start).Round(time.Second))
 		})
 	}
 }
