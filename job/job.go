@@ -251,7 +251,7 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 // run's record); last is the record the Lease held when it was taken.
 func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release kube.Release, last *retry.Record, err error) {
 	if j.OnlyWhenDue {
-		due, pending, why, err := j.due(ctx)
+		due, pending, why, err := j.due(ctx, log)
 		if errors.Is(err, errRecordUnread) {
 			// The record was not read: nothing is known of the runs, so
 			// nothing is recorded or planned; the next look reads again.
@@ -280,7 +280,6 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release ku
 	if j.Lock != nil {
 		var stored *kube.Stored
 		release, stored, err = j.Lock.Acquire(ctx)
-		last = j.lastRecord(log, stored)
 		if errors.Is(err, kube.ErrLeaseHeld) {
 			log.Info("another run holds the lease; skipping this run", slog.String("reason", err.Error()))
 			res.Outcome, res.Skipped = OutcomeSkipped, err.Error()
@@ -290,26 +289,18 @@ func (j *Job) run(ctx context.Context, log *slog.Logger) (res Result, release ku
 			res.Failed = "lease"
 			return res, nil, nil, withCause(ctx, fmt.Errorf("lease: %w", err))
 		}
+		last = j.lastRecord(log, stored)
 	}
-	if j.defers(last) {
+	if why, ok := retry.Defer(last, j.Scheduled, j.now()); ok {
 		// A registered cluster's refresh is failing and its next attempt
-		// is pending: this scheduled run is a look that found nothing due
-		// (retry.Defers). It releases the Lease and records nothing.
-		why := fmt.Sprintf("the refresh has failed since %s and attempt %d is due at %s: the retry CronJob runs it, so this scheduled run defers to it",
-			utc(*last.FailingSince), last.ConsecutiveFailures+1, utc(*last.NextAttempt))
+		// is pending: this scheduled run is a look that found nothing due.
+		// It releases the Lease and records nothing.
 		log.Info("no attempt due; nothing to do", slog.String("reason", why))
 		res.Outcome, res.Skipped, res.pending = OutcomeNotDue, why, true
 		return res, release, last, nil
 	}
 	res, err = j.runPhases(ctx, log, last)
 	return res, release, last, err
-}
-
-// defers reports whether this run is a scheduled one that defers to the
-// pending attempt of a registered cluster's failing refresh (retry.Defers).
-func (j *Job) defers(last *retry.Record) bool {
-	return j.Scheduled && last != nil && last.Failing() && last.NextAttempt != nil && last.FailingSince != nil &&
-		retry.Defers(last.Refresh, *last.NextAttempt, j.now())
 }
 
 // runPhases runs the design card's six phases and the operator step.

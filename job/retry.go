@@ -45,7 +45,7 @@ var errRecordUnread = errors.New("could not read the run record")
 // due reports whether the attempt the last run recorded is due now, whether
 // one is scheduled (pending) and why or why not, in words for the log
 // (retry.Look). An error is the record's read.
-func (j *Job) due(ctx context.Context) (due, pending bool, why string, err error) {
+func (j *Job) due(ctx context.Context, log *slog.Logger) (due, pending bool, why string, err error) {
 	if j.LastRun == nil {
 		return false, false, "", failure.Permanent(fmt.Errorf("ONLY_WHEN_DUE needs the engine's Lease to read the last run from: it only works in a cluster"))
 	}
@@ -55,7 +55,7 @@ func (j *Job) due(ctx context.Context) (due, pending bool, why string, err error
 	}
 	var rec retry.Record
 	if ok {
-		rec, ok = j.readRecord(j.logger(), stored)
+		rec, ok = j.readRecord(log, stored)
 	}
 	due, pending, why = retry.Look(rec, ok, j.now())
 	return due, pending, why, nil
@@ -154,6 +154,3 @@ func (j *Job) now() time.Time {
 	}
 	return j.Now().UTC()
 }
-
-// utc formats t for people: the minute, in UTC.
-func utc(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }

@@ -31,6 +31,3 @@ func (r *RetryCronJob) SetSuspended(ctx context.Context, suspend bool) error {
 	}
 	return nil
 }
-
-// Ref is namespace/name of the CronJob.
-func (r *RetryCronJob) Ref() string { return r.Namespace + "/" + r.Name }

@@ -51,6 +51,19 @@ func Look(rec Record, ok bool, now time.Time) (due, pending bool, why string) {
 	return true, true, fmt.Sprintf("attempt %d was due at %s (cause %s)", rec.ConsecutiveFailures+1, utc(*rec.NextAttempt), rec.Cause)
 }
 
+// Defer decides whether a run the schedule started defers to the attempt
+// its cluster's failing refresh has pending (Defers), from the record its
+// Lease held (nil: none), and says why in words for the log: such a run is
+// a look that found nothing due.
+func Defer(last *Record, scheduled bool, now time.Time) (why string, ok bool) {
+	if !scheduled || last == nil || !last.Failing() || last.NextAttempt == nil || last.FailingSince == nil ||
+		!Defers(last.Refresh, *last.NextAttempt, now) {
+		return "", false
+	}
+	return fmt.Sprintf("the refresh has failed since %s and attempt %d is due at %s: the retry CronJob runs it, so this scheduled run defers to it",
+		utc(*last.FailingSince), last.ConsecutiveFailures+1, utc(*last.NextAttempt)), true
+}
+
 // Settle decides a settling failure (failure.Settling) of a run at now that
 // followed last (the record its Lease held; nil: none): retried like a
 // transient one while the cluster is in its first contact (window long

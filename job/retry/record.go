@@ -72,10 +72,10 @@ func (r Record) Retrying() string {
 	if !r.Failing() || r.NextAttempt == nil {
 		return ""
 	}
-	at := r.NextAttempt.UTC().Format("2006-01-02 15:04 UTC")
+	at := utc(*r.NextAttempt)
 	if r.Cause == CauseSettling && r.SettlesBy != nil {
 		return fmt.Sprintf("waiting for Azure to propagate the identity or its role assignment: attempt %d is due by %s; it needs a person if it still fails after %s",
-			r.ConsecutiveFailures+1, at, r.SettlesBy.UTC().Format("2006-01-02 15:04 UTC"))
+			r.ConsecutiveFailures+1, at, utc(*r.SettlesBy))
 	}
 	if r.Refresh {
 		return fmt.Sprintf("retrying the refresh: attempt %d is due by %s (cause %s; the registration stays as it is meanwhile)", r.ConsecutiveFailures+1, at, r.Cause)
