@@ -248,13 +248,19 @@ func TestRetryCronJobSleepsWhileRegistered(t *testing.T) {
 	assert.Zero(t, pausedPods, "no retry pod while registered")
 	assert.True(t, retrySuspended(ctx, t, e, retry))
 
-	// The update servers fail, and a run fails: it resumes the retries.
+	// The update servers fail, and a run a person starts fails: it resumes
+	// the retries, whose first attempt comes within one interval. (This
+	// Job stands for an admin's run, kubectl create job --from, with the
+	// Job's own pod retries off so that one run fails. A scheduled refresh
+	// that fails is retried an hour or more later and its scheduled runs
+	// defer meanwhile: job's TestScheduledRunDefersToAPendingRefresh, and
+	// docs/BENCHMARKS.md for a fleet.)
 	require.NoError(t, fc.SetFault("wrong-fingerprint"))
 	cj, err := e.Admin.BatchV1().CronJobs(ns).Get(ctx, harness.CronJobName, metav1.GetOptions{})
 	require.NoError(t, err)
 	spec := cj.Spec.JobTemplate.Spec.DeepCopy()
 	spec.BackoffLimit = ptr.To[int32](0) // one failed run, not the Job's own retries
-	const failing = "refresh-fails"
+	const failing = "manual-run-fails"
 	_, err = e.Admin.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: failing}, Spec: *spec}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { e.DeleteJob(t, ns, failing) })
