@@ -648,3 +648,23 @@ func TestMarketplaceStageChecksFingerprints(t *testing.T) {
 // fingerprintCommand prints a certificate's fingerprint in the form the
 // list holds; docs/releasing.md and stage.sh's refusal name it.
 const fingerprintCommand = "openssl x509 -in <file> -outform DER | sha256sum"
+
+// TestFingerprintCommandPrintsTheListedFingerprint: the command
+// docs/releasing.md and stage.sh's refusal give a publisher, run as written
+// on a certificate, prints the fingerprint stage.sh checks (the form the
+// list holds), so a line made with it is accepted.
+func TestFingerprintCommandPrintsTheListedFingerprint(t *testing.T) {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Skip("no openssl on this machine: the command the docs give cannot be run")
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "releasing.md"))
+	require.NoError(t, err)
+	require.Contains(t, strings.Split(string(doc), "\n"), fingerprintCommand, "docs/releasing.md gives the command on a line of its own")
+	certs := testkit.NewRegionServerCerts(t, "40.121.202.140")
+	file := filepath.Join(certs.Dir, "40.121.202.140.pem")
+	out, err := exec.Command("bash", "-c", strings.ReplaceAll(fingerprintCommand, "<file>", "'"+file+"'")).Output()
+	require.NoError(t, err)
+	got, _, _ := strings.Cut(string(out), " ")
+	assert.Equal(t, certs.Fingerprints["40.121.202.140.pem"], got)
+	t.Logf("proved: %s printed %s, the fingerprint stage.sh checks for that file", fingerprintCommand, got)
+}
