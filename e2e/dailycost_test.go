@@ -156,6 +156,10 @@ func TestDailyCostOfARegisteredCluster(t *testing.T) {
 	// What a user notices: nothing of the retry CronJob while registered;
 	// a look costs what it costs only when it runs.
 	assert.Zero(t, suspended.requests, "no request on the retry CronJob's objects while it is suspended: %v", suspended.seq)
+	// The same filter charges the retry CronJob's objects once it runs, so
+	// the zero above is the CronJob's silence, not a filter that matches
+	// nothing.
+	assert.Positive(t, costOf(records, looksFrom, looksTo, isRetryObject(retryName)).requests, "the retry CronJob's objects, unsuspended")
 	assert.Zero(t, suspended.events, "no Event of the retry CronJob while it is suspended")
 	assert.Empty(t, retryJobsSuspended, "no retry Job while registered")
 	assert.Equal(t, 1, run.pods, "one pod for the scheduled run")
