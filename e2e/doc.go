@@ -18,7 +18,8 @@
 //   - e2e/sccoperator: the real rancher/scc-operator, the cluster's CoreDNS
 //     (ClusterDNS) and the CONNECT proxy that resolves through it.
 //   - e2e/fakecloud and e2e/cmd/fakecloud: every peer of the engine.
-//   - e2e/pki: the one certificate builder of them all.
+//   - internal/pki: the one certificate builder of them all (the unit
+//     tests of the release scripts use it too, through internal/testkit).
 //   - e2e/kind: the kind tier; e2e/cmd/benchrun: make bench.
 //
 // Where a new case goes:

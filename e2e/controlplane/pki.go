@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/rancher/registration-engine/e2e/pki"
+	"github.com/rancher/registration-engine/internal/pki"
 )
 
 // pkiFiles holds the paths of the files the components are started with. Every

@@ -14,7 +14,7 @@ import (
 
 	"github.com/smallstep/pkcs7"
 
-	"github.com/rancher/registration-engine/e2e/pki"
+	"github.com/rancher/registration-engine/internal/pki"
 )
 
 // azureCA is one root → intermediate pair of the fake attestation PKI. The

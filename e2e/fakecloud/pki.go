@@ -9,7 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"time"
 
-	"github.com/rancher/registration-engine/e2e/pki"
+	"github.com/rancher/registration-engine/internal/pki"
 )
 
 // CA is a throw-away certificate authority for the fakes. Nothing it issues is

@@ -1,15 +1,8 @@
 package testkit
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/rancher/registration-engine/internal/pki"
 )
 
 // RegionServerCerts is a directory of region server certificates as
@@ -60,18 +55,11 @@ func NewRegionServerCerts(t testing.TB, servers ...string) RegionServerCerts {
 // fingerprint `openssl x509 -outform DER | sha256sum` prints.
 func SelfSignedCert(t testing.TB, name string) (pemBytes []byte, fingerprint string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := pki.Key()
 	require.NoError(t, err)
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	tmpl := pki.CA(name, "", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	cert, err := pki.Sign(tmpl, tmpl, &key.PublicKey, key)
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	sum := sha256.Sum256(der)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), hex.EncodeToString(sum[:])
+	sum := sha256.Sum256(cert.Raw)
+	return pki.CertPEM(cert.Raw), hex.EncodeToString(sum[:])
 }
