@@ -1,7 +1,6 @@
 package job
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -539,18 +538,14 @@ func (j *Job) codeRemedy() string {
 	return regCodeRemedy(remedy.Remedies{Namespace: operator.Namespace})
 }
 
-// regCodeRemedy is the command that sets the registration code: on the
-// Azure Marketplace the extension's protected setting registrationCode
-// (the chart makes the Secret registration-code from it, and an update of
-// the extension re-runs the engine), with Helm the value, otherwise (and
-// on a release of unknown kind, beside those) the Secret
-// registration-code, then a run.
+// regCodeRemedy is the command that sets the registration code on the
+// release r (remedy.Remedies.SetCode), a run of the engine after the
+// Secret of a kustomize install.
 func regCodeRemedy(r remedy.Remedies) string {
-	set := r.SetValues(true, "registrationCode=<code>")
-	if r.Manager != "" {
-		return set
+	if r.Namespace == "" {
+		r.Namespace = operator.Namespace
 	}
-	return fmt.Sprintf("%s; with kustomize, kubectl -n %s create secret generic registration-code --from-literal=regCode=<code> and a run of the engine", set, cmp.Or(r.Namespace, operator.Namespace))
+	return r.SetCode(" and a run of the engine")
 }
 
 // withRegCodeSources adds to a missing-code error where the code must come

@@ -261,7 +261,7 @@ func TestRunWithoutAReachedAddressWritesNothing(t *testing.T) {
 // summary and the run record, and a Warning Event RegistrationCodeMissing
 // whose note says how to set the code (golden).
 func TestRunWithoutACodeWaits(t *testing.T) {
-	const extID = "/subscriptions/0000/resourceGroups/rg-prod/providers/Microsoft.ContainerService/managedClusters/aks-1/providers/Microsoft.KubernetesConfiguration/extensions/suse-registration"
+	const extID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-prod/providers/Microsoft.ContainerService/managedClusters/aks-1/providers/Microsoft.KubernetesConfiguration/extensions/suse-registration"
 	tests := map[string]string{
 		"on the Marketplace, the extension named": regCodeRemedy(remedy.Remedies{Manager: remedy.AzureExtension, Release: "suse-registration", Namespace: "cattle-scc-system", ExtensionID: extID}),
 		"on the Marketplace, no extension ID":     regCodeRemedy(remedy.Remedies{Manager: remedy.AzureExtension, Release: "suse-registration", Namespace: "cattle-scc-system"}),

@@ -9,6 +9,8 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
+
+	"github.com/rancher/registration-engine/providers/azure"
 )
 
 // How the engine was installed (RELEASE_MANAGER), which decides the
@@ -62,12 +64,27 @@ func (r Remedies) SetValues(protected bool, kv ...string) string {
 	return fmt.Sprintf("on the Azure Marketplace, %s; with Helm, %s", r.azure(protected, kv), r.helm(kv))
 }
 
+// SetCode is the command that sets the registration code on this release:
+// on the Azure Marketplace the extension's protected setting
+// registrationCode (the chart makes the Secret registration-code from it,
+// and an update of the extension re-runs the engine), with Helm the value;
+// on a release of unknown kind every form, and with kustomize the Secret
+// registration-code followed by then (the run that reads it).
+func (r Remedies) SetCode(then string) string {
+	set := r.SetValues(true, "registrationCode=<code>")
+	if r.Manager == AzureExtension || r.Manager == Helm {
+		return set
+	}
+	return fmt.Sprintf("%s; with kustomize, kubectl -n %s create secret generic registration-code --from-literal=regCode=<code>%s", set, cmp.Or(shellSafe(r.Namespace), "<namespace>"), then)
+}
+
 // azure is az k8s-extension update with the extension's names where
-// ExtensionID gives them.
+// ExtensionID gives them (names a shell would read are not taken).
 func (r Remedies) azure(protected bool, kv []string) string {
-	rg, cluster, ext, ok := ParseExtensionID(r.ExtensionID)
-	if !ok {
-		rg, cluster, ext = "<group>", "<cluster>", cmp.Or(shellSafe(r.Release), "<extension>")
+	rg, cluster, ext := "<group>", "<cluster>", cmp.Or(shellSafe(r.Release), "<extension>")
+	if id, err := azure.ParseExtensionID(r.ExtensionID); err == nil &&
+		shellSafe(id.ResourceGroup) != "" && shellSafe(id.ClusterName) != "" && shellSafe(id.Name) != "" {
+		rg, cluster, ext = id.ResourceGroup, id.ClusterName, id.Name
 	}
 	flag := "--configuration-settings"
 	if protected {
@@ -89,22 +106,4 @@ func shellSafe(s string) string {
 		return ""
 	}
 	return s
-}
-
-// ParseExtensionID reads an AKS cluster extension's ARM ID:
-// /subscriptions/S/resourceGroups/RG/providers/Microsoft.ContainerService/managedClusters/C/providers/Microsoft.KubernetesConfiguration/extensions/E.
-// Names with characters a shell would read are not taken.
-func ParseExtensionID(id string) (rg, cluster, ext string, ok bool) {
-	p := strings.Split(strings.Trim(id, "/"), "/")
-	if len(p) != 12 || !strings.EqualFold(p[0], "subscriptions") || !strings.EqualFold(p[2], "resourceGroups") ||
-		!strings.EqualFold(p[5], "Microsoft.ContainerService") || !strings.EqualFold(p[6], "managedClusters") ||
-		!strings.EqualFold(p[9], "Microsoft.KubernetesConfiguration") || !strings.EqualFold(p[10], "extensions") {
-		return "", "", "", false
-	}
-	for _, v := range []string{p[3], p[7], p[11]} {
-		if v == "" || strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" {
-			return "", "", "", false
-		}
-	}
-	return p[3], p[7], p[11], true
 }

@@ -250,21 +250,11 @@ func (d decider) waitingForCode() (Verdict, bool) {
 }
 
 // codeRemedy is the command that sets the registration code on the
-// release the CronJob says it is (RELEASE_MANAGER, fix.Remedies): Azure's
-// protected setting on a Marketplace install, the chart value on a Helm
-// release; on a release of unknown kind every form, the Secret
-// registration-code and a run included.
+// release the CronJob says it is (RELEASE_MANAGER, fix.Remedies.SetCode).
 func (d decider) codeRemedy() string {
-	cj, ns := d.r.CronJob, d.r.Namespace
-	r := fix.Remedies{Manager: cj.ReleaseManager, Release: cj.ReleaseName, Namespace: ns, ExtensionID: cj.ExtensionID}
-	if !slices.Contains(fix.Managers, r.Manager) {
-		r.Manager = ""
-	}
-	set := r.SetValues(true, "registrationCode=<code>")
-	if r.Manager != "" {
-		return set
-	}
-	return fmt.Sprintf("%s; with kustomize, kubectl -n %s create secret generic registration-code --from-literal=regCode=<code>, then run the engine: %s", set, ns, d.runNow())
+	cj := d.r.CronJob
+	r := fix.Remedies{Manager: cj.ReleaseManager, Release: cj.ReleaseName, Namespace: d.r.Namespace, ExtensionID: cj.ExtensionID}
+	return r.SetCode(", then run the engine: " + d.runNow())
 }
 
 // runInProgress: the newest Job still runs.

@@ -129,7 +129,7 @@ func TestDecide(t *testing.T) {
 		"no registration code yet, on a Marketplace install": {change: func(r *Report) {
 			r.Secret = Secret{Name: "scc-registration", Access: Absent}
 			r.CronJob.ReleaseManager, r.CronJob.ReleaseName = "azure-extension", "suse"
-			r.CronJob.ExtensionID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks/providers/Microsoft.KubernetesConfiguration/extensions/suse"
+			r.CronJob.ExtensionID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks/providers/Microsoft.KubernetesConfiguration/extensions/suse"
 			r.Jobs.Items = []Job{{Name: "registration-engine-run-1", Outcome: JobSucceeded, ExitCode: code(0)}}
 			r.Lease.LastRun = &retry.Record{Time: now.Add(-time.Hour), Job: "registration-engine-run-1", Outcome: retry.OutcomeWaitingForCode}
 		}, wantState: StateActionNeeded, wantStart: "Not registered: no registration code yet: the engine found none configured and none in scc-registration, and waits for one (last run registration-engine-run-1 at 2026-11-30T11:00:00Z) — set it: az k8s-extension update --resource-group rg --cluster-name aks --cluster-type managedClusters --name suse --configuration-protected-settings registrationCode=<code> --yes"},
